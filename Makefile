@@ -1,0 +1,43 @@
+# The README's commands. Each installs what is missing first.
+#   make run     - build and run a short end-to-end demo on sqlite:./sqlbus.db
+#   make check   - build and run the whole test suite (SQLite and PostgreSQL)
+# Others: build, check-asan, install (PREFIX=/usr/local), bench, clean.
+
+PREFIX ?= /usr/local
+BUILD ?= build
+BUILD_TYPE ?= RelWithDebInfo
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all deps build run check check-asan install bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@bash scripts/demo.sh $(BUILD)/sqlbus
+
+check: build
+	@bash tests/run-check $(BUILD)
+
+check-asan:
+	@$(MAKE) --no-print-directory check BUILD=build-asan BUILD_TYPE=Debug \
+	    CMAKE_FLAGS="-DSB_SANITIZE=ON -DSB_WERROR=ON"
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+bench: build
+	@bash bench/run all
+
+clean:
+	rm -rf build build-asan

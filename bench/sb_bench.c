@@ -1,0 +1,1017 @@
+/*
+ * sb_bench - the sqlbus benchmark driver (rules P5, P7, P8 of
+ * shared/spec/performance.md). Started by bench/run; usable by hand.
+ *
+ *   sb_bench burndown   --url URL --jobs N --handlers H [--phase P]
+ *   sb_bench latency    --url URL --rate R --seconds S [--handlers 4]
+ *   sb_bench raw-sqlite --db PATH --jobs N --batch B [--phase P]
+ *
+ * --phase preload|drain|both (default both) splits a burn-down so that the
+ * harness can checkpoint the database between loading and draining.
+ *
+ * Each scenario prints exactly one JSON object on stdout (its result) and
+ * human-readable progress on stderr. Exit status 0 = measured, 2 = usage,
+ * 1 = the run failed (the JSON then has "ok":false and an "error").
+ *
+ * Build without the library (raw-sqlite only) for testing:
+ *   cc -O2 -DSB_BENCH_NO_SQLBUS bench/sb_bench.c -lsqlite3 -lpthread
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#ifndef SB_BENCH_NO_SQLBUS
+#include "sqlbus.h"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+#ifndef SB_BENCH_NO_SQLBUS
+static void sleep_ns(int64_t ns)
+{
+    if (ns <= 0)
+        return;
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+#endif
+
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("sb_bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Print a JSON string literal (escaping what JSON requires). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void fail_json(const char *scenario, const char *msg)
+{
+    printf("{\"scenario\":");
+    json_str(stdout, scenario);
+    printf(",\"ok\":false,\"error\":");
+    json_str(stdout, msg);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* xorshift PRNG for ids (quality is irrelevant here). */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    rng_state = x;
+    return x;
+}
+
+/* A UUIDv7-shaped id (ms timestamp + monotonic counter + random), the same
+ * shape sqlbus writes, so the raw loop's primary-key index behaves alike. */
+static void uuid7_text(char out[37])
+{
+    static int64_t last_ms;
+    static uint32_t seq;
+    int64_t ms = wall_us() / 1000;
+    if (ms == last_ms)
+        seq++;
+    else {
+        last_ms = ms;
+        seq = (uint32_t)(rng_next() & 0x3ff);
+    }
+    uint8_t b[16];
+    for (int i = 0; i < 6; i++)
+        b[i] = (uint8_t)(ms >> (40 - 8 * i));
+    uint16_t s12 = (uint16_t)(seq & 0xfff);
+    b[6] = (uint8_t)(0x70 | (s12 >> 8));
+    b[7] = (uint8_t)(s12 & 0xff);
+    uint64_t r = rng_next();
+    for (int i = 8; i < 16; i++)
+        b[i] = (uint8_t)(r >> (8 * (i - 8)));
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+    static const char hx[] = "0123456789abcdef";
+    int o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hx[b[i] >> 4];
+        out[o++] = hx[b[i] & 15];
+    }
+    out[o] = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* log-linear histogram (ns): 2^k buckets split into 32 linear steps,    */
+/* so every recorded value is within ~3% of its bucket bound.            */
+/* ------------------------------------------------------------------ */
+#define H_SUB_BITS 5
+#define H_SUB (1 << H_SUB_BITS)
+#define H_BUCKETS (64 * H_SUB)
+
+typedef struct hist {
+    uint64_t count[H_BUCKETS];
+    uint64_t n;
+    int64_t min, max;
+    double sum;
+} hist;
+
+static int hist_index(int64_t v)
+{
+    if (v < 0)
+        v = 0;
+    uint64_t u = (uint64_t)v;
+    if (u < H_SUB)
+        return (int)u;
+    int e = 63 - __builtin_clzll(u); /* e >= H_SUB_BITS */
+    int shift = e - H_SUB_BITS;
+    int sub = (int)((u >> shift) & (H_SUB - 1));
+    return (shift + 1) * H_SUB + sub;
+}
+
+/* Upper bound of the values a bucket holds. */
+static int64_t hist_bucket_high(int idx)
+{
+    if (idx < H_SUB)
+        return idx;
+    int shift = idx / H_SUB - 1;
+    int sub = idx % H_SUB;
+    uint64_t base = ((uint64_t)H_SUB + (uint64_t)sub) << shift;
+    return (int64_t)(base + ((1ULL << shift) - 1));
+}
+
+static void hist_init(hist *h)
+{
+    memset(h, 0, sizeof *h);
+    h->min = INT64_MAX;
+    h->max = 0;
+}
+
+static void hist_add(hist *h, int64_t v)
+{
+    h->count[hist_index(v)]++;
+    h->n++;
+    h->sum += (double)v;
+    if (v < h->min)
+        h->min = v;
+    if (v > h->max)
+        h->max = v;
+}
+
+static int64_t hist_pct(const hist *h, double p)
+{
+    if (h->n == 0)
+        return 0;
+    uint64_t rank = (uint64_t)(p / 100.0 * (double)h->n + 0.5);
+    if (rank < 1)
+        rank = 1;
+    if (rank > h->n)
+        rank = h->n;
+    uint64_t acc = 0;
+    for (int i = 0; i < H_BUCKETS; i++) {
+        acc += h->count[i];
+        if (acc >= rank) {
+            int64_t hi = hist_bucket_high(i);
+            return hi > h->max ? h->max : hi;
+        }
+    }
+    return h->max;
+}
+
+/* ------------------------------------------------------------------ */
+/* argument parsing                                                      */
+/* ------------------------------------------------------------------ */
+typedef struct args {
+    const char *url;
+    const char *db;
+    const char *queue;
+    const char *phase;
+    const char *sync;
+    int64_t jobs;
+    int handlers;
+    int batch;
+    int pool;
+    int claim_batch;
+    double rate;
+    double seconds;
+    double warmup;
+    int64_t timeout_s;
+    int64_t stall_s;
+} args;
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->queue = "bench";
+    a->phase = "both";
+    a->sync = "full";
+    a->jobs = 100000;
+    a->handlers = 1;
+    a->batch = 1;
+    a->rate = 1000;
+    a->seconds = 30;
+    a->warmup = 1;
+    a->timeout_s = 600;
+    a->stall_s = 30;
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (strcmp(k, name) == 0 && v && (i++, 1))
+        if (OPT("--url"))
+            a->url = v;
+        else if (OPT("--db"))
+            a->db = v;
+        else if (OPT("--queue"))
+            a->queue = v;
+        else if (OPT("--phase"))
+            a->phase = v;
+        else if (OPT("--sync"))
+            a->sync = v;
+        else if (OPT("--jobs"))
+            a->jobs = strtoll(v, NULL, 10);
+        else if (OPT("--handlers"))
+            a->handlers = atoi(v);
+        else if (OPT("--batch"))
+            a->batch = atoi(v);
+        else if (OPT("--pool"))
+            a->pool = atoi(v);
+        else if (OPT("--rate"))
+            a->rate = atof(v);
+        else if (OPT("--seconds"))
+            a->seconds = atof(v);
+        else if (OPT("--warmup"))
+            a->warmup = atof(v);
+        else if (OPT("--timeout"))
+            a->timeout_s = strtoll(v, NULL, 10);
+        else if (OPT("--stall"))
+            a->stall_s = strtoll(v, NULL, 10);
+        else {
+            logf_("unknown or incomplete option %s", k);
+            return -1;
+        }
+#undef OPT
+    }
+    if (strcmp(a->phase, "both") && strcmp(a->phase, "preload") &&
+        strcmp(a->phase, "drain")) {
+        logf_("--phase must be preload, drain or both");
+        return -1;
+    }
+    if (a->jobs <= 0 || a->handlers <= 0 || a->batch <= 0 || a->rate <= 0 ||
+        a->seconds <= 0) {
+        logf_("--jobs, --handlers, --batch, --rate and --seconds must be > 0");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* raw-sqlite: the P5 SQLite physical limit, plain sqlite3 calls          */
+/* ------------------------------------------------------------------ */
+
+/* The same table, indexes and statements as sqlbus's SQLite transport
+ * (src/transport/sql_sqlite.c), without the library around them. */
+static const char RAW_DDL[] =
+    "CREATE TABLE IF NOT EXISTS sqlbus_messages ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " queue TEXT NOT NULL COLLATE BINARY,"
+    " payload BLOB NOT NULL,"
+    " headers TEXT NOT NULL DEFAULT '{}',"
+    " created_at INTEGER NOT NULL,"
+    " available_at INTEGER NOT NULL,"
+    " locked_until INTEGER,"
+    " lock_id TEXT,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " last_error TEXT,"
+    " dead_letter_reason TEXT);"
+    "CREATE INDEX IF NOT EXISTS sqlbus_messages_ready_idx"
+    " ON sqlbus_messages (queue, available_at, created_at);"
+    "CREATE INDEX IF NOT EXISTS sqlbus_messages_created_idx"
+    " ON sqlbus_messages (created_at);";
+
+static const char RAW_INSERT[] =
+    "INSERT INTO sqlbus_messages (id, queue, payload, headers, created_at,"
+    " available_at, attempts) VALUES (?1, ?2, ?3, '{}', ?4, ?4, 0)";
+
+/* Claim: lease the oldest ready rows through the ready index, as the
+ * transport does (available_at moves to the lease end; lock_id fences). */
+static const char RAW_CLAIM[] =
+    "UPDATE sqlbus_messages SET attempts = attempts + 1,"
+    " locked_until = ?2, available_at = ?2, lock_id = ?1"
+    " WHERE id IN (SELECT id FROM sqlbus_messages WHERE queue = ?3"
+    " AND available_at <= ?4 AND (locked_until IS NULL OR locked_until <= ?4)"
+    " ORDER BY available_at, created_at LIMIT ?5)"
+    " RETURNING id, payload, headers, attempts, lock_id, created_at, queue";
+
+/* Settle: the fenced delete of an ack. */
+static const char RAW_DELETE[] =
+    "DELETE FROM sqlbus_messages WHERE id = ?1 AND lock_id = ?2";
+
+static int raw_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        logf_("sqlite: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+    }
+    return rc;
+}
+
+static int raw_preload(sqlite3 *db, const char *queue, int64_t n)
+{
+    sqlite3_stmt *ins = NULL;
+    if (sqlite3_prepare_v2(db, RAW_INSERT, -1, &ins, NULL) != SQLITE_OK) {
+        logf_("prepare insert: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    for (int64_t i = 0; i < n;) {
+        if (raw_exec(db, "BEGIN IMMEDIATE") != SQLITE_OK)
+            return -1;
+        for (int k = 0; k < 1000 && i < n; k++, i++) {
+            char id[37], payload[32];
+            uuid7_text(id);
+            int plen = snprintf(payload, sizeof payload, "%" PRId64, i);
+            sqlite3_bind_text(ins, 1, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ins, 2, queue, -1, SQLITE_STATIC);
+            sqlite3_bind_blob(ins, 3, payload, plen, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(ins, 4, wall_us());
+            if (sqlite3_step(ins) != SQLITE_DONE) {
+                logf_("insert: %s", sqlite3_errmsg(db));
+                return -1;
+            }
+            sqlite3_reset(ins);
+        }
+        if (raw_exec(db, "COMMIT") != SQLITE_OK)
+            return -1;
+    }
+    sqlite3_finalize(ins);
+    return 0;
+}
+
+static int cmd_raw_sqlite(const args *a)
+{
+    const char *path = a->db;
+    if (!path && a->url)
+        path = strncmp(a->url, "sqlite:", 7) == 0 ? a->url + 7 : a->url;
+    if (!path) {
+        logf_("raw-sqlite needs --db PATH");
+        return 2;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK) {
+        fail_json("raw-sqlite", "cannot open database");
+        return 1;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    char pragma[128];
+    snprintf(pragma, sizeof pragma, "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s",
+             a->sync);
+    if (raw_exec(db, pragma) || raw_exec(db, RAW_DDL)) {
+        fail_json("raw-sqlite", "setup failed");
+        return 1;
+    }
+    int64_t preload_ns = 0;
+    if (strcmp(a->phase, "drain") != 0) {
+        int64_t t0 = mono_ns();
+        if (raw_preload(db, a->queue, a->jobs) != 0) {
+            fail_json("raw-sqlite", "preload failed");
+            return 1;
+        }
+        preload_ns = mono_ns() - t0;
+        logf_("raw-sqlite: preloaded %" PRId64 " jobs in %.2f s", a->jobs,
+              (double)preload_ns / 1e9);
+    }
+    if (strcmp(a->phase, "preload") == 0) {
+        printf("{\"scenario\":\"raw-sqlite\",\"phase\":\"preload\",\"ok\":true,"
+               "\"jobs\":%" PRId64 ",\"preload_s\":%.4f}\n",
+               a->jobs, (double)preload_ns / 1e9);
+        sqlite3_close(db);
+        return 0;
+    }
+
+    sqlite3_stmt *claim = NULL, *del = NULL;
+    if (sqlite3_prepare_v2(db, RAW_CLAIM, -1, &claim, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, RAW_DELETE, -1, &del, NULL) != SQLITE_OK) {
+        logf_("prepare: %s", sqlite3_errmsg(db));
+        fail_json("raw-sqlite", "prepare failed");
+        return 1;
+    }
+    const int B = a->batch;
+    char(*ids)[37] = calloc((size_t)B, 37);
+    int64_t done = 0, txs = 0, payload_bytes = 0;
+    int64_t t0 = mono_ns();
+    for (;;) {
+        if (raw_exec(db, "BEGIN IMMEDIATE") != SQLITE_OK)
+            goto fail;
+        char lock_id[37];
+        uuid7_text(lock_id);
+        int64_t now = wall_us();
+        sqlite3_bind_text(claim, 1, lock_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(claim, 2, now + 30000000LL);
+        sqlite3_bind_text(claim, 3, a->queue, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(claim, 4, now);
+        sqlite3_bind_int(claim, 5, B);
+        int got = 0, rc;
+        while ((rc = sqlite3_step(claim)) == SQLITE_ROW) {
+            if (got < B) {
+                const unsigned char *id = sqlite3_column_text(claim, 0);
+                snprintf(ids[got], 37, "%s", (const char *)id);
+                payload_bytes += sqlite3_column_bytes(claim, 1);
+                got++;
+            }
+        }
+        if (rc != SQLITE_DONE) {
+            logf_("claim: %s", sqlite3_errmsg(db));
+            goto fail;
+        }
+        sqlite3_reset(claim);
+        for (int k = 0; k < got; k++) {
+            sqlite3_bind_text(del, 1, ids[k], -1, SQLITE_STATIC);
+            sqlite3_bind_text(del, 2, lock_id, -1, SQLITE_STATIC);
+            if (sqlite3_step(del) != SQLITE_DONE || sqlite3_changes(db) != 1) {
+                logf_("delete: %s", sqlite3_errmsg(db));
+                goto fail;
+            }
+            sqlite3_reset(del);
+        }
+        if (raw_exec(db, "COMMIT") != SQLITE_OK)
+            goto fail;
+        txs++;
+        done += got;
+        if (got == 0)
+            break;
+    }
+    int64_t el = mono_ns() - t0;
+    printf("{\"scenario\":\"raw-sqlite\",\"ok\":true,\"jobs\":%" PRId64
+           ",\"batch\":%d,\"synchronous\":",
+           done, B);
+    json_str(stdout, a->sync);
+    printf(",\"transactions\":%" PRId64 ",\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
+           "\"sqlite_version\":",
+           txs, (double)el / 1e9, (double)done / ((double)el / 1e9));
+    json_str(stdout, sqlite3_libversion());
+    printf(",\"preload_s\":%.4f}\n", (double)preload_ns / 1e9);
+    sqlite3_finalize(claim);
+    sqlite3_finalize(del);
+    sqlite3_close(db);
+    free(ids);
+    return 0;
+fail:
+    fail_json("raw-sqlite", "drain failed");
+    return 1;
+}
+
+#ifndef SB_BENCH_NO_SQLBUS
+/* ------------------------------------------------------------------ */
+/* sqlbus scenarios                                                      */
+/* ------------------------------------------------------------------ */
+
+static void bench_log(int level, const char *component, const char *message,
+                      void *user)
+{
+    (void)user;
+    if (level >= SB_LOG_WARN)
+        fprintf(stderr, "sqlbus[%d] %s: %s\n", level, component, message);
+}
+
+static int open_bus(const args *a, sb_bus **bus)
+{
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.url = a->url;
+    o.pool_size = a->pool; /* 0 = the library's default */
+    o.log = bench_log;
+    o.log_level = SB_LOG_WARN;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb_open(&o, bus, &err);
+    if (rc != SB_OK)
+        logf_("sb_open(%s): %s: %s", a->url, sb_strerror(rc), err.message);
+    return rc;
+}
+
+static int publish_preload(sb_bus *bus, const args *a)
+{
+    enum { BATCH = 1000 };
+    sb_outgoing *m = calloc(BATCH, sizeof *m);
+    char(*pl)[24] = calloc(BATCH, 24);
+    if (!m || !pl)
+        return SB_NOMEM;
+    int rc = SB_OK;
+    for (int64_t i = 0; i < a->jobs && rc == SB_OK;) {
+        size_t n = 0;
+        for (; n < BATCH && i < a->jobs; n++, i++) {
+            int len = snprintf(pl[n], 24, "%" PRId64, i);
+            m[n].payload = pl[n];
+            m[n].payload_len = (size_t)len;
+        }
+        sb_error err;
+        sb_error_clear(&err);
+        rc = sb_publish_batch(bus, NULL, a->queue, m, n, NULL, &err);
+        if (rc != SB_OK)
+            logf_("sb_publish_batch: %s: %s", sb_strerror(rc), err.message);
+    }
+    free(m);
+    free(pl);
+    return rc;
+}
+
+/* Ready + delayed messages of a queue (-1 when sb_queue_list fails). */
+static int64_t queue_ready(sb_bus *bus, const char *queue)
+{
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb_queue_list(bus, &qs, &nq, &err);
+    if (rc != SB_OK) {
+        logf_("sb_queue_list: %s: %s", sb_strerror(rc), err.message);
+        return -1;
+    }
+    int64_t n = 0;
+    for (size_t i = 0; i < nq; i++)
+        if (strcmp(qs[i].queue, queue) == 0)
+            n = qs[i].ready + qs[i].delayed;
+    sb_free(qs);
+    return n;
+}
+
+/* Burn-down: every handler call marks its job's index so lost and
+ * duplicated deliveries are detected, not just counted. */
+typedef struct burn_ctx {
+    int64_t jobs;
+    atomic_uchar *seen;
+    atomic_llong calls, dups, bad;
+    atomic_llong first_call_ns;
+} burn_ctx;
+
+static int burn_handler(sb_delivery *d, void *user)
+{
+    burn_ctx *c = user;
+    long long zero = 0;
+    atomic_compare_exchange_strong(&c->first_call_ns, &zero, (long long)mono_ns());
+    atomic_fetch_add(&c->calls, 1);
+    size_t len = 0;
+    const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
+    char buf[24];
+    if (!p || len == 0 || len >= sizeof buf) {
+        atomic_fetch_add(&c->bad, 1);
+        return SB_OK;
+    }
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    char *end = NULL;
+    long long idx = strtoll(buf, &end, 10);
+    if (*end || idx < 0 || idx >= c->jobs) {
+        atomic_fetch_add(&c->bad, 1);
+        return SB_OK;
+    }
+    if (atomic_exchange(&c->seen[idx], 1))
+        atomic_fetch_add(&c->dups, 1);
+    return SB_OK;
+}
+
+static int cmd_burndown(const args *a)
+{
+    if (!a->url) {
+        logf_("burndown needs --url");
+        return 2;
+    }
+    sb_bus *bus = NULL;
+    if (open_bus(a, &bus) != SB_OK) {
+        fail_json("burndown", "sb_open failed");
+        return 1;
+    }
+    const char *backend = sb_backend_name(bus);
+    int64_t preload_ns = 0;
+    if (strcmp(a->phase, "drain") != 0) {
+        int64_t t0 = mono_ns();
+        if (publish_preload(bus, a) != SB_OK) {
+            fail_json("burndown", "preload failed");
+            sb_close(bus);
+            return 1;
+        }
+        preload_ns = mono_ns() - t0;
+        logf_("burndown: published %" PRId64 " jobs in %.2f s (%.0f/s)", a->jobs,
+              (double)preload_ns / 1e9, (double)a->jobs / ((double)preload_ns / 1e9));
+    }
+    if (strcmp(a->phase, "drain") != 0) {
+        /* The queue must hold exactly what was published. */
+        int64_t ready = queue_ready(bus, a->queue);
+        if (ready != a->jobs) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "sb_publish_batch returned SB_OK for %" PRId64
+                     " messages but the queue holds %" PRId64 " ready",
+                     a->jobs, ready);
+            logf_("burndown: PROBLEM %s", msg);
+            fail_json("burndown", msg);
+            sb_close(bus);
+            return 1;
+        }
+    }
+    if (strcmp(a->phase, "preload") == 0) {
+        printf("{\"scenario\":\"burndown\",\"phase\":\"preload\",\"ok\":true,"
+               "\"backend\":\"%s\",\"jobs\":%" PRId64 ",\"preload_s\":%.4f,"
+               "\"publish_per_s\":%.1f}\n",
+               backend, a->jobs, (double)preload_ns / 1e9,
+               (double)a->jobs / ((double)preload_ns / 1e9));
+        sb_close(bus);
+        return 0;
+    }
+
+    burn_ctx c;
+    memset(&c, 0, sizeof c);
+    c.jobs = a->jobs;
+    c.seen = calloc((size_t)a->jobs, sizeof *c.seen);
+    sb_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.queue = a->queue;
+    wo.handler = burn_handler;
+    wo.user = &c;
+    wo.concurrency = a->handlers;
+
+    sb_worker *w = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    int64_t t0 = mono_ns();
+    int rc = sb_worker_start(bus, &wo, &w, &err);
+    if (rc != SB_OK) {
+        logf_("sb_worker_start: %s: %s", sb_strerror(rc), err.message);
+        fail_json("burndown", "sb_worker_start failed");
+        sb_close(bus);
+        return 1;
+    }
+    sb_worker_stats st;
+    memset(&st, 0, sizeof st);
+    int64_t last_progress = t0, last_acked = -1, t_end = 0;
+    int hung = 0;
+    for (;;) {
+        sb_worker_get_stats(w, &st);
+        int64_t now = mono_ns();
+        if (st.acked >= a->jobs) {
+            t_end = now;
+            break;
+        }
+        if (st.acked != last_acked) {
+            last_acked = st.acked;
+            last_progress = now;
+        }
+        if (now - last_progress > a->stall_s * 1000000000LL ||
+            now - t0 > a->timeout_s * 1000000000LL) {
+            hung = 1;
+            t_end = now;
+            break;
+        }
+        sleep_ns(200000); /* 0.2 ms: the stats read is an in-process copy */
+    }
+    double secs = (double)(t_end - t0) / 1e9;
+    /* Let stragglers (duplicates) show up, then stop and check the queue. */
+    sleep_ns(hung ? 0 : 100000000LL);
+    sb_worker_get_stats(w, &st);
+    sb_error_clear(&err);
+    int stop_rc = sb_worker_stop(w, &err);
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+
+    int64_t left_ready = -1, left_inflight = -1;
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error_clear(&err);
+    if (sb_queue_list(bus, &qs, &nq, &err) == SB_OK) {
+        left_ready = 0;
+        left_inflight = 0;
+        for (size_t i = 0; i < nq; i++)
+            if (strcmp(qs[i].queue, a->queue) == 0) {
+                left_ready = qs[i].ready + qs[i].delayed;
+                left_inflight = qs[i].in_flight;
+            }
+        sb_free(qs);
+    }
+    int64_t missing = 0;
+    for (int64_t i = 0; i < a->jobs; i++)
+        if (!atomic_load(&c.seen[i]))
+            missing++;
+    double first_claim_s = c.first_call_ns ? (double)(c.first_call_ns - t0) / 1e9 : -1;
+    int ok = !hung && missing == 0 && c.dups == 0 && c.bad == 0 &&
+             st.acked == a->jobs && left_ready == 0 && left_inflight == 0;
+    if (!ok)
+        logf_("burndown: PROBLEM hung=%d acked=%" PRId64 " calls=%lld missing=%" PRId64
+              " dups=%lld bad=%lld naked=%" PRId64 " dead=%" PRId64 " lost=%" PRId64
+              " left_ready=%" PRId64 " left_inflight=%" PRId64,
+              hung, st.acked, (long long)c.calls, missing, (long long)c.dups,
+              (long long)c.bad, st.naked, st.dead_lettered, st.lost_leases,
+              left_ready, left_inflight);
+    printf("{\"scenario\":\"burndown\",\"ok\":%s,\"backend\":\"%s\",\"jobs\":%" PRId64
+           ",\"handlers\":%d,\"pool_size\":%d,\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
+           "\"first_claim_s\":%.4f,\"acked\":%" PRId64 ",\"handler_calls\":%lld,"
+           "\"missing\":%" PRId64 ",\"duplicates\":%lld,\"naked\":%" PRId64
+           ",\"dead_lettered\":%" PRId64 ",\"lost_leases\":%" PRId64
+           ",\"left_ready\":%" PRId64 ",\"left_in_flight\":%" PRId64
+           ",\"hung\":%s,\"stop_rc\":%d,\"preload_s\":%.4f,\"sqlbus_version\":\"%s\"}\n",
+           ok ? "true" : "false", backend, a->jobs, a->handlers, a->pool, secs,
+           (double)st.acked / secs, first_claim_s, st.acked, (long long)c.calls,
+           missing, (long long)c.dups, st.naked, st.dead_lettered, st.lost_leases,
+           left_ready, left_inflight, hung ? "true" : "false", stop_rc,
+           (double)preload_ns / 1e9, SB_VERSION_STRING);
+    fflush(stdout);
+    free(c.seen);
+    sb_close(bus);
+    return ok ? 0 : 1;
+}
+
+/* Open the bus once (schema_mode AUTO creates the transport table) so
+ * bench/run can compare sqlbus's own table with the baselines' copy. */
+static int cmd_schema(const args *a)
+{
+    if (!a->url) {
+        logf_("schema needs --url");
+        return 2;
+    }
+    sb_bus *bus = NULL;
+    if (open_bus(a, &bus) != SB_OK) {
+        fail_json("schema", "sb_open failed");
+        return 1;
+    }
+    printf("{\"scenario\":\"schema\",\"ok\":true,\"backend\":\"%s\"}\n",
+           sb_backend_name(bus));
+    sb_close(bus);
+    return 0;
+}
+
+/* ---- latency (P8) ---- */
+typedef struct lat_ctx {
+    pthread_mutex_t mu;
+    hist h;          /* enqueue -> handler start, ns */
+    int64_t measure_from_ns; /* publishes before this are warm-up */
+    atomic_llong received, measured_received;
+} lat_ctx;
+
+static int lat_handler(sb_delivery *d, void *user)
+{
+    int64_t now = mono_ns();
+    lat_ctx *c = user;
+    size_t len = 0;
+    const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
+    char buf[32];
+    if (p && len > 0 && len < sizeof buf) {
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        int64_t sent = strtoll(buf, NULL, 10);
+        if (sent >= c->measure_from_ns) {
+            pthread_mutex_lock(&c->mu);
+            hist_add(&c->h, now - sent);
+            pthread_mutex_unlock(&c->mu);
+            atomic_fetch_add(&c->measured_received, 1);
+        }
+    }
+    atomic_fetch_add(&c->received, 1);
+    return SB_OK;
+}
+
+typedef struct pub_ctx {
+    sb_bus *bus;
+    const args *a;
+    lat_ctx *lc;
+    int64_t start_ns, end_ns;
+    int64_t sent, measured_sent, errors, behind;
+    int64_t last_pub_ns, max_late_ns;
+    hist call; /* sb_publish call duration, ns */
+} pub_ctx;
+
+static void *publisher(void *arg)
+{
+    pub_ctx *p = arg;
+    const double interval = 1e9 / p->a->rate;
+    for (int64_t i = 0;; i++) {
+        int64_t due = p->start_ns + (int64_t)((double)i * interval);
+        if (due >= p->end_ns)
+            break;
+        int64_t now = mono_ns();
+        if (now < due)
+            sleep_ns(due - now);
+        else {
+            if (now - due > 1000000)
+                p->behind++; /* > 1 ms late: the publisher is not keeping up */
+            if (now - due > p->max_late_ns)
+                p->max_late_ns = now - due;
+        }
+        char payload[32];
+        int64_t t = mono_ns();
+        int len = snprintf(payload, sizeof payload, "%" PRId64, t);
+        sb_outgoing m;
+        memset(&m, 0, sizeof m);
+        m.payload = payload;
+        m.payload_len = (size_t)len;
+        sb_error err;
+        sb_error_clear(&err);
+        int rc = sb_publish(p->bus, NULL, p->a->queue, &m, NULL, &err);
+        int64_t t2 = mono_ns();
+        if (rc != SB_OK) {
+            if (p->errors++ < 5)
+                logf_("sb_publish: %s: %s", sb_strerror(rc), err.message);
+            continue;
+        }
+        p->sent++;
+        p->last_pub_ns = t2;
+        if (t >= p->lc->measure_from_ns) {
+            p->measured_sent++;
+            hist_add(&p->call, t2 - t);
+        }
+    }
+    return NULL;
+}
+
+static int cmd_latency(const args *a)
+{
+    if (!a->url) {
+        logf_("latency needs --url");
+        return 2;
+    }
+    sb_bus *bus = NULL;
+    if (open_bus(a, &bus) != SB_OK) {
+        fail_json("latency", "sb_open failed");
+        return 1;
+    }
+    lat_ctx lc;
+    memset(&lc, 0, sizeof lc);
+    pthread_mutex_init(&lc.mu, NULL);
+    hist_init(&lc.h);
+    int handlers = a->handlers > 1 ? a->handlers : 4;
+
+    sb_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.queue = a->queue;
+    wo.handler = lat_handler;
+    wo.user = &lc;
+    wo.concurrency = handlers;
+    sb_worker *w = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb_worker_start(bus, &wo, &w, &err);
+    if (rc != SB_OK) {
+        logf_("sb_worker_start: %s: %s", sb_strerror(rc), err.message);
+        fail_json("latency", "sb_worker_start failed");
+        sb_close(bus);
+        return 1;
+    }
+    sleep_ns(200000000LL); /* let the worker reach its first wait */
+
+    pub_ctx p;
+    memset(&p, 0, sizeof p);
+    p.bus = bus;
+    p.a = a;
+    p.lc = &lc;
+    hist_init(&p.call);
+    p.start_ns = mono_ns();
+    lc.measure_from_ns = p.start_ns + (int64_t)(a->warmup * 1e9);
+    p.end_ns = lc.measure_from_ns + (int64_t)(a->seconds * 1e9);
+    pthread_t th;
+    pthread_create(&th, NULL, publisher, &p);
+    pthread_join(th, NULL);
+    int64_t pub_done = mono_ns();
+    /* Wait for the tail (up to 10 s). */
+    while (atomic_load(&lc.received) < p.sent && mono_ns() - pub_done < 10000000000LL)
+        sleep_ns(1000000);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_stop(w, NULL);
+    sb_worker_free(w);
+
+    /* Achieved rate over the measured window, up to the last publish. */
+    double measured_s = (double)(p.last_pub_ns - lc.measure_from_ns) / 1e9;
+    if (measured_s <= 0)
+        measured_s = a->seconds;
+    int ok = p.errors == 0 && lc.measured_received == p.measured_sent;
+    printf("{\"scenario\":\"latency\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
+           "\"target_rate\":%.1f,\"achieved_rate\":%.1f,\"seconds\":%.1f,"
+           "\"warmup_s\":%.1f,\"sent\":%" PRId64 ",\"received\":%lld,"
+           "\"measured_sent\":%" PRId64 ",\"measured_received\":%lld,"
+           "\"publish_errors\":%" PRId64 ",\"publisher_late\":%" PRId64 ","
+           "\"publisher_max_late_ms\":%.1f,"
+           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
+           "\"max_us\":%.1f,\"mean_us\":%.1f,\"min_us\":%.1f,"
+           "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,\"acked\":%" PRId64 "}\n",
+           ok ? "true" : "false", sb_backend_name(bus), handlers, a->rate,
+           (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
+           (long long)lc.received, p.measured_sent, (long long)lc.measured_received,
+           p.errors, p.behind, (double)p.max_late_ns / 1e6, hist_pct(&lc.h, 50) / 1e3, hist_pct(&lc.h, 90) / 1e3,
+           hist_pct(&lc.h, 99) / 1e3, hist_pct(&lc.h, 99.9) / 1e3, lc.h.max / 1e3,
+           lc.h.n ? lc.h.sum / (double)lc.h.n / 1e3 : 0.0,
+           lc.h.n ? lc.h.min / 1e3 : 0.0, hist_pct(&p.call, 50) / 1e3,
+           hist_pct(&p.call, 99) / 1e3, st.acked);
+    fflush(stdout);
+    sb_close(bus);
+    return ok ? 0 : 1;
+}
+#endif /* SB_BENCH_NO_SQLBUS */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P]\n"
+            "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
+            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1]\n"
+            "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
+            "       sb_bench schema     --url URL   (open once: creates sqlbus's schema)\n"
+            "       sb_bench hist-selftest\n");
+}
+
+/* Check the histogram against exact percentiles of a known sample. */
+static int cmd_hist_selftest(void)
+{
+    hist h;
+    hist_init(&h);
+    for (int64_t v = 1; v <= 1000000; v++)
+        hist_add(&h, v * 1000);
+    int bad = 0;
+    double ps[] = {50, 90, 99, 99.9};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        double exact = ps[i] / 100.0 * 1e9;
+        double got = (double)hist_pct(&h, ps[i]);
+        double rel = (got - exact) / exact;
+        printf("p%.1f exact %.0f got %.0f rel %+.4f\n", ps[i], exact, got, rel);
+        if (rel < -0.001 || rel > 0.04)
+            bad = 1;
+    }
+    printf("%s\n", bad ? "FAIL" : "ok");
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "hist-selftest") == 0)
+        return cmd_hist_selftest();
+    args a;
+    if (parse_args(argc, argv, &a) != 0) {
+        usage();
+        return 2;
+    }
+    rng_state ^= (uint64_t)mono_ns() * 0x2545F4914F6CDD1DULL;
+    if (strcmp(cmd, "raw-sqlite") == 0)
+        return cmd_raw_sqlite(&a);
+#ifndef SB_BENCH_NO_SQLBUS
+    if (strcmp(cmd, "burndown") == 0)
+        return cmd_burndown(&a);
+    if (strcmp(cmd, "latency") == 0)
+        return cmd_latency(&a);
+    if (strcmp(cmd, "schema") == 0)
+        return cmd_schema(&a);
+#endif
+    usage();
+    return 2;
+}

@@ -1,0 +1,465 @@
+/*
+ * sqlbus.h - the public API of libsqlbus.
+ *
+ * sqlbus turns a relational database (SQLite or PostgreSQL) into a durable
+ * messaging backbone. This header is the API reference: every function says
+ * what it does, who owns each pointer (borrowed = valid only during the call,
+ * copied = the library keeps its own copy, transferred = the receiver frees
+ * it), its result codes and its thread safety.
+ *
+ * Conventions
+ *  - Every function that can fail returns an int result code (SB_OK = 0) and
+ *    takes an optional `sb_error *` that receives detail. NULL is allowed.
+ *  - Options structs carry a `size` field; a zeroed struct means defaults.
+ *    Set `size = sizeof(the struct)` so later versions can grow the struct.
+ *  - Destructors accept NULL.
+ *  - The library never prints and never exits; install a log callback.
+ */
+#ifndef SQLBUS_H
+#define SQLBUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SB_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SB_API __attribute__((visibility("default")))
+#else
+#define SB_API
+#endif
+
+#define SB_VERSION_MAJOR 0
+#define SB_VERSION_MINOR 1
+#define SB_VERSION_PATCH 0
+#define SB_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------
+ * Result codes: one space for the whole library. The low 8 bits are the
+ * primary class; some codes add a detail in the upper bits, so callers may
+ * test `(rc & 0xff) == SB_BACKEND`.
+ * ---------------------------------------------------------------------- */
+#define SB_OK 0
+#define SB_ERROR 1        /* unclassified failure */
+#define SB_INVALID 2      /* bad argument or input; sb_error.field names it */
+#define SB_NOMEM 3        /* an allocation failed */
+#define SB_NOTFOUND 4     /* no such message, queue or object */
+#define SB_BUSY 5         /* transient: lock busy, deadlock, serialization */
+#define SB_TIMEOUT 6      /* a deadline passed */
+#define SB_CONFLICT 7     /* a uniqueness or state conflict */
+#define SB_BACKEND 8      /* permanent database error; see sqlstate/native */
+#define SB_CLOSED 9       /* the handle is stopping or closed */
+#define SB_LOST_LEASE 10  /* the lease fence (lock_id) no longer matches */
+#define SB_SCHEMA 11      /* the schema is missing or has the wrong shape */
+#define SB_UNAVAILABLE 12 /* transient: the connection was lost or refused */
+#define SB_TOOBIG 13      /* a size limit was exceeded */
+#define SB_MISUSE 14      /* the API was called in a wrong state */
+#define SB_EMPTY 15       /* nothing to do (e.g. no claimable message) */
+
+/* Extended codes. */
+#define SB_SCHEMA_MISSING (SB_SCHEMA | (1 << 8))
+#define SB_SCHEMA_MISMATCH (SB_SCHEMA | (2 << 8))
+
+/* Static text for a result code (never NULL). Thread-safe. */
+SB_API const char *sb_strerror(int rc);
+
+/* True when `rc` is worth retrying later (SB_BUSY, SB_UNAVAILABLE). */
+SB_API int sb_is_transient(int rc);
+
+/*
+ * Error detail, filled by the function that failed. The caller owns the
+ * struct (usually on its stack); the library writes only into it.
+ */
+typedef struct sb_error {
+    int code;          /* the result code returned */
+    int native;        /* backend native code (SQLite extended code), or 0 */
+    char sqlstate[6];  /* PostgreSQL / ODBC SQLSTATE, or "" */
+    char field[64];    /* the input field at fault, or "" */
+    char message[512]; /* human-readable detail, always NUL-terminated */
+} sb_error;
+
+/* Reset an sb_error to "no error". NULL-safe. */
+SB_API void sb_error_clear(sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Allocator seam and logging
+ * ---------------------------------------------------------------------- */
+typedef struct sb_allocator {
+    void *(*malloc_fn)(size_t n, void *user);
+    void *(*realloc_fn)(void *p, size_t n, void *user);
+    void (*free_fn)(void *p, void *user);
+    void *user;
+} sb_allocator;
+
+/*
+ * Replace the allocator used by every sqlbus object. Call before any other
+ * sqlbus function; NULL restores the C library's allocator. This is the one
+ * process-wide setting of the library (as in hiredis and libuv), because an
+ * allocator must be the same for a pointer's whole life. Not thread-safe.
+ */
+SB_API void sb_set_allocator(const sb_allocator *a);
+
+/* Free memory that a sqlbus function transferred to the caller. */
+SB_API void sb_free(void *p);
+
+enum sb_log_level {
+    SB_LOG_DEBUG = 10,
+    SB_LOG_INFO = 20,
+    SB_LOG_WARN = 30,
+    SB_LOG_ERROR = 40
+};
+
+/* A log callback: `component` and `message` are borrowed. */
+typedef void (*sb_log_fn)(int level, const char *component,
+                          const char *message, void *user);
+
+/* ------------------------------------------------------------------------
+ * Parsers shared with the CLI (pure functions, thread-safe)
+ * ---------------------------------------------------------------------- */
+
+/* Parse "250ms", "30s", "5m", "2h", "1d", "1500us" or a bare number of
+ * milliseconds into milliseconds. SB_INVALID on bad text or overflow. */
+SB_API int sb_parse_duration_ms(const char *text, int64_t *out_ms,
+                                sb_error *err);
+
+/* Parse "16MiB", "512KiB", "1GB", "100" (bytes) into bytes. */
+SB_API int sb_parse_size(const char *text, uint64_t *out_bytes,
+                         sb_error *err);
+
+/* Check a queue name against rule T3 (1-200 bytes of UTF-8, no control
+ * characters, no leading or trailing white space). */
+SB_API int sb_validate_queue_name(const char *name, sb_error *err);
+
+/* Write a new UUIDv7 in canonical text form (36 chars + NUL) into `out`. */
+SB_API int sb_uuid7(char out[37], sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * The bus: one handle per database, safe to share across threads.
+ * ---------------------------------------------------------------------- */
+typedef struct sb_bus sb_bus;
+typedef struct sb_tx sb_tx;
+typedef struct sb_msg sb_msg;
+
+enum sb_durability {
+    SB_DURABILITY_FULL = 0,  /* SQLite synchronous=FULL (default) */
+    SB_DURABILITY_NORMAL = 1 /* SQLite synchronous=NORMAL: a power loss may
+                                lose the last commits, never corrupt */
+};
+
+enum sb_schema_mode {
+    SB_SCHEMA_AUTO = 0,   /* create missing objects, then verify (default) */
+    SB_SCHEMA_VERIFY = 1, /* never create: verify only (migrations own it) */
+    SB_SCHEMA_NONE = 2    /* neither create nor verify (tools only) */
+};
+
+typedef struct sb_options {
+    size_t size;
+    /* Connection URL (copied): "sqlite:PATH", "PATH.db",
+     * "postgresql://...", "postgres://..." or "host=... dbname=...". */
+    const char *url;
+    /* Prefix of every table (copied; default "sqlbus_"). Letters, digits
+     * and '_' only. */
+    const char *table_prefix;
+    /* PostgreSQL schema (copied; default: the connection's search_path). */
+    const char *schema;
+    int schema_mode;      /* enum sb_schema_mode */
+    int durability;       /* enum sb_durability (SQLite only) */
+    int pool_size;        /* connections kept open (default 8) */
+    int64_t busy_timeout_ms;      /* SQLite busy_timeout (default 5000) */
+    uint64_t max_payload_bytes;   /* default 16 MiB */
+    const char *dead_letter_queue; /* default "deadletter" (copied) */
+    int64_t dead_letter_retention_ms; /* 0 = keep dead letters forever */
+    int notify;           /* PostgreSQL NOTIFY wakes: 0 = on (default),
+                             -1 = off (polling only) */
+    sb_log_fn log;        /* optional log callback */
+    void *log_user;
+    int log_level;        /* minimum level passed to `log` (default INFO) */
+    const char *endpoint; /* name written to sb-processing-endpoint
+                             (copied; default "host:pid") */
+} sb_options;
+
+/*
+ * Open a bus. Connects once to check the URL and (per schema_mode) creates
+ * and verifies the schema under a cross-process lock. On success `*out` is
+ * a new handle the caller closes with sb_close. Result codes: SB_INVALID
+ * (bad URL or option; err->field names it), SB_UNAVAILABLE, SB_SCHEMA,
+ * SB_BACKEND, SB_NOMEM.
+ */
+SB_API int sb_open(const sb_options *opts, sb_bus **out, sb_error *err);
+
+/* Close a bus and every connection it holds. Workers must be freed first.
+ * NULL-safe. Not concurrent with other calls on the same bus. */
+SB_API void sb_close(sb_bus *bus);
+
+/* "sqlite" or "postgresql". Borrowed, valid until sb_close. */
+SB_API const char *sb_backend_name(const sb_bus *bus);
+
+/* ------------------------------------------------------------------------
+ * Transactions (rule T12): publish inside the caller's own transaction.
+ * ---------------------------------------------------------------------- */
+
+/* Begin a write transaction on a pooled connection. Thread-safe; a tx is
+ * used by one thread at a time. */
+SB_API int sb_tx_begin(sb_bus *bus, sb_tx **out, sb_error *err);
+
+/* Commit and free the transaction (also frees it on failure). Wakes local
+ * and (PostgreSQL) remote workers for the queues published to. */
+SB_API int sb_tx_commit(sb_tx *tx, sb_error *err);
+
+/* Roll back and free. NULL-safe. */
+SB_API void sb_tx_rollback(sb_tx *tx);
+
+/* Run SQL text without parameters inside the transaction (the caller's own
+ * writes). `sql` is borrowed. */
+SB_API int sb_tx_exec(sb_tx *tx, const char *sql, sb_error *err);
+
+/* The native connection of the transaction: `sqlite3 *` or `PGconn *`.
+ * Borrowed: valid until commit/rollback; do not commit through it. */
+SB_API void *sb_tx_native(sb_tx *tx);
+
+/* ------------------------------------------------------------------------
+ * Publish (rules T9-T12)
+ * ---------------------------------------------------------------------- */
+typedef struct sb_outgoing {
+    const char *id;           /* optional UUID; NULL = new UUIDv7 */
+    const void *payload;      /* bytes, may be NULL when payload_len = 0 */
+    size_t payload_len;
+    const char *headers_json; /* optional JSON object of string->string */
+    int64_t delay_ms;         /* >= 0; not claimable before now + delay */
+} sb_outgoing;
+
+/*
+ * Publish `n` messages to `queue`, all or nothing (T11). With `tx` non-NULL
+ * the rows join the caller's transaction (T12); otherwise they commit
+ * before return. An id that already exists is success and changes nothing
+ * (T9). If `ids_out` is non-NULL it receives the id of each message (37
+ * bytes each, caller-owned array of n). Everything is borrowed.
+ * Result codes: SB_INVALID (field names the message and the limit),
+ * SB_TOOBIG, SB_BUSY/SB_UNAVAILABLE (transient), SB_BACKEND.
+ * Thread-safe.
+ */
+SB_API int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
+                            const sb_outgoing *msgs, size_t n,
+                            char (*ids_out)[37], sb_error *err);
+
+/* Publish one message; see sb_publish_batch. `id_out` may be NULL. */
+SB_API int sb_publish(sb_bus *bus, sb_tx *tx, const char *queue,
+                      const sb_outgoing *msg, char id_out[37],
+                      sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Claim and settle (rules T14-T22)
+ * ---------------------------------------------------------------------- */
+
+/*
+ * Claim up to `max` ready messages of `queue` with a lease of `lease_ms`.
+ * On success `*out` is a caller-owned array of `*n_out` messages
+ * (transferred: free with sb_msg_free_array); `*n_out` may be 0.
+ */
+SB_API int sb_claim(sb_bus *bus, const char *queue, int max,
+                    int64_t lease_ms, sb_msg ***out, size_t *n_out,
+                    sb_error *err);
+
+/* Free one message / an array from sb_claim. NULL-safe. */
+SB_API void sb_msg_free(sb_msg *msg);
+SB_API void sb_msg_free_array(sb_msg **msgs, size_t n);
+
+/* Accessors. Returned pointers are borrowed from the message. */
+SB_API const char *sb_msg_id(const sb_msg *msg);
+SB_API const char *sb_msg_queue(const sb_msg *msg);
+SB_API const char *sb_msg_lock_id(const sb_msg *msg);
+SB_API const void *sb_msg_payload(const sb_msg *msg, size_t *len);
+SB_API const char *sb_msg_headers(const sb_msg *msg); /* JSON object */
+/* One header's value, or NULL. Keys compare case-insensitively. */
+SB_API const char *sb_msg_header(const sb_msg *msg, const char *key);
+SB_API int sb_msg_attempts(const sb_msg *msg);
+SB_API int64_t sb_msg_created_at_us(const sb_msg *msg); /* Unix us */
+/* The sb-correlation-id header, or NULL. */
+SB_API const char *sb_msg_correlation_id(const sb_msg *msg);
+
+/* Ack: delete the message, fenced by its lock id (T18). With `tx`
+ * non-NULL it joins the caller's transaction. SB_LOST_LEASE when the fence
+ * no longer matches. */
+SB_API int sb_ack(sb_bus *bus, sb_tx *tx, const sb_msg *msg, sb_error *err);
+
+/* Nak: release for redelivery after `delay_ms`, recording `error_text`
+ * (borrowed, may be NULL; capped at 8 KiB). SB_LOST_LEASE as for ack. */
+SB_API int sb_nak(sb_bus *bus, const sb_msg *msg, int64_t delay_ms,
+                  const char *error_text, sb_error *err);
+
+/* Renew the lease to now + lease_ms, fenced (T16). */
+SB_API int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms,
+                    sb_error *err);
+
+/* What went wrong, for dead-letter headers. All fields borrowed/optional. */
+typedef struct sb_failure {
+    size_t size;
+    const char *reason;            /* sb-dead-letter-reason */
+    const char *exception_type;    /* e.g. "exit:3", "timeout" */
+    const char *exception_message;
+    const char *stacktrace;
+} sb_failure;
+
+/* Move the message to the dead-letter queue with the failure headers and
+ * delete the original, in one transaction, fenced (T21, T22). */
+SB_API int sb_dead_letter(sb_bus *bus, const sb_msg *msg,
+                          const sb_failure *failure, sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Queue statistics and the dead-letter queue (T31, T32)
+ * ---------------------------------------------------------------------- */
+typedef struct sb_queue_stats {
+    char queue[201];
+    int64_t ready;
+    int64_t delayed;
+    int64_t in_flight;
+    int64_t dead_lettered; /* rows in the DLQ whose sb-failed-queue is this */
+    int64_t oldest_ready_age_ms; /* -1 when nothing is ready */
+} sb_queue_stats;
+
+/* List every queue. `*out` is transferred (free with sb_free). */
+SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
+                         sb_error *err);
+
+typedef struct sb_dlq_filter {
+    size_t size;
+    const char *failed_queue;  /* only letters from this queue, or NULL */
+    int64_t older_than_ms;     /* only letters older than this, 0 = any */
+    const char *id;            /* only this dead-letter id, or NULL */
+    size_t limit;              /* 0 = no limit (list: default 100) */
+} sb_dlq_filter;
+
+/* List dead letters (newest last). `*out` is a transferred array of
+ * messages (sb_msg_free_array); lease fields are empty. */
+SB_API int sb_dlq_list(sb_bus *bus, const sb_dlq_filter *filter,
+                       sb_msg ***out, size_t *n_out, sb_error *err);
+
+/* Progress callback for bulk operations: done so far, total (or -1). */
+typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);
+
+/* Re-publish matching dead letters to their original queue, each in one
+ * transaction with its delete, attempts reset. `*moved` gets the count. */
+SB_API int sb_dlq_requeue(sb_bus *bus, const sb_dlq_filter *filter,
+                          sb_progress_fn progress, void *user,
+                          int64_t *moved, sb_error *err);
+
+/* Delete matching dead letters in bounded batches. */
+SB_API int sb_dlq_purge(sb_bus *bus, const sb_dlq_filter *filter,
+                        sb_progress_fn progress, void *user,
+                        int64_t *purged, sb_error *err);
+
+/* Delete dead letters older than the bus's dead_letter_retention_ms in
+ * bounded batches (T25). `*deleted` may be NULL. */
+SB_API int sb_dlq_prune(sb_bus *bus, int64_t *deleted, sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Schema (T6-T8, T33)
+ * ---------------------------------------------------------------------- */
+
+/* The DDL for `backend` ("sqlite" or "postgresql") with `table_prefix`
+ * (NULL = default). Transferred: free with sb_free. */
+SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
+                         char **out, sb_error *err);
+
+/* Verify the schema against the catalog now. SB_SCHEMA_MISMATCH names the
+ * column or index and err->message carries the statement that fixes it. */
+SB_API int sb_schema_verify(sb_bus *bus, sb_error *err);
+
+/* Create missing objects under the cross-process lock, then verify. */
+SB_API int sb_schema_migrate(sb_bus *bus, sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Worker runtime (T15-T27)
+ * ---------------------------------------------------------------------- */
+typedef struct sb_worker sb_worker;
+typedef struct sb_delivery sb_delivery;
+
+/*
+ * A handler: return SB_OK to ack. Any other return naks (or dead-letters
+ * when attempts are spent), using the failure recorded with
+ * sb_delivery_fail if any. Runs on a worker thread; `d` is borrowed for
+ * the call.
+ */
+typedef int (*sb_handler_fn)(sb_delivery *d, void *user);
+
+enum sb_ack_mode {
+    SB_ACK_AFTER_HANDLER = 0, /* settle when the handler returns (default) */
+    SB_ACK_AFTER_ENQUEUE = 1  /* delete once accepted in memory (T23) */
+};
+
+/* Called (on a worker thread) when an early-acked message fails. */
+typedef void (*sb_background_failure_fn)(const sb_msg *msg,
+                                         const sb_failure *failure,
+                                         void *user);
+
+typedef struct sb_worker_options {
+    size_t size;
+    const char *queue;         /* required (copied) */
+    sb_handler_fn handler;     /* required */
+    void *user;
+    int concurrency;           /* handler threads (default 1, max 256) */
+    int64_t lease_ms;          /* default 30000 */
+    int max_attempts;          /* default 5; -1 = unlimited */
+    int64_t redelivery_delay_ms; /* nak delay (default 5000) */
+    double redelivery_factor;  /* > 1: exponential back-off per attempt */
+    int64_t redelivery_max_ms; /* cap of the exponential delay (300000) */
+    int64_t empty_poll_ms;     /* first poll delay when empty (250) */
+    int64_t max_poll_ms;       /* adaptive back-off cap (2000) */
+    int64_t stop_timeout_ms;   /* running handlers' budget on stop (30000) */
+    int ack_mode;              /* enum sb_ack_mode */
+    int background_workers;    /* required with SB_ACK_AFTER_ENQUEUE */
+    int background_capacity;   /* required with SB_ACK_AFTER_ENQUEUE */
+    int64_t drain_timeout_ms;  /* default 20000 */
+    sb_background_failure_fn on_background_failure;
+} sb_worker_options;
+
+/* Start a worker. The options are copied; `bus` is borrowed and must
+ * outlive the worker. If this fails the handler never runs. */
+SB_API int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
+                           sb_worker **out, sb_error *err);
+
+/* Stop gracefully (T26): no new claims, running handlers get
+ * stop_timeout_ms, unstarted rows are handed back. Idempotent; safe from
+ * any thread except a handler of this worker. */
+SB_API int sb_worker_stop(sb_worker *w, sb_error *err);
+
+/* Block until the queue has had no ready or leased message for one poll
+ * while this worker was idle, or until `timeout_ms` (-1 = forever).
+ * Returns SB_OK when idle, SB_TIMEOUT otherwise. */
+SB_API int sb_worker_wait_idle(sb_worker *w, int64_t timeout_ms);
+
+/* Stop if needed and free. NULL-safe. */
+SB_API void sb_worker_free(sb_worker *w);
+
+typedef struct sb_worker_stats {
+    int64_t acked, naked, dead_lettered, lost_leases, handed_back;
+} sb_worker_stats;
+
+/* Counters since start. Thread-safe. */
+SB_API void sb_worker_get_stats(const sb_worker *w, sb_worker_stats *out);
+
+/* Delivery accessors (borrowed, valid during the handler call). */
+SB_API const sb_msg *sb_delivery_msg(const sb_delivery *d);
+
+/* Record why the handler failed; copied. Used by the nak / dead letter. */
+SB_API void sb_delivery_fail(sb_delivery *d, const char *exception_type,
+                             const char *message, const char *detail);
+
+/* Ask for the message to be dead-lettered now (poison, T22): the handler's
+ * return value is then ignored. `reason` is copied. */
+SB_API void sb_delivery_dead_letter(sb_delivery *d, const char *reason);
+
+/* Renew the lease now (the runtime also renews every lease/3). Returns
+ * SB_LOST_LEASE once the fence no longer matches. */
+SB_API int sb_delivery_renew(sb_delivery *d, sb_error *err);
+
+/* True once the lease was lost (T16) or the worker is stopping: a long
+ * handler should check it and return early. */
+SB_API int sb_delivery_cancelled(const sb_delivery *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SQLBUS_H */

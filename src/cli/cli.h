@@ -1,0 +1,320 @@
+/*
+ * cli.h - declarations shared by the files of the `sqlbus` program.
+ *
+ * The program uses the library only through include/sqlbus.h; from the
+ * internals it borrows core's allocator, capped buffers and JSON headers
+ * façade (src/core/core.h). Subcommands return an exit code (enum
+ * cli_exit) to main, which is the only place that exits.
+ */
+#ifndef SB_CLI_H
+#define SB_CLI_H
+
+#include "core/core.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* Exit codes, documented in docs/cli.md. */
+enum cli_exit {
+    CLI_OK = 0,
+    CLI_ERROR = 1,       /* runtime error */
+    CLI_USAGE = 2,       /* bad flag, bad value, bad input */
+    CLI_SCHEMA = 3,      /* schema missing or of the wrong shape */
+    CLI_NOTFOUND = 4,    /* e.g. `dlq show` of an unknown id */
+    CLI_UNAVAILABLE = 5, /* database unavailable after retries */
+    CLI_INTERRUPTED = 130 /* SIGINT during a non-work command */
+};
+
+/* Global options, parsed before and after the subcommand name. */
+typedef struct cli_ctx {
+    const char *db_url;  /* --db, or NULL (then SQLBUS_DB, then default) */
+    const char *prefix;  /* --prefix, or NULL (library default) */
+    int verbosity;       /* -1 with -q, 0 default, 1 per -v */
+    const char *cmd;     /* "publish", "dlq list": used in messages */
+} cli_ctx;
+
+#define CLI_DEFAULT_DB "sqlite:./sqlbus.db"
+
+/* Values of getopt_long for the global long options. */
+enum { CLI_OPT_DB = 0x1000, CLI_OPT_PREFIX, CLI_OPT_FIRST_LOCAL = 0x1100 };
+
+/* Long options every subcommand accepts (append to its own table). */
+#define CLI_GLOBAL_LONGOPTS                                                   \
+    {"db", required_argument, NULL, CLI_OPT_DB},                              \
+        {"prefix", required_argument, NULL, CLI_OPT_PREFIX},                  \
+        {"verbose", no_argument, NULL, 'v'},                                  \
+        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}
+
+/* Short options every subcommand accepts; "+:" = stop at the first
+ * operand, report a missing value as ':' (we print our own errors). */
+#define CLI_GLOBAL_SHORTOPTS "vqh"
+
+/* ---- a subcommand ---- */
+typedef int (*cli_cmd_fn)(cli_ctx *ctx, int argc, char **argv);
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `sqlbus --help` */
+    const char *usage;   /* full text for `sqlbus help NAME` */
+    cli_cmd_fn run;
+} cli_command;
+
+/* The subcommands (cmd_*.c). Each parses its own argv (argv[0] is the
+ * subcommand name) and returns an enum cli_exit. */
+int cli_cmd_publish(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_work(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_dlq(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_schema(cli_ctx *ctx, int argc, char **argv);
+
+/* ---- the dlq subcommands (cmd_dlq.c, dlq_list.c, dlq_show.c) ---- */
+enum {
+    CLI_DLQ_QUEUE = CLI_OPT_FIRST_LOCAL + 0x40,
+    CLI_DLQ_OLDER,
+    CLI_DLQ_ID,
+    CLI_DLQ_LIMIT,
+    CLI_DLQ_ALL,
+    CLI_DLQ_JSON
+};
+#define CLI_DLQ_BIT(name) (1u << (CLI_DLQ_##name - CLI_DLQ_QUEUE))
+
+typedef struct cli_dlq_args {
+    sb_dlq_filter filter; /* pointers borrowed from argv */
+    int all;
+    int json;
+    char **operands; /* what follows the options */
+    int noperands;
+} cli_dlq_args;
+
+/* Parse the flags of a dlq subcommand; `allowed` is a mask of
+ * CLI_DLQ_BIT()s. Returns CLI_OK, an exit code, or -1 after printing
+ * `usage` for --help. */
+int cli_dlq_parse(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
+                  const char *usage, cli_dlq_args *a);
+int cli_dlq_list(cli_ctx *ctx, int argc, char **argv);
+int cli_dlq_show(cli_ctx *ctx, int argc, char **argv);
+/* Write one dead letter as a JSON object (payload included when
+ * `with_payload`), lines after the first indented by `indent`. */
+void cli_dlq_json(FILE *f, const sb_msg *m, int with_payload, int indent);
+
+/* Help texts (help.c). */
+extern const char cli_usage_main[];
+extern const char cli_usage_publish[];
+extern const char cli_usage_work[];
+extern const char cli_usage_queues[];
+extern const char cli_usage_dlq[];
+extern const char cli_usage_dlq_list[];
+extern const char cli_usage_dlq_show[];
+extern const char cli_usage_dlq_requeue[];
+extern const char cli_usage_dlq_purge[];
+extern const char cli_usage_schema[];
+
+/* ---- common.c: options, errors, opening the bus ---- */
+
+/* Handle a global option returned by getopt_long (`c`, `arg`). Returns 1
+ * if it was one (and records it in ctx), 0 if not. 'h' is not handled
+ * here: each command prints its own help. */
+int cli_global_option(cli_ctx *ctx, int c, const char *arg);
+
+/* Report a getopt_long failure ('?' or ':') for argv[optind - 1] and
+ * return CLI_USAGE. */
+int cli_bad_option(const cli_ctx *ctx, int c, char **argv);
+
+/* Print "sqlbus CMD: MESSAGE" and a hint to --help on stderr; returns
+ * CLI_USAGE. */
+int cli_usage_error(const cli_ctx *ctx, const char *fmt, ...) SB_PRINTF(2, 3);
+
+/* Print "sqlbus: MESSAGE" on stderr (not suppressed by -q). */
+void cli_errorf(const char *fmt, ...) SB_PRINTF(1, 2);
+
+/* Print "sqlbus: MESSAGE" on stderr unless -q (informational). */
+void cli_notef(const cli_ctx *ctx, const char *fmt, ...) SB_PRINTF(2, 3);
+
+/* Print a library error as "sqlbus: <message> (field: X)" and return the
+ * exit code for `rc` (see cli_exit_code). */
+int cli_report(int rc, const sb_error *err);
+
+/* The exit code for a library result code. */
+int cli_exit_code(int rc);
+
+/* Parse a duration flag value into ms within [min_ms, max_ms]; on error
+ * print "--FLAG ..." and return CLI_USAGE, else CLI_OK. */
+int cli_parse_duration(const cli_ctx *ctx, const char *flag, const char *text,
+                       int64_t min_ms, int64_t max_ms, int64_t *out);
+
+/* Parse a decimal integer flag value within [lo, hi]; as above. */
+int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
+                  int64_t lo, int64_t hi, int64_t *out);
+
+/* Check a queue name given with --FLAG (rule T3); CLI_USAGE on error. */
+int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name);
+
+/* The database URL: --db, else $SQLBUS_DB, else CLI_DEFAULT_DB.
+ * Borrowed. */
+const char *cli_db_url(const cli_ctx *ctx);
+
+/* Open the bus for `ctx` with `schema_mode` (enum sb_schema_mode).
+ * On failure prints the error and returns its exit code. */
+int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out);
+
+/* The log callback installed on the bus: writes to stderr. `user` is the
+ * cli_ctx. Thread-safe (one fprintf per line). */
+void cli_log(int level, const char *component, const char *message,
+             void *user);
+
+/* ---- signals.c: SIGINT/SIGTERM handled by a sigwait thread ---- */
+
+/* Block SIGINT and SIGTERM in every thread (call before any thread is
+ * created), ignore SIGPIPE, and start the thread that receives them.
+ * `graceful_rounds` is how many signals the program handles itself
+ * before the next one terminates it by the default action. Returns 0 or
+ * -1 (with a message printed). */
+int cli_signals_start(int graceful_rounds);
+
+/* How many SIGINT/SIGTERM have arrived (0 = none). Thread-safe. */
+int cli_signal_count(void);
+
+/* The first signal received (SIGINT or SIGTERM), or 0. */
+int cli_first_signal(void);
+
+/* A descriptor that becomes readable when a signal arrives (poll it).
+ * Never read from it. */
+int cli_signal_fd(void);
+
+/* ---- progress.c: a progress bar on a terminal ---- */
+typedef struct cli_progress {
+    int enabled;       /* stderr is a terminal and not -q */
+    const char *label; /* borrowed */
+    int64_t total;     /* -1 when unknown */
+    int64_t done;
+    int64_t start_us;
+    int64_t last_draw_us;
+    int drawn;
+} cli_progress;
+
+/* Start a bar labelled `label` (borrowed) toward `total` (-1 unknown). */
+void cli_progress_begin(cli_progress *p, const cli_ctx *ctx,
+                        const char *label, int64_t total);
+/* Record progress; redraws at most every 100 ms. `total` < 0 keeps the
+ * previous total. */
+void cli_progress_update(cli_progress *p, int64_t done, int64_t total);
+/* Draw the final state and end the line (only if anything was drawn). */
+void cli_progress_end(cli_progress *p);
+/* An sb_progress_fn whose `user` is a cli_progress. */
+void cli_progress_cb(int64_t done, int64_t total, void *user);
+
+/* ---- jsonout.c: writing JSON ---- */
+
+/* Write `s` (NUL-terminated) as a JSON string literal; bytes that are not
+ * valid UTF-8 become U+FFFD. */
+void cli_json_str(FILE *f, const char *s);
+/* Same for `n` bytes (may contain NUL, written as \u0000). */
+void cli_json_strn(FILE *f, const char *s, size_t n);
+/* Re-indent valid JSON text `json` with two spaces per level, each new
+ * line starting with `indent` extra spaces. Empty objects stay "{}". */
+void cli_json_pretty(FILE *f, const char *json, int indent);
+/* Write `n` bytes as standard base64 (with padding), unquoted. */
+void cli_base64(FILE *f, const void *p, size_t n);
+
+/* ---- text.c: human-readable formatting ---- */
+
+/* "850ms", "12.3s", "4m05s", "2h03m", "3d04h"; "-" when ms < 0. */
+void cli_format_age(char *out, size_t cap, int64_t ms);
+/* "2024-05-01T12:00:00.123456Z" from Unix microseconds. */
+void cli_format_time(char *out, size_t cap, int64_t unix_us);
+/* True when the bytes are valid UTF-8 with no control characters other
+ * than tab, CR and LF: safe to print raw on a terminal. */
+int cli_is_text(const void *p, size_t n);
+/* Write a hex dump (offset, 16 bytes in hex, printable ASCII). */
+void cli_hexdump(FILE *f, const void *p, size_t n);
+/* Terminal columns taken by UTF-8 text (one per code point). */
+size_t cli_display_width(const char *s);
+
+/* A text table: collected rows, printed with aligned columns. */
+typedef struct cli_table {
+    size_t ncols;
+    size_t nrows;     /* including the header row */
+    size_t cap;
+    char **cells;     /* nrows * ncols copies (sb__free) */
+    unsigned right;   /* bit i set: column i is right-aligned */
+    int failed;       /* an allocation failed */
+} cli_table;
+
+/* Start a table with the header cells (copied). */
+void cli_table_init(cli_table *t, size_t ncols, const char *const *header,
+                    unsigned right_aligned_mask);
+/* Add a row of ncols cells (copied; NULL prints as ""). */
+void cli_table_add(cli_table *t, const char *const *cells);
+/* Print the table to `f`; returns CLI_ERROR if an allocation failed. */
+int cli_table_print(const cli_table *t, FILE *f);
+void cli_table_free(cli_table *t);
+
+/* ---- child.c: running a handler command for one message ---- */
+
+enum cli_child_outcome {
+    CLI_CHILD_EXITED = 1,   /* status = exit code */
+    CLI_CHILD_SIGNALED = 2, /* status = signal number */
+    CLI_CHILD_TIMEOUT = 3,  /* killed after the timeout */
+    CLI_CHILD_ABORTED = 4,  /* killed because `abort_fn` asked */
+    CLI_CHILD_SPAWN_FAILED = 5 /* status = errno */
+};
+
+#define CLI_STDERR_TAIL 8192
+
+typedef struct cli_child_spec {
+    char *const *argv;         /* command and arguments (borrowed) */
+    char *const *envp;         /* full environment (borrowed) */
+    const void *input;         /* written to the child's stdin */
+    size_t input_len;
+    int64_t timeout_ms;        /* > 0 */
+    int64_t kill_grace_ms;     /* SIGTERM -> SIGKILL grace */
+    size_t max_stdout;         /* bytes of stdout kept; the rest drained */
+    /* Polled while the child runs; non-zero kills the child (its process
+     * group, SIGTERM then SIGKILL) and the run ends CLI_CHILD_ABORTED
+     * with abort_reason = the value. */
+    int (*abort_fn)(void *user);
+    void *abort_user;
+} cli_child_spec;
+
+typedef struct cli_child_result {
+    int outcome;       /* enum cli_child_outcome */
+    int status;        /* see the outcome */
+    int abort_reason;  /* what abort_fn returned, for CLI_CHILD_ABORTED */
+    int64_t elapsed_ms;
+    sb_buf out;        /* stdout (up to max_stdout; owned) */
+    int out_truncated; /* stdout was longer than max_stdout */
+    char err_tail[CLI_STDERR_TAIL + 1]; /* last bytes of stderr, NUL-ended */
+    size_t err_len;
+} cli_child_result;
+
+/* Run `spec->argv` in its own process group with `input` on stdin and
+ * its stdout/stderr captured, until it exits, the timeout passes or
+ * abort_fn asks to stop. Always fills `res` (free with
+ * cli_child_result_free). Thread-safe: several handlers run children at
+ * once. */
+void cli_child_run(const cli_child_spec *spec, cli_child_result *res);
+void cli_child_result_free(cli_child_result *res);
+
+/* Name of a signal ("SIGKILL"), or NULL when not in the table. */
+const char *cli_signal_name(int sig);
+
+/* ---- handler.c: the work handler (one message -> one child) ---- */
+typedef struct cli_work {
+    char *const *argv;      /* handler command (borrowed from main) */
+    int64_t timeout_ms;
+    int64_t kill_grace_ms;
+    _Atomic int stopping;   /* 1 once main asked the worker to stop; 2 when
+                               a second signal asks to kill children */
+    const cli_ctx *ctx;
+} cli_work;
+
+/* The sb_handler_fn of `sqlbus work`; `user` is a cli_work. */
+int cli_work_handler(sb_delivery *d, void *user);
+
+/* Build the handler environment: the process environment without any
+ * SQLBUS_* delivery variables, plus those of `msg`. Transferred: free
+ * with cli_env_free. NULL on out of memory. */
+char **cli_env_for(const sb_msg *msg);
+void cli_env_free(char **envp);
+
+#endif

@@ -1,0 +1,128 @@
+/* cmd_schema.c - `sqlbus schema print|verify|migrate` (rules T7, T33). */
+#include "cli.h"
+
+#include <string.h>
+
+enum { OPT_BACKEND = CLI_OPT_FIRST_LOCAL };
+
+/* The backend a URL names, without connecting (for `schema print`). */
+static const char *backend_of_url(const char *url)
+{
+    if (strncmp(url, "postgresql:", 11) == 0 ||
+        strncmp(url, "postgres:", 9) == 0 || strchr(url, '=') != NULL)
+        return "postgresql";
+    return "sqlite";
+}
+
+/* Parse the flags; `allow_backend` for print. Returns CLI_OK, an exit
+ * code, or -1 after --help. */
+static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
+                 int allow_backend, const char **backend)
+{
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        CLI_GLOBAL_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        switch (c) {
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        case OPT_BACKEND:
+            if (!allow_backend)
+                return cli_usage_error(ctx, "--backend is only for 'schema "
+                                       "print'; verify and migrate use --db");
+            if (strcmp(optarg, "sqlite") != 0 &&
+                strcmp(optarg, "postgresql") != 0)
+                return cli_usage_error(ctx, "--backend must be sqlite or "
+                                       "postgresql (got \"%s\")", optarg);
+            *backend = optarg;
+            break;
+        default:
+            return cli_bad_option(ctx, c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"",
+                               argv[optind]);
+    return CLI_OK;
+}
+
+static int schema_print(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *backend = NULL;
+    int rc = parse(ctx, argc, argv, cli_usage_schema, 1, &backend);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    if (backend == NULL)
+        backend = backend_of_url(cli_db_url(ctx));
+    char *sql = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = sb_schema_sql(backend, ctx->prefix, &sql, &err);
+    if (src != SB_OK)
+        return cli_report(src, &err);
+    fputs(sql, stdout);
+    if (sql[0] != '\0' && sql[strlen(sql) - 1] != '\n')
+        fputc('\n', stdout);
+    sb_free(sql);
+    return CLI_OK;
+}
+
+/* verify and migrate: open without touching the schema, then act. */
+static int schema_check(cli_ctx *ctx, int argc, char **argv, int migrate)
+{
+    const char *unused = NULL;
+    int rc = parse(ctx, argc, argv, cli_usage_schema, 0, &unused);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    sb_bus *bus = NULL;
+    rc = cli_open_bus(ctx, SB_SCHEMA_NONE, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = migrate ? sb_schema_migrate(bus, &err)
+                      : sb_schema_verify(bus, &err);
+    if (src == SB_OK) {
+        printf("schema %s (%s, %s)\n", migrate ? "migrated and verified"
+                                               : "ok",
+               sb_backend_name(bus), cli_db_url(ctx));
+    } else {
+        rc = cli_report(src, &err);
+        if ((src & 0xff) == SB_SCHEMA && !migrate)
+            fputs("sqlbus: run 'sqlbus schema migrate' (or apply the "
+                  "statement above) to fix it\n", stderr);
+    }
+    sb_close(bus);
+    return rc;
+}
+
+int cli_cmd_schema(cli_ctx *ctx, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        fputs(cli_usage_schema, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    if (strcmp(argv[1], "print") == 0) {
+        ctx->cmd = "schema print";
+        return schema_print(ctx, argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "verify") == 0) {
+        ctx->cmd = "schema verify";
+        return schema_check(ctx, argc - 1, argv + 1, 0);
+    }
+    if (strcmp(argv[1], "migrate") == 0) {
+        ctx->cmd = "schema migrate";
+        return schema_check(ctx, argc - 1, argv + 1, 1);
+    }
+    return cli_usage_error(ctx, "unknown schema command \"%s\" (print, "
+                           "verify, migrate)", argv[1]);
+}

@@ -1,0 +1,237 @@
+/* cmd_work.c - `sqlbus work`: run a command once per message of a queue
+ * through the library's worker runtime (rules T26, T30). */
+#include "cli.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KILL_GRACE_MS 2000
+
+typedef struct work_opts {
+    const char *queue;
+    int64_t concurrency;
+    int64_t max_attempts;
+    int64_t timeout_ms;
+    int64_t lease_ms;
+    int64_t delay_ms;
+    int once;
+    char **argv; /* the handler command */
+} work_opts;
+
+enum {
+    OPT_QUEUE = CLI_OPT_FIRST_LOCAL,
+    OPT_CONCURRENCY,
+    OPT_MAX_ATTEMPTS,
+    OPT_TIMEOUT,
+    OPT_LEASE,
+    OPT_DELAY,
+    OPT_ONCE
+};
+
+static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
+{
+    static const struct option longopts[] = {
+        {"queue", required_argument, NULL, OPT_QUEUE},
+        {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+        {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"lease", required_argument, NULL, OPT_LEASE},
+        {"delay", required_argument, NULL, OPT_DELAY},
+        {"once", no_argument, NULL, OPT_ONCE},
+        CLI_GLOBAL_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    int c, rc = CLI_OK;
+    opterr = 0;
+    optind = 0;
+    /* '+': the handler command's own flags are not ours. */
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        switch (c) {
+        case 'h':
+            fputs(cli_usage_work, stdout);
+            return -1;
+        case OPT_QUEUE:
+            o->queue = optarg;
+            rc = cli_check_queue(ctx, "--queue", optarg);
+            break;
+        case OPT_CONCURRENCY:
+            rc = cli_parse_int(ctx, "--concurrency", optarg, 1, 256,
+                               &o->concurrency);
+            break;
+        case OPT_MAX_ATTEMPTS:
+            rc = cli_parse_int(ctx, "--max-attempts", optarg, 0, 1000000,
+                               &o->max_attempts);
+            break;
+        case OPT_TIMEOUT:
+            rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
+                                    7LL * 86400000, &o->timeout_ms);
+            break;
+        case OPT_LEASE:
+            rc = cli_parse_duration(ctx, "--lease", optarg, 1000,
+                                    86400000, &o->lease_ms);
+            break;
+        case OPT_DELAY:
+            rc = cli_parse_duration(ctx, "--delay", optarg, 0,
+                                    7LL * 86400000, &o->delay_ms);
+            break;
+        case OPT_ONCE:
+            o->once = 1;
+            break;
+        default:
+            return cli_bad_option(ctx, c, argv);
+        }
+    }
+    if (rc != CLI_OK)
+        return rc;
+    if (o->queue == NULL)
+        return cli_usage_error(ctx, "--queue is required");
+    if (optind >= argc)
+        return cli_usage_error(ctx, "give the command to run after --, e.g. "
+                               "sqlbus work --queue %s -- ./handler",
+                               o->queue);
+    o->argv = argv + optind;
+    return CLI_OK;
+}
+
+/* Is the command runnable? posix_spawnp would only tell per message. */
+static int command_exists(const char *cmd)
+{
+    if (strchr(cmd, '/') != NULL)
+        return access(cmd, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (path == NULL || path[0] == '\0')
+        path = "/usr/bin:/bin";
+    char full[4096];
+    while (*path != '\0') {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        int w = n == 0 ? snprintf(full, sizeof full, "./%s", cmd)
+                       : snprintf(full, sizeof full, "%.*s/%s", (int)n, path,
+                                  cmd);
+        if (w > 0 && (size_t)w < sizeof full && access(full, X_OK) == 0)
+            return 1;
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return 0;
+}
+
+/* Block until a signal arrives (poll on the signal pipe). */
+static void wait_for_signal(void)
+{
+    struct pollfd p = {.fd = cli_signal_fd(), .events = POLLIN};
+    while (cli_signal_count() == 0) {
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+            break;
+    }
+}
+
+/* --once: until the queue holds nothing ready or leased, or a signal. */
+static int wait_idle_or_signal(sb_worker *w)
+{
+    while (cli_signal_count() == 0) {
+        int rc = sb_worker_wait_idle(w, 500);
+        if (rc == SB_OK)
+            return SB_OK;
+        if (rc != SB_TIMEOUT)
+            return rc;
+    }
+    return SB_OK;
+}
+
+static void summary(const cli_ctx *ctx, const sb_worker *w, int64_t start)
+{
+    sb_worker_stats st;
+    memset(&st, 0, sizeof st);
+    sb_worker_get_stats(w, &st);
+    char took[32];
+    cli_format_age(took, sizeof took, (sb__mono_us() - start) / 1000);
+    cli_notef(ctx, "work: %lld acked, %lld naked, %lld dead-lettered, "
+              "%lld lost leases, %lld handed back (%s)",
+              (long long)st.acked, (long long)st.naked,
+              (long long)st.dead_lettered, (long long)st.lost_leases,
+              (long long)st.handed_back, took);
+}
+
+int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
+{
+    work_opts o = {.concurrency = 1, .max_attempts = 5,
+                   .timeout_ms = 30000, .lease_ms = 30000,
+                   .delay_ms = 5000};
+    int rc = parse(ctx, argc, argv, &o);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    if (!command_exists(o.argv[0]))
+        return cli_usage_error(ctx, "command not found: %s", o.argv[0]);
+
+    sb_bus *bus = NULL;
+    rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+
+    cli_work work;
+    memset(&work, 0, sizeof work);
+    work.argv = o.argv;
+    work.timeout_ms = o.timeout_ms;
+    work.kill_grace_ms = KILL_GRACE_MS;
+    work.ctx = ctx;
+    atomic_init(&work.stopping, 0);
+
+    sb_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.queue = o.queue;
+    wo.handler = cli_work_handler;
+    wo.user = &work;
+    wo.concurrency = (int)o.concurrency;
+    wo.lease_ms = o.lease_ms;
+    wo.max_attempts = o.max_attempts == 0 ? -1 : (int)o.max_attempts;
+    /* In the options 0 means "the default"; -1 means "at once". */
+    wo.redelivery_delay_ms = o.delay_ms == 0 ? -1 : o.delay_ms;
+    /* A running command is bounded by --timeout plus the kill grace; give
+     * it that long to finish when we are asked to stop. */
+    wo.stop_timeout_ms = o.timeout_ms + KILL_GRACE_MS + 1000;
+
+    sb_error err;
+    sb_error_clear(&err);
+    sb_worker *w = NULL;
+    int64_t start = sb__mono_us();
+    int src = sb_worker_start(bus, &wo, &w, &err);
+    if (src != SB_OK) {
+        rc = cli_report(src, &err);
+        sb_close(bus);
+        return rc;
+    }
+    if (ctx->verbosity >= 1)
+        cli_notef(ctx, "work: consuming %s with %lld handler(s)", o.queue,
+                  (long long)o.concurrency);
+
+    if (o.once) {
+        src = wait_idle_or_signal(w);
+        if (src != SB_OK)
+            rc = cli_report(src, NULL);
+    } else {
+        wait_for_signal();
+    }
+    if (cli_signal_count() > 0)
+        cli_notef(ctx, "work: stopping; running handlers may take up to "
+                  "%lld ms (signal again to kill them)",
+                  (long long)wo.stop_timeout_ms);
+    atomic_store(&work.stopping, 1);
+    sb_error_clear(&err);
+    src = sb_worker_stop(w, &err);
+    if (src != SB_OK && rc == CLI_OK)
+        rc = cli_report(src, &err);
+    summary(ctx, w, start);
+    sb_worker_free(w);
+    sb_close(bus);
+    return rc;
+}

@@ -1,0 +1,144 @@
+/* help.c - the --help text of the program and of every subcommand
+ * (docs/cli.md has the long form). */
+#include "cli.h"
+
+#define GLOBALS                                                               \
+    "Global options (before or after the command):\n"                         \
+    "  --db URL        database (default: $SQLBUS_DB, else "                  \
+    "sqlite:./sqlbus.db)\n"                                                   \
+    "  --prefix P      table prefix (default sqlbus_)\n"                      \
+    "  -v, --verbose   more logging (repeat for debug)\n"                     \
+    "  -q, --quiet     errors only; no progress or summary lines\n"           \
+    "  -h, --help      this help\n"
+
+const char cli_usage_main[] =
+    "Usage: sqlbus [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "sqlbus turns SQLite or PostgreSQL into a durable message queue.\n"
+    "\n" GLOBALS "  --version       print the version\n"
+    "\n"
+    "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 schema missing or\n"
+    "wrong, 4 not found, 5 database unavailable, 130 interrupted.\n";
+
+const char cli_usage_publish[] =
+    "Usage: sqlbus publish --queue Q [OPTIONS] [FILE|-]\n"
+    "\n"
+    "Publish the contents of FILE (or stdin) as one message, or each line\n"
+    "as a message with --lines. Prints the id of each published message.\n"
+    "\n"
+    "  --queue Q        queue to publish to (required; 1-200 bytes UTF-8)\n"
+    "  --id ID          message id (a UUID); publishing an id that exists\n"
+    "                   again changes nothing (default: a new UUIDv7)\n"
+    "  --delay D        not deliverable before D from now (e.g. 10s, 5m;\n"
+    "                   default 0)\n"
+    "  --header K=V     add a header; repeat for more\n"
+    "  --lines          one message per line (newline removed), committed\n"
+    "                   in batches of 1000\n"
+    "  --json           print the ids as a JSON array\n"
+    "\n" GLOBALS;
+
+const char cli_usage_work[] =
+    "Usage: sqlbus work --queue Q [OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "Run CMD once per message: payload on stdin; SQLBUS_MESSAGE_ID,\n"
+    "SQLBUS_QUEUE, SQLBUS_ATTEMPT, SQLBUS_CORRELATION_ID (if any) and\n"
+    "SQLBUS_HEADERS (JSON) in its environment. Exit 0 acks the message;\n"
+    "a non-zero exit, a signal or the timeout fails it (exit:N, signal:NAME,\n"
+    "timeout, with the last 8 KiB of stderr) and it is retried after\n"
+    "--delay, or dead-lettered once --max-attempts are spent. Messages may\n"
+    "run more than once: make CMD idempotent (key on SQLBUS_MESSAGE_ID).\n"
+    "\n"
+    "  --queue Q            queue to consume (required)\n"
+    "  --concurrency N      commands running at once, 1..256 (default 1)\n"
+    "  --max-attempts N     deliveries before dead-lettering; 0 = unlimited\n"
+    "                       (default 5)\n"
+    "  --timeout D          kill CMD after D (SIGTERM, SIGKILL 2s later;\n"
+    "                       default 30s)\n"
+    "  --lease D            lease per delivery, renewed every third while\n"
+    "                       CMD runs, 1s..24h (default 30s)\n"
+    "  --delay D            wait before retrying a failed message\n"
+    "                       (default 5s)\n"
+    "  --once               exit 0 once no message is ready or leased\n"
+    "\n"
+    "SIGINT/SIGTERM stop gracefully: no new messages, running commands\n"
+    "finish; a second signal kills them.\n"
+    "\n" GLOBALS;
+
+const char cli_usage_queues[] =
+    "Usage: sqlbus queues [--json]\n"
+    "\n"
+    "List every queue: ready, delayed, in-flight and dead-lettered counts\n"
+    "and the age of the oldest ready message.\n"
+    "\n"
+    "  --json           print a JSON array of objects\n"
+    "\n" GLOBALS;
+
+const char cli_usage_dlq[] =
+    "Usage: sqlbus dlq list|show|requeue|purge [OPTIONS]\n"
+    "\n"
+    "  list     list dead-lettered messages\n"
+    "  show ID  show one dead-lettered message in full\n"
+    "  requeue  put dead-lettered messages back on their original queue\n"
+    "  purge    delete dead-lettered messages\n"
+    "\n"
+    "Run 'sqlbus dlq COMMAND --help' for its options.\n";
+
+const char cli_usage_dlq_list[] =
+    "Usage: sqlbus dlq list [--queue Q] [--older-than D] [--limit N] "
+    "[--json]\n"
+    "\n"
+    "  --queue Q        only messages that failed on queue Q\n"
+    "  --older-than D   only messages dead-lettered more than D ago\n"
+    "  --limit N        at most N messages, 1..1000000 (default 100)\n"
+    "  --json           print a JSON array\n"
+    "\n" GLOBALS;
+
+const char cli_usage_dlq_show[] =
+    "Usage: sqlbus dlq show ID [--json]\n"
+    "\n"
+    "Show one dead-lettered message: its failure, headers and payload\n"
+    "(raw when it is UTF-8 text, else a hex dump; base64 in JSON).\n"
+    "Exit 4 when there is no dead letter with that id.\n"
+    "\n"
+    "  --json           print a JSON object\n"
+    "\n" GLOBALS;
+
+const char cli_usage_dlq_requeue[] =
+    "Usage: sqlbus dlq requeue (--queue Q | --older-than D | --id ID | "
+    "--all)...\n"
+    "\n"
+    "Re-publish matching dead letters to the queue they failed on, with\n"
+    "their attempts reset, each in one transaction with its removal from\n"
+    "the dead-letter queue. Prints the count.\n"
+    "\n"
+    "  --queue Q        only messages that failed on queue Q\n"
+    "  --older-than D   only messages dead-lettered more than D ago\n"
+    "  --id ID          only the dead letter with this id\n"
+    "  --all            every dead letter (required when no filter is "
+    "given)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_dlq_purge[] =
+    "Usage: sqlbus dlq purge (--queue Q | --older-than D | --id ID | "
+    "--all)...\n"
+    "\n"
+    "Delete matching dead letters for good. Prints the count.\n"
+    "\n"
+    "  --queue Q        only messages that failed on queue Q\n"
+    "  --older-than D   only messages dead-lettered more than D ago\n"
+    "  --id ID          only the dead letter with this id\n"
+    "  --all            every dead letter (required when no filter is "
+    "given)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_schema[] =
+    "Usage: sqlbus schema print [--backend sqlite|postgresql] [--prefix P]\n"
+    "       sqlbus schema verify\n"
+    "       sqlbus schema migrate\n"
+    "\n"
+    "  print    print the DDL (backend: --backend, else the one --db names)\n"
+    "  verify   check the tables against the catalog; exit 3 on a missing\n"
+    "           or wrong table, with the statement that fixes it\n"
+    "  migrate  create what is missing (under a cross-process lock), then\n"
+    "           verify\n"
+    "\n" GLOBALS;

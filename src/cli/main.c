@@ -1,0 +1,145 @@
+/* main.c - the `sqlbus` program: global options and the subcommand
+ * table. The only place in the program that exits. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+    {"publish", "publish a message, or one per line with --lines",
+     cli_usage_publish, cli_cmd_publish},
+    {"work", "run a command once per message of a queue", cli_usage_work,
+     cli_cmd_work},
+    {"queues", "list queues with their counts", cli_usage_queues,
+     cli_cmd_queues},
+    {"dlq", "inspect, requeue and purge dead-lettered messages",
+     cli_usage_dlq, cli_cmd_dlq},
+    {"schema", "print, verify or migrate the database schema",
+     cli_usage_schema, cli_cmd_schema},
+};
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_main_usage(FILE *f)
+{
+    fputs(cli_usage_main, f);
+    fputs("\nCommands:\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fputs("  help      show help for a command (sqlbus help work)\n"
+          "\nRun 'sqlbus COMMAND --help' for the options of a command.\n",
+          f);
+}
+
+/* `sqlbus help [COMMAND [SUBCOMMAND]]`. */
+static int run_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_main_usage(stdout);
+        return CLI_OK;
+    }
+    const cli_command *c = find_command(argv[1]);
+    if (c == NULL) {
+        cli_errorf("no command \"%s\" (run 'sqlbus --help' for the list)",
+                   argv[1]);
+        return CLI_USAGE;
+    }
+    if (argc >= 3 && strcmp(c->name, "dlq") == 0) {
+        static const struct {
+            const char *name;
+            const char *text;
+        } subs[] = {{"list", cli_usage_dlq_list},
+                    {"show", cli_usage_dlq_show},
+                    {"requeue", cli_usage_dlq_requeue},
+                    {"purge", cli_usage_dlq_purge}};
+        for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+            if (strcmp(subs[i].name, argv[2]) == 0) {
+                fputs(subs[i].text, stdout);
+                return CLI_OK;
+            }
+        }
+    }
+    fputs(c->usage, stdout);
+    return CLI_OK;
+}
+
+enum { OPT_VERSION = CLI_OPT_FIRST_LOCAL };
+
+/* Parse the options before the command name. Returns -1 to continue,
+ * otherwise an exit code. */
+static int parse_globals(cli_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_GLOBAL_LONGOPTS,
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "+:" CLI_GLOBAL_SHORTOPTS, opts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        switch (c) {
+        case 'h':
+            print_main_usage(stdout);
+            return CLI_OK;
+        case OPT_VERSION:
+            printf("sqlbus %s\n", SB_VERSION_STRING);
+            return CLI_OK;
+        default:
+            return cli_bad_option(ctx, c, argv);
+        }
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    cli_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.cmd = NULL;
+
+    int rc = parse_globals(&ctx, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (optind >= argc) {
+        print_main_usage(stderr);
+        return CLI_USAGE;
+    }
+    int first = optind;
+    const char *name = argv[first];
+    if (strcmp(name, "help") == 0)
+        return run_help(argc - first, argv + first);
+
+    const cli_command *cmd = find_command(name);
+    if (cmd == NULL) {
+        cli_errorf("unknown command \"%s\" (run 'sqlbus --help' for the "
+                   "list)",
+                   name);
+        return CLI_USAGE;
+    }
+    ctx.cmd = cmd->name;
+
+    /* `work` stops gracefully on the first signal and kills its handler
+     * commands on the second; other commands stop at their next safe
+     * point on the first. The next one terminates the program. */
+    int is_work = strcmp(cmd->name, "work") == 0;
+    if (cli_signals_start(is_work ? 2 : 1) != 0)
+        return CLI_ERROR;
+
+    rc = cmd->run(&ctx, argc - first, argv + first);
+    if (fflush(stdout) != 0 && rc == CLI_OK) {
+        cli_errorf("cannot write the output");
+        rc = CLI_ERROR;
+    }
+    if (!is_work && cli_first_signal() != 0)
+        rc = CLI_INTERRUPTED;
+    exit(rc);
+}

@@ -1,0 +1,106 @@
+/* buf.c - growable text buffers with a hard cap and a sticky failure, so a
+ * caller builds a whole statement and checks once at the end. */
+#include "core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void sb__buf_init(sb_buf *b, size_t max)
+{
+    memset(b, 0, sizeof *b);
+    b->max = max;
+}
+
+static int grow(sb_buf *b, size_t need)
+{
+    if (b->failed)
+        return b->failed;
+    if (need > b->max) {
+        b->failed = SB_TOOBIG;
+        return b->failed;
+    }
+    if (need + 1 <= b->cap)
+        return SB_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need + 1)
+        cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
+    char *p = sb__realloc(b->data, cap);
+    if (p == NULL) {
+        b->failed = SB_NOMEM;
+        return b->failed;
+    }
+    b->data = p;
+    b->cap = cap;
+    return SB_OK;
+}
+
+int sb__buf_append(sb_buf *b, const void *p, size_t n)
+{
+    if (n > SIZE_MAX - b->len - 1) {
+        b->failed = b->failed ? b->failed : SB_TOOBIG;
+        return b->failed;
+    }
+    int rc = grow(b, b->len + n);
+    if (rc != SB_OK)
+        return rc;
+    if (n > 0)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return SB_OK;
+}
+
+int sb__buf_puts(sb_buf *b, const char *s)
+{
+    return sb__buf_append(b, s, strlen(s));
+}
+
+int sb__buf_printf(sb_buf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return b->failed;
+    va_list ap;
+    va_start(ap, fmt);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    int rc = n < 0 ? SB_ERROR : grow(b, b->len + (size_t)n);
+    if (rc == SB_OK) {
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+        b->len += (size_t)n;
+    } else if (!b->failed) {
+        b->failed = rc;
+    }
+    va_end(ap2);
+    return rc;
+}
+
+void sb__buf_reset(sb_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+    if (b->data != NULL)
+        b->data[0] = '\0';
+}
+
+void sb__buf_free(sb_buf *b)
+{
+    sb__free(b->data);
+    size_t max = b->max;
+    sb__buf_init(b, max);
+}
+
+char *sb__buf_detach(sb_buf *b)
+{
+    char *p = b->data;
+    if (p == NULL && !b->failed)
+        p = sb__strdup("");
+    if (b->failed) {
+        sb__free(p);
+        p = NULL;
+    }
+    size_t max = b->max;
+    sb__buf_init(b, max);
+    return p;
+}

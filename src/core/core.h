@@ -1,0 +1,121 @@
+/*
+ * core.h - internal services shared by every module: allocation, errors,
+ * logging, clocks, randomness, UUIDs, capped buffers, JSON headers and
+ * validation. Nothing here touches a database.
+ */
+#ifndef SB_CORE_H
+#define SB_CORE_H
+
+#include "sqlbus.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef SB_DEBUG
+#include <assert.h>
+#define SB_ASSERT(x) assert(x)
+#else
+#define SB_ASSERT(x) ((void)0)
+#endif
+
+#if defined(__GNUC__)
+#define SB_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SB_PRINTF(a, b)
+#endif
+
+/* ---- allocation (alloc.c) ---- */
+void *sb__malloc(size_t n);
+/* calloc with a multiplication-overflow check. */
+void *sb__calloc(size_t count, size_t size);
+void *sb__realloc(void *p, size_t n);
+void sb__free(void *p);
+/* NULL in -> NULL out; otherwise a copy or NULL on OOM. */
+char *sb__strdup(const char *s);
+char *sb__strndup(const char *s, size_t n);
+void *sb__memdup(const void *p, size_t n);
+/* How many allocations have failed on the calling thread so far; compare
+ * before and after a call into a library that hides out-of-memory. */
+unsigned long sb__alloc_failures(void);
+
+/* ---- errors (error.c) ---- */
+/* Fill `err` (may be NULL) and return `code`. `field` may be NULL. */
+int sb__err(sb_error *err, int code, const char *field, const char *fmt, ...)
+    SB_PRINTF(4, 5);
+/* Bounded string copy that always terminates; returns 1 if truncated. */
+int sb__strlcpy(char *dst, const char *src, size_t cap);
+
+/* ---- logging (log.c) ---- */
+typedef struct sb_logger {
+    sb_log_fn fn;
+    void *user;
+    int level;
+} sb_logger;
+void sb__log(const sb_logger *lg, int level, const char *component,
+             const char *fmt, ...) SB_PRINTF(4, 5);
+
+/* ---- clocks and sleeping (clock.c) ---- */
+int64_t sb__mono_us(void);
+int64_t sb__wall_us(void);
+void sb__sleep_us(int64_t us);
+
+/* ---- randomness (random.c) ---- */
+/* Fill `buf` from getrandom(2); never fails (falls back to a mixed clock
+ * counter if the kernel refuses, which only matters for jitter). */
+void sb__random_bytes(void *buf, size_t n);
+uint64_t sb__random_u64(void);
+/* A delay in [base/2, base] microseconds; full jitter halves herds. */
+int64_t sb__jitter_us(int64_t base_us);
+
+/* ---- UUIDs (uuid.c) ---- */
+void sb__uuid7_at(char out[37], int64_t unix_ms);
+/* Canonicalise a UUID text (any case, 36 chars) into lower case `out`;
+ * SB_INVALID if it is not a UUID. */
+int sb__uuid_normalize(const char *in, char out[37]);
+
+/* ---- capped buffers (buf.c) ---- */
+typedef struct sb_buf {
+    char *data;   /* NUL-terminated while not failed */
+    size_t len;
+    size_t cap;
+    size_t max;   /* hard cap on len */
+    int failed;   /* sticky: SB_NOMEM or SB_TOOBIG after the first failure */
+} sb_buf;
+void sb__buf_init(sb_buf *b, size_t max);
+int sb__buf_append(sb_buf *b, const void *p, size_t n);
+int sb__buf_puts(sb_buf *b, const char *s);
+int sb__buf_printf(sb_buf *b, const char *fmt, ...) SB_PRINTF(2, 3);
+void sb__buf_reset(sb_buf *b);
+void sb__buf_free(sb_buf *b);
+/* Hand the data to the caller (transferred, sb__free) and reset. */
+char *sb__buf_detach(sb_buf *b);
+
+/* ---- JSON headers (json.c) ---- */
+#define SB_MAX_HEADERS_BYTES (64 * 1024)
+/* Validate a JSON object of string -> string within the header limit. */
+int sb__headers_validate(const char *json, size_t len, sb_error *err);
+/* Copy of one header's value (case-insensitive key), or NULL. */
+char *sb__headers_get(const char *json, const char *key);
+/* A new headers object: `json` (may be NULL) with each key/value pair of
+ * `kv` (NULL-terminated list, values may be NULL to skip) set. */
+int sb__headers_merge(const char *json, const char *const *kv, char **out,
+                      sb_error *err);
+
+/* A new headers object: `json` without the `n` keys listed. */
+int sb__headers_without(const char *json, const char *const *keys, size_t n,
+                        char **out, sb_error *err);
+/* Parse a headers object into `*kv` (transferred): key0, value0, key1,
+ * value1, ... with `*n` pairs. Free with sb__headers_free. */
+int sb__headers_parse(const char *json, char ***kv, size_t *n);
+void sb__headers_free(char **kv, size_t n);
+
+/* ---- validation (validate.c) ---- */
+/* Letters, digits and '_', not starting with a digit, 1..max_len bytes. */
+int sb__validate_identifier(const char *name, size_t max_len,
+                            const char *field, sb_error *err);
+/* Check `len` bytes are valid UTF-8 (no overlongs, no surrogates). */
+bool sb__utf8_valid(const char *s, size_t len);
+
+#endif

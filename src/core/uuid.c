@@ -1,0 +1,55 @@
+/* uuid.c - UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then random bits.
+ * Time-ordered ids keep B-tree inserts local in every database. */
+#include "core.h"
+
+#include <ctype.h>
+#include <string.h>
+
+static const char hexdig[] = "0123456789abcdef";
+
+void sb__uuid7_at(char out[37], int64_t unix_ms)
+{
+    unsigned char b[16];
+    sb__random_bytes(b + 6, 10);
+    uint64_t ms = (uint64_t)unix_ms;
+    for (int i = 0; i < 6; i++)
+        b[i] = (unsigned char)(ms >> (40 - 8 * i));
+    b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
+    b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hexdig[b[i] >> 4];
+        out[o++] = hexdig[b[i] & 15];
+    }
+    out[36] = '\0';
+}
+
+int sb_uuid7(char out[37], sb_error *err)
+{
+    if (out == NULL)
+        return sb__err(err, SB_INVALID, "out", "out must not be NULL");
+    sb__uuid7_at(out, sb__wall_us() / 1000);
+    return SB_OK;
+}
+
+int sb__uuid_normalize(const char *in, char out[37])
+{
+    if (in == NULL || strlen(in) != 36)
+        return SB_INVALID;
+    for (int i = 0; i < 36; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return SB_INVALID;
+            out[i] = '-';
+        } else {
+            if (!isxdigit(c))
+                return SB_INVALID;
+            out[i] = (char)tolower(c);
+        }
+    }
+    out[36] = '\0';
+    return SB_OK;
+}

@@ -1,0 +1,102 @@
+/* validate.c - checks on names that reach SQL or storage. */
+#include "core.h"
+
+#include <string.h>
+
+bool sb__utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        size_t n;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (size_t k = 1; k <= n; k++) {
+            if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+            (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static bool is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+           c == '\f';
+}
+
+int sb_validate_queue_name(const char *name, sb_error *err)
+{
+    if (name == NULL)
+        return sb__err(err, SB_INVALID, "queue", "queue name is required");
+    size_t len = strlen(name);
+    if (len == 0 || len > 200)
+        return sb__err(err, SB_INVALID, "queue",
+                       "queue name must be 1 to 200 bytes (got %zu)", len);
+    if (!sb__utf8_valid(name, len))
+        return sb__err(err, SB_INVALID, "queue",
+                       "queue name must be valid UTF-8");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        /* C0, DEL and the C1 controls U+0080..U+009F (C2 80..C2 9F; the
+         * string is valid UTF-8 here, so C2 is always a lead byte). */
+        if (c < 0x20 || c == 0x7f ||
+            (c == 0xc2 && (unsigned char)name[i + 1] <= 0x9f))
+            return sb__err(err, SB_INVALID, "queue",
+                           "queue name must not contain control characters "
+                           "(byte %zu)",
+                           i);
+    }
+    if (is_space((unsigned char)name[0]) ||
+        is_space((unsigned char)name[len - 1]))
+        return sb__err(err, SB_INVALID, "queue",
+                       "queue name must not start or end with white space");
+    return SB_OK;
+}
+
+int sb__validate_identifier(const char *name, size_t max_len,
+                            const char *field, sb_error *err)
+{
+    if (name == NULL || name[0] == '\0')
+        return sb__err(err, SB_INVALID, field, "%s must not be empty", field);
+    size_t len = strlen(name);
+    if (len > max_len)
+        return sb__err(err, SB_INVALID, field,
+                       "%s is %zu bytes; the limit is %zu", field, len,
+                       max_len);
+    if (name[0] >= '0' && name[0] <= '9')
+        return sb__err(err, SB_INVALID, field,
+                       "%s must not start with a digit", field);
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '_';
+        if (!ok)
+            return sb__err(err, SB_INVALID, field,
+                           "%s may hold only letters, digits and '_' "
+                           "(byte %zu is not)",
+                           field, i);
+    }
+    return SB_OK;
+}

@@ -1,0 +1,54 @@
+/* classify.c - SQLSTATE to result code. Shared by the PostgreSQL driver
+ * and (later) the ODBC driver, which reports the same SQLSTATEs. Retry
+ * decisions rest on this table, never on message text. */
+#include "db/db.h"
+
+#include <string.h>
+
+static bool is_class(const char *s, const char *cls)
+{
+    return s[0] == cls[0] && s[1] == cls[1];
+}
+
+/*
+ * Map a five-character SQLSTATE to a result code: connection and resource
+ * problems are transient (SB_UNAVAILABLE, SB_BUSY), constraint and data
+ * problems permanent. NULL or "" (no SQLSTATE: the connection failed before
+ * the server answered) is SB_UNAVAILABLE. Pure; thread-safe.
+ */
+int sb__classify_sqlstate(const char *sqlstate)
+{
+    if (sqlstate == NULL || sqlstate[0] == '\0')
+        return SB_UNAVAILABLE;
+    if (sqlstate[1] == '\0')
+        return SB_BACKEND;
+    /* Class 08: connection exception. */
+    if (is_class(sqlstate, "08"))
+        return SB_UNAVAILABLE;
+    /* Class 40: serialization failure, deadlock detected. */
+    if (strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0)
+        return SB_BUSY;
+    /* lock_not_available (NOWAIT, lock_timeout). */
+    if (strcmp(sqlstate, "55P03") == 0)
+        return SB_BUSY;
+    /* admin_shutdown, crash_shutdown, cannot_connect_now. */
+    if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0 ||
+        strcmp(sqlstate, "57P03") == 0)
+        return SB_UNAVAILABLE;
+    /* Class 53: insufficient resources; too_many_connections is a refusal
+     * to connect, the others (disk full, out of memory) pass with time. */
+    if (strcmp(sqlstate, "53300") == 0)
+        return SB_UNAVAILABLE;
+    if (is_class(sqlstate, "53"))
+        return SB_BUSY;
+    if (strcmp(sqlstate, "23505") == 0)
+        return SB_CONFLICT;
+    if (strcmp(sqlstate, "42P01") == 0)
+        return SB_SCHEMA_MISSING;
+    if (strcmp(sqlstate, "42703") == 0)
+        return SB_SCHEMA_MISMATCH;
+    /* Class 22 data exceptions, class 23 other integrity violations. */
+    if (is_class(sqlstate, "22") || is_class(sqlstate, "23"))
+        return SB_INVALID;
+    return SB_BACKEND;
+}

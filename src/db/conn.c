@@ -1,0 +1,45 @@
+/* conn.c - driver lookup and the transaction wrappers every module uses
+ * instead of reaching into the driver table. */
+#include "db/db.h"
+
+/* The driver for an enum sb_dialect value, or NULL if none is built in.
+ * Returns a static table; thread-safe. */
+const sb_driver *sb__driver_for(int dialect)
+{
+    switch (dialect) {
+    case SB_DIALECT_SQLITE: return sb__driver_sqlite();
+    case SB_DIALECT_POSTGRES: return sb__driver_postgres();
+    default: return NULL;
+    }
+}
+
+/* Begin a write transaction on `c` and set c->in_tx on success. Result
+ * codes as for the driver's begin. One thread per connection. */
+int sb__begin(sb_conn *c, sb_error *err)
+{
+    int rc = c->drv->begin(c, err);
+    if (rc == SB_OK)
+        c->in_tx = true;
+    return rc;
+}
+
+/* Commit the transaction on `c`; clears c->in_tx on success. On failure
+ * the driver decides (a SQLite COMMIT that hit SQLITE_BUSY is still open;
+ * a failed PostgreSQL COMMIT has ended the transaction). */
+int sb__commit(sb_conn *c, sb_error *err)
+{
+    int rc = c->drv->commit(c, err);
+    if (rc == SB_OK)
+        c->in_tx = false;
+    return rc;
+}
+
+/* Roll back the transaction on `c`, best effort (a broken connection is
+ * discarded by the pool anyway). NULL-safe. */
+void sb__rollback(sb_conn *c)
+{
+    if (c == NULL)
+        return;
+    (void)c->drv->rollback(c);
+    c->in_tx = false;
+}

@@ -1,0 +1,355 @@
+/* sqlite.c - the SQLite driver: WAL, busy_timeout, BEGIN IMMEDIATE for
+ * every write transaction (so two writers never deadlock upgrading a read
+ * lock), synchronous=FULL unless durability=normal was asked for. */
+#include "db/db.h"
+
+#include <sqlite3.h>
+#include <string.h>
+
+#define STMT_CACHE 64
+
+typedef struct cached_stmt {
+    char *sql;          /* the caller's text ($N placeholders) */
+    uint64_t hash;
+    sqlite3_stmt *stmt; /* prepared from the ?N rewrite */
+    uint64_t used;
+} cached_stmt;
+
+typedef struct sqlite_conn {
+    struct sb_conn base;
+    sqlite3 *db;
+    cached_stmt cache[STMT_CACHE];
+    uint64_t tick;
+} sqlite_conn;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int classify(int xrc)
+{
+    switch (xrc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return SB_BUSY;
+    case SQLITE_NOMEM: return SB_NOMEM;
+    case SQLITE_TOOBIG: return SB_TOOBIG;
+    case SQLITE_CONSTRAINT:
+        if (xrc == SQLITE_CONSTRAINT_PRIMARYKEY ||
+            xrc == SQLITE_CONSTRAINT_UNIQUE)
+            return SB_CONFLICT;
+        return SB_INVALID;
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE: return SB_INVALID;
+    default: return SB_BACKEND;
+    }
+}
+
+static int fail(sqlite_conn *c, int xrc, sb_error *err, const char *what)
+{
+    int rc = classify(xrc);
+    if (err != NULL) {
+        sb__err(err, rc, NULL, "sqlite: %s: %s", what,
+                c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(xrc));
+        err->native = xrc;
+    }
+    return rc;
+}
+
+static int sl_exec(sb_conn *conn, const char *sql, sb_error *err)
+{
+    sqlite_conn *c = (sqlite_conn *)conn;
+    int xrc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (xrc != SQLITE_OK)
+        return fail(c, sqlite3_extended_errcode(c->db), err, "exec");
+    return SB_OK;
+}
+
+static void sl_close(sb_conn *conn)
+{
+    sqlite_conn *c = (sqlite_conn *)conn;
+    if (c == NULL)
+        return;
+    for (int i = 0; i < STMT_CACHE; i++) {
+        sqlite3_finalize(c->cache[i].stmt);
+        sb__free(c->cache[i].sql);
+    }
+    sqlite3_close_v2(c->db);
+    sb__free(c);
+}
+
+static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
+{
+    *out = NULL;
+    sqlite_conn *c = sb__calloc(1, sizeof *c);
+    if (c == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    c->base.drv = sb__driver_sqlite();
+    c->base.opened_us = sb__mono_us();
+    int xrc = sqlite3_open_v2(cfg->target, &c->db,
+                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                  SQLITE_OPEN_NOMUTEX,
+                              NULL);
+    if (xrc != SQLITE_OK) {
+        int rc = fail(c, xrc, err, "open");
+        if (err != NULL)
+            sb__strlcpy(err->field, "url", sizeof err->field);
+        sl_close(&c->base);
+        return rc == SB_BUSY ? rc : SB_UNAVAILABLE;
+    }
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, (int)cfg->busy_timeout_ms);
+    /* journal_mode=WAL needs a moment of exclusive access the first time;
+     * busy_timeout covers a concurrent first start. */
+    const char *sync = cfg->durability == SB_DURABILITY_NORMAL
+                           ? "PRAGMA synchronous=NORMAL;"
+                           : "PRAGMA synchronous=FULL;";
+    int rc = sl_exec(&c->base, "PRAGMA journal_mode=WAL;", err);
+    if (rc == SB_OK)
+        rc = sl_exec(&c->base, sync, err);
+    if (rc != SB_OK) {
+        sl_close(&c->base);
+        return rc;
+    }
+    *out = &c->base;
+    return SB_OK;
+}
+
+/* Rewrite $N placeholders to SQLite's ?N. Our SQL never has '$' inside a
+ * literal, so a plain scan is enough. */
+static char *rewrite(const char *sql)
+{
+    char *s = sb__strdup(sql);
+    if (s == NULL)
+        return NULL;
+    for (char *p = s; *p; p++)
+        if (p[0] == '$' && p[1] >= '0' && p[1] <= '9')
+            p[0] = '?';
+    return s;
+}
+
+static int prepare(sqlite_conn *c, const char *sql, sqlite3_stmt **out,
+                   sb_error *err)
+{
+    uint64_t h = fnv1a(sql);
+    int victim = 0;
+    for (int i = 0; i < STMT_CACHE; i++) {
+        cached_stmt *e = &c->cache[i];
+        if (e->stmt != NULL && e->hash == h && strcmp(e->sql, sql) == 0) {
+            e->used = ++c->tick;
+            *out = e->stmt;
+            return SB_OK;
+        }
+        if (e->used < c->cache[victim].used)
+            victim = i;
+    }
+    char *text = rewrite(sql);
+    char *key = sb__strdup(sql);
+    if (text == NULL || key == NULL) {
+        sb__free(text);
+        sb__free(key);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    sqlite3_stmt *st = NULL;
+    int xrc = sqlite3_prepare_v3(c->db, text, -1, SQLITE_PREPARE_PERSISTENT,
+                                 &st, NULL);
+    sb__free(text);
+    if (xrc != SQLITE_OK) {
+        sb__free(key);
+        return fail(c, sqlite3_extended_errcode(c->db), err, "prepare");
+    }
+    cached_stmt *e = &c->cache[victim];
+    sqlite3_finalize(e->stmt);
+    sb__free(e->sql);
+    e->sql = key;
+    e->hash = h;
+    e->stmt = st;
+    e->used = ++c->tick;
+    *out = st;
+    return SB_OK;
+}
+
+static int bind(sqlite_conn *c, sqlite3_stmt *st, const sb_value *params,
+                size_t n, sb_error *err)
+{
+    int want = sqlite3_bind_parameter_count(st);
+    if ((size_t)want > n)
+        return sb__err(err, SB_MISUSE, NULL,
+                       "statement wants %d parameters, got %zu", want, n);
+    for (int i = 0; i < want; i++) {
+        const sb_value *v = &params[i];
+        int xrc;
+        switch (v->type) {
+        case SB_V_INT: xrc = sqlite3_bind_int64(st, i + 1, v->i); break;
+        case SB_V_TEXT:
+            xrc = sqlite3_bind_text64(st, i + 1, v->p, v->len, SQLITE_STATIC,
+                                      SQLITE_UTF8);
+            break;
+        case SB_V_BLOB:
+            xrc = v->len == 0 ? sqlite3_bind_zeroblob(st, i + 1, 0)
+                              : sqlite3_bind_blob64(st, i + 1, v->p, v->len,
+                                                    SQLITE_STATIC);
+            break;
+        default: xrc = sqlite3_bind_null(st, i + 1); break;
+        }
+        if (xrc != SQLITE_OK)
+            return fail(c, xrc, err, "bind");
+    }
+    return SB_OK;
+}
+
+/* Cells collected while stepping, before the row count is known. */
+typedef struct pending {
+    sb_value *v;
+    size_t n, cap;
+} pending;
+
+static int pending_push(pending *pd, sqlite3_stmt *st, int col)
+{
+    if (pd->n == pd->cap) {
+        size_t cap = pd->cap ? pd->cap * 2 : 64;
+        sb_value *nv = sb__realloc(pd->v, cap * sizeof *nv);
+        if (nv == NULL)
+            return SB_NOMEM;
+        pd->v = nv;
+        pd->cap = cap;
+    }
+    sb_value *v = &pd->v[pd->n];
+    memset(v, 0, sizeof *v);
+    switch (sqlite3_column_type(st, col)) {
+    case SQLITE_INTEGER:
+        v->type = SB_V_INT;
+        v->i = sqlite3_column_int64(st, col);
+        break;
+    case SQLITE_FLOAT:
+        v->type = SB_V_INT;
+        v->i = (int64_t)sqlite3_column_double(st, col);
+        break;
+    case SQLITE_TEXT:
+    case SQLITE_BLOB: {
+        int is_text = sqlite3_column_type(st, col) == SQLITE_TEXT;
+        const void *p = is_text ? (const void *)sqlite3_column_text(st, col)
+                                : sqlite3_column_blob(st, col);
+        v->type = is_text ? SB_V_TEXT : SB_V_BLOB;
+        v->len = (size_t)sqlite3_column_bytes(st, col);
+        v->p = sb__memdup(p != NULL ? p : "", v->len);
+        if (v->p == NULL)
+            return SB_NOMEM;
+        break;
+    }
+    default: v->type = SB_V_NULL; break;
+    }
+    pd->n++;
+    return SB_OK;
+}
+
+static void pending_free(pending *pd)
+{
+    for (size_t i = 0; i < pd->n; i++)
+        sb__free((void *)pd->v[i].p);
+    sb__free(pd->v);
+}
+
+static int build_rows(pending *pd, size_t ncols, sb_rows **out)
+{
+    size_t nrows = ncols ? pd->n / ncols : 0;
+    int rc = sb__rows_new(nrows, ncols, out);
+    for (size_t i = 0; rc == SB_OK && i < pd->n; i++) {
+        sb_value *v = &pd->v[i];
+        if (v->type == SB_V_TEXT || v->type == SB_V_BLOB)
+            rc = sb__rows_set_bytes(*out, i / ncols, i % ncols, v->type,
+                                    v->p, v->len);
+        else
+            (*out)->cells[i] = *v;
+    }
+    if (rc != SB_OK) {
+        sb__rows_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
+                    size_t nparams, sb_rows **rows, int64_t *changes,
+                    sb_error *err)
+{
+    sqlite_conn *c = (sqlite_conn *)conn;
+    if (rows != NULL)
+        *rows = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(c, sql, &st, err);
+    if (rc != SB_OK)
+        return rc;
+    rc = bind(c, st, params, nparams, err);
+    pending pd = {NULL, 0, 0};
+    int ncols = sqlite3_column_count(st);
+    int xrc = SQLITE_OK;
+    while (rc == SB_OK) {
+        xrc = sqlite3_step(st);
+        if (xrc == SQLITE_DONE)
+            break;
+        if (xrc != SQLITE_ROW) {
+            rc = fail(c, sqlite3_extended_errcode(c->db), err, "step");
+            break;
+        }
+        for (int i = 0; rows != NULL && rc == SB_OK && i < ncols; i++)
+            if (pending_push(&pd, st, i) != SB_OK)
+                rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    if (rc == SB_OK && changes != NULL)
+        *changes = sqlite3_changes64(c->db);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SB_OK && rows != NULL) {
+        rc = build_rows(&pd, (size_t)ncols, rows);
+        if (rc != SB_OK)
+            sb__err(err, rc, NULL, "out of memory");
+    }
+    pending_free(&pd);
+    return rc;
+}
+
+static int sl_begin(sb_conn *conn, sb_error *err)
+{
+    return sl_exec(conn, "BEGIN IMMEDIATE", err);
+}
+
+static int sl_commit(sb_conn *conn, sb_error *err)
+{
+    return sl_exec(conn, "COMMIT", err);
+}
+
+static int sl_rollback(sb_conn *conn)
+{
+    sqlite_conn *c = (sqlite_conn *)conn;
+    if (sqlite3_get_autocommit(c->db))
+        return SB_OK;
+    return sl_exec(conn, "ROLLBACK", NULL);
+}
+
+static void *sl_native(sb_conn *conn)
+{
+    return ((sqlite_conn *)conn)->db;
+}
+
+static bool sl_broken(sb_conn *conn)
+{
+    (void)conn;
+    return false;
+}
+
+static const sb_driver sqlite_driver = {
+    "sqlite",  SB_DIALECT_SQLITE, sl_connect,  sl_close,  sl_exec,
+    sl_query,  sl_begin,          sl_commit,   sl_rollback, sl_native,
+    sl_broken,
+};
+
+const sb_driver *sb__driver_sqlite(void)
+{
+    return &sqlite_driver;
+}

@@ -1,0 +1,188 @@
+/* bus.c - the bus handle: options, the connection pool, the statement set
+ * and in-process wake-ups. */
+#define _GNU_SOURCE
+#include "transport/transport.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_PAYLOAD_MAX (16ULL * 1024 * 1024)
+
+static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
+{
+    const char *prefix = o->table_prefix ? o->table_prefix : "sqlbus_";
+    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
+                                     err);
+    if (rc != SB_OK)
+        return rc;
+    if (o->schema != NULL) {
+        rc = sb__validate_identifier(o->schema, 63, "schema", err);
+        if (rc != SB_OK)
+            return rc;
+    }
+    const char *dlq = o->dead_letter_queue ? o->dead_letter_queue
+                                           : "deadletter";
+    rc = sb_validate_queue_name(dlq, err);
+    if (rc != SB_OK) {
+        if (err != NULL)
+            sb__strlcpy(err->field, "dead_letter_queue", sizeof err->field);
+        return rc;
+    }
+    if (o->pool_size < 0 || o->pool_size > 1000)
+        return sb__err(err, SB_INVALID, "pool_size",
+                       "pool_size must be 0 (default 8) to 1000 (got %d)",
+                       o->pool_size);
+    if (o->schema_mode < SB_SCHEMA_AUTO || o->schema_mode > SB_SCHEMA_NONE)
+        return sb__err(err, SB_INVALID, "schema_mode",
+                       "schema_mode must be AUTO, VERIFY or NONE");
+    if (o->durability != SB_DURABILITY_FULL &&
+        o->durability != SB_DURABILITY_NORMAL)
+        return sb__err(err, SB_INVALID, "durability",
+                       "durability must be FULL or NORMAL");
+    if (o->busy_timeout_ms < 0 || o->dead_letter_retention_ms < 0)
+        return sb__err(err, SB_INVALID,
+                       o->busy_timeout_ms < 0 ? "busy_timeout_ms"
+                                              : "dead_letter_retention_ms",
+                       "durations must not be negative");
+    char host[128] = "host";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    char endpoint[200];
+    snprintf(endpoint, sizeof endpoint, "%s:%ld", host, (long)getpid());
+    bus->prefix = sb__strdup(prefix);
+    bus->dlq = sb__strdup(dlq);
+    bus->endpoint = sb__strdup(o->endpoint ? o->endpoint : endpoint);
+    size_t n = strlen(prefix) + 16;
+    bus->table = sb__malloc(n);
+    bus->channel = sb__malloc(n);
+    if (!bus->prefix || !bus->dlq || !bus->endpoint || !bus->table ||
+        !bus->channel)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    snprintf(bus->table, n, "%smessages", prefix);
+    snprintf(bus->channel, n, "%swake", prefix);
+    bus->max_payload = o->max_payload_bytes ? o->max_payload_bytes
+                                            : DEFAULT_PAYLOAD_MAX;
+    bus->retention_ms = o->dead_letter_retention_ms;
+    bus->schema_mode = o->schema_mode;
+    bus->notify = o->notify;
+    bus->log.fn = o->log;
+    bus->log.user = o->log_user;
+    bus->log.level = o->log_level ? o->log_level : SB_LOG_INFO;
+    return SB_OK;
+}
+
+int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (out == NULL)
+        return sb__err(err, SB_INVALID, "out", "out must not be NULL");
+    *out = NULL;
+    if (opts == NULL || opts->url == NULL)
+        return sb__err(err, SB_INVALID, "url", "a database URL is required");
+    if (opts->size != 0 && opts->size < sizeof(sb_options))
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_options.size is smaller than any known version");
+    sb_bus *bus = sb__calloc(1, sizeof *bus);
+    if (bus == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    pthread_mutex_init(&bus->wake_mu, NULL);
+    int rc = copy_opts(bus, opts, err);
+    sb_db_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (rc == SB_OK)
+        rc = sb__db_parse_url(opts->url, &cfg, err);
+    if (rc == SB_OK) {
+        if (opts->durability != SB_DURABILITY_FULL)
+            cfg.durability = opts->durability;
+        if (opts->busy_timeout_ms > 0)
+            cfg.busy_timeout_ms = opts->busy_timeout_ms;
+        cfg.log = bus->log;
+        if (opts->schema != NULL) {
+            cfg.schema = sb__strdup(opts->schema);
+            if (cfg.schema == NULL)
+                rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+        }
+        bus->dialect = cfg.dialect;
+    }
+    if (rc == SB_OK)
+        rc = sb__pool_new(&cfg, opts->pool_size ? opts->pool_size : 8,
+                          &bus->pool, err);
+    sb__db_config_free(&cfg);
+    if (rc == SB_OK)
+        rc = sb__transport_sql_new(bus->dialect, bus->prefix, &bus->sql, err);
+    if (rc == SB_OK) {
+        /* Connect once now so a bad URL fails here, not in a worker. */
+        sb_conn *c = NULL;
+        rc = sb__pool_acquire(bus->pool, 30000, &c, err);
+        sb__pool_release(bus->pool, c);
+    }
+    if (rc == SB_OK && bus->schema_mode != SB_SCHEMA_NONE) {
+        rc = sb__bus_ensure_schema(bus, err);
+        /* A missing table under VERIFY is re-checked on the next use (T7). */
+        if (rc == SB_SCHEMA_MISSING && bus->schema_mode == SB_SCHEMA_VERIFY)
+            rc = SB_OK;
+    }
+    if (rc != SB_OK) {
+        sb_close(bus);
+        return rc;
+    }
+    *out = bus;
+    return SB_OK;
+}
+
+void sb_close(sb_bus *bus)
+{
+    if (bus == NULL)
+        return;
+    sb__pool_free(bus->pool);
+    sb__transport_sql_free(bus->sql);
+    sb__free(bus->prefix);
+    sb__free(bus->table);
+    sb__free(bus->channel);
+    sb__free(bus->dlq);
+    sb__free(bus->endpoint);
+    pthread_mutex_destroy(&bus->wake_mu);
+    sb__free(bus);
+}
+
+const char *sb_backend_name(const sb_bus *bus)
+{
+    return bus == NULL ? "none"
+                       : bus->dialect == SB_DIALECT_SQLITE ? "sqlite"
+                                                           : "postgresql";
+}
+
+int64_t sb__bus_now_us(const sb_bus *bus)
+{
+    return bus->dialect == SB_DIALECT_SQLITE ? sb__wall_us() : 0;
+}
+
+void sb__bus_add_waker(sb_bus *bus, sb_waker *w)
+{
+    pthread_mutex_lock(&bus->wake_mu);
+    w->next = bus->wakers;
+    bus->wakers = w;
+    pthread_mutex_unlock(&bus->wake_mu);
+}
+
+void sb__bus_remove_waker(sb_bus *bus, sb_waker *w)
+{
+    pthread_mutex_lock(&bus->wake_mu);
+    for (sb_waker **pp = &bus->wakers; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&bus->wake_mu);
+}
+
+void sb__bus_wake_local(sb_bus *bus, const char *queue)
+{
+    pthread_mutex_lock(&bus->wake_mu);
+    for (sb_waker *w = bus->wakers; w; w = w->next)
+        if (queue == NULL || strcmp(w->queue, queue) == 0)
+            w->fn(w->user);
+    pthread_mutex_unlock(&bus->wake_mu);
+}

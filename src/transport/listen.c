@@ -1,0 +1,81 @@
+/* listen.c - a thread per PostgreSQL worker that turns NOTIFY on the bus's
+ * channel into a local wake-up of that worker's pump (T13). */
+#include "transport/transport.h"
+
+#include <string.h>
+
+struct sb_wake_listener {
+    sb_bus *bus;
+    char *queue;
+    void (*fn)(void *user);
+    void *user;
+    atomic_int stop;
+    pthread_t thread;
+};
+
+static void *listen_main(void *arg)
+{
+    sb_wake_listener *l = arg;
+    const sb_db_config *cfg = sb__pool_config(l->bus->pool);
+    sb_listener *conn = NULL;
+    int64_t backoff = 100000;
+    char payload[256];
+    while (!atomic_load(&l->stop)) {
+        sb_error err;
+        if (conn == NULL) {
+            if (sb__listener_open(cfg, l->bus->channel, &conn, &err) != SB_OK) {
+                sb__log(&l->bus->log, SB_LOG_DEBUG, "listen",
+                        "LISTEN failed (%s); polling meanwhile", err.message);
+                for (int64_t t = 0; t < backoff && !atomic_load(&l->stop);
+                     t += 50000)
+                    sb__sleep_us(50000);
+                backoff = backoff * 2 > 5000000 ? 5000000 : backoff * 2;
+                continue;
+            }
+            backoff = 100000;
+            /* Anything published while we were not listening: poll now. */
+            l->fn(l->user);
+        }
+        int rc = sb__listener_wait(conn, 200, payload, sizeof payload, &err);
+        if (rc == SB_OK) {
+            if (payload[0] == '\0' || strcmp(payload, l->queue) == 0)
+                l->fn(l->user);
+        } else if (rc != SB_TIMEOUT) {
+            sb__listener_close(conn);
+            conn = NULL;
+        }
+    }
+    sb__listener_close(conn);
+    return NULL;
+}
+
+void sb__wake_listener_start(sb_bus *bus, const char *queue,
+                             void (*fn)(void *user), void *user,
+                             sb_wake_listener **out)
+{
+    *out = NULL;
+    sb_wake_listener *l = sb__calloc(1, sizeof *l);
+    if (l == NULL)
+        return;
+    l->bus = bus;
+    l->queue = sb__strdup(queue);
+    l->fn = fn;
+    l->user = user;
+    if (l->queue == NULL ||
+        pthread_create(&l->thread, NULL, listen_main, l) != 0) {
+        sb__free(l->queue);
+        sb__free(l);
+        return;
+    }
+    *out = l;
+}
+
+void sb__wake_listener_stop(sb_wake_listener *l)
+{
+    if (l == NULL)
+        return;
+    atomic_store(&l->stop, 1);
+    pthread_join(l->thread, NULL);
+    sb__free(l->queue);
+    sb__free(l);
+}

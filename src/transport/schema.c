@@ -1,0 +1,216 @@
+/* schema.c - creation under a cross-process lock (T6) and verification
+ * against the catalog (T7): column types, nullability, primary key, the
+ * dequeue index's key and the byte-exact collation of `queue`. */
+#include "transport/transport.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+const sb_column_spec sb__message_columns[] = {
+    {"id", "TEXT", "uuid", 1},
+    {"queue", "TEXT", "text", 1},
+    {"payload", "BLOB", "bytea", 1},
+    {"headers", "TEXT", "text", 1},
+    {"created_at", "INTEGER", "timestamp with time zone", 1},
+    {"available_at", "INTEGER", "timestamp with time zone", 1},
+    {"locked_until", "INTEGER", "timestamp with time zone", 0},
+    {"lock_id", "TEXT", "uuid", 0},
+    {"attempts", "INTEGER", "integer", 1},
+    {"last_error", "TEXT", "text", 0},
+    {"dead_letter_reason", "TEXT", "text", 0},
+};
+const size_t sb__message_column_count =
+    sizeof sb__message_columns / sizeof sb__message_columns[0];
+
+static int create_tx(sb_conn *c, void *ctx, sb_error *err)
+{
+    sb_bus *bus = ctx;
+    int rc = SB_OK;
+    if (bus->sql->lock != NULL)
+        rc = sb__query(c, bus->sql->lock, NULL, 0, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__exec(c, bus->sql->ddl, err);
+    return rc;
+}
+
+static int mismatch(sb_bus *bus, sb_error *err, const char *column,
+                    const char *what, const char *fix)
+{
+    sb__err(err, SB_SCHEMA_MISMATCH, column,
+            "table %s: %s; fix: %s", bus->table, what, fix);
+    return SB_SCHEMA_MISMATCH;
+}
+
+static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
+{
+    char what[256], fix[256];
+    bool pg = bus->dialect == SB_DIALECT_POSTGRES;
+    for (size_t i = 0; i < sb__message_column_count; i++) {
+        const sb_column_spec *s = &sb__message_columns[i];
+        const char *want = pg ? s->pg_type : s->sqlite_type;
+        size_t r = 0;
+        while (r < rows->nrows &&
+               strcmp(sb__rows_text(rows, r, 0) ? sb__rows_text(rows, r, 0)
+                                                : "",
+                      s->name) != 0)
+            r++;
+        if (r == rows->nrows) {
+            snprintf(what, sizeof what, "column %s is missing", s->name);
+            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD COLUMN %s %s%s",
+                     bus->table, s->name, want, s->notnull ? " NOT NULL" : "");
+            return mismatch(bus, err, s->name, what, fix);
+        }
+        const char *type = sb__rows_text(rows, r, 1);
+        if (type == NULL || strcasecmp(type, want) != 0) {
+            snprintf(what, sizeof what, "column %s has type %s, expected %s",
+                     s->name, type ? type : "(none)", want);
+            if (pg)
+                snprintf(fix, sizeof fix,
+                         "ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s",
+                         bus->table, s->name, want, s->name, want);
+            else
+                snprintf(fix, sizeof fix,
+                         "recreate %s from `sqlbus schema print --backend "
+                         "sqlite` and copy the rows",
+                         bus->table);
+            return mismatch(bus, err, s->name, what, fix);
+        }
+        if (s->notnull && sb__rows_int(rows, r, 2) == 0) {
+            snprintf(what, sizeof what, "column %s allows NULL", s->name);
+            if (pg)
+                snprintf(fix, sizeof fix,
+                         "ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
+                         bus->table, s->name);
+            else
+                snprintf(fix, sizeof fix,
+                         "recreate %s from `sqlbus schema print --backend "
+                         "sqlite` and copy the rows",
+                         bus->table);
+            return mismatch(bus, err, s->name, what, fix);
+        }
+        const char *coll = sb__rows_text(rows, r, 3);
+        if (pg && strcmp(s->name, "queue") == 0 &&
+            (coll == NULL || strcmp(coll, "C") != 0)) {
+            snprintf(what, sizeof what,
+                     "column queue has collation \"%s\"; queue names compare "
+                     "byte-exactly only under \"C\"",
+                     coll ? coll : "");
+            snprintf(fix, sizeof fix,
+                     "ALTER TABLE %s ALTER COLUMN queue TYPE text COLLATE \"C\"",
+                     bus->table);
+            return mismatch(bus, err, "queue", what, fix);
+        }
+    }
+    return SB_OK;
+}
+
+/* Key text of an index as the catalog reports it, without collations. */
+static void key_names(const char *keys, char *out, size_t cap)
+{
+    size_t o = 0;
+    bool skip = false;
+    for (const char *p = keys; *p && o + 1 < cap; p++) {
+        if (*p == ' ')
+            skip = true;
+        else if (*p == ',')
+            skip = false;
+        if (!skip)
+            out[o++] = *p;
+    }
+    out[o] = '\0';
+}
+
+static int check_indexes(sb_bus *bus, const sb_rows *rows, sb_error *err)
+{
+    bool have_pk = false, have_ready = false, have_created = false;
+    char names[256];
+    for (size_t r = 0; r < rows->nrows; r++) {
+        const char *keys = sb__rows_text(rows, r, 2);
+        if (keys == NULL)
+            continue;
+        key_names(keys, names, sizeof names);
+        if (sb__rows_int(rows, r, 1) && strcmp(names, "id") == 0)
+            have_pk = true;
+        if (strcmp(names, "queue,available_at,created_at") == 0) {
+            /* SQLite reports each key's collation: queue must be BINARY. */
+            if (bus->dialect == SB_DIALECT_SQLITE &&
+                strncmp(keys, "queue BINARY,", 13) != 0)
+                continue;
+            have_ready = true;
+        }
+        if (strcmp(names, "created_at") == 0)
+            have_created = true;
+    }
+    char fix[300];
+    if (!have_pk) {
+        snprintf(fix, sizeof fix, "ALTER TABLE %s ADD PRIMARY KEY (id)",
+                 bus->table);
+        return mismatch(bus, err, "id", "the primary key is not (id)", fix);
+    }
+    if (!have_ready) {
+        snprintf(fix, sizeof fix,
+                 "CREATE INDEX %s_ready_idx ON %s (queue, available_at, "
+                 "created_at)",
+                 bus->table, bus->table);
+        return mismatch(bus, err, "queue",
+                        "the dequeue index on (queue, available_at, "
+                        "created_at) is missing",
+                        fix);
+    }
+    if (!have_created) {
+        snprintf(fix, sizeof fix,
+                 "CREATE INDEX %s_created_idx ON %s (created_at)", bus->table,
+                 bus->table);
+        return mismatch(bus, err, "created_at",
+                        "the retention index on (created_at) is missing", fix);
+    }
+    return SB_OK;
+}
+
+int sb_schema_verify(sb_bus *bus, sb_error *err)
+{
+    if (bus == NULL)
+        return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(bus->pool, 30000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_value p = sb__v_text(bus->table);
+    sb_rows *cols = NULL, *idx = NULL;
+    rc = sb__query(c, bus->sql->columns, &p, 1, &cols, NULL, err);
+    if (rc == SB_OK && cols->nrows == 0)
+        rc = sb__err(err, SB_SCHEMA_MISSING, NULL,
+                     "table %s does not exist; create it with `sqlbus schema "
+                     "migrate` or apply `sqlbus schema print`",
+                     bus->table);
+    if (rc == SB_OK)
+        rc = check_columns(bus, cols, err);
+    if (rc == SB_OK)
+        rc = sb__query(c, bus->sql->indexes, &p, 1, &idx, NULL, err);
+    if (rc == SB_OK)
+        rc = check_indexes(bus, idx, err);
+    sb__rows_free(cols);
+    sb__rows_free(idx);
+    sb__pool_release(bus->pool, c);
+    if (rc == SB_OK)
+        atomic_store(&bus->schema_ok, 1);
+    return rc;
+}
+
+int sb_schema_migrate(sb_bus *bus, sb_error *err)
+{
+    if (bus == NULL)
+        return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
+    int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, err);
+    return rc == SB_OK ? sb_schema_verify(bus, err) : rc;
+}
+
+int sb__bus_ensure_schema(sb_bus *bus, sb_error *err)
+{
+    if (atomic_load(&bus->schema_ok) || bus->schema_mode == SB_SCHEMA_NONE)
+        return SB_OK;
+    if (bus->schema_mode == SB_SCHEMA_AUTO)
+        return sb_schema_migrate(bus, err);
+    return sb_schema_verify(bus, err);
+}

@@ -1,0 +1,215 @@
+/* settle.c - ack, nak, renew and dead-letter, each fenced by the lease's
+ * lock id (T16-T22). A fence that no longer matches is SB_LOST_LEASE and
+ * changes nothing. */
+#include "transport/transport.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static int fenced(int rc, int64_t changes, const sb_msg *m, sb_error *err)
+{
+    if (rc == SB_OK && changes == 0)
+        return sb__err(err, SB_LOST_LEASE, "lock_id",
+                       "message %s: the lease %s is no longer held", m->id,
+                       m->lock_id);
+    return rc;
+}
+
+int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
+{
+    sb_value p[2] = {sb__v_text(m->id), sb__v_text(m->lock_id)};
+    int64_t changes = 0;
+    int rc = sb__query(c, bus->sql->ack, p, 2, NULL, &changes, err);
+    return fenced(rc, changes, m, err);
+}
+
+/* A copy of `s` capped at SB_MAX_ERROR_TEXT bytes without splitting a
+ * UTF-8 sequence (the tail is what matters in error text, the head is
+ * what matters in a message: keep the head). NULL in, NULL out. */
+static char *capped(const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s);
+    if (n > SB_MAX_ERROR_TEXT) {
+        n = SB_MAX_ERROR_TEXT;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+    }
+    return sb__strndup(s, n);
+}
+
+int sb__nak_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t delay_ms,
+               const char *error_text, sb_error *err)
+{
+    char *text = capped(error_text);
+    if (error_text != NULL && text == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_value p[5] = {sb__v_text(m->id), sb__v_text(m->lock_id),
+                     sb__v_int(sb__bus_now_us(bus)), sb__v_int(delay_ms),
+                     sb__v_text(text)};
+    int64_t changes = 0;
+    int rc = sb__query(c, bus->sql->nak, p, 5, NULL, &changes, err);
+    sb__free(text);
+    return fenced(rc, changes, m, err);
+}
+
+int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
+{
+    sb_value p[3] = {sb__v_text(m->id), sb__v_text(m->lock_id),
+                     sb__v_int(sb__bus_now_us(bus))};
+    int64_t changes = 0;
+    int rc = sb__query(c, bus->sql->hand_back, p, 3, NULL, &changes, err);
+    return fenced(rc, changes, m, err);
+}
+
+int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
+                 sb_error *err)
+{
+    sb_value p[4] = {sb__v_text(m->id), sb__v_text(m->lock_id),
+                     sb__v_int(sb__bus_now_us(bus)), sb__v_int(lease_ms)};
+    int64_t changes = 0;
+    int rc = sb__query(c, bus->sql->renew, p, 4, NULL, &changes, err);
+    return fenced(rc, changes, m, err);
+}
+
+/* The dead-letter headers of T21, merged over the message's own. */
+static int failure_headers(sb_bus *bus, const sb_msg *m, const sb_failure *f,
+                           char **out, sb_error *err)
+{
+    char when[64], attempts[16];
+    int64_t now = sb__wall_us();
+    time_t secs = (time_t)(now / 1000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (long long)(now % 1000000));
+    snprintf(attempts, sizeof attempts, "%d", m->attempts);
+    char *msg = capped(f ? f->exception_message : NULL);
+    char *trace = capped(f ? f->stacktrace : NULL);
+    const char *kv[] = {"sb-dead-letter-reason",
+                        f && f->reason ? f->reason : "dead-lettered",
+                        "sb-failed-queue", m->queue,
+                        "sb-time-of-failure", when,
+                        "sb-processing-endpoint", bus->endpoint,
+                        "sb-attempts", attempts,
+                        "sb-message-id", m->id,
+                        "sb-exception-type", f ? f->exception_type : NULL,
+                        "sb-exception-message", msg,
+                        "sb-exception-stacktrace", trace,
+                        NULL};
+    int rc = sb__headers_merge(m->headers, kv, out, err);
+    sb__free(msg);
+    sb__free(trace);
+    return rc;
+}
+
+int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
+                       const sb_failure *f, int fence, sb_error *err)
+{
+    char *headers = NULL;
+    int rc = failure_headers(bus, m, f, &headers, err);
+    if (rc != SB_OK)
+        return rc;
+    char new_id[37];
+    sb__uuid7_at(new_id, sb__wall_us() / 1000);
+    const char *reason = f && f->reason ? f->reason : "dead-lettered";
+    char *text = capped(f ? f->exception_message : NULL);
+    sb_value p[8] = {sb__v_text(new_id), sb__v_text(bus->dlq),
+                     sb__v_text(headers), sb__v_text(reason),
+                     sb__v_text(text), sb__v_int(sb__bus_now_us(bus)),
+                     sb__v_text(m->id),
+                     fence ? sb__v_text(m->lock_id) : sb__v_null()};
+    int64_t changes = 0;
+    rc = sb__query(c, bus->sql->dead_letter, p, 8, NULL, &changes, err);
+    rc = fenced(rc, changes, m, err);
+    if (rc == SB_OK) {
+        /* The original goes in the same transaction (T21). */
+        sb_value d[2] = {sb__v_text(m->id),
+                         fence ? sb__v_text(m->lock_id) : sb__v_null()};
+        rc = sb__query(c, bus->sql->delete_any, d, 2, NULL, &changes, err);
+        rc = fenced(rc, changes, m, err);
+    }
+    sb__free(headers);
+    sb__free(text);
+    return rc;
+}
+
+/* One-shot wrappers: each runs its statement in its own transaction,
+ * retried on transient faults (fenced statements are safe to repeat). */
+typedef struct settle_ctx {
+    sb_bus *bus;
+    const sb_msg *m;
+    int op;
+    int64_t ms;
+    const char *text;
+    const sb_failure *f;
+} settle_ctx;
+
+enum { OP_ACK, OP_NAK, OP_RENEW, OP_DEAD };
+
+static int settle_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    settle_ctx *x = vctx;
+    switch (x->op) {
+    case OP_ACK: return sb__ack_on(x->bus, c, x->m, err);
+    case OP_NAK: return sb__nak_on(x->bus, c, x->m, x->ms, x->text, err);
+    case OP_RENEW: return sb__renew_on(x->bus, c, x->m, x->ms, err);
+    default: return sb__dead_letter_on(x->bus, c, x->m, x->f, 1, err);
+    }
+}
+
+static int settle(settle_ctx *x, sb_error *err)
+{
+    sb_error_clear(err);
+    if (x->bus == NULL || x->m == NULL)
+        return sb__err(err, SB_INVALID, x->bus ? "msg" : "bus",
+                       "arguments must not be NULL");
+    if (x->m->lock_id[0] == '\0')
+        return sb__err(err, SB_MISUSE, "msg",
+                       "message %s was not claimed (it has no lease)",
+                       x->m->id);
+    if (x->ms < 0 || x->ms > 86400000LL * 365)
+        return sb__err(err, SB_INVALID, x->op == OP_RENEW ? "lease_ms"
+                                                          : "delay_ms",
+                       "must be 0 to 365 days in ms (got %lld)",
+                       (long long)x->ms);
+    return sb__db_run_tx(x->bus->pool, NULL, settle_tx, x, err);
+}
+
+int sb_ack(sb_bus *bus, sb_tx *tx, const sb_msg *msg, sb_error *err)
+{
+    if (tx != NULL) {
+        sb_error_clear(err);
+        if (msg == NULL)
+            return sb__err(err, SB_INVALID, "msg", "msg must not be NULL");
+        return sb__ack_on(bus, tx->conn, msg, err);
+    }
+    settle_ctx x = {bus, msg, OP_ACK, 0, NULL, NULL};
+    return settle(&x, err);
+}
+
+int sb_nak(sb_bus *bus, const sb_msg *msg, int64_t delay_ms,
+           const char *error_text, sb_error *err)
+{
+    settle_ctx x = {bus, msg, OP_NAK, delay_ms, error_text, NULL};
+    return settle(&x, err);
+}
+
+int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms, sb_error *err)
+{
+    settle_ctx x = {bus, msg, OP_RENEW, lease_ms, NULL, NULL};
+    if (lease_ms < 1)
+        return sb__err(err, SB_INVALID, "lease_ms",
+                       "lease must be at least 1 ms");
+    return settle(&x, err);
+}
+
+int sb_dead_letter(sb_bus *bus, const sb_msg *msg, const sb_failure *failure,
+                   sb_error *err)
+{
+    settle_ctx x = {bus, msg, OP_DEAD, 0, NULL, failure};
+    return settle(&x, err);
+}

@@ -1,0 +1,140 @@
+/* sql.c - turns a backend's templates into the statements of one bus:
+ * substitutes the table prefix and builds the multi-row inserts. */
+#include "transport/sql_dialect.h"
+#include "transport/transport.h"
+
+#include <string.h>
+
+/* Replace every "{p}" in `tpl` with `prefix`. NULL in -> NULL out. */
+static char *subst(const char *tpl, const char *prefix, int *rc)
+{
+    if (tpl == NULL || *rc != SB_OK)
+        return NULL;
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    for (const char *p = tpl; *p;) {
+        const char *hit = strstr(p, "{p}");
+        if (hit == NULL) {
+            sb__buf_puts(&b, p);
+            break;
+        }
+        sb__buf_append(&b, p, (size_t)(hit - p));
+        sb__buf_puts(&b, prefix);
+        p = hit + 3;
+    }
+    char *s = sb__buf_detach(&b);
+    if (s == NULL)
+        *rc = SB_NOMEM;
+    return s;
+}
+
+/* An insert of `rows` rows: $1 queue, $2 now; then 4 per row. */
+static char *multi_insert(const sb_sql_templates *t, const char *prefix,
+                          int rows, int *rc)
+{
+    char *head = subst(t->insert_head, prefix, rc);
+    if (head == NULL)
+        return NULL;
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    sb__buf_puts(&b, head);
+    sb__free(head);
+    for (int i = 0; i < rows; i++) {
+        int base = 3 + 4 * i;
+        if (i > 0)
+            sb__buf_puts(&b, ", ");
+        sb__buf_printf(&b, t->insert_row, base, base + 1, base + 2, base + 3);
+    }
+    sb__buf_puts(&b, t->insert_tail);
+    char *s = sb__buf_detach(&b);
+    if (s == NULL)
+        *rc = SB_NOMEM;
+    return s;
+}
+
+static const int insert_rows[3] = {1, 10, 100};
+
+int sb__transport_sql_new(int dialect, const char *prefix,
+                          sb_transport_sql **out, sb_error *err)
+{
+    const sb_sql_templates *t = dialect == SB_DIALECT_SQLITE ? &sb__sql_sqlite
+                                : dialect == SB_DIALECT_POSTGRES
+                                    ? &sb__sql_postgres
+                                    : NULL;
+    *out = NULL;
+    if (t == NULL)
+        return sb__err(err, SB_INVALID, "backend",
+                       "the transport has no SQL for this backend");
+    sb_transport_sql *s = sb__calloc(1, sizeof *s);
+    if (s == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    int rc = SB_OK;
+    s->ddl = subst(t->ddl, prefix, &rc);
+    s->lock = subst(t->lock, prefix, &rc);
+    for (int i = 0; i < 3; i++)
+        s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
+    s->claim = subst(t->claim, prefix, &rc);
+    s->claim_delete = subst(t->claim_delete, prefix, &rc);
+    s->ack = subst(t->ack, prefix, &rc);
+    s->nak = subst(t->nak, prefix, &rc);
+    s->hand_back = subst(t->hand_back, prefix, &rc);
+    s->renew = subst(t->renew, prefix, &rc);
+    s->dead_letter = subst(t->dead_letter, prefix, &rc);
+    s->dlq_insert = subst(t->dlq_insert, prefix, &rc);
+    s->delete_any = subst(t->delete_any, prefix, &rc);
+    s->pending = subst(t->pending, prefix, &rc);
+    s->stats = subst(t->stats, prefix, &rc);
+    s->dlq_stats = subst(t->dlq_stats, prefix, &rc);
+    s->dlq_list = subst(t->dlq_list, prefix, &rc);
+    s->prune = subst(t->prune, prefix, &rc);
+    s->columns = subst(t->columns, prefix, &rc);
+    s->indexes = subst(t->indexes, prefix, &rc);
+    s->notify = subst(t->notify, prefix, &rc);
+    if (rc != SB_OK) {
+        sb__transport_sql_free(s);
+        return sb__err(err, rc, NULL, "out of memory");
+    }
+    *out = s;
+    return SB_OK;
+}
+
+void sb__transport_sql_free(sb_transport_sql *s)
+{
+    if (s == NULL)
+        return;
+    char **all[] = {&s->ddl,       &s->lock,        &s->insert[0],
+                    &s->insert[1], &s->insert[2],   &s->claim,
+                    &s->claim_delete, &s->ack,      &s->nak,
+                    &s->hand_back, &s->renew,       &s->dead_letter,
+                    &s->dlq_insert, &s->delete_any, &s->pending,
+                    &s->stats,     &s->dlq_stats,   &s->dlq_list,
+                    &s->prune,     &s->columns,     &s->indexes,
+                    &s->notify};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        sb__free(*all[i]);
+    sb__free(s);
+}
+
+int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
+                  sb_error *err)
+{
+    if (out == NULL)
+        return sb__err(err, SB_INVALID, "out", "out must not be NULL");
+    *out = NULL;
+    const char *prefix = table_prefix ? table_prefix : "sqlbus_";
+    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
+                                     err);
+    if (rc != SB_OK)
+        return rc;
+    const sb_sql_templates *t;
+    if (backend != NULL && strcmp(backend, "sqlite") == 0)
+        t = &sb__sql_sqlite;
+    else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
+                                 strcmp(backend, "postgres") == 0))
+        t = &sb__sql_postgres;
+    else
+        return sb__err(err, SB_INVALID, "backend",
+                       "backend must be \"sqlite\" or \"postgresql\"");
+    *out = subst(t->ddl, prefix, &rc);
+    return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
+}

@@ -1,0 +1,22 @@
+/*
+ * sql_dialect.h - statement templates of one backend. `{p}` stands for the
+ * validated table prefix; sql.c substitutes it once per bus. Statements
+ * that are the same everywhere would live in sql.c; so far every statement
+ * differs in its clock or its casts, so each backend file lists them all.
+ */
+#ifndef SB_SQL_DIALECT_H
+#define SB_SQL_DIALECT_H
+
+typedef struct sb_sql_templates {
+    const char *ddl, *lock;
+    const char *insert_head, *insert_row, *insert_tail;
+    const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
+    const char *dead_letter, *dlq_insert, *delete_any, *pending;
+    const char *stats, *dlq_stats, *dlq_list, *prune;
+    const char *columns, *indexes, *notify;
+} sb_sql_templates;
+
+extern const sb_sql_templates sb__sql_sqlite;
+extern const sb_sql_templates sb__sql_postgres;
+
+#endif

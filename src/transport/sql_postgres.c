@@ -1,0 +1,117 @@
+/* sql_postgres.c - the transport's statements for PostgreSQL. Every time
+ * comes from the database clock (now(), T5); the host-time parameter that
+ * SQLite uses is declared but unused here. Claims skip rows other
+ * consumers hold (FOR UPDATE SKIP LOCKED, T14). */
+#include "transport/sql_dialect.h"
+
+#include <stddef.h>
+
+#define MS "* interval '1 millisecond'"
+
+const sb_sql_templates sb__sql_postgres = {
+    .ddl =
+        "CREATE TABLE IF NOT EXISTS {p}messages (\n"
+        "  id uuid NOT NULL PRIMARY KEY,\n"
+        "  queue text COLLATE \"C\" NOT NULL,\n"
+        "  payload bytea NOT NULL,\n"
+        "  headers text NOT NULL DEFAULT '{}',\n"
+        "  created_at timestamptz NOT NULL DEFAULT now(),\n"
+        "  available_at timestamptz NOT NULL DEFAULT now(),\n"
+        "  locked_until timestamptz,\n"
+        "  lock_id uuid,\n"
+        "  attempts integer NOT NULL DEFAULT 0,\n"
+        "  last_error text,\n"
+        "  dead_letter_reason text\n"
+        ");\n"
+        "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
+        "  ON {p}messages (queue, available_at, created_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
+        "  ON {p}messages (created_at);\n",
+    .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
+            "current_schema() || ':{p}'))",
+    .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
+                   "created_at, available_at, attempts) VALUES ",
+    .insert_row = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
+                  ", 0)",
+    .insert_tail = " ON CONFLICT (id) DO NOTHING",
+    .claim =
+        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at <= now() AND (locked_until IS NULL OR "
+        "locked_until <= now()) ORDER BY available_at, created_at "
+        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
+        "UPDATE {p}messages m SET attempts = m.attempts + 1, "
+        "locked_until = now() + $3::int8 " MS ", "
+        "available_at = now() + $3::int8 " MS ", lock_id = $4::uuid "
+        "FROM c WHERE m.id = c.id "
+        "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "
+        "m.created_at, m.queue",
+    .claim_delete =
+        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at <= now() AND (locked_until IS NULL OR "
+        "locked_until <= now()) ORDER BY available_at, created_at "
+        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
+        "DELETE FROM {p}messages m USING c WHERE m.id = c.id "
+        "RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "
+        "m.created_at, m.queue",
+    .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
+           "locked_until = NULL, lock_id = NULL, last_error = $5 "
+           "WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .hand_back = "UPDATE {p}messages SET available_at = now(), "
+                 "locked_until = NULL, lock_id = NULL, "
+                 "attempts = GREATEST(attempts - 1, 0) "
+                 "WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .renew = "UPDATE {p}messages SET locked_until = now() + $4::int8 " MS
+             ", available_at = now() + $4::int8 " MS " "
+             "WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .dead_letter =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "SELECT $1::uuid, $2, payload, $3, now(), now(), attempts, $5, $4 "
+        "FROM {p}messages WHERE id = $7::uuid AND "
+        "($8::uuid IS NULL OR lock_id = $8::uuid)",
+    .dlq_insert =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "VALUES ($1::uuid, $2, $9, $3, now(), now(), $10, $5, $4) "
+        "ON CONFLICT (id) DO NOTHING",
+    .delete_any = "DELETE FROM {p}messages WHERE id = $1::uuid AND "
+                  "($2::uuid IS NULL OR lock_id = $2::uuid)",
+    .pending = "SELECT 1 FROM {p}messages WHERE queue = $1 AND "
+               "(available_at <= now() OR locked_until IS NOT NULL) LIMIT 1",
+    .stats =
+        "SELECT queue, "
+        "count(*) FILTER (WHERE available_at <= now() AND (locked_until IS "
+        "NULL OR locked_until <= now())), "
+        "count(*) FILTER (WHERE available_at > now() AND locked_until IS "
+        "NULL), "
+        "count(*) FILTER (WHERE locked_until > now()), "
+        "COALESCE((extract(epoch FROM now() - min(created_at) FILTER (WHERE "
+        "available_at <= now() AND (locked_until IS NULL OR locked_until <= "
+        "now()))) * 1000)::int8, -1) "
+        "FROM {p}messages GROUP BY queue ORDER BY queue",
+    .dlq_stats = "SELECT headers::json ->> 'sb-failed-queue', count(*) "
+                 "FROM {p}messages WHERE queue = $1 GROUP BY 1",
+    .dlq_list =
+        "SELECT id, payload, headers, attempts, lock_id, created_at, queue "
+        "FROM {p}messages WHERE queue = $1 AND ($2::text IS NULL OR "
+        "headers::json ->> 'sb-failed-queue' = $2::text) AND "
+        "($3::int8 IS NULL OR created_at < now() - $3::int8 " MS ") AND "
+        "($4::uuid IS NULL OR id = $4::uuid) ORDER BY created_at, id "
+        "LIMIT $5::int8",
+    .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
+             "{p}messages WHERE queue = $1 AND created_at < now() - "
+             "$2::int8 " MS " LIMIT $3::int8)",
+    .columns = "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), "
+               "a.attnotnull::int, COALESCE(co.collname::text, '') "
+               "FROM pg_attribute a LEFT JOIN pg_collation co ON co.oid = "
+               "a.attcollation WHERE a.attrelid = to_regclass($1) AND "
+               "a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+    .indexes = "SELECT ic.relname::text, i.indisprimary::int, "
+               "(SELECT string_agg(a.attname::text, ',' ORDER BY k.ord) FROM "
+               "unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) "
+               "JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
+               "a.attnum = k.attnum) FROM pg_index i JOIN pg_class ic ON "
+               "ic.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)",
+    .notify = "SELECT pg_notify($1, $2)",
+};

@@ -1,0 +1,101 @@
+/* sql_sqlite.c - the transport's statements for SQLite. Times are integer
+ * microseconds of the host clock, passed in as parameters (T5). A claim
+ * also moves available_at to the lease's end so leased rows leave the front
+ * of the dequeue index and the next claim stops at the first ready row. */
+#include "transport/sql_dialect.h"
+
+#include <stddef.h>
+
+const sb_sql_templates sb__sql_sqlite = {
+    .ddl =
+        "CREATE TABLE IF NOT EXISTS {p}messages (\n"
+        "  id TEXT NOT NULL PRIMARY KEY,\n"
+        "  queue TEXT NOT NULL COLLATE BINARY,\n"
+        "  payload BLOB NOT NULL,\n"
+        "  headers TEXT NOT NULL DEFAULT '{}',\n"
+        "  created_at INTEGER NOT NULL,\n"
+        "  available_at INTEGER NOT NULL,\n"
+        "  locked_until INTEGER,\n"
+        "  lock_id TEXT,\n"
+        "  attempts INTEGER NOT NULL DEFAULT 0,\n"
+        "  last_error TEXT,\n"
+        "  dead_letter_reason TEXT\n"
+        ");\n"
+        "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
+        "  ON {p}messages (queue, available_at, created_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
+        "  ON {p}messages (created_at);\n",
+    .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */
+    .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
+                   "created_at, available_at, attempts) VALUES ",
+    .insert_row = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0)",
+    .insert_tail = " ON CONFLICT (id) DO NOTHING",
+    .claim =
+        "UPDATE {p}messages SET attempts = attempts + 1, "
+        "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "
+        "lock_id = $4 "
+        "WHERE id IN (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
+        "ORDER BY available_at, created_at LIMIT $5) "
+        "RETURNING id, payload, headers, attempts, lock_id, created_at, queue",
+    .claim_delete =
+        "DELETE FROM {p}messages "
+        "WHERE id IN (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
+        "ORDER BY available_at, created_at LIMIT $5) "
+        "RETURNING id, payload, headers, attempts + 1, $4, created_at, queue",
+    .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2",
+    .nak = "UPDATE {p}messages SET available_at = $3 + $4 * 1000, "
+           "locked_until = NULL, lock_id = NULL, last_error = $5 "
+           "WHERE id = $1 AND lock_id = $2",
+    .hand_back = "UPDATE {p}messages SET available_at = $3, "
+                 "locked_until = NULL, lock_id = NULL, "
+                 "attempts = MAX(attempts - 1, 0) "
+                 "WHERE id = $1 AND lock_id = $2",
+    .renew = "UPDATE {p}messages SET locked_until = $3 + $4 * 1000, "
+             "available_at = $3 + $4 * 1000 "
+             "WHERE id = $1 AND lock_id = $2",
+    .dead_letter =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "SELECT $1, $2, payload, $3, $6, $6, attempts, $5, $4 "
+        "FROM {p}messages WHERE id = $7 AND ($8 IS NULL OR lock_id = $8)",
+    .dlq_insert =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "VALUES ($1, $2, $9, $3, $6, $6, $10, $5, $4) "
+        "ON CONFLICT (id) DO NOTHING",
+    .delete_any = "DELETE FROM {p}messages WHERE id = $1 AND "
+                  "($2 IS NULL OR lock_id = $2)",
+    .pending = "SELECT 1 FROM {p}messages WHERE queue = $1 AND "
+               "(available_at <= $2 OR locked_until IS NOT NULL) LIMIT 1",
+    .stats =
+        "SELECT queue, "
+        "SUM(CASE WHEN available_at <= $1 AND (locked_until IS NULL OR "
+        "locked_until <= $1) THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN available_at > $1 AND locked_until IS NULL "
+        "THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN locked_until > $1 THEN 1 ELSE 0 END), "
+        "COALESCE(($1 - MIN(CASE WHEN available_at <= $1 AND (locked_until "
+        "IS NULL OR locked_until <= $1) THEN created_at END)) / 1000, -1) "
+        "FROM {p}messages GROUP BY queue ORDER BY queue",
+    .dlq_stats = "SELECT json_extract(headers, '$.\"sb-failed-queue\"'), "
+                 "COUNT(*) FROM {p}messages WHERE queue = $1 GROUP BY 1",
+    .dlq_list =
+        "SELECT id, payload, headers, attempts, lock_id, created_at, queue "
+        "FROM {p}messages WHERE queue = $1 AND ($2 IS NULL OR "
+        "json_extract(headers, '$.\"sb-failed-queue\"') = $2) AND "
+        "($3 IS NULL OR created_at < $6 - $3 * 1000) AND "
+        "($4 IS NULL OR id = $4) ORDER BY created_at, id "
+        "LIMIT COALESCE($5, -1)",
+    .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
+             "{p}messages WHERE queue = $1 AND created_at < $4 - $2 * 1000 "
+             "LIMIT $3)",
+    .columns = "SELECT name, upper(type), \"notnull\", '' "
+               "FROM pragma_table_info($1)",
+    .indexes = "SELECT il.name, il.origin = 'pk', (SELECT group_concat("
+               "x.name || ' ' || x.coll, ',') FROM (SELECT name, coll FROM "
+               "pragma_index_xinfo(il.name) WHERE key = 1 ORDER BY seqno) x) "
+               "FROM pragma_index_list($1) il",
+    .notify = NULL,
+};

@@ -1,0 +1,167 @@
+/*
+ * transport.h - internal declarations of the transport module: the bus,
+ * messages, transactions, the per-backend statement set and the worker.
+ */
+#ifndef SB_TRANSPORT_H
+#define SB_TRANSPORT_H
+
+#include "db/db.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The statements of the transport for one backend, with the table prefix
+ * already substituted (see sql.c). `$N` placeholders throughout. */
+typedef struct sb_transport_sql {
+    char *ddl;          /* CREATE ... IF NOT EXISTS, all objects */
+    char *lock;         /* schema lock inside the DDL transaction, or NULL */
+    char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
+    char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
+    char *claim_delete; /* after-enqueue mode: claim and delete at once */
+    char *ack;          /* $1 id, $2 lock_id */
+    char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
+    char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
+    char *renew;        /* $1 id, $2 lock_id, $3 now_us, $4 lease_ms */
+    char *dead_letter;  /* insert copy: $1 new id, $2 dlq, $3 headers,
+                           $4 reason, $5 err, $6 now_us, $7 id, $8 lock_id */
+    char *dlq_insert;   /* insert a DLQ row from bytes (early-ack mode):
+                           $1..$6 as dead_letter, $9 payload, $10 attempts */
+    char *delete_any;   /* $1 id, $2 lock_id or NULL */
+    char *pending;      /* any ready or leased row of $1 at $2 now_us */
+    char *stats;        /* per-queue counts at $1 now_us */
+    char *dlq_stats;    /* dead letters by failed queue: $1 dlq */
+    char *dlq_list;     /* $1 dlq, $2 failed queue|NULL, $3 older-than ms
+                           or NULL, $4 id|NULL, $5 limit|NULL, $6 now_us */
+    char *dlq_delete;   /* $1 id, $2 dlq */
+    char *prune;        /* $1 dlq, $2 retention ms, $3 batch, $4 now_us */
+    char *columns;      /* catalog: name, type, notnull, collation by $1 */
+    char *indexes;      /* catalog: key list, is_primary by $1 table */
+    char *notify;       /* wake: $1 channel, $2 queue, or NULL */
+} sb_transport_sql;
+
+/* Build the statement set of `dialect` for `prefix`. */
+int sb__transport_sql_new(int dialect, const char *prefix,
+                          sb_transport_sql **out, sb_error *err);
+void sb__transport_sql_free(sb_transport_sql *sql);
+
+/* Expected shape of the messages table, for creation and verification. */
+typedef struct sb_column_spec {
+    const char *name;
+    const char *sqlite_type;
+    const char *pg_type;
+    int notnull;
+} sb_column_spec;
+extern const sb_column_spec sb__message_columns[];
+extern const size_t sb__message_column_count;
+
+/* In-process wake-ups: a worker registers interest in its queue. */
+typedef struct sb_waker {
+    const char *queue;
+    void (*fn)(void *user);
+    void *user;
+    struct sb_waker *next;
+} sb_waker;
+
+struct sb_bus {
+    sb_pool *pool;
+    sb_transport_sql *sql;
+    int dialect;
+    char *prefix;
+    char *table;      /* prefix + "messages" */
+    char *channel;    /* NOTIFY channel: prefix + "wake" */
+    char *dlq;
+    char *endpoint;
+    uint64_t max_payload;
+    int64_t retention_ms;
+    int schema_mode;
+    int notify;
+    sb_logger log;
+    atomic_int schema_ok;       /* verified once per bus */
+    atomic_llong last_prune_us; /* monotonic, for T25's once a minute */
+    pthread_mutex_t wake_mu;
+    sb_waker *wakers;
+};
+
+struct sb_msg {
+    char id[37];
+    char lock_id[37];
+    char *queue;
+    void *payload;
+    size_t payload_len;
+    char *headers;
+    int attempts;
+    int64_t created_at_us;
+    char **kv; /* headers parsed on first lookup: key, value, key, ... */
+    size_t n_kv;
+};
+
+struct sb_tx {
+    sb_bus *bus;
+    sb_conn *conn;
+    /* queues published to, for wake-ups after commit (small list) */
+    char *woken[8];
+    int n_woken;
+    int wake_all;
+};
+
+/* Make sure the schema exists / matches (per schema_mode) before use. */
+int sb__bus_ensure_schema(sb_bus *bus, sb_error *err);
+/* Now for SQLite statements (host clock, us); 0 on server backends, where
+ * the SQL uses now(). */
+int64_t sb__bus_now_us(const sb_bus *bus);
+/* Signal local workers waiting on `queue` (NULL = all). */
+void sb__bus_wake_local(sb_bus *bus, const char *queue);
+void sb__bus_add_waker(sb_bus *bus, sb_waker *w);
+void sb__bus_remove_waker(sb_bus *bus, sb_waker *w);
+
+/* Publish rows on an open transaction connection (shared by sb_tx and the
+ * one-shot path). Adds NOTIFY for immediate rows on PostgreSQL. */
+int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
+                   const sb_outgoing *msgs, size_t n, char (*ids)[37],
+                   int *any_immediate, sb_error *err);
+
+/* Claim on an open transaction. Appends to *out (array grown as needed).
+ * `delete_now` selects the after-enqueue form. */
+int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
+                 int64_t lease_ms, int delete_now, sb_msg ***out,
+                 size_t *n_out, sb_error *err);
+
+/* Settlement statements on an open transaction; each returns
+ * SB_LOST_LEASE when the fence no longer matches. */
+int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err);
+int sb__nak_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t delay_ms,
+               const char *error_text, sb_error *err);
+int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
+                     sb_error *err);
+int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
+                 sb_error *err);
+int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
+                       const sb_failure *f, int fenced, sb_error *err);
+/* True if `queue` holds a ready or leased message. */
+int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
+                   sb_error *err);
+/* Prune dead letters if retention is set and a minute has passed. Never
+ * fails the caller: errors are logged. */
+void sb__maybe_prune(sb_bus *bus);
+
+/* PostgreSQL LISTEN for one queue's wake-ups on a dedicated connection,
+ * reconnecting after outages; `fn(user)` runs on its thread. A failure to
+ * start only costs latency: polling stays the correctness path (T13). */
+typedef struct sb_wake_listener sb_wake_listener;
+void sb__wake_listener_start(sb_bus *bus, const char *queue,
+                             void (*fn)(void *user), void *user,
+                             sb_wake_listener **out);
+void sb__wake_listener_stop(sb_wake_listener *l);
+
+/* Message helpers. */
+sb_msg *sb__msg_new(void);
+/* Fill a message from a claim/list row: id, payload, headers, attempts,
+ * lock_id, created_at, queue. */
+int sb__msg_from_row(const sb_rows *rows, size_t r, sb_msg **out);
+
+#define SB_MAX_ERROR_TEXT (8 * 1024)
+/* Room for the longest derived name ("messages_created_idx" and the
+ * longer names of later modules) within PostgreSQL's 63 bytes. */
+#define SB_MAX_PREFIX_LEN 30
+
+#endif

@@ -1,0 +1,791 @@
+/* worker.c - the worker runtime (T15-T27). One pump thread does all the
+ * database work of the worker in one transaction per cycle: it settles
+ * what handlers finished, renews leases that reached a third of their
+ * life, and claims at most as many rows as there are idle handler slots.
+ * Handler threads only run handlers. See docs/internals/transport.md. */
+#include "transport/transport.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
+
+struct sb_delivery {
+    sb_worker *w;
+    sb_msg *msg;
+    int64_t next_renew_us; /* monotonic */
+    atomic_int lost;
+    int running;
+    int outcome;
+    int64_t delay_ms;
+    char *exc_type, *exc_msg, *exc_detail, *dl_reason;
+    struct sb_delivery *next; /* in the ready or settle list */
+    struct sb_delivery *all_next, *all_prev; /* in the in-flight list */
+};
+
+struct sb_worker {
+    sb_bus *bus;
+    sb_worker_options o;
+    char *queue;
+    int early; /* SB_ACK_AFTER_ENQUEUE */
+    int slots; /* handler threads = max rows held at once */
+    pthread_mutex_t mu;
+    pthread_cond_t pump_cv, handler_cv, idle_cv;
+    pthread_t pump;
+    pthread_t *handlers;
+    int n_handlers;
+    sb_wake_listener *listener;
+    sb_delivery *ready_head, *ready_tail, *settle_head, *all;
+    int held;     /* claimed and not yet settled */
+    int running_handlers;
+    int live_handlers;
+    int stopping, abandon, pump_done, stopped;
+    int idle;
+    int64_t next_poll_us, poll_delay_us, outage_delay_us;
+    int64_t stop_deadline_us;
+    sb_waker waker;
+    atomic_llong acked, naked, dead, lost, handed_back;
+};
+
+/* ---- helpers ---- */
+
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu,
+                       int64_t until_us)
+{
+    int64_t left = until_us - sb__mono_us();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (left % 1000000) * 1000;
+    ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void delivery_free(sb_delivery *d)
+{
+    sb_msg_free(d->msg);
+    sb__free(d->exc_type);
+    sb__free(d->exc_msg);
+    sb__free(d->exc_detail);
+    sb__free(d->dl_reason);
+    sb__free(d);
+}
+
+static void all_remove(sb_worker *w, sb_delivery *d)
+{
+    if (d->all_prev)
+        d->all_prev->all_next = d->all_next;
+    else
+        w->all = d->all_next;
+    if (d->all_next)
+        d->all_next->all_prev = d->all_prev;
+}
+
+static int64_t nak_delay(const sb_worker *w, int attempts)
+{
+    double base = (double)w->o.redelivery_delay_ms;
+    if (w->o.redelivery_factor > 1.0) {
+        double d = base * pow(w->o.redelivery_factor, attempts - 1);
+        if (d > (double)w->o.redelivery_max_ms)
+            d = (double)w->o.redelivery_max_ms;
+        return sb__jitter_us((int64_t)d * 1000) / 1000;
+    }
+    return (int64_t)base;
+}
+
+static void wake_pump(void *user)
+{
+    sb_worker *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->next_poll_us = 0;
+    w->poll_delay_us = 0;
+    pthread_cond_signal(&w->pump_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- the pump ---- */
+
+typedef struct cycle {
+    sb_worker *w;
+    sb_delivery *settle;  /* detached settle list */
+    sb_delivery **renew;  /* due renewals */
+    int n_renew;
+    int claim_max;
+    sb_msg **claimed;
+    size_t n_claimed;
+    int probe;     /* ask whether anything is pending */
+    int pending;
+    int *renew_lost;
+} cycle;
+
+static sb_failure failure_of(const sb_delivery *d)
+{
+    sb_failure f = {sizeof f, d->dl_reason, d->exc_type, d->exc_msg,
+                    d->exc_detail};
+    return f;
+}
+
+static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
+                      sb_error *err)
+{
+    sb_bus *bus = w->bus;
+    if (d->outcome < 0)
+        return SB_OK; /* its lease was found lost in an earlier try */
+    if (w->early) {
+        if (d->outcome != OUT_DEAD)
+            return SB_OK;
+        /* The row is gone already: write the dead letter from memory. */
+        sb_failure f = failure_of(d);
+        char *headers = NULL;
+        const char *kv[] = {"sb-dead-letter-reason", f.reason,
+                            "sb-failed-queue", d->msg->queue,
+                            "sb-processing-endpoint", bus->endpoint,
+                            "sb-message-id", d->msg->id,
+                            "sb-exception-type", f.exception_type,
+                            "sb-exception-message", f.exception_message,
+                            "sb-exception-stacktrace", f.stacktrace,
+                            NULL};
+        int rc = sb__headers_merge(d->msg->headers, kv, &headers, err);
+        if (rc != SB_OK)
+            return rc;
+        char id[37];
+        sb__uuid7_at(id, sb__wall_us() / 1000);
+        sb_value p[10] = {sb__v_text(id), sb__v_text(bus->dlq),
+                          sb__v_text(headers), sb__v_text(f.reason),
+                          sb__v_text(f.exception_message),
+                          sb__v_int(sb__bus_now_us(bus)), sb__v_null(),
+                          sb__v_null(),
+                          sb__v_blob(d->msg->payload, d->msg->payload_len),
+                          sb__v_int(d->msg->attempts)};
+        rc = sb__query(c, bus->sql->dlq_insert, p, 10, NULL, NULL, err);
+        sb__free(headers);
+        return rc;
+    }
+    switch (d->outcome) {
+    case OUT_ACK: return sb__ack_on(bus, c, d->msg, err);
+    case OUT_NAK:
+        return sb__nak_on(bus, c, d->msg, d->delay_ms,
+                          d->exc_msg ? d->exc_msg : d->exc_type, err);
+    case OUT_HANDBACK: return sb__hand_back_on(bus, c, d->msg, err);
+    default: {
+        sb_failure f = failure_of(d);
+        return sb__dead_letter_on(bus, c, d->msg, &f, 1, err);
+    }
+    }
+}
+
+static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    cycle *x = vctx;
+    sb_worker *w = x->w;
+    int rc = SB_OK;
+    for (sb_delivery *d = x->settle; rc == SB_OK && d; d = d->next) {
+        rc = settle_one(w, c, d, err);
+        if (rc == SB_LOST_LEASE) {
+            /* Logged, not fatal: another consumer owns the row now. */
+            sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+                    "message %s: lease lost before settlement; it will be "
+                    "redelivered",
+                    d->msg->id);
+            d->outcome = -d->outcome;
+            rc = SB_OK;
+        }
+    }
+    for (int i = 0; rc == SB_OK && i < x->n_renew; i++) {
+        x->renew_lost[i] = 0;
+        rc = sb__renew_on(w->bus, c, x->renew[i]->msg, w->o.lease_ms, err);
+        if (rc == SB_LOST_LEASE) {
+            x->renew_lost[i] = 1;
+            rc = SB_OK;
+        }
+    }
+    sb_msg_free_array(x->claimed, x->n_claimed);
+    x->claimed = NULL;
+    x->n_claimed = 0;
+    if (rc == SB_OK && x->claim_max > 0)
+        rc = sb__claim_on(w->bus, c, w->queue, x->claim_max, w->o.lease_ms,
+                          w->early, &x->claimed, &x->n_claimed, err);
+    x->pending = 1;
+    if (rc == SB_OK && x->probe && x->n_claimed == 0)
+        rc = sb__pending_on(w->bus, c, w->queue, &x->pending, err);
+    return rc;
+}
+
+static void push_ready(sb_worker *w, sb_delivery *d)
+{
+    d->next = NULL;
+    if (w->ready_tail)
+        w->ready_tail->next = d;
+    else
+        w->ready_head = d;
+    w->ready_tail = d;
+}
+
+static void push_settle(sb_worker *w, sb_delivery *d)
+{
+    d->next = w->settle_head;
+    w->settle_head = d;
+}
+
+/* Called with the lock held once a cycle committed. */
+static void after_commit(sb_worker *w, cycle *x)
+{
+    int64_t now = sb__mono_us();
+    sb_delivery *d = x->settle;
+    while (d != NULL) {
+        sb_delivery *next = d->next;
+        switch (d->outcome < 0 ? -d->outcome : d->outcome) {
+        case OUT_ACK: atomic_fetch_add(&w->acked, 1); break;
+        case OUT_NAK: atomic_fetch_add(&w->naked, 1); break;
+        case OUT_HANDBACK: atomic_fetch_add(&w->handed_back, 1); break;
+        default: atomic_fetch_add(&w->dead, 1); break;
+        }
+        if (d->outcome < 0)
+            atomic_fetch_add(&w->lost, 1);
+        if (w->early && d->outcome == OUT_DEAD &&
+            w->o.on_background_failure != NULL) {
+            sb_failure f = failure_of(d);
+            pthread_mutex_unlock(&w->mu);
+            w->o.on_background_failure(d->msg, &f, w->o.user);
+            pthread_mutex_lock(&w->mu);
+        }
+        all_remove(w, d);
+        w->held--;
+        delivery_free(d);
+        d = next;
+    }
+    x->settle = NULL;
+    for (int i = 0; i < x->n_renew; i++)
+        if (x->renew_lost[i]) {
+            atomic_store(&x->renew[i]->lost, 1);
+            x->renew[i]->next_renew_us = INT64_MAX;
+        }
+    for (size_t i = 0; i < x->n_claimed; i++) {
+        sb_delivery *nd = sb__calloc(1, sizeof *nd);
+        if (nd == NULL) {
+            /* Not settling it is safe: the lease lapses and it returns. */
+            sb_msg_free(x->claimed[i]);
+            continue;
+        }
+        nd->w = w;
+        nd->msg = x->claimed[i];
+        nd->next_renew_us = w->early ? INT64_MAX
+                                     : now + w->o.lease_ms * 1000 / 3;
+        nd->all_next = w->all;
+        if (w->all)
+            w->all->all_prev = nd;
+        w->all = nd;
+        w->held++;
+        push_ready(w, nd);
+    }
+    sb__free(x->claimed);
+    x->claimed = NULL;
+    if (x->n_claimed > 0) {
+        w->idle = 0;
+        pthread_cond_broadcast(&w->handler_cv);
+        w->poll_delay_us = 0;
+        w->next_poll_us = 0;
+    } else if (x->claim_max > 0) {
+        /* Empty: back off from empty_poll_ms to max_poll_ms (T13). */
+        int64_t first = w->o.empty_poll_ms * 1000;
+        w->poll_delay_us = w->poll_delay_us ? w->poll_delay_us * 2 : first;
+        if (w->poll_delay_us > w->o.max_poll_ms * 1000)
+            w->poll_delay_us = w->o.max_poll_ms * 1000;
+        w->next_poll_us = now + w->poll_delay_us;
+        if (x->probe && !x->pending && w->held == 0) {
+            w->idle = 1;
+            pthread_cond_broadcast(&w->idle_cv);
+        }
+    }
+    w->outage_delay_us = 0;
+    pthread_cond_broadcast(&w->idle_cv);
+}
+
+/* Unstarted deliveries go back on stop (T15, T26); in early-ack mode they
+ * are dead-lettered, since their rows are already gone (T23). */
+static void hand_back_unstarted(sb_worker *w)
+{
+    while (w->ready_head != NULL) {
+        sb_delivery *d = w->ready_head;
+        w->ready_head = d->next;
+        if (w->early) {
+            d->outcome = OUT_DEAD;
+            d->dl_reason = sb__strdup("worker stopped before the message "
+                                      "was processed");
+        } else {
+            d->outcome = OUT_HANDBACK;
+        }
+        push_settle(w, d);
+    }
+    w->ready_tail = NULL;
+}
+
+static void *pump_main(void *arg)
+{
+    sb_worker *w = arg;
+    cycle x;
+    memset(&x, 0, sizeof x);
+    x.w = w;
+    x.renew = sb__calloc((size_t)w->slots, sizeof *x.renew);
+    x.renew_lost = sb__calloc((size_t)w->slots, sizeof *x.renew_lost);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        int64_t now = sb__mono_us();
+        if (w->stopping) {
+            int64_t early_cut = w->stop_deadline_us -
+                                (w->early ? w->o.drain_timeout_ms * 250 : 0);
+            if (!w->early || now >= early_cut || w->ready_head == NULL)
+                hand_back_unstarted(w);
+            if ((w->held == 0 && w->live_handlers == 0) || w->abandon)
+                break;
+        }
+        int64_t next_renew = INT64_MAX;
+        x.n_renew = 0;
+        for (sb_delivery *d = w->all; d && !w->abandon; d = d->all_next) {
+            if (d->outcome != OUT_NONE || d->next_renew_us == INT64_MAX)
+                continue;
+            if (d->next_renew_us <= now && x.n_renew < w->slots)
+                x.renew[x.n_renew++] = d;
+            else if (d->next_renew_us < next_renew)
+                next_renew = d->next_renew_us;
+        }
+        int free_slots = w->slots - w->held;
+        int want_claim = !w->stopping && free_slots > 0 &&
+                         now >= w->next_poll_us;
+        if (w->settle_head == NULL && x.n_renew == 0 && !want_claim) {
+            int64_t until = next_renew;
+            if (!w->stopping && free_slots > 0 && w->next_poll_us < until)
+                until = w->next_poll_us;
+            if (w->stopping && w->stop_deadline_us < until)
+                until = w->stop_deadline_us;
+            if (until == INT64_MAX)
+                pthread_cond_wait(&w->pump_cv, &w->mu);
+            else
+                timed_wait(&w->pump_cv, &w->mu, until);
+            continue;
+        }
+        x.settle = w->settle_head;
+        w->settle_head = NULL;
+        x.claim_max = want_claim ? free_slots : 0;
+        x.probe = want_claim && w->held == 0;
+        for (int i = 0; i < x.n_renew; i++)
+            x.renew[i]->next_renew_us = now + w->o.lease_ms * 1000 / 3;
+        pthread_mutex_unlock(&w->mu);
+
+        sb_error err;
+        sb_retry_policy once = {1, 0, 0};
+        int rc = sb__db_run_tx(w->bus->pool, &once, cycle_tx, &x, &err);
+        sb__maybe_prune(w->bus);
+
+        pthread_mutex_lock(&w->mu);
+        if (rc == SB_OK) {
+            after_commit(w, &x);
+            continue;
+        }
+        sb_msg_free_array(x.claimed, x.n_claimed);
+        x.claimed = NULL;
+        x.n_claimed = 0;
+        /* Outage or error: keep the settlements (fenced, safe to repeat),
+         * retry renewals soon, back off 100 ms -> 5 s with jitter (T26). */
+        while (x.settle != NULL) {
+            sb_delivery *d = x.settle;
+            x.settle = d->next;
+            push_settle(w, d);
+        }
+        w->outage_delay_us = w->outage_delay_us ? w->outage_delay_us * 2
+                                                : 100000;
+        if (w->outage_delay_us > 5000000)
+            w->outage_delay_us = 5000000;
+        int64_t pause = sb__jitter_us(w->outage_delay_us);
+        for (int i = 0; i < x.n_renew; i++)
+            x.renew[i]->next_renew_us = sb__mono_us() + pause;
+        sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+                "queue %s: database cycle failed (%s); retrying in %lld ms",
+                w->queue, err.message, (long long)(pause / 1000));
+        w->next_poll_us = sb__mono_us() + pause;
+        timed_wait(&w->pump_cv, &w->mu, sb__mono_us() + pause);
+    }
+    w->pump_done = 1;
+    pthread_cond_broadcast(&w->idle_cv);
+    pthread_cond_broadcast(&w->handler_cv);
+    pthread_mutex_unlock(&w->mu);
+    sb__free(x.renew);
+    sb__free(x.renew_lost);
+    return NULL;
+}
+
+/* ---- handler threads ---- */
+
+static void finish(sb_worker *w, sb_delivery *d, int rc)
+{
+    int max = w->o.max_attempts;
+    int spent = max > 0 && d->msg->attempts >= max;
+    if (d->dl_reason != NULL) {
+        d->outcome = OUT_DEAD;
+    } else if (rc == SB_OK) {
+        d->outcome = OUT_ACK;
+    } else if (w->early || spent) {
+        d->outcome = OUT_DEAD;
+        char reason[96];
+        if (w->early)
+            snprintf(reason, sizeof reason, "handler failed after the "
+                     "message was acknowledged (ack after enqueue)");
+        else
+            snprintf(reason, sizeof reason,
+                     "max attempts (%d) reached", max);
+        d->dl_reason = sb__strdup(reason);
+    } else {
+        d->outcome = OUT_NAK;
+        d->delay_ms = nak_delay(w, d->msg->attempts);
+    }
+    if (rc != SB_OK && d->exc_type == NULL && d->outcome != OUT_ACK) {
+        d->exc_type = sb__strdup("error");
+        d->exc_msg = sb__strdup(sb_strerror(rc));
+    }
+}
+
+static void *handler_main(void *arg)
+{
+    sb_worker *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->ready_head == NULL && !w->pump_done &&
+               !(w->stopping && w->ready_head == NULL))
+            pthread_cond_wait(&w->handler_cv, &w->mu);
+        if (w->ready_head == NULL)
+            break;
+        sb_delivery *d = w->ready_head;
+        w->ready_head = d->next;
+        if (w->ready_head == NULL)
+            w->ready_tail = NULL;
+        d->running = 1;
+        w->running_handlers++;
+        pthread_mutex_unlock(&w->mu);
+
+        int max = w->o.max_attempts;
+        if (!w->early && max > 0 && d->msg->attempts > max) {
+            /* A previous attempt died with its process (T20). */
+            char reason[128];
+            snprintf(reason, sizeof reason,
+                     "max attempts (%d) exceeded: attempt %d was not run",
+                     max, d->msg->attempts);
+            d->dl_reason = sb__strdup(reason);
+            d->exc_type = sb__strdup("max-attempts");
+            finish(w, d, SB_ERROR);
+        } else {
+            int rc = w->o.handler(d, w->o.user);
+            finish(w, d, rc);
+        }
+
+        pthread_mutex_lock(&w->mu);
+        d->running = 0;
+        w->running_handlers--;
+        push_settle(w, d);
+        pthread_cond_signal(&w->pump_cv);
+    }
+    w->live_handlers--;
+    pthread_cond_broadcast(&w->idle_cv);
+    pthread_cond_signal(&w->pump_cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* ---- public API ---- */
+
+static int check_options(const sb_worker_options *o, sb_error *err)
+{
+    if (o == NULL)
+        return sb__err(err, SB_INVALID, "opts", "options are required");
+    if (o->size != 0 && o->size < sizeof *o)
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_worker_options.size is smaller than any version");
+    int rc = sb_validate_queue_name(o->queue, err);
+    if (rc != SB_OK)
+        return rc;
+    if (o->handler == NULL)
+        return sb__err(err, SB_INVALID, "handler", "a handler is required");
+    if (o->concurrency < 0 || o->concurrency > 256)
+        return sb__err(err, SB_INVALID, "concurrency",
+                       "concurrency must be 1 to 256 (got %d)",
+                       o->concurrency);
+    if (o->lease_ms < 0 || (o->lease_ms > 0 && o->lease_ms < 30) ||
+        o->lease_ms > 86400000LL)
+        return sb__err(err, SB_INVALID, "lease_ms",
+                       "lease must be 30 ms to 24 h (got %lld ms)",
+                       (long long)o->lease_ms);
+    if (o->max_attempts < -1)
+        return sb__err(err, SB_INVALID, "max_attempts",
+                       "max_attempts must be -1 (unlimited) or more");
+    if (o->redelivery_delay_ms < -1 || o->redelivery_max_ms < 0 ||
+        o->empty_poll_ms < 0 || o->max_poll_ms < 0 ||
+        o->stop_timeout_ms < 0 || o->drain_timeout_ms < 0)
+        return sb__err(err, SB_INVALID, "opts",
+                       "durations must not be negative");
+    if (o->redelivery_factor != 0 &&
+        (o->redelivery_factor < 1.0 || o->redelivery_factor > 100.0))
+        return sb__err(err, SB_INVALID, "redelivery_factor",
+                       "redelivery_factor must be 1 to 100");
+    if (o->ack_mode == SB_ACK_AFTER_ENQUEUE) {
+        if (o->background_workers < 1 || o->background_workers > 256 ||
+            o->background_capacity < 1 || o->background_capacity > 100000)
+            return sb__err(err, SB_INVALID,
+                           o->background_workers < 1 ||
+                                   o->background_workers > 256
+                               ? "background_workers"
+                               : "background_capacity",
+                           "ack after enqueue needs background_workers "
+                           "(1..256) and background_capacity (1..100000)");
+    } else if (o->ack_mode != SB_ACK_AFTER_HANDLER) {
+        return sb__err(err, SB_INVALID, "ack_mode", "unknown ack_mode");
+    }
+    return SB_OK;
+}
+
+static void apply_defaults(sb_worker_options *o)
+{
+    if (o->concurrency == 0)
+        o->concurrency = 1;
+    if (o->lease_ms == 0)
+        o->lease_ms = 30000;
+    if (o->max_attempts == 0)
+        o->max_attempts = 5;
+    else if (o->max_attempts == -1)
+        o->max_attempts = 0; /* internally 0 = unlimited */
+    if (o->redelivery_delay_ms == 0)
+        o->redelivery_delay_ms = o->redelivery_factor > 1.0 ? 1000 : 5000;
+    else if (o->redelivery_delay_ms == -1)
+        o->redelivery_delay_ms = 0; /* redeliver at once */
+    if (o->redelivery_max_ms == 0)
+        o->redelivery_max_ms = 300000;
+    if (o->empty_poll_ms == 0)
+        o->empty_poll_ms = 250;
+    if (o->max_poll_ms == 0)
+        o->max_poll_ms = 2000;
+    if (o->max_poll_ms < o->empty_poll_ms)
+        o->max_poll_ms = o->empty_poll_ms;
+    if (o->stop_timeout_ms == 0)
+        o->stop_timeout_ms = 30000;
+    if (o->drain_timeout_ms == 0)
+        o->drain_timeout_ms = 20000;
+}
+
+int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
+                    sb_worker **out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (bus == NULL || out == NULL)
+        return sb__err(err, SB_INVALID, bus ? "out" : "bus",
+                       "arguments must not be NULL");
+    *out = NULL;
+    int rc = check_options(opts, err);
+    if (rc == SB_OK)
+        rc = sb__bus_ensure_schema(bus, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_worker *w = sb__calloc(1, sizeof *w);
+    if (w == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    w->bus = bus;
+    w->o = *opts;
+    w->o.size = sizeof w->o;
+    apply_defaults(&w->o);
+    w->queue = sb__strdup(opts->queue);
+    w->o.queue = w->queue;
+    w->early = w->o.ack_mode == SB_ACK_AFTER_ENQUEUE;
+    w->slots = w->early ? w->o.background_capacity : w->o.concurrency;
+    w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;
+    w->handlers = sb__calloc((size_t)w->n_handlers, sizeof *w->handlers);
+    if (w->queue == NULL || w->handlers == NULL) {
+        sb__free(w->queue);
+        sb__free(w->handlers);
+        sb__free(w);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->pump_cv, &ca);
+    pthread_cond_init(&w->handler_cv, &ca);
+    pthread_cond_init(&w->idle_cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    pthread_mutex_lock(&w->mu);
+    int started = 0;
+    for (; started < w->n_handlers; started++) {
+        if (pthread_create(&w->handlers[started], NULL, handler_main, w) != 0)
+            break;
+        w->live_handlers++;
+    }
+    int pump_ok = started == w->n_handlers &&
+                  pthread_create(&w->pump, NULL, pump_main, w) == 0;
+    if (!pump_ok) {
+        /* Nothing was claimed yet, so no handler can run. */
+        w->pump_done = 1;
+        pthread_cond_broadcast(&w->handler_cv);
+        pthread_mutex_unlock(&w->mu);
+        for (int i = 0; i < started; i++)
+            pthread_join(w->handlers[i], NULL);
+        w->n_handlers = 0;
+        w->stopped = 1;
+        sb_worker_free(w);
+        return sb__err(err, SB_NOMEM, NULL, "could not start threads");
+    }
+    pthread_mutex_unlock(&w->mu);
+    w->waker.queue = w->queue;
+    w->waker.fn = wake_pump;
+    w->waker.user = w;
+    sb__bus_add_waker(bus, &w->waker);
+    if (bus->dialect == SB_DIALECT_POSTGRES && bus->notify >= 0)
+        sb__wake_listener_start(bus, w->queue, wake_pump, w, &w->listener);
+    *out = w;
+    return SB_OK;
+}
+
+int sb_worker_stop(sb_worker *w, sb_error *err)
+{
+    sb_error_clear(err);
+    if (w == NULL)
+        return SB_OK;
+    pthread_mutex_lock(&w->mu);
+    if (w->stopped) {
+        pthread_mutex_unlock(&w->mu);
+        return SB_OK;
+    }
+    if (!w->stopping) {
+        w->stopping = 1;
+        int64_t budget = w->early ? w->o.drain_timeout_ms : w->o.stop_timeout_ms;
+        w->stop_deadline_us = sb__mono_us() + budget * 1000;
+        for (sb_delivery *d = w->all; d; d = d->all_next)
+            if (d->running)
+                atomic_store(&d->lost, atomic_load(&d->lost) | 2);
+    }
+    pthread_cond_broadcast(&w->pump_cv);
+    pthread_cond_broadcast(&w->handler_cv);
+    while (!w->pump_done && sb__mono_us() < w->stop_deadline_us)
+        timed_wait(&w->idle_cv, &w->mu, w->stop_deadline_us);
+    int rc = SB_OK;
+    if (!w->pump_done) {
+        /* Handlers overran the budget: stop renewing so their rows return
+         * to the queue after the lease; free() still waits for them. */
+        w->abandon = 1;
+        pthread_cond_broadcast(&w->pump_cv);
+        rc = sb__err(err, SB_TIMEOUT, "stop_timeout_ms",
+                     "%d handler(s) still running after the stop timeout",
+                     w->running_handlers);
+    }
+    pthread_mutex_unlock(&w->mu);
+    sb__wake_listener_stop(w->listener);
+    w->listener = NULL;
+    sb__bus_remove_waker(w->bus, &w->waker);
+    pthread_join(w->pump, NULL);
+    pthread_mutex_lock(&w->mu);
+    w->stopped = 1;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int sb_worker_wait_idle(sb_worker *w, int64_t timeout_ms)
+{
+    if (w == NULL)
+        return SB_INVALID;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX
+                                      : sb__mono_us() + timeout_ms * 1000;
+    pthread_mutex_lock(&w->mu);
+    while (!w->idle && !w->pump_done && sb__mono_us() < deadline) {
+        if (deadline == INT64_MAX)
+            pthread_cond_wait(&w->idle_cv, &w->mu);
+        else
+            timed_wait(&w->idle_cv, &w->mu, deadline);
+    }
+    int rc = w->idle ? SB_OK : w->pump_done ? SB_CLOSED : SB_TIMEOUT;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void sb_worker_free(sb_worker *w)
+{
+    if (w == NULL)
+        return;
+    if (!w->stopped)
+        sb_worker_stop(w, NULL);
+    pthread_mutex_lock(&w->mu);
+    w->pump_done = 1;
+    pthread_cond_broadcast(&w->handler_cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->n_handlers; i++)
+        pthread_join(w->handlers[i], NULL);
+    /* Deliveries whose handlers overran the stop are freed unsettled: their
+     * leases lapse and the rows are redelivered (at least once). */
+    while (w->all != NULL) {
+        sb_delivery *d = w->all;
+        w->all = d->all_next;
+        delivery_free(d);
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->pump_cv);
+    pthread_cond_destroy(&w->handler_cv);
+    pthread_cond_destroy(&w->idle_cv);
+    sb__free(w->handlers);
+    sb__free(w->queue);
+    sb__free(w);
+}
+
+void sb_worker_get_stats(const sb_worker *w, sb_worker_stats *out)
+{
+    sb_worker *mw = (sb_worker *)w;
+    out->acked = atomic_load(&mw->acked);
+    out->naked = atomic_load(&mw->naked);
+    out->dead_lettered = atomic_load(&mw->dead);
+    out->lost_leases = atomic_load(&mw->lost);
+    out->handed_back = atomic_load(&mw->handed_back);
+}
+
+/* ---- delivery API ---- */
+
+const sb_msg *sb_delivery_msg(const sb_delivery *d)
+{
+    return d->msg;
+}
+
+static void replace(char **slot, const char *s)
+{
+    sb__free(*slot);
+    *slot = s ? sb__strdup(s) : NULL;
+}
+
+void sb_delivery_fail(sb_delivery *d, const char *exception_type,
+                      const char *message, const char *detail)
+{
+    replace(&d->exc_type, exception_type);
+    replace(&d->exc_msg, message);
+    replace(&d->exc_detail, detail);
+}
+
+void sb_delivery_dead_letter(sb_delivery *d, const char *reason)
+{
+    replace(&d->dl_reason, reason ? reason : "dead-lettered by the handler");
+}
+
+int sb_delivery_renew(sb_delivery *d, sb_error *err)
+{
+    if (d->w->early)
+        return SB_OK; /* the row is gone already: nothing to renew */
+    int rc = sb_renew(d->w->bus, d->msg, d->w->o.lease_ms, err);
+    pthread_mutex_lock(&d->w->mu);
+    if (rc == SB_OK)
+        d->next_renew_us = sb__mono_us() + d->w->o.lease_ms * 1000 / 3;
+    else if (rc == SB_LOST_LEASE)
+        atomic_store(&d->lost, 1);
+    pthread_mutex_unlock(&d->w->mu);
+    return rc;
+}
+
+int sb_delivery_cancelled(const sb_delivery *d)
+{
+    return atomic_load(&((sb_delivery *)d)->lost) != 0;
+}

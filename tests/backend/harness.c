@@ -1,0 +1,158 @@
+/* harness.c - see harness.h. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char url[4096];
+static char sqlite_dir[256];
+static int pg;
+static int counter;
+static char prefix_buf[64];
+
+static void cleanup_sqlite(void)
+{
+    if (sqlite_dir[0] != '\0') {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", sqlite_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", sqlite_dir);
+    }
+}
+
+void sbt_init(void)
+{
+    const char *b = getenv("SQLBUS_TEST_BACKEND");
+    if (b == NULL || strcmp(b, "sqlite") == 0) {
+        snprintf(sqlite_dir, sizeof sqlite_dir, "/tmp/sqlbus-test.XXXXXX");
+        if (mkdtemp(sqlite_dir) == NULL) {
+            perror("mkdtemp");
+            exit(1);
+        }
+        snprintf(url, sizeof url, "sqlite:%s/test.db", sqlite_dir);
+        atexit(cleanup_sqlite);
+        return;
+    }
+    if (strcmp(b, "postgresql") != 0) {
+        fprintf(stderr, "unknown SQLBUS_TEST_BACKEND %s\n", b);
+        exit(1);
+    }
+    const char *u = getenv("SQLBUS_TEST_PG_URL");
+    if (u == NULL || u[0] == '\0') {
+        printf("skipped: SQLBUS_TEST_PG_URL not set (no PostgreSQL "
+               "configured)\n");
+        exit(77);
+    }
+    pg = 1;
+    snprintf(url, sizeof url, "%s", u);
+}
+
+const char *sbt_backend(void)
+{
+    return pg ? "postgresql" : "sqlite";
+}
+
+int sbt_is_pg(void)
+{
+    return pg;
+}
+
+const char *sbt_url(void)
+{
+    return url;
+}
+
+const char *sbt_new_prefix(void)
+{
+    snprintf(prefix_buf, sizeof prefix_buf, "t%ld_%d_", (long)getpid(),
+             ++counter);
+    return prefix_buf;
+}
+
+sb_bus *sbt_open(const char *prefix, const sb_options *opts)
+{
+    sb_options o;
+    if (opts != NULL)
+        o = *opts;
+    else
+        memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.url = url;
+    o.table_prefix = prefix;
+    sb_bus *bus = NULL;
+    sb_error err;
+    int rc = sb_open(&o, &bus, &err);
+    if (rc != SB_OK)
+        fail_msg("sb_open(%s): %s", url, err.message);
+    return bus;
+}
+
+void sbt_exec(sb_bus *bus, const char *sql)
+{
+    sb_tx *tx = NULL;
+    sb_error err;
+    if (sb_tx_begin(bus, &tx, &err) != SB_OK)
+        fail_msg("begin: %s", err.message);
+    if (sb_tx_exec(tx, sql, &err) != SB_OK) {
+        sb_tx_rollback(tx);
+        fail_msg("exec %s: %s", sql, err.message);
+    }
+    if (sb_tx_commit(tx, &err) != SB_OK)
+        fail_msg("commit: %s", err.message);
+}
+
+void sbt_drop(sb_bus *bus, const char *prefix)
+{
+    if (!pg || bus == NULL)
+        return;
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %smessages", prefix);
+    sbt_exec(bus, sql);
+}
+
+long sbt_count(sb_bus *bus, const char *queue)
+{
+    sb_queue_stats *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    if (sb_queue_list(bus, &s, &n, &err) != SB_OK)
+        fail_msg("queue list: %s", err.message);
+    long total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].queue, queue) == 0)
+            total = (long)(s[i].ready + s[i].delayed + s[i].in_flight);
+    sb_free(s);
+    return total;
+}
+
+void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37])
+{
+    sb_outgoing *m = calloc((size_t)n, sizeof *m);
+    char (*payloads)[32] = calloc((size_t)n, sizeof *payloads);
+    for (int i = 0; i < n; i++) {
+        snprintf(payloads[i], sizeof payloads[i], "m%d", i);
+        m[i].payload = payloads[i];
+        m[i].payload_len = strlen(payloads[i]);
+    }
+    sb_error err;
+    if (sb_publish_batch(bus, NULL, queue, m, (size_t)n, ids, &err) != SB_OK)
+        fail_msg("publish: %s", err.message);
+    free(m);
+    free(payloads);
+}
+
+void sbt_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void sbt_ok(int rc, const sb_error *err, const char *what)
+{
+    if (rc != SB_OK)
+        fail_msg("%s: %s (%s)", what, sb_strerror(rc),
+                 err ? err->message : "");
+}

@@ -1,0 +1,44 @@
+/*
+ * harness.h - shared by the conformance suite: picks the backend from
+ * SQLBUS_TEST_BACKEND (sqlite | postgresql), gives every test its own
+ * table prefix (so tests may share one PostgreSQL database and run in
+ * parallel), and cleans up. A PostgreSQL run without SQLBUS_TEST_PG_URL
+ * exits 77, which ctest reports as skipped, never as passed.
+ */
+#ifndef SBT_HARNESS_H
+#define SBT_HARNESS_H
+
+#include "sqlbus.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+/* Resolve the backend; call first in main(). */
+void sbt_init(void);
+/* "sqlite" or "postgresql". */
+const char *sbt_backend(void);
+int sbt_is_pg(void);
+/* The database URL of this run (borrowed). */
+const char *sbt_url(void);
+/* A fresh table prefix for one test ("t<pid>_<n>_"), borrowed until the
+ * next call. */
+const char *sbt_new_prefix(void);
+/* Open a bus on the run's database with `prefix`; `opts` may be NULL. */
+sb_bus *sbt_open(const char *prefix, const sb_options *opts);
+/* Drop the tables of `prefix` (PostgreSQL) - SQLite files are removed at
+ * exit. */
+void sbt_drop(sb_bus *bus, const char *prefix);
+/* Run SQL through a transaction of `bus`; asserts success. */
+void sbt_exec(sb_bus *bus, const char *sql);
+/* Count rows of `queue` in the prefix's messages table. */
+long sbt_count(sb_bus *bus, const char *queue);
+/* Publish n messages "m<i>" to queue; ids returned if ids != NULL. */
+void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37]);
+/* Sleep for ms milliseconds. */
+void sbt_sleep_ms(long ms);
+/* Fail the test with the error's message unless rc is SB_OK. */
+void sbt_ok(int rc, const sb_error *err, const char *what);
+
+#endif

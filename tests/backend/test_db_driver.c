@@ -1,0 +1,928 @@
+/*
+ * test_db_driver.c - the driver-neutral database layer against a real
+ * backend: value round trips, placeholders, change counts, transactions,
+ * error classification, the statement cache and (PostgreSQL) a connection
+ * killed from another session.
+ *
+ * SQLBUS_TEST_BACKEND=sqlite (default) uses a temporary file in /tmp;
+ * SQLBUS_TEST_BACKEND=postgresql uses SQLBUS_TEST_PG_URL or exits 77.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db/db.h"
+
+typedef struct fixture {
+    bool pg;
+    const char *url;   /* the URL given to sb__db_parse_url */
+    char path[64];     /* SQLite file */
+    char sqlite_url[96];
+    sb_db_config cfg;
+    const sb_driver *drv;
+    sb_conn *c;
+    char table[48];
+} fixture;
+
+static fixture fx;
+
+/* ---- helpers ---- */
+
+/* SQL text with every "@T" replaced by the test table's name. */
+static const char *sql_t(char *buf, size_t cap, const char *tmpl)
+{
+    size_t k = 0;
+    for (const char *p = tmpl; *p != '\0'; p++) {
+        if (p[0] == '@' && p[1] == 'T') {
+            size_t n = strlen(fx.table);
+            assert_true(k + n < cap);
+            memcpy(buf + k, fx.table, n);
+            k += n;
+            p++;
+        } else {
+            assert_true(k + 1 < cap);
+            buf[k++] = *p;
+        }
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static void exec_ok(sb_conn *c, const char *tmpl)
+{
+    char sql[1024];
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb__exec(c, sql_t(sql, sizeof sql, tmpl), &err);
+    if (rc != SB_OK)
+        fail_msg("exec %s: rc %d: %s", sql, rc, err.message);
+}
+
+static sb_rows *query_ok(sb_conn *c, const char *tmpl, const sb_value *params,
+                         size_t n, int64_t *changes)
+{
+    char sql[1024];
+    sb_error err;
+    sb_error_clear(&err);
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, sql_t(sql, sizeof sql, tmpl), params, n, &rows,
+                       changes, &err);
+    if (rc != SB_OK)
+        fail_msg("query %s: rc %d: %s", sql, rc, err.message);
+    assert_non_null(rows);
+    return rows;
+}
+
+static int query_rc(sb_conn *c, const char *tmpl, const sb_value *params,
+                    size_t n, sb_error *err)
+{
+    char sql[1024];
+    sb_rows *rows = NULL;
+    sb_error_clear(err);
+    int rc = sb__query(c, sql_t(sql, sizeof sql, tmpl), params, n, &rows,
+                       NULL, err);
+    if (rc == SB_OK)
+        assert_non_null(rows);
+    else
+        assert_null(rows);
+    sb__rows_free(rows);
+    return rc;
+}
+
+static int64_t count_where(const char *cond_tmpl)
+{
+    char tmpl[512];
+    snprintf(tmpl, sizeof tmpl, "SELECT count(*) FROM @T WHERE %s",
+             cond_tmpl);
+    sb_rows *rows = query_ok(fx.c, tmpl, NULL, 0, NULL);
+    assert_int_equal(rows->nrows, 1);
+    const sb_value *v = sb__rows_at(rows, 0, 0);
+    assert_int_equal(v->type, SB_V_INT);
+    int64_t n = v->i;
+    sb__rows_free(rows);
+    return n;
+}
+
+static sb_conn *connect_cfg(const sb_db_config *cfg)
+{
+    sb_error err;
+    sb_error_clear(&err);
+    sb_conn *c = NULL;
+    int rc = fx.drv->connect(cfg, &c, &err);
+    if (rc != SB_OK)
+        fail_msg("connect: rc %d: %s", rc, err.message);
+    assert_non_null(c);
+    assert_ptr_equal(c->drv, fx.drv);
+    assert_false(c->in_tx);
+    return c;
+}
+
+static void assert_text(const sb_rows *rows, size_t r, size_t c,
+                        const char *want)
+{
+    const sb_value *v = sb__rows_at(rows, r, c);
+    assert_non_null(v);
+    if (v->type != SB_V_TEXT)
+        fail_msg("cell (%zu,%zu): type %d, want TEXT \"%s\"", r, c, v->type,
+                 want);
+    assert_int_equal(v->len, strlen(want));
+    assert_string_equal(v->p, want);
+    assert_ptr_equal(sb__rows_text(rows, r, c), v->p);
+}
+
+static void assert_int_cell(const sb_rows *rows, size_t r, size_t c,
+                            int64_t want)
+{
+    const sb_value *v = sb__rows_at(rows, r, c);
+    assert_non_null(v);
+    if (v->type != SB_V_INT)
+        fail_msg("cell (%zu,%zu): type %d, want INT %lld", r, c, v->type,
+                 (long long)want);
+    if (v->i != want)
+        fail_msg("cell (%zu,%zu): %lld, want %lld", r, c, (long long)v->i,
+                 (long long)want);
+    assert_true(sb__rows_int(rows, r, c) == want);
+}
+
+static void assert_null_cell(const sb_rows *rows, size_t r, size_t c)
+{
+    const sb_value *v = sb__rows_at(rows, r, c);
+    assert_non_null(v);
+    assert_int_equal(v->type, SB_V_NULL);
+    assert_null(sb__rows_text(rows, r, c));
+    assert_true(sb__rows_int(rows, r, c) == 0);
+}
+
+/* ---- setup ---- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    sb_error err;
+    sb_error_clear(&err);
+    const char *url = fx.url;
+    if (!fx.pg) {
+        snprintf(fx.path, sizeof fx.path, "/tmp/sqlbus-drvtest-XXXXXX");
+        int fd = mkstemp(fx.path);
+        if (fd < 0)
+            return -1;
+        close(fd);
+        snprintf(fx.sqlite_url, sizeof fx.sqlite_url, "sqlite:%s", fx.path);
+        url = fx.sqlite_url;
+    }
+    int rc = sb__db_parse_url(url, &fx.cfg, &err);
+    if (rc != SB_OK) {
+        fprintf(stderr, "parse_url(%s): %s\n", url, err.message);
+        return -1;
+    }
+    fx.drv = sb__driver_for(fx.cfg.dialect);
+    if (fx.drv == NULL)
+        return -1;
+    rc = fx.drv->connect(&fx.cfg, &fx.c, &err);
+    if (rc != SB_OK) {
+        fprintf(stderr, "connect: %s\n", err.message);
+        return -1;
+    }
+    snprintf(fx.table, sizeof fx.table, "drvtest_%ld", (long)getpid());
+    char sql[512];
+    if (fx.pg)
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %s (id bigint PRIMARY KEY, i bigint, t text, "
+                 "b bytea, ts timestamptz)", fx.table);
+    else
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %s (id INTEGER PRIMARY KEY, i INTEGER, t TEXT, "
+                 "b BLOB, ts INTEGER)", fx.table);
+    rc = sb__exec(fx.c, sql, &err);
+    if (rc != SB_OK) {
+        fprintf(stderr, "create table: %s\n", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (fx.c != NULL) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", fx.table);
+        sb__rollback(fx.c);
+        if (!fx.drv->broken(fx.c))
+            (void)sb__exec(fx.c, sql, NULL);
+        fx.drv->close(fx.c);
+        fx.c = NULL;
+    }
+    sb__db_config_free(&fx.cfg);
+    if (!fx.pg && fx.path[0] != '\0') {
+        char p[96];
+        unlink(fx.path);
+        snprintf(p, sizeof p, "%s-wal", fx.path);
+        unlink(p);
+        snprintf(p, sizeof p, "%s-shm", fx.path);
+        unlink(p);
+        snprintf(p, sizeof p, "%s-journal", fx.path);
+        unlink(p);
+    }
+    return 0;
+}
+
+/* ---- rows helpers (no database) ---- */
+
+static void test_rows_helpers(void **state)
+{
+    (void)state;
+    sb_rows *rows = NULL;
+    assert_int_equal(sb__rows_new(3, 2, &rows), SB_OK);
+    assert_int_equal(rows->nrows, 3);
+    assert_int_equal(rows->ncols, 2);
+    for (size_t r = 0; r < 3; r++)
+        for (size_t c = 0; c < 2; c++)
+            assert_null_cell(rows, r, c);
+
+    /* Many small cells and one bigger than an arena block: earlier
+     * pointers must stay valid as storage grows. */
+    char big[10000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)('a' + i % 26);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_TEXT, "abc", 3),
+                     SB_OK);
+    const char *first = sb__rows_text(rows, 0, 0);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 1, SB_V_BLOB, big,
+                                        sizeof big), SB_OK);
+    static const char nul3[3] = {0, 'x', 0};
+    assert_int_equal(sb__rows_set_bytes(rows, 1, 0, SB_V_BLOB, nul3, 3),
+                     SB_OK);
+    assert_int_equal(sb__rows_set_bytes(rows, 1, 1, SB_V_TEXT, NULL, 0),
+                     SB_OK);
+    for (int i = 0; i < 2000; i++) /* overwrite: fills several blocks */
+        assert_int_equal(sb__rows_set_bytes(rows, 2, 0, SB_V_TEXT, big, 7),
+                         SB_OK);
+    rows->cells[2 * 2 + 1] = sb__v_int(-5);
+
+    assert_ptr_equal(sb__rows_text(rows, 0, 0), first);
+    assert_text(rows, 0, 0, "abc");
+    const sb_value *v = sb__rows_at(rows, 0, 1);
+    assert_int_equal(v->type, SB_V_BLOB);
+    assert_int_equal(v->len, sizeof big);
+    assert_memory_equal(v->p, big, sizeof big);
+    assert_int_equal(((const char *)v->p)[sizeof big], '\0');
+    v = sb__rows_at(rows, 1, 0);
+    assert_int_equal(v->len, 3);
+    assert_memory_equal(v->p, nul3, 3);
+    assert_int_equal(((const char *)v->p)[3], '\0');
+    assert_text(rows, 1, 1, "");
+    assert_text(rows, 2, 0, "abcdefg");
+    assert_int_cell(rows, 2, 1, -5);
+    assert_null(sb__rows_text(rows, 2, 1));
+
+    assert_int_equal(sb__rows_set_bytes(rows, 3, 0, SB_V_TEXT, "x", 1),
+                     SB_INVALID);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 2, SB_V_TEXT, "x", 1),
+                     SB_INVALID);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_INT, "x", 1),
+                     SB_INVALID);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_NULL, NULL, 0),
+                     SB_OK);
+    assert_null_cell(rows, 0, 0);
+    sb__rows_free(rows);
+    sb__rows_free(NULL);
+
+    assert_int_equal(sb__rows_new(0, 5, &rows), SB_OK);
+    assert_int_equal(rows->nrows, 0);
+    sb__rows_free(rows);
+    assert_int_equal(sb__rows_new(SIZE_MAX / 2, 4, &rows), SB_NOMEM);
+    assert_null(rows);
+
+    sb_value t = sb__v_text("héllo");
+    assert_int_equal(t.type, SB_V_TEXT);
+    assert_int_equal(t.len, strlen("héllo"));
+    assert_int_equal(sb__v_text(NULL).type, SB_V_NULL);
+
+    assert_ptr_equal(sb__driver_for(SB_DIALECT_SQLITE), sb__driver_sqlite());
+    assert_ptr_equal(sb__driver_for(SB_DIALECT_POSTGRES),
+                     sb__driver_postgres());
+    assert_null(sb__driver_for(0));
+    assert_string_equal(sb__driver_postgres()->name, "postgresql");
+    assert_int_equal(sb__driver_postgres()->dialect, SB_DIALECT_POSTGRES);
+}
+
+/* ---- value round trips ---- */
+
+static void test_value_roundtrip(void **state)
+{
+    (void)state;
+    const char *ins =
+        fx.pg ? "INSERT INTO @T (id, i, t, b, ts) VALUES ($1, $2, $3, $4, "
+                "TIMESTAMPTZ 'epoch' + $5::bigint * INTERVAL '1 microsecond')"
+              : "INSERT INTO @T (id, i, t, b, ts) VALUES ($1, $2, $3, $4, $5)";
+    static const char utf8[] = "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 "
+                               "\xf0\x9f\x98\x80";
+    static const unsigned char blob[] = {0, 1, 0, 255, 0, 'z', 0};
+    /* 2024-01-02 03:04:05.123456Z */
+    const int64_t ts2 = INT64_C(1704164645123456);
+    int64_t changes = -1;
+
+    sb_value p1[] = {sb__v_int(1), sb__v_null(), sb__v_null(), sb__v_null(),
+                     sb__v_null()};
+    sb_rows *rows = query_ok(fx.c, ins, p1, 5, &changes);
+    assert_int_equal(changes, 1);
+    assert_int_equal(rows->nrows, 0);
+    sb__rows_free(rows);
+
+    sb_value p2[] = {sb__v_int(2), sb__v_int(INT64_MAX), sb__v_text(utf8),
+                     sb__v_blob(blob, sizeof blob), sb__v_int(ts2)};
+    sb__rows_free(query_ok(fx.c, ins, p2, 5, NULL));
+    sb_value p3[] = {sb__v_int(3), sb__v_int(INT64_MIN), sb__v_text(""),
+                     sb__v_blob("", 0), sb__v_int(0)};
+    sb__rows_free(query_ok(fx.c, ins, p3, 5, NULL));
+    /* rows == NULL: the caller wants no result. */
+    sb_value p4[] = {sb__v_int(4), sb__v_int(-1), sb__v_text("x"),
+                     sb__v_blob("\xff", 1), sb__v_int(-1)};
+    char sql[512];
+    sb_error err;
+    sb_error_clear(&err);
+    changes = -1;
+    assert_int_equal(sb__query(fx.c, sql_t(sql, sizeof sql, ins), p4, 5, NULL,
+                               &changes, &err), SB_OK);
+    assert_int_equal(changes, 1);
+
+    rows = query_ok(fx.c,
+                    "SELECT id, i, t, b, ts FROM @T WHERE id <= 4 ORDER BY id",
+                    NULL, 0, NULL);
+    assert_int_equal(rows->nrows, 4);
+    assert_int_equal(rows->ncols, 5);
+
+    assert_int_cell(rows, 0, 0, 1);
+    for (size_t c = 1; c < 5; c++)
+        assert_null_cell(rows, 0, c);
+
+    assert_int_cell(rows, 1, 0, 2);
+    assert_int_cell(rows, 1, 1, INT64_MAX);
+    assert_text(rows, 1, 2, utf8);
+    const sb_value *v = sb__rows_at(rows, 1, 3);
+    assert_int_equal(v->type, SB_V_BLOB);
+    assert_int_equal(v->len, sizeof blob);
+    assert_memory_equal(v->p, blob, sizeof blob);
+    assert_int_cell(rows, 1, 4, ts2);
+
+    assert_int_cell(rows, 2, 1, INT64_MIN);
+    assert_text(rows, 2, 2, "");
+    v = sb__rows_at(rows, 2, 3);
+    assert_int_equal(v->type, SB_V_BLOB); /* empty, not NULL */
+    assert_int_equal(v->len, 0);
+    assert_non_null(v->p);
+    assert_int_cell(rows, 2, 4, 0);
+
+    assert_int_cell(rows, 3, 1, -1);
+    v = sb__rows_at(rows, 3, 3);
+    assert_int_equal(v->type, SB_V_BLOB);
+    assert_int_equal(v->len, 1);
+    assert_int_equal(((const unsigned char *)v->p)[0], 0xff);
+    assert_int_cell(rows, 3, 4, -1); /* before the epoch */
+    sb__rows_free(rows);
+
+    if (fx.pg) {
+        /* The stored timestamp is the instant meant, not just a value that
+         * survives our own encode/decode. */
+        rows = query_ok(fx.c,
+                        "SELECT ts = '2024-01-02 03:04:05.123456+00', "
+                        "ts = '2024-01-02 04:04:05.123456+01' FROM @T "
+                        "WHERE id = 2", NULL, 0, NULL);
+        assert_int_cell(rows, 0, 0, 1);
+        assert_int_cell(rows, 0, 1, 1);
+        sb__rows_free(rows);
+    }
+    exec_ok(fx.c, "DELETE FROM @T WHERE id <= 4");
+}
+
+static void test_pg_types(void **state)
+{
+    (void)state;
+    if (!fx.pg)
+        skip();
+    sb_rows *rows = query_ok(
+        fx.c,
+        "SELECT true, false, (-32768)::int2, 2147483647::int4, "
+        "(-2147483648)::int4, 4294967295::oid, "
+        "'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'::uuid, "
+        "'{\"a\": [1, 2]}'::jsonb, '{\"b\":1}'::json, 'v'::varchar(5), "
+        "'ab'::char(4), 'nm'::name, '2000-01-01 00:00:00'::timestamp, "
+        "'1970-01-01 00:00:00+00'::timestamptz, 'infinity'::timestamptz, "
+        "'-infinity'::timestamptz, '\\x00ff'::bytea, NULL::uuid, "
+        "'1969-07-20 20:17:40.5+00'::timestamptz",
+        NULL, 0, NULL);
+    assert_int_equal(rows->nrows, 1);
+    assert_int_equal(rows->ncols, 19);
+    assert_int_cell(rows, 0, 0, 1);
+    assert_int_cell(rows, 0, 1, 0);
+    assert_int_cell(rows, 0, 2, -32768);
+    assert_int_cell(rows, 0, 3, 2147483647);
+    assert_int_cell(rows, 0, 4, -2147483647 - 1);
+    assert_int_cell(rows, 0, 5, INT64_C(4294967295));
+    assert_text(rows, 0, 6, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+    assert_text(rows, 0, 7, "{\"a\": [1, 2]}");
+    assert_text(rows, 0, 8, "{\"b\":1}");
+    assert_text(rows, 0, 9, "v");
+    assert_text(rows, 0, 10, "ab  ");
+    assert_text(rows, 0, 11, "nm");
+    assert_int_cell(rows, 0, 12, INT64_C(946684800000000));
+    assert_int_cell(rows, 0, 13, 0);
+    assert_int_cell(rows, 0, 14, INT64_MAX);
+    assert_int_cell(rows, 0, 15, INT64_MIN);
+    const sb_value *v = sb__rows_at(rows, 0, 16);
+    assert_int_equal(v->type, SB_V_BLOB);
+    assert_int_equal(v->len, 2);
+    assert_memory_equal(v->p, "\x00\xff", 2);
+    assert_null_cell(rows, 0, 17);
+    assert_int_cell(rows, 0, 18, INT64_C(-14182939500000));
+    sb__rows_free(rows);
+
+    /* No silent truncation: float and numeric need a cast in SQL. */
+    sb_error err;
+    assert_int_equal(query_rc(fx.c, "SELECT 1, 1.5::float8 AS f", NULL, 0,
+                              &err), SB_BACKEND);
+    assert_non_null(strstr(err.message, "701"));
+    assert_non_null(strstr(err.message, "\"f\""));
+    assert_int_equal(query_rc(fx.c, "SELECT 2.5::numeric AS n", NULL, 0,
+                              &err), SB_BACKEND);
+    assert_non_null(strstr(err.message, "1700"));
+    /* The connection is fine afterwards. */
+    rows = query_ok(fx.c, "SELECT 2.5::numeric::text", NULL, 0, NULL);
+    assert_text(rows, 0, 0, "2.5");
+    sb__rows_free(rows);
+}
+
+static void test_placeholders(void **state)
+{
+    (void)state;
+    sb_value p[] = {sb__v_text("a"), sb__v_text("b")};
+    sb_rows *rows = query_ok(fx.c, "SELECT $2, $1, $2", p, 2, NULL);
+    assert_int_equal(rows->nrows, 1);
+    assert_int_equal(rows->ncols, 3);
+    assert_text(rows, 0, 0, "b");
+    assert_text(rows, 0, 1, "a");
+    assert_text(rows, 0, 2, "b");
+    sb__rows_free(rows);
+
+    /* The same text again (cached) with other values. */
+    sb_value q[] = {sb__v_text("c"), sb__v_null()};
+    rows = query_ok(fx.c, "SELECT $2, $1, $2", q, 2, NULL);
+    assert_null_cell(rows, 0, 0);
+    assert_text(rows, 0, 1, "c");
+    assert_null_cell(rows, 0, 2);
+    sb__rows_free(rows);
+
+}
+
+static void test_placeholders_dense(void **state)
+{
+    (void)state;
+    sb_value r[10];
+    for (int i = 0; i < 10; i++)
+        r[i] = sb__v_int(10 + i);
+    r[1] = sb__v_text("two");
+    /* $10 after $1 (no prefix mix-up), typed by the target columns. */
+    const char *sql = "INSERT INTO @T (id, i, t) VALUES ($10, CAST($1 AS "
+                      "BIGINT) + $3 + $4 + $5 + $6 + $7 + $8 + $9, $2) "
+                      "RETURNING id, i, t";
+    int64_t changes = -1;
+    sb_rows *rows = query_ok(fx.c, sql, r, 10, &changes);
+    assert_int_equal(changes, 1);
+    assert_int_equal(rows->nrows, 1);
+    assert_int_cell(rows, 0, 0, 19);
+    assert_int_cell(rows, 0, 1, 10 + 12 + 13 + 14 + 15 + 16 + 17 + 18);
+    assert_text(rows, 0, 2, "two");
+    sb__rows_free(rows);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id = 19");
+}
+
+static void test_changes(void **state)
+{
+    (void)state;
+    const char *ins = "INSERT INTO @T (id, i) VALUES ($1, $2)";
+    int64_t changes = -1;
+    for (int k = 0; k < 3; k++) {
+        sb_value p[] = {sb__v_int(100 + k), sb__v_int(k)};
+        sb__rows_free(query_ok(fx.c, ins, p, 2, &changes));
+        assert_int_equal(changes, 1);
+    }
+    sb__rows_free(query_ok(fx.c,
+                           "INSERT INTO @T (id, i) VALUES (103, 3), (104, 4)",
+                           NULL, 0, &changes));
+    assert_int_equal(changes, 2);
+    sb_value lim = sb__v_int(100);
+    sb__rows_free(query_ok(fx.c, "UPDATE @T SET i = i + 1 WHERE id >= $1",
+                           &lim, 1, &changes));
+    assert_int_equal(changes, 5);
+    sb__rows_free(query_ok(fx.c, "UPDATE @T SET i = 0 WHERE id = -7", NULL, 0,
+                           &changes));
+    assert_int_equal(changes, 0);
+    sb__rows_free(query_ok(fx.c, "DELETE FROM @T WHERE id = 100", NULL, 0,
+                           &changes));
+    assert_int_equal(changes, 1);
+    sb__rows_free(query_ok(fx.c, "DELETE FROM @T WHERE id >= $1", &lim, 1,
+                           &changes));
+    assert_int_equal(changes, 4);
+    if (fx.pg) {
+        /* A SELECT inserts, updates and deletes nothing. */
+        sb__rows_free(query_ok(fx.c, "SELECT 1 UNION ALL SELECT 2", NULL, 0,
+                               &changes));
+        assert_int_equal(changes, 0);
+    }
+}
+
+static void test_transactions(void **state)
+{
+    (void)state;
+    sb_error err;
+    sb_error_clear(&err);
+    const char *ins = "INSERT INTO @T (id) VALUES ($1)";
+
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    assert_true(fx.c->in_tx);
+    sb_value p = sb__v_int(200);
+    sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
+    assert_int_equal(count_where("id = 200"), 1);
+    sb__rollback(fx.c);
+    assert_false(fx.c->in_tx);
+    assert_int_equal(count_where("id = 200"), 0);
+
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    p = sb__v_int(201);
+    sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
+    assert_int_equal(sb__commit(fx.c, &err), SB_OK);
+    assert_false(fx.c->in_tx);
+    assert_int_equal(count_where("id = 201"), 1);
+
+    /* Visible to another connection after commit only. */
+    sb_conn *other = connect_cfg(&fx.cfg);
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    p = sb__v_int(202);
+    sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
+    if (fx.pg) { /* readers never block on PostgreSQL */
+        sb_rows *rows = query_ok(other,
+                                 "SELECT count(*) FROM @T WHERE id = 202",
+                                 NULL, 0, NULL);
+        assert_int_cell(rows, 0, 0, 0);
+        sb__rows_free(rows);
+    }
+    assert_int_equal(sb__commit(fx.c, &err), SB_OK);
+    sb_rows *rows = query_ok(other, "SELECT count(*) FROM @T WHERE id = 202",
+                             NULL, 0, NULL);
+    assert_int_cell(rows, 0, 0, 1);
+    sb__rows_free(rows);
+    fx.drv->close(other);
+
+    if (fx.pg) {
+        /* An error aborts a PostgreSQL transaction: later statements fail
+         * and COMMIT reports the rollback instead of succeeding. */
+        assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+        p = sb__v_int(203);
+        sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
+        p = sb__v_int(201);
+        assert_int_equal(query_rc(fx.c, ins, &p, 1, &err), SB_CONFLICT);
+        assert_int_equal(query_rc(fx.c, "SELECT 1", NULL, 0, &err),
+                         SB_BACKEND);
+        assert_string_equal(err.sqlstate, "25P02");
+        sb_error_clear(&err);
+        assert_int_not_equal(sb__commit(fx.c, &err), SB_OK);
+        assert_int_equal(err.code, SB_BACKEND);
+        assert_true(err.message[0] != '\0');
+        assert_false(fx.c->in_tx);
+        assert_false(fx.drv->broken(fx.c));
+        assert_int_equal(count_where("id = 203"), 0);
+    }
+    exec_ok(fx.c, "DELETE FROM @T WHERE id >= 200 AND id < 300");
+}
+
+/* ---- errors ---- */
+
+static void test_unique_violation(void **state)
+{
+    (void)state;
+    sb_error err;
+    sb_value p[] = {sb__v_int(300), sb__v_text("first")};
+    const char *ins = "INSERT INTO @T (id, t) VALUES ($1, $2)";
+    sb__rows_free(query_ok(fx.c, ins, p, 2, NULL));
+    p[1] = sb__v_text("second");
+    assert_int_equal(query_rc(fx.c, ins, p, 2, &err), SB_CONFLICT);
+    assert_int_equal(err.code, SB_CONFLICT);
+    assert_true(err.message[0] != '\0');
+    if (fx.pg) {
+        assert_string_equal(err.sqlstate, "23505");
+        assert_non_null(strstr(err.message, "300")); /* the detail */
+        assert_int_equal(err.native, 0);
+    }
+    assert_false(fx.drv->broken(fx.c));
+    assert_int_equal(count_where("id = 300 AND t = 'first'"), 1);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id = 300");
+}
+
+static void test_undefined_table(void **state)
+{
+    (void)state;
+    sb_error err;
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM nosuch_%ld", (long)getpid());
+    assert_int_equal(query_rc(fx.c, sql, NULL, 0, &err), SB_SCHEMA_MISSING);
+    assert_int_equal(err.code, SB_SCHEMA_MISSING);
+    assert_true(err.message[0] != '\0');
+    if (fx.pg)
+        assert_string_equal(err.sqlstate, "42P01");
+    if (fx.pg) {
+        assert_int_equal(query_rc(fx.c, "SELECT nosuch_col FROM @T", NULL, 0,
+                                  &err), SB_SCHEMA_MISMATCH);
+        assert_string_equal(err.sqlstate, "42703");
+    }
+}
+
+static void test_syntax_error(void **state)
+{
+    (void)state;
+    sb_error err;
+    assert_int_equal(query_rc(fx.c, "SELEC 1", NULL, 0, &err), SB_BACKEND);
+    assert_int_equal(err.code, SB_BACKEND);
+    assert_true(strlen(err.message) > 5);
+    if (fx.pg)
+        assert_string_equal(err.sqlstate, "42601");
+    sb_error_clear(&err);
+    assert_int_equal(sb__exec(fx.c, "SELECT 1; SELEC 2", &err), SB_BACKEND);
+    assert_true(err.message[0] != '\0');
+    assert_false(fx.drv->broken(fx.c));
+    sb_rows *rows = query_ok(fx.c, "SELECT 7", NULL, 0, NULL);
+    assert_int_cell(rows, 0, 0, 7);
+    sb__rows_free(rows);
+}
+
+static void test_exec_multi(void **state)
+{
+    (void)state;
+    exec_ok(fx.c, "INSERT INTO @T (id) VALUES (400); "
+                  "INSERT INTO @T (id) VALUES (401);");
+    assert_int_equal(count_where("id IN (400, 401)"), 2);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id IN (400, 401)");
+    assert_int_equal(count_where("id IN (400, 401)"), 0);
+    assert_non_null(fx.drv->native(fx.c));
+}
+
+/* ---- the statement cache ---- */
+
+static int64_t prepared_count(void)
+{
+    sb_rows *rows = query_ok(fx.c,
+                             "SELECT count(*) FROM pg_prepared_statements",
+                             NULL, 0, NULL);
+    int64_t n = sb__rows_int(rows, 0, 0);
+    sb__rows_free(rows);
+    return n;
+}
+
+static void test_statement_cache(void **state)
+{
+    (void)state;
+    /* More distinct statements than any cache holds, then the first ones
+     * again: eviction must neither fail nor return stale results. */
+    for (int round = 0; round < 2; round++) {
+        for (int k = 0; k < 150; k++) {
+            char sql[96];
+            snprintf(sql, sizeof sql, "SELECT %d, $1", k);
+            sb_value p = sb__v_text("v");
+            sb_rows *rows = query_ok(fx.c, sql, &p, 1, NULL);
+            assert_int_cell(rows, 0, 0, k);
+            assert_text(rows, 0, 1, "v");
+            sb__rows_free(rows);
+        }
+    }
+    if (!fx.pg)
+        return;
+    int64_t n = prepared_count();
+    if (n < 1 || n > 64)
+        fail_msg("%lld server-side prepared statements", (long long)n);
+
+    /* A full cache and an aborted transaction: a new statement fails with
+     * the transaction's error without evicting anything. */
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    /* (exec: abort without touching the statement cache) */
+    assert_int_equal(sb__exec(fx.c, "SELEC 1", &err), SB_BACKEND);
+    for (int k = 0; k < 3; k++) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT 'fresh statement %d'", k);
+        assert_int_equal(query_rc(fx.c, sql, NULL, 0, &err), SB_BACKEND);
+        assert_string_equal(err.sqlstate, "25P02");
+    }
+    sb__rollback(fx.c);
+    sb_rows *rows = query_ok(fx.c, "SELECT 'fresh statement 0'", NULL, 0,
+                             NULL);
+    assert_text(rows, 0, 0, "fresh statement 0");
+    sb__rows_free(rows);
+    /* No statement leaked on the server by a failed eviction. */
+    n = prepared_count();
+    if (n < 1 || n > 64)
+        fail_msg("%lld server-side prepared statements", (long long)n);
+
+    /* Statements deallocated behind the driver's back are prepared again
+     * (outside a transaction). */
+    exec_ok(fx.c, "DEALLOCATE ALL");
+    sb_value p = sb__v_text("again");
+    rows = query_ok(fx.c, "SELECT 149, $1", &p, 1, NULL);
+    assert_int_cell(rows, 0, 0, 149);
+    assert_text(rows, 0, 1, "again");
+    sb__rows_free(rows);
+
+    /* The same text with another parameter count is a caller error, not
+     * a (class 08) protocol violation. */
+    sb_value two[] = {sb__v_text("a"), sb__v_text("b")};
+    assert_int_equal(query_rc(fx.c, "SELECT 149, $1", two, 2, &err),
+                     SB_INVALID);
+    assert_false(fx.drv->broken(fx.c));
+}
+
+/* ---- PostgreSQL session behaviour ---- */
+
+typedef struct captured {
+    char text[4096];
+    int n;
+} captured;
+
+static void capture_log(int level, const char *component, const char *message,
+                        void *user)
+{
+    captured *cap = user;
+    (void)component;
+    if (level == SB_LOG_DEBUG && strlen(cap->text) + strlen(message) + 2 <
+                                     sizeof cap->text) {
+        strncat(cap->text, message, sizeof cap->text - strlen(cap->text) - 1);
+        strncat(cap->text, "\n", sizeof cap->text - strlen(cap->text) - 1);
+    }
+    cap->n++;
+}
+
+static void test_pg_notices_logged(void **state)
+{
+    (void)state;
+    if (!fx.pg)
+        skip();
+    captured cap;
+    memset(&cap, 0, sizeof cap);
+    sb_db_config cfg = fx.cfg;
+    cfg.log.fn = capture_log;
+    cfg.log.user = &cap;
+    cfg.log.level = SB_LOG_DEBUG;
+    sb_conn *c = connect_cfg(&cfg);
+    exec_ok(c, "DO $$BEGIN RAISE NOTICE 'sqlbus-notice-%', 42; END$$");
+    assert_non_null(strstr(cap.text, "sqlbus-notice-42"));
+    sb_rows *rows = query_ok(c, "SELECT current_setting('application_name'), "
+                                "current_setting('client_encoding')",
+                             NULL, 0, NULL);
+    assert_text(rows, 0, 0, "sqlbus");
+    assert_text(rows, 0, 1, "UTF8");
+    sb__rows_free(rows);
+    fx.drv->close(c);
+}
+
+static void test_pg_search_path(void **state)
+{
+    (void)state;
+    if (!fx.pg)
+        skip();
+    char schema[48];
+    snprintf(schema, sizeof schema, "drvs_%ld", (long)getpid());
+    char sql[128];
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
+    exec_ok(fx.c, sql);
+
+    sb_db_config cfg = fx.cfg;
+    cfg.schema = schema; /* borrowed for the test; not freed */
+    sb_conn *c = connect_cfg(&cfg);
+    sb_rows *rows = query_ok(c, "SELECT current_schema()", NULL, 0, NULL);
+    assert_text(rows, 0, 0, schema); /* type name (19) */
+    sb__rows_free(rows);
+    exec_ok(c, "CREATE TABLE in_schema (x int)");
+    fx.drv->close(c);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_tables WHERE schemaname = '%s' AND "
+             "tablename = 'in_schema'", schema);
+    rows = query_ok(fx.c, sql, NULL, 0, NULL);
+    assert_int_cell(rows, 0, 0, 1);
+    sb__rows_free(rows);
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+    exec_ok(fx.c, sql);
+}
+
+static void test_pg_connect_refused(void **state)
+{
+    (void)state;
+    if (!fx.pg)
+        skip();
+    sb_db_config cfg;
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__db_parse_url("postgresql://postgres@127.0.0.1:1/x",
+                                      &cfg, &err),
+                     SB_OK);
+    sb_conn *c = fx.c; /* must be reset to NULL */
+    assert_int_equal(fx.drv->connect(&cfg, &c, &err), SB_UNAVAILABLE);
+    assert_null(c);
+    assert_int_equal(err.code, SB_UNAVAILABLE);
+    assert_true(err.message[0] != '\0');
+    assert_null(strchr(err.message, '\n')); /* one line for logs */
+    sb__db_config_free(&cfg);
+}
+
+static void test_pg_terminated_connection(void **state)
+{
+    (void)state;
+    if (!fx.pg)
+        skip();
+    sb_conn *victim = connect_cfg(&fx.cfg);
+    sb_rows *rows = query_ok(victim, "SELECT pg_backend_pid()", NULL, 0, NULL);
+    int64_t pid = sb__rows_int(rows, 0, 0);
+    sb__rows_free(rows);
+    assert_true(pid > 0);
+    assert_false(fx.drv->broken(victim));
+
+    /* Wait (up to 5 s) until the backend has exited. */
+    sb_value p = sb__v_int(pid);
+    rows = query_ok(fx.c, "SELECT pg_terminate_backend($1::int, 5000)", &p, 1,
+                    NULL);
+    assert_int_cell(rows, 0, 0, 1);
+    sb__rows_free(rows);
+
+    sb_error err;
+    int rc = query_rc(victim, "SELECT 1", NULL, 0, &err);
+    assert_int_equal(rc, SB_UNAVAILABLE);
+    assert_int_equal(err.code, SB_UNAVAILABLE);
+    assert_true(err.message[0] != '\0');
+    assert_null(strchr(err.message, '\n'));
+    assert_true(fx.drv->broken(victim));
+    /* Stays broken; nothing is sent any more. */
+    assert_int_equal(query_rc(victim, "SELECT 1", NULL, 0, &err),
+                     SB_UNAVAILABLE);
+    assert_int_equal(sb__exec(victim, "SELECT 1", &err), SB_UNAVAILABLE);
+    assert_int_equal(sb__begin(victim, &err), SB_UNAVAILABLE);
+    sb__rollback(victim);
+    fx.drv->close(victim);
+
+    /* Killed inside a transaction: the commit fails as unavailable. */
+    victim = connect_cfg(&fx.cfg);
+    rows = query_ok(victim, "SELECT pg_backend_pid()", NULL, 0, NULL);
+    p = sb__v_int(sb__rows_int(rows, 0, 0));
+    sb__rows_free(rows);
+    assert_int_equal(sb__begin(victim, &err), SB_OK);
+    rows = query_ok(fx.c, "SELECT pg_terminate_backend($1::int, 5000)", &p, 1,
+                    NULL);
+    sb__rows_free(rows);
+    assert_int_equal(sb__commit(victim, &err), SB_UNAVAILABLE);
+    assert_true(fx.drv->broken(victim));
+    assert_false(victim->in_tx);
+    fx.drv->close(victim);
+}
+
+int main(void)
+{
+    const char *backend = getenv("SQLBUS_TEST_BACKEND");
+    fx.pg = backend != NULL && strcmp(backend, "postgresql") == 0;
+    if (backend != NULL && !fx.pg && strcmp(backend, "sqlite") != 0) {
+        fprintf(stderr, "unknown SQLBUS_TEST_BACKEND %s\n", backend);
+        return 2;
+    }
+    if (fx.pg) {
+        fx.url = getenv("SQLBUS_TEST_PG_URL");
+        if (fx.url == NULL || fx.url[0] == '\0') {
+            printf("skipped: SQLBUS_TEST_PG_URL not set\n");
+            return 77;
+        }
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rows_helpers),
+        cmocka_unit_test(test_value_roundtrip),
+        cmocka_unit_test(test_pg_types),
+        cmocka_unit_test(test_placeholders),
+        cmocka_unit_test(test_placeholders_dense),
+        cmocka_unit_test(test_changes),
+        cmocka_unit_test(test_transactions),
+        cmocka_unit_test(test_unique_violation),
+        cmocka_unit_test(test_undefined_table),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_exec_multi),
+        cmocka_unit_test(test_statement_cache),
+        cmocka_unit_test(test_pg_notices_logged),
+        cmocka_unit_test(test_pg_search_path),
+        cmocka_unit_test(test_pg_connect_refused),
+        cmocka_unit_test(test_pg_terminated_connection),
+    };
+    return cmocka_run_group_tests_name(fx.pg ? "db_driver.postgresql"
+                                             : "db_driver.sqlite",
+                                       tests, group_setup, group_teardown);
+}

@@ -1,0 +1,580 @@
+/*
+ * test_transport.c - the transport conformance suite (spec transport.md),
+ * run once per backend by ctest. Each test names the rules it proves.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+    const char *prefix;
+    char prefix_copy[64];
+    sb_bus *bus;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->prefix_copy, sizeof f->prefix_copy, "%s", sbt_new_prefix());
+    f->prefix = f->prefix_copy;
+    f->bus = sbt_open(f->prefix, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    sbt_drop(f->bus, f->prefix);
+    sb_close(f->bus);
+    free(f);
+    return 0;
+}
+
+static sb_msg *claim_one(sb_bus *bus, const char *queue, int64_t lease_ms)
+{
+    sb_msg **msgs = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, queue, 1, lease_ms, &msgs, &n, &err), &err, "claim");
+    if (n == 0) {
+        sb_msg_free_array(msgs, n);
+        return NULL;
+    }
+    sb_msg *m = msgs[0];
+    msgs[0] = NULL;
+    sb_msg_free_array(msgs, n);
+    return m;
+}
+
+static void publish_text(sb_bus *bus, const char *queue, const char *text,
+                         const char *id, int64_t delay_ms, char out[37])
+{
+    sb_outgoing o = {id, text, strlen(text), NULL, delay_ms};
+    sb_error err;
+    sbt_ok(sb_publish(bus, NULL, queue, &o, out, &err), &err, "publish");
+}
+
+/* T1, T14, T18: publish, claim returns every field, ack deletes. */
+static void test_publish_claim_ack(void **state)
+{
+    fixture *f = *state;
+    char id[37];
+    sb_outgoing o = {NULL, "hello\0world", 11, "{\"sb-correlation-id\":\"c-1\"}",
+                     0};
+    sb_error err;
+    sbt_ok(sb_publish(f->bus, NULL, "q", &o, id, &err), &err, "publish");
+    sb_msg *m = claim_one(f->bus, "q", 30000);
+    assert_non_null(m);
+    assert_string_equal(sb_msg_id(m), id);
+    assert_string_equal(sb_msg_queue(m), "q");
+    size_t len;
+    const void *p = sb_msg_payload(m, &len);
+    assert_int_equal(len, 11);
+    assert_memory_equal(p, "hello\0world", 11);
+    assert_int_equal(sb_msg_attempts(m), 1);
+    assert_int_equal(strlen(sb_msg_lock_id(m)), 36);
+    assert_string_equal(sb_msg_correlation_id(m), "c-1");
+    assert_string_equal(sb_msg_header(m, "SB-Correlation-ID"), "c-1");
+    assert_true(sb_msg_created_at_us(m) > 1600000000000000LL);
+    /* Leased: nobody else can claim it (T14). */
+    assert_null(claim_one(f->bus, "q", 30000));
+    sbt_ok(sb_ack(f->bus, NULL, m, &err), &err, "ack");
+    assert_int_equal(sbt_count(f->bus, "q"), 0);
+    /* A second ack of the same lease finds nothing (T18). */
+    assert_int_equal(sb_ack(f->bus, NULL, m, &err), SB_LOST_LEASE);
+    sb_msg_free(m);
+}
+
+/* T3: queue names compare byte-exactly; "q" and "Q" and "q " differ. */
+static void test_queue_names_byte_exact(void **state)
+{
+    fixture *f = *state;
+    publish_text(f->bus, "orders", "a", NULL, 0, NULL);
+    publish_text(f->bus, "Orders", "b", NULL, 0, NULL);
+    assert_null(claim_one(f->bus, "orders\xc2\xa0", 1000));
+    sb_msg *m = claim_one(f->bus, "Orders", 1000);
+    assert_non_null(m);
+    size_t len;
+    assert_memory_equal(sb_msg_payload(m, &len), "b", 1);
+    sb_msg_free(m);
+    m = claim_one(f->bus, "orders", 1000);
+    assert_non_null(m);
+    assert_memory_equal(sb_msg_payload(m, &len), "a", 1);
+    sb_msg_free(m);
+}
+
+/* T9: publishing an existing id again is success and changes nothing. */
+static void test_idempotent_publish(void **state)
+{
+    fixture *f = *state;
+    const char *id = "0190A0B1-C2D3-7E4F-8A9B-0C1D2E3F4A5B";
+    char out[37];
+    publish_text(f->bus, "q", "first", id, 0, out);
+    assert_string_equal(out, "0190a0b1-c2d3-7e4f-8a9b-0c1d2e3f4a5b");
+    publish_text(f->bus, "q", "second", id, 0, NULL);
+    publish_text(f->bus, "q", "third", out, 0, NULL);
+    assert_int_equal(sbt_count(f->bus, "q"), 1);
+    sb_msg *m = claim_one(f->bus, "q", 1000);
+    size_t len;
+    assert_memory_equal(sb_msg_payload(m, &len), "first", 5);
+    sb_msg_free(m);
+}
+
+/* T10: a delayed message is not claimable before its time. */
+static void test_delayed_publish(void **state)
+{
+    fixture *f = *state;
+    publish_text(f->bus, "q", "later", NULL, 700, NULL);
+    assert_null(claim_one(f->bus, "q", 1000));
+    sb_queue_stats *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "stats");
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].delayed, 1);
+    assert_int_equal(s[0].ready, 0);
+    sb_free(s);
+    sbt_sleep_ms(900);
+    sb_msg *m = claim_one(f->bus, "q", 1000);
+    assert_non_null(m);
+    sb_msg_free(m);
+}
+
+/* T11: a batch is all or nothing; bad input stores nothing. */
+static void test_batch_all_or_nothing(void **state)
+{
+    fixture *f = *state;
+    sb_outgoing m[250];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 250; i++) {
+        m[i].payload = "x";
+        m[i].payload_len = 1;
+    }
+    m[137].headers_json = "{\"k\": 1}";
+    sb_error err;
+    assert_int_equal(sb_publish_batch(f->bus, NULL, "q", m, 250, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[137].headers");
+    assert_int_equal(sbt_count(f->bus, "q"), 0);
+    m[137].headers_json = NULL;
+    char ids[250][37];
+    sbt_ok(sb_publish_batch(f->bus, NULL, "q", m, 250, ids, &err), &err,
+           "batch");
+    assert_int_equal(sbt_count(f->bus, "q"), 250);
+    assert_string_not_equal(ids[0], ids[249]);
+}
+
+/* T12: a message published inside the caller's transaction exists iff
+ * the caller's own writes commit. */
+static void test_transactional_publish(void **state)
+{
+    fixture *f = *state;
+    char sql[256];
+    snprintf(sql, sizeof sql, "CREATE TABLE %sorders (n integer)", f->prefix);
+    sbt_exec(f->bus, sql);
+    sb_error err;
+    for (int commit = 0; commit < 2; commit++) {
+        sb_tx *tx = NULL;
+        sbt_ok(sb_tx_begin(f->bus, &tx, &err), &err, "begin");
+        assert_non_null(sb_tx_native(tx));
+        snprintf(sql, sizeof sql, "INSERT INTO %sorders VALUES (%d)",
+                 f->prefix, commit);
+        sbt_ok(sb_tx_exec(tx, sql, &err), &err, "own write");
+        sb_outgoing o = {NULL, "x", 1, NULL, 0};
+        sbt_ok(sb_publish(f->bus, tx, "q", &o, NULL, &err), &err, "publish");
+        if (commit)
+            sbt_ok(sb_tx_commit(tx, &err), &err, "commit");
+        else
+            sb_tx_rollback(tx);
+        assert_int_equal(sbt_count(f->bus, "q"), commit);
+    }
+    snprintf(sql, sizeof sql, "DROP TABLE %sorders", f->prefix);
+    sbt_exec(f->bus, sql);
+}
+
+/* T16, T17, T18, T19, T21: a lapsed lease is redelivered with its attempt
+ * count, and the stale lock id can no longer ack, nak, renew or
+ * dead-letter. */
+static void test_lease_expiry_and_fencing(void **state)
+{
+    fixture *f = *state;
+    publish_text(f->bus, "q", "x", NULL, 0, NULL);
+    sb_msg *stale = claim_one(f->bus, "q", 300);
+    assert_non_null(stale);
+    sbt_sleep_ms(450);
+    sb_msg *fresh = claim_one(f->bus, "q", 30000);
+    assert_non_null(fresh);
+    assert_string_equal(sb_msg_id(fresh), sb_msg_id(stale));
+    assert_int_equal(sb_msg_attempts(fresh), 2);
+    assert_string_not_equal(sb_msg_lock_id(fresh), sb_msg_lock_id(stale));
+    sb_error err;
+    assert_int_equal(sb_ack(f->bus, NULL, stale, &err), SB_LOST_LEASE);
+    assert_string_equal(err.field, "lock_id");
+    assert_int_equal(sb_nak(f->bus, stale, 0, "x", &err), SB_LOST_LEASE);
+    assert_int_equal(sb_renew(f->bus, stale, 1000, &err), SB_LOST_LEASE);
+    assert_int_equal(sb_dead_letter(f->bus, stale, NULL, &err),
+                     SB_LOST_LEASE);
+    assert_int_equal(sbt_count(f->bus, "deadletter"), 0);
+    assert_int_equal(sbt_count(f->bus, "q"), 1);
+    sbt_ok(sb_renew(f->bus, fresh, 30000, &err), &err, "renew");
+    sbt_ok(sb_ack(f->bus, NULL, fresh, &err), &err, "ack");
+    sb_msg_free(stale);
+    sb_msg_free(fresh);
+}
+
+/* T16: renewal extends the lease past its first end. */
+static void test_renew_extends(void **state)
+{
+    fixture *f = *state;
+    publish_text(f->bus, "q", "x", NULL, 0, NULL);
+    sb_msg *m = claim_one(f->bus, "q", 400);
+    sb_error err;
+    for (int i = 0; i < 4; i++) {
+        sbt_sleep_ms(200);
+        sbt_ok(sb_renew(f->bus, m, 400, &err), &err, "renew");
+    }
+    assert_null(claim_one(f->bus, "q", 1000));
+    sbt_ok(sb_ack(f->bus, NULL, m, &err), &err, "ack");
+    sb_msg_free(m);
+}
+
+/* T19: a nak records the error and honours the delay. */
+static void test_nak_delay(void **state)
+{
+    fixture *f = *state;
+    publish_text(f->bus, "q", "x", NULL, 0, NULL);
+    sb_msg *m = claim_one(f->bus, "q", 30000);
+    sb_error err;
+    sbt_ok(sb_nak(f->bus, m, 600, "boom", &err), &err, "nak");
+    sb_msg_free(m);
+    assert_null(claim_one(f->bus, "q", 1000));
+    sbt_sleep_ms(800);
+    m = claim_one(f->bus, "q", 1000);
+    assert_non_null(m);
+    assert_int_equal(sb_msg_attempts(m), 2);
+    sb_msg_free(m);
+}
+
+static sb_msg *dlq_only(sb_bus *bus)
+{
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq list");
+    assert_int_equal(n, 1);
+    sb_msg *m = d[0];
+    d[0] = NULL;
+    sb_msg_free_array(d, n);
+    return m;
+}
+
+/* T21, T22: dead-lettering moves the message with every failure header
+ * and removes the original, in one transaction. */
+static void test_dead_letter_headers(void **state)
+{
+    fixture *f = *state;
+    char id[37];
+    sb_outgoing o = {NULL, "body", 4, "{\"app\":\"v\"}", 0};
+    sb_error err;
+    sbt_ok(sb_publish(f->bus, NULL, "jobs", &o, id, &err), &err, "publish");
+    sb_msg *m = claim_one(f->bus, "jobs", 30000);
+    sb_failure fl = {sizeof fl, "poison", "ValueError", "bad value",
+                     "frame 1\nframe 2"};
+    sbt_ok(sb_dead_letter(f->bus, m, &fl, &err), &err, "dead letter");
+    sb_msg_free(m);
+    assert_int_equal(sbt_count(f->bus, "jobs"), 0);
+    sb_msg *d = dlq_only(f->bus);
+    assert_string_equal(sb_msg_queue(d), "deadletter");
+    assert_string_not_equal(sb_msg_id(d), id);
+    assert_string_equal(sb_msg_header(d, "sb-message-id"), id);
+    assert_string_equal(sb_msg_header(d, "sb-failed-queue"), "jobs");
+    assert_string_equal(sb_msg_header(d, "sb-dead-letter-reason"), "poison");
+    assert_string_equal(sb_msg_header(d, "sb-exception-type"), "ValueError");
+    assert_string_equal(sb_msg_header(d, "sb-exception-message"),
+                        "bad value");
+    assert_string_equal(sb_msg_header(d, "sb-exception-stacktrace"),
+                        "frame 1\nframe 2");
+    assert_string_equal(sb_msg_header(d, "sb-attempts"), "1");
+    assert_non_null(sb_msg_header(d, "sb-time-of-failure"));
+    assert_non_null(sb_msg_header(d, "sb-processing-endpoint"));
+    assert_string_equal(sb_msg_header(d, "app"), "v");
+    size_t len;
+    assert_memory_equal(sb_msg_payload(d, &len), "body", 4);
+    sb_msg_free(d);
+    sb_queue_stats *s = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "stats");
+    int seen = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].queue, "jobs") == 0) {
+            assert_int_equal(s[i].dead_lettered, 1);
+            seen = 1;
+        }
+    assert_true(seen);
+    sb_free(s);
+}
+
+/* T21: an injected failure between the insert and the delete leaves
+ * neither a duplicate nor a loss; the retry then moves it exactly once. */
+static void test_dead_letter_atomic_under_failure(void **state)
+{
+    fixture *f = *state;
+    char sql[600];
+    if (sbt_is_pg()) {
+        snprintf(sql, sizeof sql,
+                 "CREATE FUNCTION %sboom() RETURNS trigger LANGUAGE plpgsql "
+                 "AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$; "
+                 "CREATE TRIGGER %sboom BEFORE DELETE ON %smessages "
+                 "FOR EACH ROW EXECUTE FUNCTION %sboom()",
+                 f->prefix, f->prefix, f->prefix, f->prefix);
+    } else {
+        snprintf(sql, sizeof sql,
+                 "CREATE TRIGGER %sboom BEFORE DELETE ON %smessages "
+                 "BEGIN SELECT RAISE(ABORT, 'injected'); END",
+                 f->prefix, f->prefix);
+    }
+    publish_text(f->bus, "q", "x", NULL, 0, NULL);
+    sb_msg *m = claim_one(f->bus, "q", 30000);
+    sbt_exec(f->bus, sql);
+    sb_error err;
+    int rc = sb_dead_letter(f->bus, m, NULL, &err);
+    assert_int_not_equal(rc, SB_OK);
+    assert_int_equal(sbt_count(f->bus, "q"), 1);
+    assert_int_equal(sbt_count(f->bus, "deadletter"), 0);
+    snprintf(sql, sizeof sql, "DROP TRIGGER %sboom%s%smessages", f->prefix,
+             sbt_is_pg() ? " ON " : "", sbt_is_pg() ? f->prefix : "");
+    if (!sbt_is_pg())
+        snprintf(sql, sizeof sql, "DROP TRIGGER %sboom", f->prefix);
+    sbt_exec(f->bus, sql);
+    sbt_ok(sb_dead_letter(f->bus, m, NULL, &err), &err, "dead letter");
+    assert_int_equal(sbt_count(f->bus, "q"), 0);
+    assert_int_equal(sbt_count(f->bus, "deadletter"), 1);
+    sb_msg_free(m);
+    if (sbt_is_pg()) {
+        snprintf(sql, sizeof sql, "DROP FUNCTION %sboom()", f->prefix);
+        sbt_exec(f->bus, sql);
+    }
+}
+
+/* T4, T3, T8 and "bad input": each a clear error naming the field and the
+ * limit; nothing stored. */
+static void test_bad_input(void **state)
+{
+    fixture *f = *state;
+    sb_error err;
+    sb_outgoing o = {NULL, "x", 1, NULL, 0};
+    assert_int_equal(sb_publish(f->bus, NULL, "bad\001name", &o, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    char long_name[202];
+    memset(long_name, 'a', 201);
+    long_name[201] = '\0';
+    assert_int_equal(sb_publish(f->bus, NULL, long_name, &o, NULL, &err),
+                     SB_INVALID);
+    assert_non_null(strstr(err.message, "200"));
+    assert_int_equal(sb_publish(f->bus, NULL, " q", &o, NULL, &err),
+                     SB_INVALID);
+    o.headers_json = "[1,2]";
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[0].headers");
+    o.headers_json = "{\"a\":";
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
+                     SB_INVALID);
+    o.headers_json = NULL;
+    o.id = "not-a-uuid";
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[0].id");
+    o.id = NULL;
+    o.delay_ms = -1;
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
+                     SB_INVALID);
+    assert_int_equal(sbt_count(f->bus, "q"), 0);
+
+    /* Oversized payload against a small max_payload_bytes (T4). */
+    sb_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.max_payload_bytes = 1024;
+    sb_bus *small = sbt_open(f->prefix, &opts);
+    char big[1025];
+    memset(big, 'x', sizeof big);
+    sb_outgoing b = {NULL, big, sizeof big, NULL, 0};
+    assert_int_equal(sb_publish(small, NULL, "q", &b, NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "msgs[0].payload");
+    assert_non_null(strstr(err.message, "1024"));
+    b.payload_len = 1024;
+    sbt_ok(sb_publish(small, NULL, "q", &b, NULL, &err), &err, "at the cap");
+    sb_close(small);
+
+    /* Invalid identifiers in configuration (T8). */
+    const char *bad_prefixes[] = {"1abc", "a-b", "x;drop", "",
+                                  "abcdefghijklmnopqrstuvwxyz_0123456789"};
+    for (size_t i = 0; i < sizeof bad_prefixes / sizeof *bad_prefixes; i++) {
+        sb_options bo;
+        memset(&bo, 0, sizeof bo);
+        bo.size = sizeof bo;
+        bo.url = sbt_url();
+        bo.table_prefix = bad_prefixes[i];
+        sb_bus *bus = NULL;
+        assert_int_equal(sb_open(&bo, &bus, &err), SB_INVALID);
+        assert_string_equal(err.field, "table_prefix");
+        assert_null(bus);
+    }
+    sb_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.url = sbt_url();
+    bo.schema = "public; drop";
+    sb_bus *bus = NULL;
+    assert_int_equal(sb_open(&bo, &bus, &err), SB_INVALID);
+    assert_string_equal(err.field, "schema");
+    bo.schema = NULL;
+    bo.url = "mysql://nope";
+    assert_int_equal(sb_open(&bo, &bus, &err), SB_INVALID);
+    assert_string_equal(err.field, "url");
+}
+
+/* T7: a wrong column type and a missing index are reported, naming the
+ * column and printing the fix; T6: migrate creates what is missing. */
+static void test_schema_verification(void **state)
+{
+    fixture *f = *state;
+    sb_error err;
+    sbt_ok(sb_schema_verify(f->bus, &err), &err, "verify");
+    char sql[300];
+    snprintf(sql, sizeof sql, "DROP INDEX %smessages_ready_idx", f->prefix);
+    sbt_exec(f->bus, sql);
+    assert_int_equal(sb_schema_verify(f->bus, &err), SB_SCHEMA_MISMATCH);
+    assert_non_null(strstr(err.message, "CREATE INDEX"));
+    sbt_ok(sb_schema_migrate(f->bus, &err), &err, "migrate");
+    sbt_ok(sb_schema_verify(f->bus, &err), &err, "verify after migrate");
+
+    /* A table of the wrong shape under another prefix. */
+    const char *p2 = sbt_new_prefix();
+    char p2c[64];
+    snprintf(p2c, sizeof p2c, "%s", p2);
+    if (sbt_is_pg())
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %smessages (id uuid PRIMARY KEY, queue text "
+                 "COLLATE \"C\" NOT NULL, payload text NOT NULL)",
+                 p2c);
+    else
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %smessages (id TEXT NOT NULL PRIMARY KEY, queue TEXT "
+                 "NOT NULL, payload TEXT NOT NULL)",
+                 p2c);
+    sbt_exec(f->bus, sql);
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    o.url = sbt_url();
+    o.table_prefix = p2c;
+    o.schema_mode = SB_SCHEMA_VERIFY;
+    sb_bus *bus = NULL;
+    assert_int_equal(sb_open(&o, &bus, &err), SB_SCHEMA_MISMATCH);
+    if (strcmp(err.field, "payload") != 0)
+        fail_msg("expected the payload column to be named: %s", err.message);
+    assert_non_null(strstr(err.message, "fix:"));
+    snprintf(sql, sizeof sql, "DROP TABLE %smessages", p2c);
+    sbt_exec(f->bus, sql);
+
+    /* VERIFY mode with no table: opens, and the next use reports it. */
+    bus = NULL;
+    assert_int_equal(sb_open(&o, &bus, &err), SB_OK);
+    sb_outgoing m = {NULL, "x", 1, NULL, 0};
+    assert_int_equal(sb_publish(bus, NULL, "q", &m, NULL, &err),
+                     SB_SCHEMA_MISSING);
+    sb_close(bus);
+}
+
+/* T32: list, requeue (to the original queue, original id, attempts reset)
+ * and purge dead letters with filters; T25: retention pruning. */
+static void test_dlq_operations(void **state)
+{
+    fixture *f = *state;
+    sb_error err;
+    char ids[3][37];
+    sbt_publish_n(f->bus, "a", 2, ids);
+    sbt_publish_n(f->bus, "b", 1, ids + 2);
+    for (int i = 0; i < 3; i++) {
+        sb_msg *m = claim_one(f->bus, i < 2 ? "a" : "b", 30000);
+        sbt_ok(sb_dead_letter(f->bus, m, NULL, &err), &err, "dl");
+        sb_msg_free(m);
+    }
+    sb_dlq_filter flt = {sizeof flt, "a", 0, NULL, 0};
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sbt_ok(sb_dlq_list(f->bus, &flt, &d, &n, &err), &err, "list a");
+    assert_int_equal(n, 2);
+    sb_msg_free_array(d, n);
+    int64_t moved = 0;
+    sbt_ok(sb_dlq_requeue(f->bus, &flt, NULL, NULL, &moved, &err), &err,
+           "requeue");
+    assert_int_equal(moved, 2);
+    assert_int_equal(sbt_count(f->bus, "a"), 2);
+    sb_msg *m = claim_one(f->bus, "a", 30000);
+    assert_true(strcmp(sb_msg_id(m), ids[0]) == 0 ||
+                strcmp(sb_msg_id(m), ids[1]) == 0);
+    assert_int_equal(sb_msg_attempts(m), 1);
+    assert_null(sb_msg_header(m, "sb-dead-letter-reason"));
+    sb_msg_free(m);
+    /* Older-than filter: nothing is an hour old. */
+    sb_dlq_filter old = {sizeof old, NULL, 3600000, NULL, 0};
+    int64_t purged = -1;
+    sbt_ok(sb_dlq_purge(f->bus, &old, NULL, NULL, &purged, &err), &err,
+           "purge old");
+    assert_int_equal(purged, 0);
+    sbt_ok(sb_dlq_purge(f->bus, NULL, NULL, NULL, &purged, &err), &err,
+           "purge");
+    assert_int_equal(purged, 1);
+    assert_int_equal(sbt_count(f->bus, "deadletter"), 0);
+
+    /* Retention (T25): a bus with a 200 ms retention prunes old letters. */
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    o.dead_letter_retention_ms = 200;
+    sb_bus *rb = sbt_open(f->prefix, &o);
+    m = claim_one(rb, "a", 30000);
+    sbt_ok(sb_dead_letter(rb, m, NULL, &err), &err, "dl");
+    sb_msg_free(m);
+    int64_t deleted = -1;
+    sbt_ok(sb_dlq_prune(rb, &deleted, &err), &err, "prune young");
+    assert_int_equal(deleted, 0);
+    sbt_sleep_ms(300);
+    sbt_ok(sb_dlq_prune(rb, &deleted, &err), &err, "prune");
+    assert_int_equal(deleted, 1);
+    sb_close(rb);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_publish_claim_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_names_byte_exact, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_idempotent_publish, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delayed_publish, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_all_or_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_transactional_publish, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lease_expiry_and_fencing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_renew_extends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nak_delay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letter_headers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letter_atomic_under_failure,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_verification, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dlq_operations, setup, teardown),
+    };
+    return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
+}

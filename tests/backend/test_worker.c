@@ -1,0 +1,554 @@
+/*
+ * test_worker.c - the worker runtime on every backend (spec transport.md
+ * T15-T27 and "Tests that must exist"): competing consumers in threads and
+ * in separate processes, SIGKILL mid-handler, max attempts judged before a
+ * delivery runs, graceful stop, and ack-after-enqueue.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N_MSGS 600
+
+typedef struct tally {
+    pthread_mutex_t mu;
+    char (*ids)[37];
+    int n;
+    int *handled;   /* per message: completed handler runs */
+    int *running;   /* per message: handlers running right now */
+    int *attempt;   /* per message: the attempt number last seen */
+    atomic_int overlap; /* a message ran in two handlers at once */
+    atomic_int calls;
+    int fail_until_attempt; /* fail while attempts < this */
+    int sleep_ms;
+} tally;
+
+static int index_of(tally *t, const char *id)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->ids[i], id) == 0)
+            return i;
+    return -1;
+}
+
+static int counting_handler(sb_delivery *d, void *user)
+{
+    tally *t = user;
+    const sb_msg *m = sb_delivery_msg(d);
+    atomic_fetch_add(&t->calls, 1);
+    int i = index_of(t, sb_msg_id(m));
+    if (i < 0)
+        return SB_OK;
+    pthread_mutex_lock(&t->mu);
+    if (t->running[i]++ > 0)
+        atomic_store(&t->overlap, 1);
+    pthread_mutex_unlock(&t->mu);
+    if (t->sleep_ms > 0)
+        sbt_sleep_ms(t->sleep_ms);
+    pthread_mutex_lock(&t->mu);
+    t->running[i]--;
+    t->handled[i]++;
+    t->attempt[i] = sb_msg_attempts(m);
+    pthread_mutex_unlock(&t->mu);
+    if (sb_msg_attempts(m) < t->fail_until_attempt) {
+        sb_delivery_fail(d, "test:flaky", "not yet", NULL);
+        return SB_ERROR;
+    }
+    return SB_OK;
+}
+
+static tally *tally_new(int n)
+{
+    tally *t = calloc(1, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    t->ids = calloc((size_t)n, sizeof *t->ids);
+    t->handled = calloc((size_t)n, sizeof(int));
+    t->running = calloc((size_t)n, sizeof(int));
+    t->attempt = calloc((size_t)n, sizeof(int));
+    t->n = n;
+    return t;
+}
+
+static void tally_free(tally *t)
+{
+    free(t->ids);
+    free(t->handled);
+    free(t->running);
+    free(t->attempt);
+    free(t);
+}
+
+static sb_worker *start(sb_bus *bus, const char *queue, int concurrency,
+                        sb_handler_fn fn, void *user, sb_worker_options *o)
+{
+    sb_worker_options def;
+    if (o == NULL) {
+        memset(&def, 0, sizeof def);
+        o = &def;
+    }
+    o->size = sizeof *o;
+    o->queue = queue;
+    o->handler = fn;
+    o->user = user;
+    o->concurrency = concurrency;
+    if (o->empty_poll_ms == 0)
+        o->empty_poll_ms = 20;
+    if (o->max_poll_ms == 0)
+        o->max_poll_ms = 100;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, o, &w, &err), &err, "worker start");
+    return w;
+}
+
+/* T14, T15, T26, T28: N threads over M messages: each acked exactly once,
+ * never run by two handlers at once while leased. */
+static void test_threads_exactly_once(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    tally *t = tally_new(N_MSGS);
+    sbt_publish_n(bus, "q", N_MSGS, t->ids);
+    sb_worker *w = start(bus, "q", 8, counting_handler, t, NULL);
+    assert_int_equal(sb_worker_wait_idle(w, 120000), SB_OK);
+    sb_error err;
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.acked, N_MSGS);
+    assert_int_equal(st.lost_leases, 0);
+    for (int i = 0; i < N_MSGS; i++)
+        assert_int_equal(t->handled[i], 1);
+    assert_int_equal(atomic_load(&t->overlap), 0);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+    tally_free(t);
+}
+
+/* T19, T20, T21: failures nak with the delay; after max_attempts the
+ * message is dead-lettered with the handler's exception headers. */
+static void test_retries_then_dead_letter(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    tally *t = tally_new(2);
+    sbt_publish_n(bus, "q", 2, t->ids);
+    t->fail_until_attempt = 100; /* always fails */
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.max_attempts = 3;
+    o.redelivery_delay_ms = -1;
+    sb_worker *w = start(bus, "q", 2, counting_handler, t, &o);
+    assert_int_equal(sb_worker_wait_idle(w, 60000), SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.naked, 4);
+    assert_int_equal(st.dead_lettered, 2);
+    assert_int_equal(t->handled[0], 3);
+    assert_int_equal(t->handled[1], 3);
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+    assert_int_equal(n, 2);
+    assert_string_equal(sb_msg_header(d[0], "sb-exception-type"),
+                        "test:flaky");
+    assert_string_equal(sb_msg_header(d[0], "sb-exception-message"),
+                        "not yet");
+    assert_string_equal(sb_msg_header(d[0], "sb-attempts"), "3");
+    assert_non_null(strstr(sb_msg_header(d[0], "sb-dead-letter-reason"),
+                           "max attempts"));
+    sb_msg_free_array(d, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+    tally_free(t);
+}
+
+/* T20: the count is judged before running: a row whose earlier attempts
+ * all died with their processes is dead-lettered without running again. */
+static void test_max_attempts_checked_before_run(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    tally *t = tally_new(1);
+    sbt_publish_n(bus, "q", 1, t->ids);
+    sb_error err;
+    for (int i = 0; i < 2; i++) { /* two claims that never settle */
+        sb_msg **m = NULL;
+        size_t n = 0;
+        sbt_ok(sb_claim(bus, "q", 1, 100, &m, &n, &err), &err, "claim");
+        assert_int_equal(n, 1);
+        sb_msg_free_array(m, n);
+        sbt_sleep_ms(150);
+    }
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.max_attempts = 2;
+    sb_worker *w = start(bus, "q", 1, counting_handler, t, &o);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(atomic_load(&t->calls), 0);
+    assert_int_equal(st.dead_lettered, 1);
+    assert_int_equal(sbt_count(bus, "deadletter"), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+    tally_free(t);
+}
+
+static int poison_handler(sb_delivery *d, void *user)
+{
+    (void)user;
+    sb_delivery_dead_letter(d, "cannot parse");
+    return SB_OK;
+}
+
+/* T22: a handler can dead-letter a poison message at once. */
+static void test_explicit_dead_letter(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    sb_worker *w = start(bus, "q", 1, poison_handler, NULL, NULL);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_worker_free(w);
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_header(d[0], "sb-dead-letter-reason"),
+                        "cannot parse");
+    assert_string_equal(sb_msg_header(d[0], "sb-attempts"), "1");
+    sb_msg_free_array(d, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, release;
+} gate;
+
+static int gated_handler(sb_delivery *d, void *user)
+{
+    (void)d;
+    gate *g = user;
+    pthread_mutex_lock(&g->mu);
+    g->started++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->release)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return SB_OK;
+}
+
+typedef struct stopper {
+    sb_worker *w;
+    int rc;
+} stopper;
+
+static void *stop_thread(void *arg)
+{
+    stopper *s = arg;
+    s->rc = sb_worker_stop(s->w, NULL);
+    return NULL;
+}
+
+/* T15, T16, T26: lease renewal keeps a long handler's message; stop lets
+ * the running handler finish and ack, claims nothing more, and leaves the
+ * rest untouched (attempts 0). */
+static void test_renewal_and_graceful_stop(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 5, NULL);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.lease_ms = 300;
+    sb_worker *w = start(bus, "q", 1, gated_handler, &g, &o);
+    pthread_mutex_lock(&g.mu);
+    while (g.started == 0)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    sbt_sleep_ms(1000); /* > 3 leases: only renewal keeps it ours */
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &m, &n, &err), &err, "claim");
+    assert_int_equal(n, 4); /* the leased one is not among them */
+    for (size_t i = 0; i < n; i++)
+        sbt_ok(sb_nak(bus, m[i], 0, NULL, &err), &err, "nak");
+    sb_msg_free_array(m, n);
+    stopper s = {w, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, stop_thread, &s);
+    sbt_sleep_ms(100);
+    pthread_mutex_lock(&g.mu);
+    g.release = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(th, NULL);
+    assert_int_equal(s.rc, SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.acked, 1);
+    assert_int_equal(st.lost_leases, 0);
+    assert_int_equal(g.started, 1);
+    assert_int_equal(sbt_count(bus, "q"), 4);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+static int failing_handler(sb_delivery *d, void *user)
+{
+    (void)user;
+    size_t len;
+    const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
+    if (len == 4 && memcmp(p, "fail", 4) == 0) {
+        sb_delivery_fail(d, "test:bg", "background failure", NULL);
+        return SB_ERROR;
+    }
+    return SB_OK;
+}
+
+static void on_bg_failure(const sb_msg *m, const sb_failure *f, void *user)
+{
+    (void)m;
+    atomic_int *n = user;
+    if (f->exception_type && strcmp(f->exception_type, "test:bg") == 0)
+        atomic_fetch_add(n, 1);
+}
+
+/* T23: ack after enqueue deletes on acceptance; a later failure writes a
+ * dead-letter row itself and calls on_background_failure. */
+static void test_ack_after_enqueue(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_outgoing m[3] = {{NULL, "ok", 2, NULL, 0},
+                        {NULL, "fail", 4, NULL, 0},
+                        {NULL, "ok", 2, NULL, 0}};
+    sb_error err;
+    sbt_ok(sb_publish_batch(bus, NULL, "q", m, 3, NULL, &err), &err, "pub");
+    atomic_int failures = 0;
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = "q";
+    o.handler = failing_handler;
+    o.ack_mode = SB_ACK_AFTER_ENQUEUE;
+    o.empty_poll_ms = 20;
+    o.on_background_failure = on_bg_failure;
+    sb_worker *w = NULL;
+    /* Both counts are mandatory. */
+    o.user = &failures;
+    assert_int_equal(sb_worker_start(bus, &o, &w, &err), SB_INVALID);
+    assert_string_equal(err.field, "background_workers");
+    o.background_workers = 2;
+    o.background_capacity = 10;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "start");
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    assert_int_equal(atomic_load(&failures), 1);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    assert_int_equal(sbt_count(bus, "deadletter"), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+typedef struct child_ctx {
+    FILE *out;
+    int die;
+} child_ctx;
+
+static int write_id_handler(sb_delivery *d, void *user)
+{
+    child_ctx *c = user;
+    const sb_msg *m = sb_delivery_msg(d);
+    fprintf(c->out, "%s %d\n", sb_msg_id(m), sb_msg_attempts(m));
+    fflush(c->out);
+    if (c->die)
+        pause(); /* block mid-handler until SIGKILL */
+    return SB_OK;
+}
+
+/* Child process body: drain the queue with a worker, writing each handled
+ * id and attempt to `path`; with `die_mid` every handler blocks until the
+ * parent kills the process. */
+static void child_drain(const char *prefix, const char *path, int die_mid)
+{
+    sb_bus *bus = sbt_open(prefix, NULL);
+    child_ctx c = {fopen(path, "w"), die_mid};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.lease_ms = die_mid ? 1000 : 30000;
+    o.max_attempts = -1;
+    sb_worker *w = start(bus, "q", 4, write_id_handler, &c, &o);
+    if (die_mid)
+        pause();
+    sb_worker_wait_idle(w, 120000);
+    sb_worker_free(w);
+    fclose(c.out);
+    sb_close(bus);
+    _exit(0);
+}
+
+static int read_ids(const char *path, char (*ids)[37], int *attempts, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    int n = 0;
+    char line[128];
+    while (n < max && fgets(line, sizeof line, f) != NULL) {
+        if (strlen(line) < 38)
+            continue;
+        memcpy(ids[n], line, 36);
+        ids[n][36] = '\0';
+        attempts[n] = (int)strtol(line + 37, NULL, 10);
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Transport "tests that must exist": consumers in separate processes over
+ * one database: every message handled exactly once, none lost. */
+static void test_processes_exactly_once(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char (*ids)[37] = calloc(N_MSGS, 37);
+    sbt_publish_n(bus, "q", N_MSGS, ids);
+    char paths[3][64];
+    pid_t pids[3];
+    for (int p = 0; p < 3; p++) {
+        snprintf(paths[p], sizeof paths[p], "/tmp/sbt-%ld-%d.ids",
+                 (long)getpid(), p);
+        pids[p] = fork();
+        if (pids[p] == 0)
+            child_drain(prefix, paths[p], 0);
+    }
+    for (int p = 0; p < 3; p++) {
+        int status = 0;
+        waitpid(pids[p], &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    char (*seen)[37] = calloc(N_MSGS * 2, 37);
+    int *att = calloc(N_MSGS * 2, sizeof(int));
+    int total = 0;
+    for (int p = 0; p < 3; p++) {
+        total += read_ids(paths[p], seen + total, att + total,
+                          N_MSGS * 2 - total);
+        unlink(paths[p]);
+    }
+    assert_int_equal(total, N_MSGS);
+    for (int i = 0; i < N_MSGS; i++) {
+        int hits = 0;
+        for (int k = 0; k < total; k++)
+            hits += strcmp(seen[k], ids[i]) == 0;
+        assert_int_equal(hits, 1);
+    }
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    free(ids);
+    free(seen);
+    free(att);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T16, T17, T20 and "a worker process killed with SIGKILL mid-handler":
+ * its messages run again after the lease with the right attempt count,
+ * nothing lost. */
+static void test_sigkill_mid_handler(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char ids[6][37];
+    sbt_publish_n(bus, "q", 6, ids);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/sbt-%ld-kill.ids", (long)getpid());
+    pid_t pid = fork();
+    if (pid == 0)
+        child_drain(prefix, path, 1);
+    /* Wait until the child's 4 handlers are all mid-message. */
+    char got[8][37];
+    int att[8];
+    for (int i = 0; i < 200 && read_ids(path, got, att, 8) < 4; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(read_ids(path, got, att, 8), 4);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    unlink(path);
+    /* A new worker gets all 6: the 4 killed ones after their lease, with
+     * attempt 2; the 2 untouched with attempt 1. */
+    tally *t = tally_new(6);
+    memcpy(t->ids, ids, sizeof ids);
+    sb_worker *w = start(bus, "q", 2, counting_handler, t, NULL);
+    assert_int_equal(sb_worker_wait_idle(w, 60000), SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.acked, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(t->handled[i], 1);
+        int killed = 0;
+        for (int k = 0; k < 4; k++)
+            killed |= strcmp(got[k], ids[i]) == 0;
+        assert_int_equal(t->attempt[i], killed ? 2 : 1);
+    }
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+    assert_int_equal(n, 0);
+    sb_msg_free_array(d, n);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    tally_free(t);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_exactly_once),
+        cmocka_unit_test(test_retries_then_dead_letter),
+        cmocka_unit_test(test_max_attempts_checked_before_run),
+        cmocka_unit_test(test_explicit_dead_letter),
+        cmocka_unit_test(test_renewal_and_graceful_stop),
+        cmocka_unit_test(test_ack_after_enqueue),
+        cmocka_unit_test(test_processes_exactly_once),
+        cmocka_unit_test(test_sigkill_mid_handler),
+    };
+    return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
+}

@@ -1,0 +1,169 @@
+/*
+ * fuzz_identifier.c - libFuzzer target for name checks and UUID text:
+ * sb_validate_queue_name (rule T3), sb__validate_identifier,
+ * sb__utf8_valid and sb__uuid_normalize.
+ *
+ * Each answer is compared with a small independent reference written from
+ * the rules (RFC 3629 well-formed byte sequences for UTF-8), so the fuzzer
+ * finds disagreements, not only crashes. A UUID that normalises does so
+ * idempotently, into lower case, equal to the input ignoring case.
+ */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+
+#define CHECK(x)                                                          \
+    do {                                                                  \
+        if (!(x)) {                                                       \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,    \
+                    __LINE__, #x);                                        \
+            abort();                                                      \
+        }                                                                 \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* RFC 3629 table 3.9: well-formed UTF-8 byte sequences. */
+static bool ref_utf8(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        unsigned char lo = 0x80, hi = 0xbf;
+        size_t n;
+        if (c <= 0x7f) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+        } else if (c == 0xe0) {
+            n = 2, lo = 0xa0;
+        } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
+            n = 2;
+        } else if (c == 0xed) {
+            n = 2, hi = 0x9f;
+        } else if (c == 0xf0) {
+            n = 3, lo = 0x90;
+        } else if (c >= 0xf1 && c <= 0xf3) {
+            n = 3;
+        } else if (c == 0xf4) {
+            n = 3, hi = 0x8f;
+        } else {
+            return false;
+        }
+        if (len - i <= n)
+            return false;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return false;
+        for (size_t k = 2; k <= n; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+                return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+/* Rule T3, from the spec text: 1-200 bytes of valid UTF-8, no control
+ * characters (C0, DEL, C1), no leading or trailing white space. */
+static bool ref_queue_name(const char *name)
+{
+    size_t len = strlen(name);
+    const unsigned char *p = (const unsigned char *)name;
+    if (len < 1 || len > 200 || !ref_utf8(p, len))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
+            return false;
+        if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+            return false;
+    }
+    return p[0] != ' ' && p[len - 1] != ' ';
+}
+
+static bool ref_identifier(const char *s, size_t max_len)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > max_len || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static bool ref_uuid(const char *s)
+{
+    if (strlen(s) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+            return false;
+    }
+    return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* The byte-level UTF-8 check sees the raw bytes, NULs included. */
+    unsigned char *raw = malloc(size ? size : 1);
+    char *text = malloc(size + 1);
+    if (raw == NULL || text == NULL) {
+        free(raw);
+        free(text);
+        return 0;
+    }
+    memcpy(raw, data, size);
+    CHECK(sb__utf8_valid((const char *)raw, size) == ref_utf8(raw, size));
+    memcpy(text, data, size);
+    text[size] = '\0';
+
+    sb_error err;
+    memset(&err, 0, sizeof err);
+    int rc = sb_validate_queue_name(text, &err);
+    CHECK(rc == SB_OK || rc == SB_INVALID);
+    CHECK((rc == SB_OK) == ref_queue_name(text));
+    if (rc != SB_OK) {
+        CHECK(strcmp(err.field, "queue") == 0);
+        CHECK(err.message[0] != '\0');
+    }
+
+    static const size_t limits[] = {1, 16, 63};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        memset(&err, 0, sizeof err);
+        rc = sb__validate_identifier(text, limits[i], "table_prefix", &err);
+        CHECK(rc == SB_OK || rc == SB_INVALID);
+        CHECK((rc == SB_OK) == ref_identifier(text, limits[i]));
+        if (rc != SB_OK) {
+            CHECK(strcmp(err.field, "table_prefix") == 0);
+            CHECK(strstr(err.message, "table_prefix") != NULL);
+        }
+    }
+
+    char out[37], again[37];
+    memset(out, 'X', sizeof out);
+    rc = sb__uuid_normalize(text, out);
+    CHECK(rc == SB_OK || rc == SB_INVALID);
+    CHECK((rc == SB_OK) == ref_uuid(text));
+    if (rc == SB_OK) {
+        CHECK(out[36] == '\0' && strlen(out) == 36);
+        CHECK(strcasecmp(out, text) == 0);
+        for (int i = 0; i < 36; i++)
+            CHECK(!isupper((unsigned char)out[i]));
+        CHECK(sb__uuid_normalize(out, again) == SB_OK);
+        CHECK(memcmp(out, again, 37) == 0);
+    }
+
+    free(raw);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * fuzz_url.c - libFuzzer target for sb__db_parse_url / sb__db_config_free.
+ *
+ * Invariants: SB_OK or SB_INVALID only. On failure the config holds no
+ * strings (nothing to leak) and the error names a field. On success the
+ * dialect is SQLite or PostgreSQL with a non-empty target: a PostgreSQL
+ * target is the URL verbatim; a SQLite target is a prefix-free path taken
+ * from the URL, with durability and busy_timeout in range. Freeing twice
+ * is safe.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db.h"
+
+#define CHECK(x)                                                          \
+    do {                                                                  \
+        if (!(x)) {                                                       \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,    \
+                    __LINE__, #x);                                        \
+            abort();                                                      \
+        }                                                                 \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *url = malloc(size + 1);
+    if (url == NULL)
+        return 0;
+    memcpy(url, data, size);
+    url[size] = '\0';
+
+    sb_db_config cfg;
+    memset(&cfg, 0xa5, sizeof cfg); /* the parser must initialise it */
+    sb_error err;
+    memset(&err, 0, sizeof err);
+    int rc = sb__db_parse_url(url, &cfg, &err);
+    CHECK(rc == SB_OK || rc == SB_INVALID);
+    if (rc != SB_OK) {
+        CHECK(cfg.target == NULL);
+        CHECK(cfg.schema == NULL);
+        CHECK(err.code == SB_INVALID);
+        CHECK(err.field[0] != '\0');
+        CHECK(err.message[0] != '\0');
+    } else {
+        CHECK(cfg.target != NULL);
+        CHECK(cfg.target[0] != '\0');
+        size_t tlen = strlen(cfg.target);
+        CHECK(tlen <= strlen(url));
+        if (cfg.dialect == SB_DIALECT_POSTGRES) {
+            CHECK(strcmp(cfg.target, url) == 0);
+        } else {
+            CHECK(cfg.dialect == SB_DIALECT_SQLITE);
+            /* the path is a piece of the URL and carries no options */
+            CHECK(strstr(url, cfg.target) != NULL);
+            CHECK(strchr(cfg.target, '?') == NULL);
+            CHECK(cfg.durability == SB_DURABILITY_FULL ||
+                  cfg.durability == SB_DURABILITY_NORMAL);
+            CHECK(cfg.busy_timeout_ms >= 0);
+            CHECK(cfg.busy_timeout_ms <= 999999999);
+        }
+        /* the same URL parses the same way again */
+        sb_db_config cfg2;
+        CHECK(sb__db_parse_url(url, &cfg2, NULL) == SB_OK);
+        CHECK(cfg2.dialect == cfg.dialect);
+        CHECK(strcmp(cfg2.target, cfg.target) == 0);
+        CHECK(cfg2.durability == cfg.durability);
+        CHECK(cfg2.busy_timeout_ms == cfg.busy_timeout_ms);
+        sb__db_config_free(&cfg2);
+    }
+    sb__db_config_free(&cfg);
+    CHECK(cfg.target == NULL && cfg.schema == NULL);
+    sb__db_config_free(&cfg); /* twice is safe */
+    sb__db_config_free(NULL);
+    free(url);
+    return 0;
+}

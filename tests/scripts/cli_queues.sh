@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# cli_queues.sh - `sqlbus queues`: counts per queue as a table and as JSON
+# (rule T31).
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/cli_common.bash"
+
+# T31: an empty database lists no queues.
+[ "$(sb queues --json)" = "[]" ] || fail "empty database: $(sb queues --json)"
+
+# Build: qa has 2 ready + 1 delayed; qb has 1 dead-lettered; qc has 1
+# in flight (a handler is running).
+printf '1' | sb publish --queue qa >/dev/null
+printf '2' | sb publish --queue qa >/dev/null
+printf '3' | sb publish --queue qa --delay 1h >/dev/null
+printf 'x' | sb publish --queue qb >/dev/null
+sb work --queue qb --once --max-attempts 1 -- false
+printf 'y' | sb publish --queue qc >/dev/null
+handler busy "touch '$tmp/busy'; sleep 3"
+"$SQLBUS" --prefix "$prefix" work --queue qc -- "$tmp/busy" 2>/dev/null &
+pid=$!
+bg_pids+=("$pid")
+wait_for_file "$tmp/busy"
+sleep 0.2
+
+# T31: --json is an array of objects with these fields and types.
+sb queues --json >"$tmp/q.json"
+jq -e 'type == "array" and length >= 3 and all(.[];
+        (.queue | type) == "string" and (.ready | type) == "number" and
+        (.delayed | type) == "number" and (.in_flight | type) == "number" and
+        (.dead_lettered | type) == "number" and
+        ((.oldest_ready_age_ms | type) == "number" or .oldest_ready_age_ms == null))' \
+    "$tmp/q.json" >/dev/null || { cat "$tmp/q.json" >&2; fail "queues --json shape"; }
+jq -e '.[] | select(.queue == "qa") | .ready == 2 and .delayed == 1 and
+        .in_flight == 0 and .dead_lettered == 0 and .oldest_ready_age_ms >= 0' \
+    "$tmp/q.json" >/dev/null || fail "qa counts: $(jq -c '.[] | select(.queue == "qa")' "$tmp/q.json")"
+jq -e '.[] | select(.queue == "qb") | .ready == 0 and .dead_lettered == 1 and
+        .oldest_ready_age_ms == null' \
+    "$tmp/q.json" >/dev/null || fail "qb counts: $(jq -c '.[] | select(.queue == "qb")' "$tmp/q.json")"
+jq -e '.[] | select(.queue == "qc") | .in_flight == 1 and .ready == 0' \
+    "$tmp/q.json" >/dev/null || fail "qc counts: $(jq -c '.[] | select(.queue == "qc")' "$tmp/q.json")"
+ok "queues --json"
+
+# T31: the table has a header and one aligned row per queue.
+sb queues >"$tmp/q.txt"
+head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY$' ||
+    fail "table header: $(head -n1 "$tmp/q.txt")"
+grep -Eq '^qa +2 +1 +0 +0 +[0-9]' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
+grep -Eq '^qb +0 +0 +0 +1 +-$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
+# Every row is as wide as the header up to the last column's start.
+col=$(head -n1 "$tmp/q.txt" | awk '{print index($0, "OLDEST-READY")}')
+awk -v c="$col" 'NR > 1 && substr($0, c - 2, 2) != "  " { exit 1 }' "$tmp/q.txt" ||
+    fail "columns not aligned: $(cat "$tmp/q.txt")"
+ok "queues table"
+
+kill -TERM "$pid"
+wait_exit "$pid" 30
+[ $wait_rc -eq 0 ] || fail "worker exited $wait_rc after SIGTERM"

@@ -1,0 +1,1530 @@
+/*
+ * test_core.c - unit tests of src/core: result codes and sb_error, the
+ * parsers (durations, sizes), name validation (rule T3, identifiers),
+ * UUIDv7, capped buffers, JSON headers, clocks and jitter, and a "fail the
+ * Nth allocation" walk over every allocating path (style rule 7).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+/* A fresh sb_error filled with junk, so a test sees what the callee wrote. */
+static sb_error junk_error(void)
+{
+    sb_error e;
+    memset(&e, 'Z', sizeof e);
+    e.code = -77;
+    e.native = -77;
+    e.sqlstate[sizeof e.sqlstate - 1] = '\0';
+    e.field[sizeof e.field - 1] = '\0';
+    e.message[sizeof e.message - 1] = '\0';
+    return e;
+}
+
+/* A heap string of `n` copies of `c` (test-owned, libc free). */
+static char *repeat(char c, size_t n)
+{
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, c, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* result codes and sb_error */
+
+static void test_strerror_every_code(void **state)
+{
+    (void)state;
+    static const struct {
+        int rc;
+        const char *text;
+    } want[] = {
+        {SB_OK, "ok"},
+        {SB_ERROR, "error"},
+        {SB_INVALID, "invalid argument"},
+        {SB_NOMEM, "out of memory"},
+        {SB_NOTFOUND, "not found"},
+        {SB_BUSY, "busy (transient)"},
+        {SB_TIMEOUT, "timed out"},
+        {SB_CONFLICT, "conflict"},
+        {SB_BACKEND, "database error"},
+        {SB_CLOSED, "closed"},
+        {SB_LOST_LEASE, "lease lost"},
+        {SB_SCHEMA, "schema missing or wrong"},
+        {SB_UNAVAILABLE, "database unavailable (transient)"},
+        {SB_TOOBIG, "too big"},
+        {SB_MISUSE, "API misuse"},
+        {SB_EMPTY, "empty"},
+    };
+    size_t n = sizeof want / sizeof want[0];
+    assert_int_equal(n, 16); /* every code 0..15 is listed */
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(want[i].rc, (int)i);
+        assert_string_equal(sb_strerror(want[i].rc), want[i].text);
+        /* each code has its own text */
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(sb_strerror(want[i].rc),
+                                    sb_strerror(want[j].rc));
+    }
+    /* extended codes read as their primary class */
+    assert_string_equal(sb_strerror(SB_SCHEMA_MISSING),
+                        sb_strerror(SB_SCHEMA));
+    assert_string_equal(sb_strerror(SB_SCHEMA_MISMATCH),
+                        sb_strerror(SB_SCHEMA));
+    /* unknown codes are never NULL */
+    static const int unknown[] = {16, 99, 255, -1, 0x7fffffff};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        assert_string_equal(sb_strerror(unknown[i]), "unknown result code");
+}
+
+static void test_is_transient(void **state)
+{
+    (void)state;
+    for (int rc = 0; rc <= 20; rc++) {
+        int want = rc == SB_BUSY || rc == SB_UNAVAILABLE;
+        assert_int_equal(sb_is_transient(rc) != 0, want);
+    }
+    assert_true(sb_is_transient(SB_BUSY | (3 << 8)));
+    assert_true(sb_is_transient(SB_UNAVAILABLE | (1 << 8)));
+    assert_false(sb_is_transient(SB_SCHEMA_MISSING));
+    assert_false(sb_is_transient(-1));
+}
+
+static void test_err_fields(void **state)
+{
+    (void)state;
+    /* NULL err: only the code comes back */
+    assert_int_equal(sb__err(NULL, SB_BUSY, "x", "y %d", 1), SB_BUSY);
+
+    sb_error e = junk_error();
+    assert_int_equal(sb__err(&e, SB_INVALID, "queue", "bad %s #%d", "name", 7),
+                     SB_INVALID);
+    assert_int_equal(e.code, SB_INVALID);
+    assert_int_equal(e.native, 0);
+    assert_string_equal(e.sqlstate, "");
+    assert_string_equal(e.field, "queue");
+    assert_string_equal(e.message, "bad name #7");
+
+    /* NULL field -> "" */
+    e = junk_error();
+    sb__err(&e, SB_NOMEM, NULL, "out of memory");
+    assert_string_equal(e.field, "");
+    assert_string_equal(e.message, "out of memory");
+
+    /* a long field is cut at 63 bytes, a long message at 511, both
+     * terminated */
+    char *longfield = repeat('f', 200);
+    char *longmsg = repeat('m', 2000);
+    e = junk_error();
+    sb__err(&e, SB_ERROR, longfield, "%s", longmsg);
+    assert_int_equal(strlen(e.field), sizeof e.field - 1);
+    assert_int_equal(strlen(e.message), sizeof e.message - 1);
+    assert_memory_equal(e.field, longfield, sizeof e.field - 1);
+    assert_memory_equal(e.message, longmsg, sizeof e.message - 1);
+    free(longfield);
+    free(longmsg);
+
+    sb_error_clear(&e);
+    assert_int_equal(e.code, 0);
+    assert_string_equal(e.field, "");
+    assert_string_equal(e.message, "");
+    sb_error_clear(NULL); /* NULL-safe */
+}
+
+static void test_strlcpy(void **state)
+{
+    (void)state;
+    char buf[8];
+    assert_int_equal(sb__strlcpy(buf, "abc", sizeof buf), 0);
+    assert_string_equal(buf, "abc");
+    assert_int_equal(sb__strlcpy(buf, "1234567", sizeof buf), 0); /* fits */
+    assert_string_equal(buf, "1234567");
+    assert_int_equal(sb__strlcpy(buf, "12345678", sizeof buf), 1);
+    assert_string_equal(buf, "1234567");
+    assert_int_equal(sb__strlcpy(buf, "a much longer text", sizeof buf), 1);
+    assert_string_equal(buf, "a much ");
+    assert_int_equal(sb__strlcpy(buf, "", sizeof buf), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(sb__strlcpy(buf, "x", 1), 1);
+    assert_string_equal(buf, "");
+    assert_int_equal(sb__strlcpy(buf, "", 1), 0);
+    /* cap 0 writes nothing */
+    memset(buf, 'q', sizeof buf);
+    assert_int_equal(sb__strlcpy(buf, "x", 0), 1);
+    assert_int_equal(buf[0], 'q');
+}
+
+/* ------------------------------------------------------------------ */
+/* durations and sizes */
+
+static void test_duration_ok(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t ms;
+    } ok[] = {
+        {"0", 0},
+        {"250", 250},
+        {"007", 7},
+        {"250ms", 250},
+        {"0ms", 0},
+        {"1500us", 1},
+        {"999us", 0},
+        {"1000us", 1},
+        {"30s", 30000},
+        {"0s", 0},
+        {"5m", 300000},
+        {"2h", 7200000},
+        {"1d", 86400000},
+        {"9223372036854775807", INT64_MAX},
+        {"9223372036854775807ms", INT64_MAX},
+        {"9223372036854775807us", INT64_MAX / 1000},
+        {"9223372036854775s", INT64_C(9223372036854775000)},
+        {"106751991167d", INT64_C(106751991167) * 86400000},
+        {"2562047788015h", INT64_C(2562047788015) * 3600000},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t ms = -1;
+        sb_error e = junk_error();
+        int rc = sb_parse_duration_ms(ok[i].text, &ms, &e);
+        if (rc != SB_OK)
+            fail_msg("\"%s\": rc %d (%s)", ok[i].text, rc, e.message);
+        assert_true(ms == ok[i].ms);
+        /* NULL err is allowed */
+        ms = -1;
+        assert_int_equal(sb_parse_duration_ms(ok[i].text, &ms, NULL), SB_OK);
+        assert_true(ms == ok[i].ms);
+    }
+}
+
+static void test_duration_rejected(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *says; /* a word the message must contain */
+    } bad[] = {
+        {"", "empty"},
+        {"abc", "digits"},
+        {"-5", "digits"},
+        {"-5s", "digits"},
+        {"+5s", "digits"},
+        {" 5s", "digits"},
+        {"ms", "digits"},
+        {"1.5s", "unit"},
+        {"5x", "unit"},
+        {"5 s", "unit"},
+        {"5s ", "unit"},
+        {"5S", "unit"},
+        {"5MS", "unit"},
+        {"5sec", "unit"},
+        {"5mss", "unit"},
+        {"5ms5", "unit"},
+        {"1e3", "unit"},
+        {"0x10", "unit"},
+        /* overflow of the number itself and of the unit conversion */
+        {"9223372036854775808", "too large"},
+        {"18446744073709551615", "too large"},
+        {"18446744073709551616", "too large"},
+        {"99999999999999999999999999999999ms", "too large"},
+        {"9223372036854776s", "too large"},
+        {"106751991168d", "too large"},
+        {"2562047788016h", "too large"},
+        {"153722867280913m", "too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t ms = 12345;
+        sb_error e = junk_error();
+        int rc = sb_parse_duration_ms(bad[i].text, &ms, &e);
+        if (rc != SB_INVALID)
+            fail_msg("\"%s\" accepted (rc %d, %lld ms)", bad[i].text, rc,
+                     (long long)ms);
+        assert_int_equal(e.code, SB_INVALID);
+        assert_string_equal(e.field, "duration");
+        if (strstr(e.message, bad[i].says) == NULL)
+            fail_msg("\"%s\": message \"%s\" lacks \"%s\"", bad[i].text,
+                     e.message, bad[i].says);
+        assert_true(ms == 12345); /* untouched on failure */
+    }
+    int64_t ms = 1;
+    sb_error e = junk_error();
+    assert_int_equal(sb_parse_duration_ms(NULL, &ms, &e), SB_INVALID);
+    assert_string_equal(e.field, "duration");
+    assert_true(ms == 1);
+}
+
+static void test_size_ok(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } ok[] = {
+        {"0", 0},
+        {"100", 100},
+        {"100B", 100},
+        {"0B", 0},
+        {"1KB", 1000},
+        {"1KiB", 1024},
+        {"512KiB", 512 * 1024},
+        {"1MB", 1000000},
+        {"16MiB", 16u * 1024 * 1024},
+        {"1GB", 1000000000},
+        {"1GiB", UINT64_C(1) << 30},
+        {"4GiB", UINT64_C(4) << 30},
+        {"18446744073709551615", UINT64_MAX},
+        {"18446744073709551615B", UINT64_MAX},
+        {"17179869183GiB", UINT64_C(17179869183) << 30},
+        {"18446744073709551KB", UINT64_C(18446744073709551000)},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t b = 7;
+        sb_error e = junk_error();
+        int rc = sb_parse_size(ok[i].text, &b, &e);
+        if (rc != SB_OK)
+            fail_msg("\"%s\": rc %d (%s)", ok[i].text, rc, e.message);
+        assert_true(b == ok[i].bytes);
+    }
+}
+
+static void test_size_rejected(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *says;
+    } bad[] = {
+        {"", "empty"},
+        {"KB", "digits"},
+        {"-1", "digits"},
+        {" 1KB", "digits"},
+        {"1kb", "unit"},
+        {"1kib", "unit"},
+        {"1K", "unit"},
+        {"1 KB", "unit"},
+        {"1KB ", "unit"},
+        {"1.5MB", "unit"},
+        {"1TB", "unit"},
+        {"1b", "unit"},
+        {"1BB", "unit"},
+        {"18446744073709551616", "too large"},
+        {"18446744073709551616B", "too large"},
+        {"17179869184GiB", "too large"},
+        {"18446744073709552KB", "too large"},
+        {"18446744073709552MB", "too large"},
+        {"17592186044416MiB", "too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t b = 99;
+        sb_error e = junk_error();
+        int rc = sb_parse_size(bad[i].text, &b, &e);
+        if (rc != SB_INVALID)
+            fail_msg("\"%s\" accepted (rc %d)", bad[i].text, rc);
+        assert_string_equal(e.field, "size");
+        if (strstr(e.message, bad[i].says) == NULL)
+            fail_msg("\"%s\": message \"%s\" lacks \"%s\"", bad[i].text,
+                     e.message, bad[i].says);
+        assert_true(b == 99);
+    }
+    uint64_t b = 1;
+    assert_int_equal(sb_parse_size(NULL, &b, NULL), SB_INVALID);
+}
+
+/* ------------------------------------------------------------------ */
+/* queue names (rule T3) and identifiers */
+
+static void expect_queue_rejected(const char *name, const char *why)
+{
+    sb_error e = junk_error();
+    int rc = sb_validate_queue_name(name, &e);
+    if (rc != SB_INVALID)
+        fail_msg("queue name (%s) accepted", why);
+    assert_int_equal(e.code, SB_INVALID);
+    assert_string_equal(e.field, "queue");
+    assert_true(e.message[0] != '\0');
+}
+
+static void expect_queue_ok(const char *name)
+{
+    sb_error e = junk_error();
+    int rc = sb_validate_queue_name(name, &e);
+    if (rc != SB_OK)
+        fail_msg("queue name \"%s\" rejected: %s", name, e.message);
+}
+
+static void test_queue_name(void **state)
+{
+    (void)state;
+    expect_queue_ok("orders");
+    expect_queue_ok("a");
+    expect_queue_ok("deadletter");
+    expect_queue_ok("orders.v2/eu-west:1");
+    expect_queue_ok("with inner space");
+    expect_queue_ok("caf\xc3\xa9");                 /* é */
+    expect_queue_ok("\xe6\x97\xa5\xe6\x9c\xac");     /* 日本 */
+    expect_queue_ok("\xf0\x9f\x98\x80");             /* U+1F600 */
+    expect_queue_ok("\xf4\x8f\xbf\xbf");             /* U+10FFFF, the last */
+    expect_queue_ok("\xef\xbf\xbf");                 /* U+FFFF */
+    expect_queue_ok("\xed\x9f\xbf");                 /* U+D7FF, below them */
+    expect_queue_ok("\xee\x80\x80");                 /* U+E000, above them */
+    expect_queue_ok("a\xc2\xa0" "b");                /* NBSP inside */
+
+    /* length: 200 bytes ok, 201 rejected, counted in bytes not chars */
+    char *s200 = repeat('q', 200);
+    char *s201 = repeat('q', 201);
+    expect_queue_ok(s200);
+    expect_queue_rejected(s201, "201 bytes");
+    sb_error e = junk_error();
+    sb_validate_queue_name(s201, &e);
+    assert_non_null(strstr(e.message, "201"));
+    free(s200);
+    free(s201);
+    char mb[202];
+    for (int i = 0; i < 100; i++)
+        memcpy(mb + 2 * i, "\xc3\xa9", 2); /* 100 x é = 200 bytes */
+    mb[200] = '\0';
+    expect_queue_ok(mb);
+    mb[200] = 'x';
+    mb[201] = '\0';
+    expect_queue_rejected(mb, "201 bytes of 2-byte chars");
+
+    expect_queue_rejected(NULL, "NULL");
+    expect_queue_rejected("", "empty");
+
+    /* invalid UTF-8 */
+    expect_queue_rejected("\x80", "lone continuation");
+    expect_queue_rejected("a\xbf", "stray continuation");
+    expect_queue_rejected("\xc3", "truncated 2-byte");
+    expect_queue_rejected("ab\xe6\x97", "truncated 3-byte");
+    expect_queue_rejected("\xf0\x9f\x98", "truncated 4-byte");
+    expect_queue_rejected("\xc3(", "bad continuation");
+    expect_queue_rejected("\xc0\xaf", "overlong '/' (2 bytes)");
+    expect_queue_rejected("\xc1\xbf", "overlong 2-byte");
+    expect_queue_rejected("\xe0\x80\xaf", "overlong '/' (3 bytes)");
+    expect_queue_rejected("\xe0\x9f\xbf", "overlong 3-byte U+07FF");
+    expect_queue_rejected("\xf0\x80\x80\xaf", "overlong '/' (4 bytes)");
+    expect_queue_rejected("\xf0\x8f\xbf\xbf", "overlong 4-byte U+FFFF");
+    expect_queue_rejected("\xed\xa0\x80", "surrogate U+D800");
+    expect_queue_rejected("\xed\xbf\xbf", "surrogate U+DFFF");
+    expect_queue_rejected("\xed\xa0\xbd\xed\xb8\x80", "CESU-8 pair");
+    expect_queue_rejected("\xf4\x90\x80\x80", "above U+10FFFF");
+    expect_queue_rejected("\xf5\x80\x80\x80", "lead byte F5");
+    expect_queue_rejected("\xf8\x88\x80\x80\x80", "5-byte form");
+    expect_queue_rejected("\xfe", "byte FE");
+    expect_queue_rejected("\xff", "byte FF");
+
+    /* control characters anywhere */
+    expect_queue_rejected("a\tb", "tab");
+    expect_queue_rejected("a\nb", "newline");
+    expect_queue_rejected("a\rb", "CR");
+    expect_queue_rejected("a\x01", "SOH");
+    expect_queue_rejected("a\x1f" "b", "US");
+    expect_queue_rejected("a\x7f" "b", "DEL");
+    expect_queue_rejected("a\xc2\x80" "b", "C1 U+0080");
+    expect_queue_rejected("a\xc2\x85" "b", "C1 NEL");
+    expect_queue_rejected("a\xc2\x9f" "b", "C1 U+009F");
+
+    /* leading / trailing white space */
+    expect_queue_rejected(" orders", "leading space");
+    expect_queue_rejected("orders ", "trailing space");
+    expect_queue_rejected(" ", "only a space");
+    expect_queue_rejected("\torders", "leading tab");
+    expect_queue_rejected("orders\n", "trailing newline");
+
+    /* NULL err is fine */
+    assert_int_equal(sb_validate_queue_name("x y", NULL), SB_OK);
+    assert_int_equal(sb_validate_queue_name(" x", NULL), SB_INVALID);
+}
+
+static void test_utf8_valid_lengths(void **state)
+{
+    (void)state;
+    /* the length bounds the check, not a NUL */
+    assert_true(sb__utf8_valid("", 0));
+    assert_true(sb__utf8_valid("\xc3\xa9", 2));
+    assert_false(sb__utf8_valid("\xc3\xa9", 1));
+    assert_true(sb__utf8_valid("ab\xff", 2));
+    assert_false(sb__utf8_valid("ab\xff", 3));
+    assert_true(sb__utf8_valid("a\0b", 3)); /* NUL is valid UTF-8 */
+    assert_false(sb__utf8_valid("\xf0\x9f\x98\x80", 3));
+    assert_true(sb__utf8_valid("\xf0\x9f\x98\x80", 4));
+}
+
+static void expect_ident(const char *name, size_t max, int want)
+{
+    sb_error e = junk_error();
+    int rc = sb__validate_identifier(name, max, "table_prefix", &e);
+    if (rc != want)
+        fail_msg("identifier \"%s\" (max %zu): rc %d, want %d",
+                 name ? name : "(null)", max, rc, want);
+    if (want != SB_OK) {
+        assert_int_equal(e.code, SB_INVALID);
+        assert_string_equal(e.field, "table_prefix");
+        assert_non_null(strstr(e.message, "table_prefix"));
+    }
+}
+
+static void test_identifier(void **state)
+{
+    (void)state;
+    expect_ident("sqlbus_", 63, SB_OK);
+    expect_ident("_x", 63, SB_OK);
+    expect_ident("a1", 63, SB_OK);
+    expect_ident("A_b9Z", 63, SB_OK);
+    expect_ident("x", 1, SB_OK);
+    expect_ident(NULL, 63, SB_INVALID);
+    expect_ident("", 63, SB_INVALID);
+    expect_ident("1abc", 63, SB_INVALID);
+    expect_ident("9", 63, SB_INVALID);
+    expect_ident("a-b", 63, SB_INVALID);
+    expect_ident("a b", 63, SB_INVALID);
+    expect_ident("a.b", 63, SB_INVALID);
+    expect_ident("a;drop", 63, SB_INVALID);
+    expect_ident("a\"b", 63, SB_INVALID);
+    expect_ident("caf\xc3\xa9", 63, SB_INVALID);
+    expect_ident("xy", 1, SB_INVALID);
+
+    char *s63 = repeat('a', 63);
+    char *s64 = repeat('a', 64);
+    expect_ident(s63, 63, SB_OK);
+    expect_ident(s64, 63, SB_INVALID);
+    sb_error e = junk_error();
+    sb__validate_identifier(s64, 63, "schema", &e);
+    assert_string_equal(e.field, "schema");
+    assert_non_null(strstr(e.message, "63")); /* names the limit */
+    assert_non_null(strstr(e.message, "64"));
+    free(s63);
+    free(s64);
+
+    /* the offending byte is reported */
+    e = junk_error();
+    sb__validate_identifier("abc-d", 63, "table_prefix", &e);
+    assert_non_null(strstr(e.message, "byte 3"));
+}
+
+/* ------------------------------------------------------------------ */
+/* UUIDs */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1; /* upper case is not canonical output */
+}
+
+/* Check the canonical v7 shape; return the 48-bit millisecond prefix. */
+static uint64_t check_uuid7(const char *u)
+{
+    assert_int_equal(strlen(u), 36);
+    for (int i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            assert_int_equal(u[i], '-');
+        } else if (hexval(u[i]) < 0) {
+            fail_msg("uuid %s: char %d '%c' is not lower-case hex", u, i, u[i]);
+        }
+    }
+    assert_int_equal(u[14], '7');                  /* version nibble */
+    assert_true((hexval(u[19]) & 0xc) == 0x8);     /* variant bits 10 */
+    uint64_t ms = 0;
+    for (int i = 0; i < 13; i++) {
+        if (i == 8)
+            continue;
+        ms = ms << 4 | (uint64_t)hexval(u[i]);
+    }
+    return ms;
+}
+
+static void test_uuid7_format(void **state)
+{
+    (void)state;
+    char u[37];
+    static const int64_t stamps[] = {0, 1, 0x0123456789ab, 1700000000000,
+                                     (INT64_C(1) << 48) - 1};
+    for (size_t i = 0; i < sizeof stamps / sizeof stamps[0]; i++) {
+        memset(u, 'X', sizeof u);
+        sb__uuid7_at(u, stamps[i]);
+        assert_true(check_uuid7(u) == (uint64_t)stamps[i]);
+    }
+    sb__uuid7_at(u, 0x0123456789ab);
+    assert_memory_equal(u, "01234567-89ab-7", 15);
+    sb__uuid7_at(u, 0);
+    assert_memory_equal(u, "00000000-0000-7", 15);
+    sb__uuid7_at(u, (INT64_C(1) << 48) - 1);
+    assert_memory_equal(u, "ffffffff-ffff-7", 15);
+
+    /* sb_uuid7 stamps the current wall-clock millisecond */
+    int64_t before = sb__wall_us() / 1000;
+    assert_int_equal(sb_uuid7(u, NULL), SB_OK);
+    int64_t after = sb__wall_us() / 1000;
+    uint64_t ms = check_uuid7(u);
+    assert_true(ms >= (uint64_t)before && ms <= (uint64_t)after);
+
+    sb_error e = junk_error();
+    assert_int_equal(sb_uuid7(NULL, &e), SB_INVALID);
+    assert_string_equal(e.field, "out");
+}
+
+static int cmp_uuid(const void *a, const void *b)
+{
+    return memcmp(a, b, 37);
+}
+
+static void test_uuid7_distinct(void **state)
+{
+    (void)state;
+    enum { N = 10000 };
+    char(*ids)[37] = malloc(sizeof(char[37]) * N);
+    assert_non_null(ids);
+    /* the same millisecond for all: uniqueness rests on the random bits */
+    for (int i = 0; i < N; i++) {
+        sb__uuid7_at(ids[i], 1700000000000);
+        check_uuid7(ids[i]);
+    }
+    qsort(ids, N, sizeof ids[0], cmp_uuid);
+    for (int i = 1; i < N; i++)
+        if (memcmp(ids[i - 1], ids[i], 37) == 0)
+            fail_msg("duplicate uuid %s", ids[i]);
+    /* and with the live clock, ids sort by creation millisecond */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(sb_uuid7(ids[i], NULL), SB_OK);
+    for (int i = 1; i < N; i++)
+        assert_true(check_uuid7(ids[i - 1]) <= check_uuid7(ids[i]));
+    qsort(ids, N, sizeof ids[0], cmp_uuid);
+    for (int i = 1; i < N; i++)
+        assert_true(memcmp(ids[i - 1], ids[i], 37) != 0);
+    free(ids);
+}
+
+static void test_uuid_normalize(void **state)
+{
+    (void)state;
+    char out[37];
+    assert_int_equal(
+        sb__uuid_normalize("0189ABCD-EF01-7ABC-9DEF-0123456789AB", out), SB_OK);
+    assert_string_equal(out, "0189abcd-ef01-7abc-9def-0123456789ab");
+    char again[37];
+    assert_int_equal(sb__uuid_normalize(out, again), SB_OK); /* idempotent */
+    assert_string_equal(again, out);
+    assert_int_equal(
+        sb__uuid_normalize("0189aBcD-eF01-7aBc-9dEf-0123456789Ab", out), SB_OK);
+    assert_string_equal(out, "0189abcd-ef01-7abc-9def-0123456789ab");
+    /* any version is a UUID */
+    assert_int_equal(
+        sb__uuid_normalize("00000000-0000-0000-0000-000000000000", out), SB_OK);
+    char u7[37];
+    sb__uuid7_at(u7, 42);
+    assert_int_equal(sb__uuid_normalize(u7, out), SB_OK);
+    assert_string_equal(out, u7);
+
+    static const char *const bad[] = {
+        "",
+        "0189abcd-ef01-7abc-9def-0123456789a",   /* 35 */
+        "0189abcd-ef01-7abc-9def-0123456789abc", /* 37 */
+        "0189abcdef017abc9def0123456789ab",      /* no dashes */
+        "0189abcd-ef017-abc-9def-0123456789ab",  /* dash moved */
+        "0189abcd_ef01_7abc_9def_0123456789ab",  /* wrong separator */
+        "0189abcd-ef01-7abc-9def-0123456789ag",  /* non-hex */
+        "g189abcd-ef01-7abc-9def-0123456789ab",
+        "0189abcd-ef01-7abc-9def-01234567-9ab",  /* extra dash */
+        "{189abcd-ef01-7abc-9def-0123456789a}",
+        " 189abcd-ef01-7abc-9def-0123456789ab",
+        "0189abcd-ef01-7abc-9def-0123456789\xc3\xa9",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (sb__uuid_normalize(bad[i], out) != SB_INVALID)
+            fail_msg("accepted uuid \"%s\"", bad[i]);
+    }
+    assert_int_equal(sb__uuid_normalize(NULL, out), SB_INVALID);
+}
+
+/* ------------------------------------------------------------------ */
+/* capped buffers */
+
+static void test_buf_basic(void **state)
+{
+    (void)state;
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    assert_int_equal(sb__buf_append(&b, "hello", 5), SB_OK);
+    assert_int_equal(b.len, 5);
+    assert_string_equal(b.data, "hello");
+    assert_int_equal(sb__buf_puts(&b, ", "), SB_OK);
+    assert_int_equal(sb__buf_printf(&b, "%s #%d", "world", 42), SB_OK);
+    assert_string_equal(b.data, "hello, world #42");
+    assert_int_equal(b.len, strlen("hello, world #42"));
+    assert_int_equal(sb__buf_append(&b, "", 0), SB_OK);
+    assert_int_equal(sb__buf_printf(&b, "%s", ""), SB_OK);
+    assert_int_equal(b.len, 16);
+    /* binary bytes, including NUL, are kept */
+    assert_int_equal(sb__buf_append(&b, "a\0b", 3), SB_OK);
+    assert_int_equal(b.len, 19);
+    assert_memory_equal(b.data + 16, "a\0b", 4);
+
+    /* growth over many appends */
+    sb__buf_reset(&b);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.data, "");
+    for (int i = 0; i < 5000; i++)
+        assert_int_equal(sb__buf_printf(&b, "%04d,", i), SB_OK);
+    assert_int_equal(b.len, 5000 * 5);
+    assert_memory_equal(b.data, "0000,0001,", 10);
+    assert_memory_equal(b.data + 4999 * 5, "4999,", 6);
+    assert_true(b.cap > b.len);
+
+    char *p = sb__buf_detach(&b);
+    assert_non_null(p);
+    assert_int_equal(strlen(p), 25000);
+    assert_null(b.data); /* reset after detach, cap kept */
+    assert_int_equal(b.len, 0);
+    assert_int_equal(b.max, 1 << 20);
+    sb__free(p);
+
+    /* detach of an empty buffer gives "" */
+    p = sb__buf_detach(&b);
+    assert_non_null(p);
+    assert_string_equal(p, "");
+    sb__free(p);
+
+    sb__buf_free(&b);
+    assert_null(b.data);
+    assert_int_equal(b.max, 1 << 20);
+    sb__buf_free(&b); /* twice is fine */
+}
+
+static void test_buf_cap(void **state)
+{
+    (void)state;
+    sb_buf b;
+    sb__buf_init(&b, 16);
+    /* exactly at the cap is allowed */
+    assert_int_equal(sb__buf_append(&b, "0123456789abcdef", 16), SB_OK);
+    assert_int_equal(b.len, 16);
+    assert_int_equal(b.failed, 0);
+    /* one more byte: SB_TOOBIG, sticky */
+    assert_int_equal(sb__buf_append(&b, "x", 1), SB_TOOBIG);
+    assert_int_equal(b.failed, SB_TOOBIG);
+    assert_int_equal(b.len, 16);
+    assert_int_equal(sb__buf_append(&b, "", 0), SB_TOOBIG);
+    assert_int_equal(sb__buf_puts(&b, "y"), SB_TOOBIG);
+    assert_int_equal(sb__buf_printf(&b, "%d", 1), SB_TOOBIG);
+    assert_int_equal(b.len, 16);
+    /* detach of a failed buffer gives NULL and resets it */
+    assert_null(sb__buf_detach(&b));
+    assert_int_equal(b.failed, 0);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(b.max, 16);
+
+    /* a later small append is refused too, even though it would fit */
+    assert_int_equal(sb__buf_append(&b, "abc", 3), SB_OK);
+    assert_int_equal(sb__buf_printf(&b, "%s", "0123456789abcdef"), SB_TOOBIG);
+    assert_int_equal(b.len, 3);
+    assert_int_equal(sb__buf_append(&b, "d", 1), SB_TOOBIG);
+    assert_int_equal(b.len, 3);
+    assert_string_equal(b.data, "abc");
+
+    /* reset clears the failure and the content */
+    sb__buf_reset(&b);
+    assert_int_equal(b.failed, 0);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(sb__buf_puts(&b, "ok"), SB_OK);
+    assert_string_equal(b.data, "ok");
+
+    /* a huge length cannot wrap the size arithmetic */
+    assert_int_equal(sb__buf_append(&b, "z", SIZE_MAX - 1), SB_TOOBIG);
+    assert_int_equal(b.failed, SB_TOOBIG);
+    sb__buf_free(&b);
+
+    /* max 0: nothing fits, but the empty string does */
+    sb__buf_init(&b, 0);
+    assert_int_equal(sb__buf_append(&b, "", 0), SB_OK);
+    assert_int_equal(sb__buf_append(&b, "a", 1), SB_TOOBIG);
+    sb__buf_free(&b);
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON headers */
+
+static int validate_str(const char *json, sb_error *e)
+{
+    return sb__headers_validate(json, strlen(json), e);
+}
+
+static void test_headers_validate(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {
+        "{}",
+        " { } ",
+        "{\"a\":\"b\"}",
+        "{\"sb-correlation-id\":\"c1\",\"k\":\"\"}",
+        "{\"caf\xc3\xa9\":\"\xe6\x97\xa5\"}",
+        "{\"esc\":\"line\\nnext \\u00e9 \\ud83d\\ude00\"}",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        sb_error e = junk_error();
+        if (validate_str(ok[i], &e) != SB_OK)
+            fail_msg("rejected %s: %s", ok[i], e.message);
+    }
+    static const char *const bad[] = {
+        "",
+        "[]",
+        "[\"a\"]",
+        "\"text\"",
+        "42",
+        "null",
+        "{\"a\":1}",
+        "{\"a\":1.5}",
+        "{\"a\":true}",
+        "{\"a\":null}",
+        "{\"a\":{\"b\":\"c\"}}",
+        "{\"a\":[\"x\"]}",
+        "{\"\":\"x\"}",
+        "{\"a\":\"1\",\"a\":\"2\"}",
+        "{\"a\":\"b\"",
+        "{\"a\":\"b\",}",
+        "{a:\"b\"}",
+        "{'a':'b'}",
+        "{\"a\":\"b\"} x",
+        "{\"a\":\"b\"}{}",
+        "{\"a\":\"\\u0000\"}",
+        "{\"a\\u0000b\":\"x\"}",
+        "{\"a\":\"\xff\"}",
+        "{\"a\":\"\xed\xa0\x80\"}",
+        "{\"a\":\"\\ud800\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sb_error e = junk_error();
+        if (validate_str(bad[i], &e) != SB_INVALID)
+            fail_msg("accepted %s", bad[i]);
+        assert_string_equal(e.field, "headers");
+        assert_true(e.message[0] != '\0');
+    }
+    sb_error e = junk_error();
+    validate_str("{\"a\":1}", &e);
+    assert_non_null(strstr(e.message, "\"a\"")); /* names the header */
+    assert_non_null(strstr(e.message, "string"));
+    validate_str("[]", &e);
+    assert_non_null(strstr(e.message, "object"));
+    validate_str("{\"a\":\"1\",\"a\":\"2\"}", &e);
+    assert_non_null(strstr(e.message, "duplicate"));
+
+    /* the length bounds the text: bytes after it are not read */
+    const char *withtail = "{\"a\":\"b\"}garbage";
+    assert_int_equal(sb__headers_validate(withtail, 9, NULL), SB_OK);
+    assert_int_equal(sb__headers_validate(withtail, 8, NULL), SB_INVALID);
+}
+
+/* A valid headers object of exactly `total` bytes: {"k":"vvvv..."} */
+static char *headers_of_size(size_t total)
+{
+    const size_t overhead = strlen("{\"k\":\"\"}");
+    char *s = malloc(total + 1);
+    assert_non_null(s);
+    memcpy(s, "{\"k\":\"", 6);
+    memset(s + 6, 'v', total - overhead);
+    memcpy(s + 6 + (total - overhead), "\"}", 3);
+    assert_int_equal(strlen(s), total);
+    return s;
+}
+
+static void test_headers_limit(void **state)
+{
+    (void)state;
+    char *at = headers_of_size(SB_MAX_HEADERS_BYTES);
+    char *over = headers_of_size(SB_MAX_HEADERS_BYTES + 1);
+    sb_error e = junk_error();
+    assert_int_equal(validate_str(at, &e), SB_OK);
+    e = junk_error();
+    assert_int_equal(validate_str(over, &e), SB_INVALID);
+    assert_string_equal(e.field, "headers");
+    assert_non_null(strstr(e.message, "65536")); /* names the limit */
+    assert_non_null(strstr(e.message, "65537")); /* and the size */
+    free(at);
+    free(over);
+}
+
+static void test_headers_get(void **state)
+{
+    (void)state;
+    const char *h = "{\"Content-Type\":\"text/plain\",\"sb-attempts\":\"3\","
+                    "\"n\":5,\"empty\":\"\",\"u\":\"caf\\u00e9\"}";
+    char *v = sb__headers_get(h, "content-type");
+    assert_non_null(v);
+    assert_string_equal(v, "text/plain");
+    sb__free(v);
+    v = sb__headers_get(h, "CONTENT-TYPE");
+    assert_non_null(v);
+    assert_string_equal(v, "text/plain");
+    sb__free(v);
+    v = sb__headers_get(h, "SB-Attempts");
+    assert_string_equal(v, "3");
+    sb__free(v);
+    v = sb__headers_get(h, "empty");
+    assert_non_null(v);
+    assert_string_equal(v, "");
+    sb__free(v);
+    v = sb__headers_get(h, "u");
+    assert_string_equal(v, "caf\xc3\xa9");
+    sb__free(v);
+    assert_null(sb__headers_get(h, "missing"));
+    assert_null(sb__headers_get(h, "content"));  /* no prefix match */
+    assert_null(sb__headers_get(h, "n"));        /* not a string */
+    assert_null(sb__headers_get("{\"a\":", "a")); /* invalid JSON */
+    assert_null(sb__headers_get("[\"a\"]", "a"));
+    assert_null(sb__headers_get("", "a"));
+    assert_null(sb__headers_get(NULL, "a"));
+    assert_null(sb__headers_get(h, NULL));
+}
+
+static void test_headers_merge(void **state)
+{
+    (void)state;
+    char *out = (char *)"sentinel";
+    sb_error e = junk_error();
+
+    /* from nothing */
+    const char *kv1[] = {"a", "1", "b", "2", NULL};
+    assert_int_equal(sb__headers_merge(NULL, kv1, &out, &e), SB_OK);
+    assert_string_equal(out, "{\"a\":\"1\",\"b\":\"2\"}");
+    sb__free(out);
+    assert_int_equal(sb__headers_merge("", kv1, &out, &e), SB_OK);
+    assert_string_equal(out, "{\"a\":\"1\",\"b\":\"2\"}");
+    sb__free(out);
+
+    /* adds and overrides, keeps the others, skips NULL values */
+    const char *base = "{\"keep\":\"k\",\"b\":\"old\",\"x\":\"y\"}";
+    const char *kv2[] = {"b", "new", "c", "3", "x", NULL, NULL};
+    assert_int_equal(sb__headers_merge(base, kv2, &out, &e), SB_OK);
+    assert_int_equal(validate_str(out, NULL), SB_OK);
+    char *v = sb__headers_get(out, "keep");
+    assert_string_equal(v, "k");
+    sb__free(v);
+    v = sb__headers_get(out, "b");
+    assert_string_equal(v, "new");
+    sb__free(v);
+    v = sb__headers_get(out, "c");
+    assert_string_equal(v, "3");
+    sb__free(v);
+    v = sb__headers_get(out, "x");
+    assert_string_equal(v, "y");
+    sb__free(v);
+    assert_non_null(strstr(out, "\"b\":\"new\""));
+    assert_null(strstr(out, "old"));
+    sb__free(out);
+
+    /* no pairs: a compact copy */
+    assert_int_equal(sb__headers_merge("{ \"a\" : \"1\" }", NULL, &out, &e),
+                     SB_OK);
+    assert_string_equal(out, "{\"a\":\"1\"}");
+    sb__free(out);
+    const char *none[] = {NULL};
+    assert_int_equal(sb__headers_merge(NULL, none, &out, &e), SB_OK);
+    assert_string_equal(out, "{}");
+    sb__free(out);
+
+    /* names compare case-insensitively: a merge replaces other spellings */
+    const char *kv3[] = {"sb-attempts", "4", NULL};
+    assert_int_equal(sb__headers_merge("{\"SB-Attempts\":\"3\",\"o\":\"p\"}",
+                                       kv3, &out, &e),
+                     SB_OK);
+    assert_string_equal(out, "{\"o\":\"p\",\"sb-attempts\":\"4\"}");
+    v = sb__headers_get(out, "Sb-Attempts");
+    assert_string_equal(v, "4");
+    sb__free(v);
+    sb__free(out);
+
+    /* values that need escaping survive the round trip */
+    const char *kv4[] = {"msg", "a \"quoted\"\nline\\", NULL};
+    assert_int_equal(sb__headers_merge(NULL, kv4, &out, &e), SB_OK);
+    v = sb__headers_get(out, "msg");
+    assert_string_equal(v, "a \"quoted\"\nline\\");
+    sb__free(v);
+    sb__free(out);
+
+    /* an invalid UTF-8 value is replaced by a readable marker */
+    const char *kv5[] = {"bin", "\xff\xfe", NULL};
+    assert_int_equal(sb__headers_merge(NULL, kv5, &out, &e), SB_OK);
+    v = sb__headers_get(out, "bin");
+    assert_string_equal(v, "(value was not valid UTF-8)");
+    sb__free(v);
+    sb__free(out);
+
+    /* an invalid UTF-8 name is refused */
+    const char *kv6[] = {"k\xff", "v", NULL};
+    out = (char *)"sentinel";
+    e = junk_error();
+    assert_int_equal(sb__headers_merge(NULL, kv6, &out, &e), SB_INVALID);
+    assert_null(out);
+    assert_string_equal(e.field, "headers");
+
+    /* invalid input JSON */
+    static const char *const badjson[] = {"[]", "{\"a\":", "nope",
+                                          "{\"a\":\"1\",\"a\":\"2\"}"};
+    for (size_t i = 0; i < sizeof badjson / sizeof badjson[0]; i++) {
+        out = (char *)"sentinel";
+        e = junk_error();
+        assert_int_equal(sb__headers_merge(badjson[i], kv1, &out, &e),
+                         SB_INVALID);
+        assert_null(out);
+        assert_string_equal(e.field, "headers");
+    }
+}
+
+static void test_headers_parse(void **state)
+{
+    (void)state;
+    char **kv = NULL;
+    size_t n = 99;
+    assert_int_equal(
+        sb__headers_parse("{\"a\":\"1\",\"n\":5,\"B\":\"x\\u00e9\"}", &kv, &n),
+        SB_OK);
+    assert_int_equal(n, 2); /* non-string values are skipped */
+    assert_string_equal(kv[0], "a");
+    assert_string_equal(kv[1], "1");
+    assert_string_equal(kv[2], "B");
+    assert_string_equal(kv[3], "x\xc3\xa9");
+    assert_null(kv[4]); /* NULL-terminated like a merge list */
+    sb__headers_free(kv, n);
+
+    assert_int_equal(sb__headers_parse(NULL, &kv, &n), SB_OK);
+    assert_int_equal(n, 0);
+    sb__headers_free(kv, n);
+    assert_int_equal(sb__headers_parse("{}", &kv, &n), SB_OK);
+    assert_int_equal(n, 0);
+    sb__headers_free(kv, n);
+
+    static const char *const bad[] = {"[]", "{\"a\":", "", "\"s\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kv = (char **)&n;
+        n = 7;
+        assert_int_equal(sb__headers_parse(bad[i], &kv, &n), SB_INVALID);
+        assert_null(kv);
+        assert_int_equal(n, 0);
+    }
+    sb__headers_free(NULL, 0);
+}
+
+static void test_headers_without(void **state)
+{
+    (void)state;
+    char *out = (char *)"sentinel";
+    const char *drop[] = {"sb-failed-queue", "sb-exception-type", "absent"};
+    assert_int_equal(
+        sb__headers_without("{\"keep\":\"1\",\"sb-failed-queue\":\"q\","
+                            "\"sb-exception-type\":\"exit:3\",\"z\":\"2\"}",
+                            drop, 3, &out, NULL),
+        SB_OK);
+    assert_string_equal(out, "{\"keep\":\"1\",\"z\":\"2\"}");
+    sb__free(out);
+    assert_int_equal(sb__headers_without(NULL, drop, 3, &out, NULL), SB_OK);
+    assert_string_equal(out, "{}");
+    sb__free(out);
+    assert_int_equal(sb__headers_without("{\"a\":\"b\"}", NULL, 0, &out, NULL),
+                     SB_OK);
+    assert_string_equal(out, "{\"a\":\"b\"}");
+    sb__free(out);
+    sb_error e = junk_error();
+    out = (char *)"sentinel";
+    assert_int_equal(sb__headers_without("[1]", drop, 3, &out, &e), SB_INVALID);
+    assert_null(out);
+    assert_string_equal(e.field, "headers");
+}
+
+/* ------------------------------------------------------------------ */
+/* clocks, randomness, jitter, logging, plain allocation helpers */
+
+static void test_jitter(void **state)
+{
+    (void)state;
+    assert_true(sb__jitter_us(0) == 0);
+    assert_true(sb__jitter_us(1) == 1);
+    assert_true(sb__jitter_us(-5) == -5);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int i = 0; i < 10000; i++) {
+        int64_t j = sb__jitter_us(1000);
+        assert_true(j >= 500 && j <= 1000);
+        lo = j < lo ? j : lo;
+        hi = j > hi ? j : hi;
+    }
+    /* the whole range is used, not one value */
+    assert_true(lo < 550);
+    assert_true(hi > 950);
+    for (int i = 0; i < 1000; i++) {
+        int64_t j = sb__jitter_us(3);
+        assert_true(j >= 1 && j <= 3);
+        j = sb__jitter_us(INT64_MAX);
+        assert_true(j >= INT64_MAX / 2);
+    }
+}
+
+static void test_clocks(void **state)
+{
+    (void)state;
+    int64_t prev = sb__mono_us();
+    assert_true(prev > 0);
+    for (int i = 0; i < 100000; i++) {
+        int64_t now = sb__mono_us();
+        assert_true(now >= prev);
+        prev = now;
+    }
+    int64_t t0 = sb__mono_us();
+    sb__sleep_us(20000);
+    int64_t t1 = sb__mono_us();
+    assert_true(t1 - t0 >= 20000);
+    assert_true(t1 - t0 < 5000000);
+    sb__sleep_us(0);
+    sb__sleep_us(-1);
+    /* wall clock: after 2023-11-14 and microseconds, not ms or ns */
+    int64_t wall = sb__wall_us();
+    assert_true(wall > INT64_C(1700000000) * 1000000);
+    assert_true(wall < INT64_C(4102444800) * 1000000); /* before 2100 */
+}
+
+static void test_random(void **state)
+{
+    (void)state;
+    unsigned char a[64], b[64], zero[64] = {0};
+    sb__random_bytes(a, sizeof a);
+    sb__random_bytes(b, sizeof b);
+    assert_true(memcmp(a, zero, sizeof a) != 0);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    assert_true(sb__random_u64() != sb__random_u64());
+    sb__random_bytes(a, 0);
+}
+
+struct log_capture {
+    int calls, level;
+    char component[32];
+    char message[2048];
+};
+
+static void capture_log(int level, const char *component, const char *message,
+                        void *user)
+{
+    struct log_capture *c = user;
+    c->calls++;
+    c->level = level;
+    sb__strlcpy(c->component, component, sizeof c->component);
+    sb__strlcpy(c->message, message, sizeof c->message);
+}
+
+static void test_log(void **state)
+{
+    (void)state;
+    struct log_capture cap = {0};
+    sb_logger lg = {capture_log, &cap, SB_LOG_INFO};
+    sb__log(&lg, SB_LOG_DEBUG, "core", "hidden %d", 1);
+    assert_int_equal(cap.calls, 0);
+    sb__log(&lg, SB_LOG_WARN, "pool", "lost %d of %s", 2, "3");
+    assert_int_equal(cap.calls, 1);
+    assert_int_equal(cap.level, SB_LOG_WARN);
+    assert_string_equal(cap.component, "pool");
+    assert_string_equal(cap.message, "lost 2 of 3");
+    char *big = repeat('L', 1500);
+    sb__log(&lg, SB_LOG_ERROR, "x", "%s", big);
+    assert_int_equal(strlen(cap.message), 1023); /* bounded, terminated */
+    free(big);
+    sb__log(NULL, SB_LOG_ERROR, "x", "no logger");
+    sb_logger nofn = {NULL, NULL, 0};
+    sb__log(&nofn, SB_LOG_ERROR, "x", "no callback");
+    assert_int_equal(cap.calls, 2);
+}
+
+static void test_alloc_helpers(void **state)
+{
+    (void)state;
+    assert_null(sb__strdup(NULL));
+    assert_null(sb__strndup(NULL, 3));
+    char *s = sb__strdup("hello");
+    assert_string_equal(s, "hello");
+    sb__free(s);
+    s = sb__strndup("hello", 3);
+    assert_string_equal(s, "hel");
+    sb__free(s);
+    s = sb__memdup("a\0b", 3);
+    assert_memory_equal(s, "a\0b", 3);
+    sb__free(s);
+    s = sb__memdup(NULL, 0); /* zero bytes still gives a pointer */
+    assert_non_null(s);
+    sb__free(s);
+    unsigned char *z = sb__calloc(16, 4);
+    assert_non_null(z);
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(z[i], 0);
+    z = sb__realloc(z, 128);
+    assert_non_null(z);
+    sb__free(z);
+    z = sb__calloc(0, 0);
+    assert_non_null(z);
+    sb__free(z);
+    unsigned long f0 = sb__alloc_failures();
+    assert_null(sb__calloc(SIZE_MAX / 2, 3)); /* multiplication overflow */
+    assert_true(sb__alloc_failures() == f0 + 1);
+    sb__free(NULL);
+    sb_free(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* fail the Nth allocation (style rule 7) */
+
+static struct {
+    long nth;   /* fail this call (1-based); 0 = never */
+    long calls; /* malloc + realloc calls since the last arm */
+    long live;  /* blocks currently allocated through the seam */
+    long failed;
+} fa;
+
+static void *fa_malloc(size_t n, void *user)
+{
+    assert_true(user == &fa);
+    if (++fa.calls == fa.nth) {
+        fa.failed++;
+        return NULL;
+    }
+    void *p = malloc(n);
+    if (p != NULL)
+        fa.live++;
+    return p;
+}
+
+static void *fa_realloc(void *p, size_t n, void *user)
+{
+    assert_true(user == &fa);
+    if (++fa.calls == fa.nth) {
+        fa.failed++;
+        return NULL; /* the old block stays valid, as with realloc */
+    }
+    void *q = realloc(p, n);
+    if (q != NULL && p == NULL)
+        fa.live++;
+    return q;
+}
+
+static void fa_free(void *p, void *user)
+{
+    assert_true(user == &fa);
+    if (p != NULL) {
+        fa.live--;
+        free(p);
+    }
+}
+
+static int fa_setup(void **state)
+{
+    (void)state;
+    memset(&fa, 0, sizeof fa);
+    static const sb_allocator a = {fa_malloc, fa_realloc, fa_free, &fa};
+    sb_set_allocator(&a);
+    return 0;
+}
+
+static int fa_teardown(void **state)
+{
+    (void)state;
+    sb_set_allocator(NULL);
+    return 0;
+}
+
+/* One allocating operation: returns SB_OK when it fully succeeded and the
+ * result was checked, or the failure code it reported. It frees all it
+ * allocated either way. */
+typedef int (*fa_op)(void);
+
+static int op_merge_existing(void)
+{
+    const char *kv[] = {"b", "3", "c", "4", "B2", "x", NULL};
+    char *out = (char *)"sentinel";
+    sb_error e = junk_error();
+    int rc = sb__headers_merge(
+        "{\"a\":\"1\",\"b\":\"2\",\"b2\":\"long enough to grow the lexer "
+        "buffer twice over, surely\"}",
+        kv, &out, &e);
+    if (rc != SB_OK) {
+        assert_null(out);
+        assert_int_equal(e.code, rc);
+        return rc;
+    }
+    assert_string_equal(out,
+                        "{\"a\":\"1\",\"b\":\"3\",\"c\":\"4\",\"B2\":\"x\"}");
+    sb__free(out);
+    return SB_OK;
+}
+
+static int op_merge_new(void)
+{
+    const char *kv[] = {"sb-correlation-id",
+                        "0189abcd-ef01-7abc-9def-0123456789ab", "sb-attempts",
+                        "2", NULL};
+    char *out = (char *)"sentinel";
+    int rc = sb__headers_merge(NULL, kv, &out, NULL);
+    if (rc != SB_OK) {
+        assert_null(out);
+        return rc;
+    }
+    assert_string_equal(out, "{\"sb-correlation-id\":\"0189abcd-ef01-7abc-9def-"
+                             "0123456789ab\",\"sb-attempts\":\"2\"}");
+    sb__free(out);
+    return SB_OK;
+}
+
+static int op_validate(void)
+{
+    sb_error e = junk_error();
+    const char *h = "{\"sb-correlation-id\":\"0189abcd-ef01-7abc-9def-"
+                    "0123456789ab\",\"k\":\"v\",\"escaped\":\"\\u00e9\\n\"}";
+    int rc = sb__headers_validate(h, strlen(h), &e);
+    if (rc != SB_OK)
+        assert_int_equal(e.code, rc);
+    return rc;
+}
+
+static int op_get(void)
+{
+    char *v = sb__headers_get("{\"Content-Type\":\"application/json; "
+                              "charset=utf-8\",\"z\":\"1\"}",
+                              "content-type");
+    if (v == NULL)
+        return SB_NOMEM; /* the contract: NULL */
+    assert_string_equal(v, "application/json; charset=utf-8");
+    sb__free(v);
+    return SB_OK;
+}
+
+static int op_buf_printf(void)
+{
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    int rc = SB_OK, first = SB_OK;
+    for (int i = 0; i < 300; i++) {
+        rc = sb__buf_printf(&b, "%05d,", i);
+        if (rc != SB_OK && first == SB_OK)
+            first = rc;
+        /* once failed, every later call reports the same failure */
+        if (first != SB_OK)
+            assert_int_equal(rc, first);
+    }
+    if (first != SB_OK) {
+        assert_int_equal(b.failed, first);
+        assert_null(sb__buf_detach(&b));
+        return first;
+    }
+    assert_int_equal(b.len, 1800);
+    char *p = sb__buf_detach(&b);
+    if (p == NULL)
+        return SB_NOMEM;
+    assert_memory_equal(p, "00000,00001,", 12);
+    assert_memory_equal(p + 299 * 6, "00299,", 7);
+    sb__free(p);
+    return SB_OK;
+}
+
+static int op_buf_detach_empty(void)
+{
+    sb_buf b;
+    sb__buf_init(&b, 100);
+    char *p = sb__buf_detach(&b); /* allocates "" */
+    if (p == NULL)
+        return SB_NOMEM;
+    assert_string_equal(p, "");
+    sb__free(p);
+    return SB_OK;
+}
+
+static int op_strdup(void)
+{
+    char *a = sb__strdup("first copy");
+    if (a == NULL)
+        return SB_NOMEM;
+    char *b = sb__strndup("second copy", 6);
+    if (b == NULL) {
+        sb__free(a);
+        return SB_NOMEM;
+    }
+    char *c = sb__memdup("third", 5);
+    if (c == NULL) {
+        sb__free(a);
+        sb__free(b);
+        return SB_NOMEM;
+    }
+    char *d = sb__calloc(10, 10);
+    if (d == NULL) {
+        sb__free(a);
+        sb__free(b);
+        sb__free(c);
+        return SB_NOMEM;
+    }
+    assert_string_equal(a, "first copy");
+    assert_string_equal(b, "second");
+    assert_memory_equal(c, "third", 5);
+    assert_int_equal(d[99], 0);
+    sb__free(a);
+    sb__free(b);
+    sb__free(c);
+    sb__free(d);
+    return SB_OK;
+}
+
+static int op_parse(void)
+{
+    char **kv = NULL;
+    size_t n = 0;
+    int rc =
+        sb__headers_parse("{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\"}", &kv, &n);
+    if (rc != SB_OK) {
+        assert_null(kv);
+        return rc;
+    }
+    assert_int_equal(n, 3);
+    assert_string_equal(kv[4], "c");
+    assert_string_equal(kv[5], "3");
+    sb__headers_free(kv, n);
+    return SB_OK;
+}
+
+static int op_without(void)
+{
+    const char *drop[] = {"b"};
+    char *out = (char *)"sentinel";
+    int rc = sb__headers_without(
+        "{\"a\":\"1\",\"b\":\"2\",\"third-key\":\"3\"}", drop, 1, &out, NULL);
+    if (rc != SB_OK) {
+        assert_null(out);
+        return rc;
+    }
+    assert_string_equal(out, "{\"a\":\"1\",\"third-key\":\"3\"}");
+    sb__free(out);
+    return SB_OK;
+}
+
+static void walk_failures(const char *name, fa_op op)
+{
+    long n;
+    for (n = 1;; n++) {
+        if (n > 10000)
+            fail_msg("%s: still allocating after 10000 injections", name);
+        long live0 = fa.live, failed0 = fa.failed;
+        unsigned long seen0 = sb__alloc_failures();
+        fa.nth = n;
+        fa.calls = 0;
+        int rc = op();
+        long calls = fa.calls;
+        fa.nth = 0;
+        if (fa.live != live0)
+            fail_msg("%s: failing allocation %ld leaked %ld block(s)", name, n,
+                     fa.live - live0);
+        if (fa.failed == failed0) {
+            /* nothing was failed: the op ran to the end and must succeed */
+            if (rc != SB_OK)
+                fail_msg("%s: rc %d with no failure injected", name, rc);
+            assert_true(calls < n);
+            break;
+        }
+        assert_true(sb__alloc_failures() == seen0 + 1);
+        if (rc != SB_NOMEM)
+            fail_msg("%s: failing allocation %ld gave rc %d, want SB_NOMEM",
+                     name, n, rc);
+    }
+    /* the walk must have reached at least one allocation */
+    if (n < 2)
+        fail_msg("%s: no allocation happened", name);
+}
+
+static void test_alloc_fail_nth(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        fa_op op;
+        long min_allocs;
+    } ops[] = {
+        {"headers_merge(existing)", op_merge_existing, 5},
+        {"headers_merge(new)", op_merge_new, 3},
+        {"headers_validate", op_validate, 3},
+        {"headers_get", op_get, 3},
+        {"headers_parse", op_parse, 5},
+        {"headers_without", op_without, 4},
+        {"buf_printf growth", op_buf_printf, 4},
+        {"buf_detach(empty)", op_buf_detach_empty, 1},
+        {"strdup family", op_strdup, 4},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        long live0 = fa.live;
+        /* count the allocations of a clean run first */
+        fa.nth = 0;
+        fa.calls = 0;
+        assert_int_equal(ops[i].op(), SB_OK);
+        if (fa.calls < ops[i].min_allocs)
+            fail_msg("%s: only %ld allocations", ops[i].name, fa.calls);
+        walk_failures(ops[i].name, ops[i].op);
+        assert_int_equal(fa.live, live0);
+    }
+    assert_true(fa.failed > 0);
+}
+
+/* The seam really routes jansson: a JSON call with a failing allocator
+ * reaches our allocator and reports SB_NOMEM, never SB_INVALID. */
+static void test_alloc_jansson_routed(void **state)
+{
+    (void)state;
+    fa.nth = 1;
+    fa.calls = 0;
+    sb_error e = junk_error();
+    int rc = sb__headers_validate("{\"a\":\"b\"}", 9, &e);
+    assert_int_equal(rc, SB_NOMEM);
+    assert_int_equal(e.code, SB_NOMEM);
+    assert_true(fa.calls >= 1);
+    fa.nth = 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strerror_every_code),
+        cmocka_unit_test(test_is_transient),
+        cmocka_unit_test(test_err_fields),
+        cmocka_unit_test(test_strlcpy),
+        cmocka_unit_test(test_duration_ok),
+        cmocka_unit_test(test_duration_rejected),
+        cmocka_unit_test(test_size_ok),
+        cmocka_unit_test(test_size_rejected),
+        cmocka_unit_test(test_queue_name),
+        cmocka_unit_test(test_utf8_valid_lengths),
+        cmocka_unit_test(test_identifier),
+        cmocka_unit_test(test_uuid7_format),
+        cmocka_unit_test(test_uuid7_distinct),
+        cmocka_unit_test(test_uuid_normalize),
+        cmocka_unit_test(test_buf_basic),
+        cmocka_unit_test(test_buf_cap),
+        cmocka_unit_test(test_headers_validate),
+        cmocka_unit_test(test_headers_limit),
+        cmocka_unit_test(test_headers_get),
+        cmocka_unit_test(test_headers_merge),
+        cmocka_unit_test(test_headers_parse),
+        cmocka_unit_test(test_headers_without),
+        cmocka_unit_test(test_jitter),
+        cmocka_unit_test(test_clocks),
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_log),
+        cmocka_unit_test(test_alloc_helpers),
+        cmocka_unit_test_setup_teardown(test_alloc_fail_nth, fa_setup,
+                                        fa_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_jansson_routed, fa_setup,
+                                        fa_teardown),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
