@@ -12,6 +12,13 @@ struct sb_listener {
     PGconn *pg;
 };
 
+/* Server notices ("terminating connection ...") are not ours to print. */
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 int sb__listener_open(const sb_db_config *cfg, const char *channel,
                       sb_listener **out, sb_error *err)
 {
@@ -22,6 +29,7 @@ int sb__listener_open(const sb_db_config *cfg, const char *channel,
     if (l == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     l->pg = PQconnectdb(cfg->target);
+    PQsetNoticeProcessor(l->pg, quiet, NULL);
     if (PQstatus(l->pg) != CONNECTION_OK) {
         sb__err(err, SB_UNAVAILABLE, NULL, "listen: %s",
                 PQerrorMessage(l->pg));
