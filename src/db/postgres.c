@@ -359,15 +359,17 @@ static int cache_slot(pg_conn *pc, pg_stmt **out, sb_error *err)
 }
 
 /* Parameter types declared at prepare time: integers as int8 and blobs as
- * bytea, so a parameter the statement does not use (the host clock that
- * only SQLite needs) is still valid; text and NULL as text. The SQL casts
- * where it needs another type (`$1::uuid`). */
+ * bytea, so an integer parameter the statement does not use (the host
+ * clock that only SQLite needs) is still valid. Text and NULL are left for
+ * the server to infer from the SQL (0), so they may go into any column
+ * type; every statement must therefore use each of its text and NULL
+ * parameters. */
 static Oid param_type(const sb_value *v)
 {
     switch (v->type) {
     case SB_V_INT: return 20;  /* int8 */
     case SB_V_BLOB: return 17; /* bytea */
-    default: return 25;        /* text */
+    default: return 0;         /* inferred */
     }
 }
 

@@ -73,7 +73,7 @@ const sb_sql_templates sb__sql_postgres = {
     .dlq_insert =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
-        "VALUES ($1::uuid, $2, $9, $3, now(), now(), $10, $5, $4) "
+        "VALUES ($1::uuid, $2, $7, $3, now(), now(), $8, $5, $4) "
         "ON CONFLICT (id) DO NOTHING",
     .delete_any = "DELETE FROM {p}messages WHERE id = $1::uuid AND "
                   "($2::uuid IS NULL OR lock_id = $2::uuid)",

@@ -63,7 +63,7 @@ const sb_sql_templates sb__sql_sqlite = {
     .dlq_insert =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
-        "VALUES ($1, $2, $9, $3, $6, $6, $10, $5, $4) "
+        "VALUES ($1, $2, $7, $3, $6, $6, $8, $5, $4) "
         "ON CONFLICT (id) DO NOTHING",
     .delete_any = "DELETE FROM {p}messages WHERE id = $1 AND "
                   "($2 IS NULL OR lock_id = $2)",

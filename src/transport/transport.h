@@ -25,7 +25,7 @@ typedef struct sb_transport_sql {
     char *dead_letter;  /* insert copy: $1 new id, $2 dlq, $3 headers,
                            $4 reason, $5 err, $6 now_us, $7 id, $8 lock_id */
     char *dlq_insert;   /* insert a DLQ row from bytes (early-ack mode):
-                           $1..$6 as dead_letter, $9 payload, $10 attempts */
+                           $1..$6 as dead_letter, $7 payload, $8 attempts */
     char *delete_any;   /* $1 id, $2 lock_id or NULL */
     char *pending;      /* any ready or leased row of $1 at $2 now_us */
     char *stats;        /* per-queue counts at $1 now_us */

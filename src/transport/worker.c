@@ -155,14 +155,13 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
             return rc;
         char id[37];
         sb__uuid7_at(id, sb__wall_us() / 1000);
-        sb_value p[10] = {sb__v_text(id), sb__v_text(bus->dlq),
-                          sb__v_text(headers), sb__v_text(f.reason),
-                          sb__v_text(f.exception_message),
-                          sb__v_int(sb__bus_now_us(bus)), sb__v_null(),
-                          sb__v_null(),
-                          sb__v_blob(d->msg->payload, d->msg->payload_len),
-                          sb__v_int(d->msg->attempts)};
-        rc = sb__query(c, bus->sql->dlq_insert, p, 10, NULL, NULL, err);
+        sb_value p[8] = {sb__v_text(id), sb__v_text(bus->dlq),
+                         sb__v_text(headers), sb__v_text(f.reason),
+                         sb__v_text(f.exception_message),
+                         sb__v_int(sb__bus_now_us(bus)),
+                         sb__v_blob(d->msg->payload, d->msg->payload_len),
+                         sb__v_int(d->msg->attempts)};
+        rc = sb__query(c, bus->sql->dlq_insert, p, 8, NULL, NULL, err);
         sb__free(headers);
         return rc;
     }
@@ -239,14 +238,13 @@ static void after_commit(sb_worker *w, cycle *x)
     sb_delivery *d = x->settle;
     while (d != NULL) {
         sb_delivery *next = d->next;
-        switch (d->outcome < 0 ? -d->outcome : d->outcome) {
+        switch (d->outcome) {
         case OUT_ACK: atomic_fetch_add(&w->acked, 1); break;
         case OUT_NAK: atomic_fetch_add(&w->naked, 1); break;
         case OUT_HANDBACK: atomic_fetch_add(&w->handed_back, 1); break;
-        default: atomic_fetch_add(&w->dead, 1); break;
+        case OUT_DEAD: atomic_fetch_add(&w->dead, 1); break;
+        default: atomic_fetch_add(&w->lost, 1); break; /* fence gone */
         }
-        if (d->outcome < 0)
-            atomic_fetch_add(&w->lost, 1);
         if (w->early && d->outcome == OUT_DEAD &&
             w->o.on_background_failure != NULL) {
             sb_failure f = failure_of(d);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct fixture {
     const char *prefix;
@@ -549,6 +551,57 @@ static void test_dlq_operations(void **state)
     sb_close(rb);
 }
 
+
+/* T6: several processes starting at once on an empty database create the
+ * schema once, under the lock, and all of them open successfully. */
+static void test_concurrent_first_start(void **state)
+{
+    fixture *f = *state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pids[4];
+    for (int i = 0; i < 4; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            close(go[1]);
+            char c;
+            if (read(go[0], &c, 1) < 0)
+                _exit(3);
+            sb_options o;
+            memset(&o, 0, sizeof o);
+            o.url = sbt_url();
+            o.table_prefix = prefix;
+            sb_bus *bus = NULL;
+            sb_error err;
+            int rc = sb_open(&o, &bus, &err);
+            if (rc != SB_OK)
+                fprintf(stderr, "child %d: %s\n", i, err.message);
+            sb_outgoing m = {NULL, "x", 1, NULL, 0};
+            if (rc == SB_OK)
+                rc = sb_publish(bus, NULL, "q", &m, NULL, &err);
+            sb_close(bus);
+            _exit(rc == SB_OK ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* EOF releases all children at once */
+    for (int i = 0; i < 4; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    sbt_ok(sb_schema_verify(bus, &err), &err, "verify");
+    assert_int_equal(sbt_count(bus, "q"), 4);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+    (void)f;
+}
+
 int main(void)
 {
     sbt_init();
@@ -575,6 +628,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_schema_verification, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dlq_operations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_first_start, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }

@@ -537,6 +537,142 @@ static void test_sigkill_mid_handler(void **state)
     sb_close(bus);
 }
 
+
+typedef struct waiter_ctx {
+    atomic_int handled;
+    atomic_int cancelled_seen;
+    atomic_int started;
+} waiter_ctx;
+
+static int note_handler(sb_delivery *d, void *user)
+{
+    (void)d;
+    waiter_ctx *c = user;
+    atomic_fetch_add(&c->handled, 1);
+    return SB_OK;
+}
+
+static int wait_handled(waiter_ctx *c, int n, int seconds)
+{
+    for (int i = 0; i < seconds * 100 && atomic_load(&c->handled) < n; i++)
+        sbt_sleep_ms(10);
+    return atomic_load(&c->handled);
+}
+
+/* T13: a publish wakes an idle worker of the same bus at once. The worker
+ * polls only every 10 minutes, so only the in-process wake can deliver the
+ * message within the test's bounded wait. */
+static void test_wake_in_process(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    waiter_ctx c;
+    memset(&c, 0, sizeof c);
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.empty_poll_ms = 600000;
+    o.max_poll_ms = 600000;
+    sb_worker *w = start(bus, "q", 1, note_handler, &c, &o);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sbt_publish_n(bus, "q", 1, NULL);
+    assert_int_equal(wait_handled(&c, 1, 30), 1);
+    sb_worker_free(w);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T13: on PostgreSQL a publish from another connection pool (another
+ * process or host) wakes the worker through NOTIFY; polling is 10 minutes
+ * away. A delayed publish sends no wake. */
+static void test_wake_notify(void **state)
+{
+    (void)state;
+    if (!sbt_is_pg())
+        skip(); /* SQLite workers in other processes wake by polling */
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_bus *other = sbt_open(prefix, NULL);
+    waiter_ctx c;
+    memset(&c, 0, sizeof c);
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.empty_poll_ms = 600000;
+    o.max_poll_ms = 600000;
+    sb_worker *w = start(bus, "q", 1, note_handler, &c, &o);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sbt_sleep_ms(300); /* let the LISTEN connection come up */
+    sbt_publish_n(other, "q", 1, NULL);
+    assert_int_equal(wait_handled(&c, 1, 30), 1);
+    /* A NOTIFY for another queue does not deliver this one's delayed row. */
+    sb_outgoing late = {NULL, "x", 1, NULL, 200};
+    sb_error err;
+    sbt_ok(sb_publish(other, NULL, "q", &late, NULL, &err), &err, "delayed");
+    sbt_publish_n(other, "elsewhere", 1, NULL);
+    sbt_sleep_ms(1000);
+    assert_int_equal(atomic_load(&c.handled), 1);
+    sb_worker_free(w);
+    sb_close(other);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+static int cancel_aware_handler(sb_delivery *d, void *user)
+{
+    waiter_ctx *c = user;
+    atomic_store(&c->started, 1);
+    for (int i = 0; i < 1000 && !sb_delivery_cancelled(d); i++)
+        sbt_sleep_ms(10);
+    if (sb_delivery_cancelled(d))
+        atomic_store(&c->cancelled_seen, 1);
+    return SB_OK;
+}
+
+/* T16: when the fence no longer matches (another consumer took the row),
+ * renewal stops, the handler is told, and its ack is a no-op counted as a
+ * lost lease. */
+static void test_lost_lease_is_reported(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    waiter_ctx c;
+    memset(&c, 0, sizeof c);
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.lease_ms = 300;
+    sb_worker *w = start(bus, "q", 1, cancel_aware_handler, &c, &o);
+    while (!atomic_load(&c.started))
+        sbt_sleep_ms(5);
+    /* Simulate a lapse and a re-claim by someone else. */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "UPDATE %smessages SET locked_until = NULL, lock_id = NULL, "
+             "available_at = %s",
+             prefix, sbt_is_pg() ? "now()" : "0");
+    sbt_exec(bus, sql);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "q", 1, 60000, &m, &n, &err), &err, "steal");
+    assert_int_equal(n, 1);
+    sb_worker_stats st;
+    assert_int_equal(sb_worker_wait_idle(w, 100), SB_TIMEOUT);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(atomic_load(&c.cancelled_seen), 1);
+    assert_int_equal(st.lost_leases, 1);
+    assert_int_equal(st.acked, 0);
+    /* The thief still holds it and can ack it. */
+    sbt_ok(sb_ack(bus, NULL, m[0], &err), &err, "thief ack");
+    sb_msg_free_array(m, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -549,6 +685,9 @@ int main(void)
         cmocka_unit_test(test_ack_after_enqueue),
         cmocka_unit_test(test_processes_exactly_once),
         cmocka_unit_test(test_sigkill_mid_handler),
+        cmocka_unit_test(test_wake_in_process),
+        cmocka_unit_test(test_wake_notify),
+        cmocka_unit_test(test_lost_lease_is_reported),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }
