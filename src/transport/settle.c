@@ -137,6 +137,74 @@ int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
     return rc;
 }
 
+/* Run a set-based statement over `msgs`: ids and lock ids go as two
+ * PostgreSQL array literals; the returned ids are the ones still fenced. */
+static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
+                   sb_msg *const *msgs, size_t n, int64_t lease_ms, int *lost,
+                   sb_error *err)
+{
+    sb_buf ids, locks;
+    sb__buf_init(&ids, 64 + n * 40);
+    sb__buf_init(&locks, 64 + n * 40);
+    sb__buf_puts(&ids, "{");
+    sb__buf_puts(&locks, "{");
+    for (size_t i = 0; i < n; i++) {
+        sb__buf_printf(&ids, "%s%s", i ? "," : "", msgs[i]->id);
+        sb__buf_printf(&locks, "%s%s", i ? "," : "", msgs[i]->lock_id);
+        lost[i] = 1;
+    }
+    sb__buf_puts(&ids, "}");
+    sb__buf_puts(&locks, "}");
+    int rc = ids.failed ? ids.failed : locks.failed;
+    sb_rows *rows = NULL;
+    if (rc == SB_OK) {
+        sb_value p[4] = {sb__v_text(ids.data), sb__v_text(locks.data),
+                         sb__v_int(sb__bus_now_us(bus)), sb__v_int(lease_ms)};
+        rc = sb__query(c, sql, p, lease_ms >= 0 ? 4 : 2, &rows, NULL, err);
+    } else {
+        sb__err(err, rc, NULL, "out of memory");
+    }
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        const char *id = sb__rows_text(rows, r, 0);
+        for (size_t i = 0; id != NULL && i < n; i++)
+            if (strcmp(msgs[i]->id, id) == 0)
+                lost[i] = 0;
+    }
+    sb__rows_free(rows);
+    sb__buf_free(&ids);
+    sb__buf_free(&locks);
+    return rc;
+}
+
+int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                    int *lost, sb_error *err)
+{
+    if (n > 1 && bus->sql->ack_many != NULL)
+        return many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
+    for (size_t i = 0; i < n; i++) {
+        int rc = sb__ack_on(bus, c, msgs[i], err);
+        lost[i] = rc == SB_LOST_LEASE;
+        if (rc != SB_OK && rc != SB_LOST_LEASE)
+            return rc;
+    }
+    return SB_OK;
+}
+
+int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                      int64_t lease_ms, int *lost, sb_error *err)
+{
+    if (n > 1 && bus->sql->renew_many != NULL)
+        return many_on(bus, c, bus->sql->renew_many, msgs, n, lease_ms, lost,
+                       err);
+    for (size_t i = 0; i < n; i++) {
+        int rc = sb__renew_on(bus, c, msgs[i], lease_ms, err);
+        lost[i] = rc == SB_LOST_LEASE;
+        if (rc != SB_OK && rc != SB_LOST_LEASE)
+            return rc;
+    }
+    return SB_OK;
+}
+
 /* One-shot wrappers: each runs its statement in its own transaction,
  * retried on transient faults (fenced statements are safe to repeat). */
 typedef struct settle_ctx {

@@ -79,6 +79,8 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->nak = subst(t->nak, prefix, &rc);
     s->hand_back = subst(t->hand_back, prefix, &rc);
     s->renew = subst(t->renew, prefix, &rc);
+    s->ack_many = subst(t->ack_many, prefix, &rc);
+    s->renew_many = subst(t->renew_many, prefix, &rc);
     s->dead_letter = subst(t->dead_letter, prefix, &rc);
     s->dlq_insert = subst(t->dlq_insert, prefix, &rc);
     s->delete_any = subst(t->delete_any, prefix, &rc);
@@ -106,6 +108,7 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->insert[1], &s->insert[2],   &s->claim,
                     &s->claim_delete, &s->ack,      &s->nak,
                     &s->hand_back, &s->renew,       &s->dead_letter,
+                    &s->ack_many,  &s->renew_many,
                     &s->dlq_insert, &s->delete_any, &s->pending,
                     &s->stats,     &s->dlq_stats,   &s->dlq_list,
                     &s->prune,     &s->columns,     &s->indexes,

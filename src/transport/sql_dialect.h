@@ -11,6 +11,7 @@ typedef struct sb_sql_templates {
     const char *ddl, *lock;
     const char *insert_head, *insert_row, *insert_tail;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
+    const char *ack_many, *renew_many; /* set-based forms, or NULL */
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
     const char *stats, *dlq_stats, *dlq_list, *prune;
     const char *columns, *indexes, *notify;

@@ -54,6 +54,13 @@ const sb_sql_templates sb__sql_postgres = {
         "RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "
         "m.created_at, m.queue",
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .ack_many = "DELETE FROM {p}messages m USING unnest($1::uuid[], "
+                "$2::uuid[]) AS x(id, lock_id) WHERE m.id = x.id AND "
+                "m.lock_id = x.lock_id RETURNING m.id",
+    .renew_many = "UPDATE {p}messages m SET locked_until = now() + $4::int8 " MS
+                  ", available_at = now() + $4::int8 " MS " FROM "
+                  "unnest($1::uuid[], $2::uuid[]) AS x(id, lock_id) WHERE "
+                  "m.id = x.id AND m.lock_id = x.lock_id RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1::uuid AND lock_id = $2::uuid",

@@ -45,6 +45,8 @@ const sb_sql_templates sb__sql_sqlite = {
         "ORDER BY available_at, created_at LIMIT $5) "
         "RETURNING id, payload, headers, attempts + 1, $4, created_at, queue",
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2",
+    .ack_many = NULL, /* statements cost no round trip in-process */
+    .renew_many = NULL,
     .nak = "UPDATE {p}messages SET available_at = $3 + $4 * 1000, "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1 AND lock_id = $2",

@@ -22,6 +22,8 @@ typedef struct sb_transport_sql {
     char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
     char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
     char *renew;        /* $1 id, $2 lock_id, $3 now_us, $4 lease_ms */
+    char *ack_many;     /* $1 ids, $2 lock ids (arrays); RETURNING id */
+    char *renew_many;   /* as ack_many, $3 now_us, $4 lease_ms */
     char *dead_letter;  /* insert copy: $1 new id, $2 dlq, $3 headers,
                            $4 reason, $5 err, $6 now_us, $7 id, $8 lock_id */
     char *dlq_insert;   /* insert a DLQ row from bytes (early-ack mode):
@@ -137,6 +139,13 @@ int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
                  sb_error *err);
 int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
                        const sb_failure *f, int fenced, sb_error *err);
+/* Ack or renew many messages: `lost[i]` is set for each whose fence no
+ * longer matched. One statement where the backend has a set-based form
+ * (one round trip on PostgreSQL), else one per message. */
+int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                    int *lost, sb_error *err);
+int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                      int64_t lease_ms, int *lost, sb_error *err);
 /* True if `queue` holds a ready or leased message. */
 int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
                    sb_error *err);

@@ -46,6 +46,11 @@ struct sb_worker {
     int64_t next_poll_us, poll_delay_us, outage_delay_us;
     int64_t stop_deadline_us;
     int64_t last_cycle_us; /* written by the pump only */
+    /* the pump's scratch arrays, `slots` entries each (allocated at start
+     * so the pump never fails for memory) */
+    sb_delivery **renew_buf, **ack_buf;
+    sb_msg **msgs_buf;
+    int *renew_lost_buf, *lost_buf;
     sb_waker waker;
     atomic_llong acked, naked, dead, lost, handed_back;
 };
@@ -121,6 +126,10 @@ typedef struct cycle {
     int probe;     /* ask whether anything is pending */
     int pending;
     int *renew_lost;
+    /* scratch for set-based settlement, `slots` entries each */
+    sb_msg **msgs;
+    sb_delivery **ack_d;
+    int *lost;
 } cycle;
 
 static sb_failure failure_of(const sb_delivery *d)
@@ -178,31 +187,44 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
     }
 }
 
+static void note_lost(sb_worker *w, sb_delivery *d)
+{
+    /* Logged, not fatal: another consumer owns the row now. */
+    sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+            "message %s: lease lost before settlement; it will be "
+            "redelivered",
+            d->msg->id);
+    d->outcome = -d->outcome;
+}
+
 static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     cycle *x = vctx;
     sb_worker *w = x->w;
     int rc = SB_OK;
+    size_t n_acks = 0;
     for (sb_delivery *d = x->settle; rc == SB_OK && d; d = d->next) {
+        if (d->outcome == OUT_ACK && !w->early) {
+            x->ack_d[n_acks] = d;
+            x->msgs[n_acks++] = d->msg; /* acks go in one statement below */
+            continue;
+        }
         rc = settle_one(w, c, d, err);
         if (rc == SB_LOST_LEASE) {
-            /* Logged, not fatal: another consumer owns the row now. */
-            sb__log(&w->bus->log, SB_LOG_WARN, "worker",
-                    "message %s: lease lost before settlement; it will be "
-                    "redelivered",
-                    d->msg->id);
-            d->outcome = -d->outcome;
+            note_lost(w, d);
             rc = SB_OK;
         }
     }
-    for (int i = 0; rc == SB_OK && i < x->n_renew; i++) {
-        x->renew_lost[i] = 0;
-        rc = sb__renew_on(w->bus, c, x->renew[i]->msg, w->o.lease_ms, err);
-        if (rc == SB_LOST_LEASE) {
-            x->renew_lost[i] = 1;
-            rc = SB_OK;
-        }
-    }
+    if (rc == SB_OK && n_acks > 0)
+        rc = sb__ack_many_on(w->bus, c, x->msgs, n_acks, x->lost, err);
+    for (size_t i = 0; rc == SB_OK && i < n_acks; i++)
+        if (x->lost[i])
+            note_lost(w, x->ack_d[i]);
+    for (int i = 0; i < x->n_renew; i++)
+        x->msgs[i] = x->renew[i]->msg;
+    if (rc == SB_OK && x->n_renew > 0)
+        rc = sb__renew_many_on(w->bus, c, x->msgs, (size_t)x->n_renew,
+                               w->o.lease_ms, x->renew_lost, err);
     sb_msg_free_array(x->claimed, x->n_claimed);
     x->claimed = NULL;
     x->n_claimed = 0;
@@ -337,8 +359,11 @@ static void *pump_main(void *arg)
     cycle x;
     memset(&x, 0, sizeof x);
     x.w = w;
-    x.renew = sb__calloc((size_t)w->slots, sizeof *x.renew);
-    x.renew_lost = sb__calloc((size_t)w->slots, sizeof *x.renew_lost);
+    x.renew = w->renew_buf;
+    x.renew_lost = w->renew_lost_buf;
+    x.msgs = w->msgs_buf;
+    x.ack_d = w->ack_buf;
+    x.lost = w->lost_buf;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         int64_t now = sb__mono_us();
@@ -438,8 +463,6 @@ static void *pump_main(void *arg)
     pthread_cond_broadcast(&w->idle_cv);
     pthread_cond_broadcast(&w->handler_cv);
     pthread_mutex_unlock(&w->mu);
-    sb__free(x.renew);
-    sb__free(x.renew_lost);
     return NULL;
 }
 
@@ -570,6 +593,17 @@ static int check_options(const sb_worker_options *o, sb_error *err)
     return SB_OK;
 }
 
+static void free_buffers(sb_worker *w)
+{
+    sb__free(w->handlers);
+    sb__free(w->queue);
+    sb__free(w->renew_buf);
+    sb__free(w->ack_buf);
+    sb__free(w->msgs_buf);
+    sb__free(w->renew_lost_buf);
+    sb__free(w->lost_buf);
+}
+
 static void apply_defaults(sb_worker_options *o)
 {
     if (o->concurrency == 0)
@@ -624,9 +658,16 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     w->slots = w->early ? w->o.background_capacity : w->o.concurrency;
     w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;
     w->handlers = sb__calloc((size_t)w->n_handlers, sizeof *w->handlers);
-    if (w->queue == NULL || w->handlers == NULL) {
-        sb__free(w->queue);
-        sb__free(w->handlers);
+    size_t k = (size_t)w->slots;
+    w->renew_buf = sb__calloc(k, sizeof *w->renew_buf);
+    w->ack_buf = sb__calloc(k, sizeof *w->ack_buf);
+    w->msgs_buf = sb__calloc(k, sizeof *w->msgs_buf);
+    w->renew_lost_buf = sb__calloc(k, sizeof *w->renew_lost_buf);
+    w->lost_buf = sb__calloc(k, sizeof *w->lost_buf);
+    if (w->queue == NULL || w->handlers == NULL || w->renew_buf == NULL ||
+        w->ack_buf == NULL || w->msgs_buf == NULL ||
+        w->renew_lost_buf == NULL || w->lost_buf == NULL) {
+        free_buffers(w);
         sb__free(w);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
@@ -755,8 +796,7 @@ void sb_worker_free(sb_worker *w)
     pthread_cond_destroy(&w->pump_cv);
     pthread_cond_destroy(&w->handler_cv);
     pthread_cond_destroy(&w->idle_cv);
-    sb__free(w->handlers);
-    sb__free(w->queue);
+    free_buffers(w);
     sb__free(w);
 }
 

@@ -3,6 +3,7 @@
  * run once per backend by ctest. Each test names the rules it proves.
  */
 #include "harness.h"
+#include "transport/transport.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -602,6 +603,45 @@ static void test_concurrent_first_start(void **state)
     (void)f;
 }
 
+
+/* T24: set-based settlement stays fenced per message: of three claimed
+ * messages whose leases were taken over for one, acking all three in one
+ * statement deletes two and reports the third lost; renewing likewise. */
+static void test_batched_settlement_fenced(void **state)
+{
+    fixture *f = *state;
+    sbt_publish_n(f->bus, "q", 3, NULL);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(f->bus, "q", 3, 30000, &m, &n, &err), &err, "claim");
+    assert_int_equal(n, 3);
+    /* Another consumer takes over message 1. */
+    char sql[300];
+    const char *cast = sbt_is_pg() ? "::uuid" : "";
+    snprintf(sql, sizeof sql,
+             "UPDATE %smessages SET lock_id = "
+             "'00000000-0000-7000-8000-000000000001'%s WHERE id = '%s'%s",
+             f->prefix, cast, sb_msg_id(m[1]), cast);
+    sbt_exec(f->bus, sql);
+    int lost[3] = {-1, -1, -1};
+    sb_tx *tx = NULL;
+    sbt_ok(sb_tx_begin(f->bus, &tx, &err), &err, "begin");
+    sbt_ok(sb__renew_many_on(f->bus, tx->conn, m, 3, 60000, lost, &err), &err,
+           "renew many");
+    assert_int_equal(lost[0], 0);
+    assert_int_equal(lost[1], 1);
+    assert_int_equal(lost[2], 0);
+    sbt_ok(sb__ack_many_on(f->bus, tx->conn, m, 3, lost, &err), &err,
+           "ack many");
+    sbt_ok(sb_tx_commit(tx, &err), &err, "commit");
+    assert_int_equal(lost[0], 0);
+    assert_int_equal(lost[1], 1);
+    assert_int_equal(lost[2], 0);
+    assert_int_equal(sbt_count(f->bus, "q"), 1);
+    sb_msg_free_array(m, n);
+}
+
 int main(void)
 {
     sbt_init();
@@ -629,6 +669,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dlq_operations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_first_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_batched_settlement_fenced, setup,
                                         teardown),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
