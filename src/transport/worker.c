@@ -307,7 +307,9 @@ static void after_commit(sb_worker *w, cycle *x)
     x->claimed = NULL;
     if (x->n_claimed > 0) {
         w->idle = 0;
-        pthread_cond_broadcast(&w->handler_cv);
+        /* Wake one handler per delivery, not the whole herd. */
+        for (size_t i = 0; i < x->n_claimed && i < (size_t)w->n_handlers; i++)
+            pthread_cond_signal(&w->handler_cv);
         w->poll_delay_us = 0;
         w->next_poll_us = 0;
     } else if (x->claim_max > 0) {
