@@ -214,8 +214,19 @@ int sb__headers_without(const char *json, const char *const *keys, size_t n,
                          err);
     if (rc != SB_OK)
         return rc;
-    for (size_t i = 0; i < n; i++)
-        json_object_del(root, keys[i]);
+    /* Keys compare case-insensitively, as in sb__headers_get and merge. */
+    const char *key;
+    json_t *val;
+    void *tmp;
+    json_object_foreach_safe(root, tmp, key, val)
+    {
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(key, keys[i]) == 0) {
+                json_object_del(root, key);
+                break;
+            }
+        }
+    }
     unsigned long fails = sb__alloc_failures();
     *out = json_dumps(root, JSON_COMPACT);
     if (*out != NULL && sb__alloc_failures() != fails) {

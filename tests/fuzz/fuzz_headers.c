@@ -1,13 +1,16 @@
 /*
  * fuzz_headers.c - libFuzzer target for the JSON headers façade:
- * sb__headers_validate, sb__headers_get and sb__headers_merge.
+ * sb__headers_validate, sb__headers_get, sb__headers_merge and
+ * sb__headers_parse / sb__headers_without.
  *
  * Invariants: validate reads only `size` bytes (the input is passed in an
  * exact-size copy so ASan sees any overread) and answers SB_OK or
  * SB_INVALID naming "headers"; headers that validate can always be merged;
  * a merge result validates, re-merges to the same text, and returns the
  * values just set, case-insensitively; invalid UTF-8 values are replaced,
- * never stored.
+ * never stored. Every pair sb__headers_parse returns is found by
+ * sb__headers_get, and removing all of them with sb__headers_without
+ * leaves no string-valued header.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -121,6 +124,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strcmp(again, merged) == 0);
         sb__free(again);
         sb__free(merged);
+    }
+
+    char **pairs = NULL;
+    size_t npairs = 99;
+    int prc = sb__headers_parse(text, &pairs, &npairs);
+    CHECK(prc == SB_OK || prc == SB_INVALID);
+    if (prc != SB_OK) {
+        CHECK(pairs == NULL && npairs == 0);
+    } else {
+        CHECK(pairs != NULL && pairs[2 * npairs] == NULL);
+        for (size_t i = 0; i < npairs; i++) {
+            char *v = sb__headers_get(text, pairs[2 * i]);
+            CHECK(v != NULL);
+            sb__free(v);
+        }
+        char *rest = NULL;
+        int wrc = sb__headers_without(text, (const char *const *)pairs,
+                                      2 * npairs, &rest, NULL);
+        /* (keys and values both listed: removing a value name is harmless) */
+        CHECK(wrc == SB_OK || wrc == SB_INVALID);
+        if (vrc == SB_OK && !has_nul)
+            CHECK(wrc == SB_OK);
+        if (wrc == SB_OK) {
+            char **left = NULL;
+            size_t nleft = 99;
+            CHECK(sb__headers_parse(rest, &left, &nleft) == SB_OK);
+            CHECK(nleft == 0);
+            sb__headers_free(left, nleft);
+            sb__free(rest);
+        } else {
+            CHECK(rest == NULL);
+        }
+        sb__headers_free(pairs, npairs);
     }
 
     free(raw);
