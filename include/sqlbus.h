@@ -401,8 +401,9 @@ typedef struct sb_worker_options {
     void *user;
     int concurrency;           /* handler threads (default 1, max 256) */
     int64_t lease_ms;          /* default 30000 */
-    int max_attempts;          /* default 5; -1 = unlimited */
-    int64_t redelivery_delay_ms; /* nak delay (default 5000) */
+    int max_attempts;          /* 0 = default 5; -1 = unlimited */
+    int64_t redelivery_delay_ms; /* nak delay (0 = default 5000;
+                                    -1 = redeliver at once) */
     double redelivery_factor;  /* > 1: exponential back-off per attempt */
     int64_t redelivery_max_ms; /* cap of the exponential delay (300000) */
     int64_t empty_poll_ms;     /* first poll delay when empty (250) */

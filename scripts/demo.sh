@@ -9,7 +9,8 @@ sqlbus=${1:-build/sqlbus}
 db=./sqlbus.db
 export SQLBUS_DB="sqlite:$db"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 
 step "Start from an empty database ($db)"
 rm -f "$db" "$db-wal" "$db-shm" "$db-journal"

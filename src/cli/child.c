@@ -41,6 +41,8 @@ static const struct {
     {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGSYS, "SIGSYS"},
 };
 
+/* Name of a signal from a fixed table (strsignal is neither stable nor
+ * thread-safe). Static string or NULL. Thread-safe. */
 const char *cli_signal_name(int sig)
 {
     for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
@@ -290,6 +292,10 @@ static void supervise(run_state *s, pid_t pid)
     int64_t term_at = 0, exited_at = 0;
     int killing = 0; /* 0 no, 1 SIGTERM sent, 2 SIGKILL sent */
     int exited = 0, status = 0;
+    /* With every pipe at EOF there is nothing to poll: the child is
+     * usually a moment away from being reapable, so check again soon,
+     * backing off to the full slice. */
+    int nap_ms = 1;
 
     if (spec->input_len == 0)
         close_fd(&s->in_fd);
@@ -326,6 +332,10 @@ static void supervise(run_state *s, pid_t pid)
             killing = 2;
         }
         int wait_ms = POLL_SLICE_MS;
+        if (s->in_fd < 0 && s->out_fd < 0 && s->err_fd < 0) {
+            wait_ms = nap_ms;
+            nap_ms = nap_ms * 2 < POLL_SLICE_MS ? nap_ms * 2 : POLL_SLICE_MS;
+        }
         if (!exited && killing == 0 && (deadline - now) / 1000 < wait_ms)
             wait_ms = (int)((deadline - now) / 1000) + 1;
         poll_once(s, wait_ms);
@@ -347,6 +357,8 @@ static void supervise(run_state *s, pid_t pid)
     res->elapsed_ms = (sb__mono_us() - start) / 1000;
 }
 
+/* Run one handler command to completion (see cli.h). `res` is always
+ * filled; free it with cli_child_result_free. Thread-safe. */
 void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -378,6 +390,7 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
     sb__free(s);
 }
 
+/* Release what cli_child_run allocated in `res` (not `res` itself). */
 void cli_child_result_free(cli_child_result *res)
 {
     sb__buf_free(&res->out);

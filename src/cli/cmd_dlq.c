@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+/* Shared flag parser of the dlq subcommands; pointers in `a` borrow from
+ * argv. Returns CLI_OK, an exit code, or -1 after --help. */
 int cli_dlq_parse(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
                   const char *usage, cli_dlq_args *a)
 {
@@ -130,6 +132,8 @@ static int cmd_purge(cli_ctx *ctx, int argc, char **argv)
                 sb_dlq_purge);
 }
 
+/* `sqlbus dlq SUBCOMMAND ...`: dispatch to list, show, requeue or purge.
+ * Returns an exit code. */
 int cli_cmd_dlq(cli_ctx *ctx, int argc, char **argv)
 {
     static const struct {

@@ -299,6 +299,7 @@ static int publish_lines(const cli_ctx *ctx, sb_bus *bus, const pub_opts *o,
     return rc;
 }
 
+/* `sqlbus publish` (T29): returns an exit code; ids go to stdout. */
 int cli_cmd_publish(cli_ctx *ctx, int argc, char **argv)
 {
     pub_opts o;

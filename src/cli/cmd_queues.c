@@ -46,6 +46,7 @@ static int print_table(const sb_queue_stats *q, size_t n)
     return rc;
 }
 
+/* `sqlbus queues [--json]` (T31): returns an exit code. */
 int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
 {
     static const struct option longopts[] = {

@@ -104,6 +104,8 @@ static int schema_check(cli_ctx *ctx, int argc, char **argv, int migrate)
     return rc;
 }
 
+/* `sqlbus schema print|verify|migrate` (T33): returns an exit code (3 on a
+ * missing or wrong schema). */
 int cli_cmd_schema(cli_ctx *ctx, int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 ||

@@ -161,6 +161,8 @@ static void summary(const cli_ctx *ctx, const sb_worker *w, int64_t start)
               (long long)st.handed_back, took);
 }
 
+/* `sqlbus work` (T30): runs until a signal (or, with --once, until the
+ * queue is idle), then stops the worker gracefully. Returns an exit code. */
 int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
 {
     work_opts o = {.concurrency = 1, .max_attempts = 5,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Record a global option in ctx; 1 if `c` was one, else 0. */
 int cli_global_option(cli_ctx *ctx, int c, const char *arg)
 {
     switch (c) {
@@ -33,6 +34,8 @@ static const char *cmd_name(const cli_ctx *ctx)
     return ctx->cmd != NULL ? ctx->cmd : "";
 }
 
+/* Print a usage error naming the command, plus a hint to its --help.
+ * Returns CLI_USAGE. */
 int cli_usage_error(const cli_ctx *ctx, const char *fmt, ...)
 {
     char msg[1024];
@@ -47,6 +50,8 @@ int cli_usage_error(const cli_ctx *ctx, const char *fmt, ...)
     return CLI_USAGE;
 }
 
+/* Explain a getopt_long failure ('?' unknown, ':' missing value). Returns
+ * CLI_USAGE. */
 int cli_bad_option(const cli_ctx *ctx, int c, char **argv)
 {
     const char *arg = optind > 0 ? argv[optind - 1] : "?";
@@ -57,6 +62,7 @@ int cli_bad_option(const cli_ctx *ctx, int c, char **argv)
     return cli_usage_error(ctx, "unknown option %s", arg);
 }
 
+/* Print "sqlbus: MESSAGE" on stderr, always. */
 void cli_errorf(const char *fmt, ...)
 {
     char msg[2048];
@@ -67,6 +73,7 @@ void cli_errorf(const char *fmt, ...)
     fprintf(stderr, "sqlbus: %s\n", msg);
 }
 
+/* Print "sqlbus: MESSAGE" on stderr unless -q. */
 void cli_notef(const cli_ctx *ctx, const char *fmt, ...)
 {
     if (ctx->verbosity < 0)
@@ -79,6 +86,7 @@ void cli_notef(const cli_ctx *ctx, const char *fmt, ...)
     fprintf(stderr, "sqlbus: %s\n", msg);
 }
 
+/* Map a library result code to the documented exit codes. */
 int cli_exit_code(int rc)
 {
     switch (rc & 0xff) {
@@ -99,6 +107,8 @@ int cli_exit_code(int rc)
     }
 }
 
+/* Print a library error ("sqlbus: <message> (field: X)") and return its
+ * exit code. */
 int cli_report(int rc, const sb_error *err)
 {
     const char *msg = err != NULL && err->message[0] ? err->message
@@ -110,6 +120,8 @@ int cli_report(int rc, const sb_error *err)
     return cli_exit_code(rc);
 }
 
+/* Parse a duration flag within [min_ms, max_ms]; CLI_USAGE with a message
+ * naming the flag and the limits. */
 int cli_parse_duration(const cli_ctx *ctx, const char *flag, const char *text,
                        int64_t min_ms, int64_t max_ms, int64_t *out)
 {
@@ -129,6 +141,8 @@ int cli_parse_duration(const cli_ctx *ctx, const char *flag, const char *text,
     return CLI_OK;
 }
 
+/* Parse a whole-number flag within [lo, hi]; CLI_USAGE with a message
+ * naming the flag and the limits. */
 int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
                   int64_t lo, int64_t hi, int64_t *out)
 {
@@ -165,6 +179,8 @@ int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
     return CLI_OK;
 }
 
+/* Validate a queue name (T3) given with `flag`; CLI_USAGE naming the
+ * limit. */
 int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name)
 {
     sb_error err;
@@ -174,6 +190,7 @@ int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name)
     return CLI_OK;
 }
 
+/* The database URL: --db, $SQLBUS_DB, or the default. Borrowed. */
 const char *cli_db_url(const cli_ctx *ctx)
 {
     if (ctx->db_url != NULL && ctx->db_url[0] != '\0')
@@ -184,6 +201,7 @@ const char *cli_db_url(const cli_ctx *ctx)
     return CLI_DEFAULT_DB;
 }
 
+/* Log callback of the bus: one line per message on stderr. Thread-safe. */
 void cli_log(int level, const char *component, const char *message,
              void *user)
 {
@@ -197,6 +215,9 @@ void cli_log(int level, const char *component, const char *message,
             component != NULL ? component : "-", message);
 }
 
+/* Open the bus for ctx (URL, prefix, log level). On failure prints the
+ * error and returns its exit code; on success *out is the caller's to
+ * sb_close. */
 int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out)
 {
     sb_options o;

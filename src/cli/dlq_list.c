@@ -55,6 +55,7 @@ static int print_table(sb_msg **msgs, size_t n)
     return rc;
 }
 
+/* `sqlbus dlq list` (T32): returns an exit code. */
 int cli_dlq_list(cli_ctx *ctx, int argc, char **argv)
 {
     cli_dlq_args a;
@@ -91,7 +92,8 @@ int cli_dlq_list(cli_ctx *ctx, int argc, char **argv)
     } else {
         rc = print_table(msgs, n);
         if (rc == CLI_OK && n == a.filter.limit)
-            cli_notef(ctx, "showing %zu dead letters (the --limit); raise it for more", n);
+            cli_notef(ctx, "showing %zu dead letters (the --limit); raise "
+                      "it for more", n);
     }
     sb_msg_free_array(msgs, n);
     sb_close(bus);

@@ -28,6 +28,7 @@ static void json_field(FILE *f, int indent, const char *name,
     cli_json_str(f, value);
 }
 
+/* Write one dead letter as a JSON object; see cli.h. */
 void cli_dlq_json(FILE *f, const sb_msg *m, int with_payload, int indent)
 {
     int first = 1;
@@ -104,6 +105,7 @@ static void show_text(const sb_msg *m)
     }
 }
 
+/* `sqlbus dlq show ID` (T32): returns an exit code (4 when unknown). */
 int cli_dlq_show(cli_ctx *ctx, int argc, char **argv)
 {
     cli_dlq_args a;

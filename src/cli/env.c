@@ -32,6 +32,9 @@ static char *pair(const char *name_eq, const char *value)
     return s;
 }
 
+/* The handler environment for `msg` (T30). Transferred: free with
+ * cli_env_free; NULL on out of memory. Reads environ: do not call setenv
+ * concurrently. */
 char **cli_env_for(const sb_msg *msg)
 {
     size_t n = 0;
@@ -70,6 +73,7 @@ char **cli_env_for(const sb_msg *msg)
     return envp;
 }
 
+/* Free an environment from cli_env_for. NULL-safe. */
 void cli_env_free(char **envp)
 {
     if (envp == NULL)

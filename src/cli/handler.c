@@ -115,6 +115,9 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
     return SB_ERROR;
 }
 
+/* The sb_handler_fn of `sqlbus work`: runs the command for one delivery
+ * and returns SB_OK to ack, or records the failure and returns SB_ERROR.
+ * Runs on worker threads. */
 int cli_work_handler(sb_delivery *d, void *user)
 {
     cli_work *w = user;

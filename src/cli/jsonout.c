@@ -16,6 +16,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return sb__utf8_valid((const char *)p, len) ? len : 0;
 }
 
+/* Write `n` bytes as a JSON string literal (invalid UTF-8 -> U+FFFD). */
 void cli_json_strn(FILE *f, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -50,6 +51,7 @@ void cli_json_strn(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
+/* Write a NUL-terminated string as a JSON string literal; NULL as null. */
 void cli_json_str(FILE *f, const char *s)
 {
     if (s == NULL) {
@@ -124,6 +126,7 @@ void cli_json_pretty(FILE *f, const char *json, int indent)
     }
 }
 
+/* Write bytes as padded standard base64. */
 void cli_base64(FILE *f, const void *data, size_t n)
 {
     static const char tbl[] =

@@ -8,6 +8,7 @@
 #define BAR_WIDTH 30
 #define REDRAW_US 100000
 
+/* Start a progress bar (drawn only on a terminal and without -q). */
 void cli_progress_begin(cli_progress *p, const cli_ctx *ctx,
                         const char *label, int64_t total)
 {
@@ -41,6 +42,7 @@ static void draw(cli_progress *p, int64_t now)
     p->last_draw_us = now;
 }
 
+/* Record progress; redraws at most every 100 ms. */
 void cli_progress_update(cli_progress *p, int64_t done, int64_t total)
 {
     p->done = done;
@@ -54,6 +56,7 @@ void cli_progress_update(cli_progress *p, int64_t done, int64_t total)
     draw(p, now);
 }
 
+/* Draw the final state and end the line, if a bar was shown. */
 void cli_progress_end(cli_progress *p)
 {
     if (!p->enabled || (!p->drawn && p->done == 0))
@@ -62,6 +65,7 @@ void cli_progress_end(cli_progress *p)
     fputc('\n', stderr);
 }
 
+/* sb_progress_fn adapter: `user` is a cli_progress. */
 void cli_progress_cb(int64_t done, int64_t total, void *user)
 {
     cli_progress_update(user, done, total);

@@ -55,6 +55,8 @@ static int set_flags(int fd, int fl)
     return fcntl(fd, F_SETFD, fdf | FD_CLOEXEC);
 }
 
+/* Route SIGINT/SIGTERM to a sigwait thread (call before creating threads);
+ * ignore SIGPIPE. 0 or -1. */
 int cli_signals_start(int graceful_rounds)
 {
     static sigset_t set;
@@ -85,16 +87,19 @@ int cli_signals_start(int graceful_rounds)
     return 0;
 }
 
+/* Number of SIGINT/SIGTERM received so far. Thread-safe. */
 int cli_signal_count(void)
 {
     return atomic_load(&signal_count);
 }
 
+/* The first signal received, or 0. Thread-safe. */
 int cli_first_signal(void)
 {
     return atomic_load(&first_signal);
 }
 
+/* A descriptor that becomes readable when a signal arrives (poll only). */
 int cli_signal_fd(void)
 {
     return wake_pipe[0];

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+/* Format a duration in ms compactly ("4m05s"); "-" when negative. */
 void cli_format_age(char *out, size_t cap, int64_t ms)
 {
     if (ms < 0)
@@ -25,6 +26,7 @@ void cli_format_age(char *out, size_t cap, int64_t ms)
                  (long long)(ms / 3600000 % 24));
 }
 
+/* Format Unix microseconds as ISO 8601 UTC with microseconds. */
 void cli_format_time(char *out, size_t cap, int64_t unix_us)
 {
     int64_t secs = unix_us / 1000000;
@@ -44,6 +46,7 @@ void cli_format_time(char *out, size_t cap, int64_t unix_us)
              tm.tm_min, tm.tm_sec, (long long)frac);
 }
 
+/* True when the bytes are printable UTF-8 text (tab, CR, LF allowed). */
 int cli_is_text(const void *p, size_t n)
 {
     const unsigned char *s = p;
@@ -57,6 +60,7 @@ int cli_is_text(const void *p, size_t n)
     return 1;
 }
 
+/* Write a classic hex dump: offset, 16 hex bytes, ASCII. */
 void cli_hexdump(FILE *f, const void *p, size_t n)
 {
     const unsigned char *s = p;
@@ -79,6 +83,7 @@ void cli_hexdump(FILE *f, const void *p, size_t n)
     }
 }
 
+/* Terminal columns of UTF-8 text, one per code point. */
 size_t cli_display_width(const char *s)
 {
     size_t w = 0;
@@ -88,6 +93,7 @@ size_t cli_display_width(const char *s)
     return w;
 }
 
+/* Start a table with its header row (copied). */
 void cli_table_init(cli_table *t, size_t ncols, const char *const *header,
                     unsigned right_aligned_mask)
 {
@@ -97,6 +103,7 @@ void cli_table_init(cli_table *t, size_t ncols, const char *const *header,
     cli_table_add(t, header);
 }
 
+/* Append a row (cells copied); an allocation failure is sticky. */
 void cli_table_add(cli_table *t, const char *const *cells)
 {
     if (t->failed)
@@ -120,6 +127,8 @@ void cli_table_add(cli_table *t, const char *const *cells)
     t->nrows++;
 }
 
+/* Print the table with aligned columns; CLI_ERROR after an allocation
+ * failure. */
 int cli_table_print(const cli_table *t, FILE *f)
 {
     if (t->failed) {
@@ -153,6 +162,7 @@ int cli_table_print(const cli_table *t, FILE *f)
     return CLI_OK;
 }
 
+/* Free the cells of a table. */
 void cli_table_free(cli_table *t)
 {
     for (size_t i = 0; i < t->nrows * t->ncols; i++)

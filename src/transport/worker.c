@@ -470,16 +470,20 @@ static void *pump_main(void *arg)
 
 /* ---- handler threads ---- */
 
-static void finish(sb_worker *w, sb_delivery *d, int rc)
+/* Decide a finished delivery's settlement. Runs on the handler thread
+ * without the lock, so it returns the outcome instead of storing it: the
+ * pump reads `outcome` under the lock (renewal skips settled deliveries). */
+static int finish(sb_worker *w, sb_delivery *d, int rc)
 {
     int max = w->o.max_attempts;
     int spent = max > 0 && d->msg->attempts >= max;
+    int outcome;
     if (d->dl_reason != NULL) {
-        d->outcome = OUT_DEAD;
+        outcome = OUT_DEAD;
     } else if (rc == SB_OK) {
-        d->outcome = OUT_ACK;
+        outcome = OUT_ACK;
     } else if (w->early || spent) {
-        d->outcome = OUT_DEAD;
+        outcome = OUT_DEAD;
         char reason[96];
         if (w->early)
             snprintf(reason, sizeof reason, "handler failed after the "
@@ -489,13 +493,14 @@ static void finish(sb_worker *w, sb_delivery *d, int rc)
                      "max attempts (%d) reached", max);
         d->dl_reason = sb__strdup(reason);
     } else {
-        d->outcome = OUT_NAK;
+        outcome = OUT_NAK;
         d->delay_ms = nak_delay(w, d->msg->attempts);
     }
-    if (rc != SB_OK && d->exc_type == NULL && d->outcome != OUT_ACK) {
+    if (rc != SB_OK && d->exc_type == NULL && outcome != OUT_ACK) {
         d->exc_type = sb__strdup("error");
         d->exc_msg = sb__strdup(sb_strerror(rc));
     }
+    return outcome;
 }
 
 static void *handler_main(void *arg)
@@ -517,6 +522,7 @@ static void *handler_main(void *arg)
         pthread_mutex_unlock(&w->mu);
 
         int max = w->o.max_attempts;
+        int outcome;
         if (!w->early && max > 0 && d->msg->attempts > max) {
             /* A previous attempt died with its process (T20). */
             char reason[128];
@@ -525,13 +531,13 @@ static void *handler_main(void *arg)
                      max, d->msg->attempts);
             d->dl_reason = sb__strdup(reason);
             d->exc_type = sb__strdup("max-attempts");
-            finish(w, d, SB_ERROR);
+            outcome = finish(w, d, SB_ERROR);
         } else {
-            int rc = w->o.handler(d, w->o.user);
-            finish(w, d, rc);
+            outcome = finish(w, d, w->o.handler(d, w->o.user));
         }
 
         pthread_mutex_lock(&w->mu);
+        d->outcome = outcome;
         d->running = 0;
         w->running_handlers--;
         push_settle(w, d);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_dlq.sh - `sqlbus dlq list|show|requeue|purge` (rule T32).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # Dead letters: two from queue da, one (binary payload) from db.

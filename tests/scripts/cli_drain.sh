@@ -4,6 +4,7 @@
 # compete for another 1,000 (rules T14, T15, T26, T30; transport.md
 # "Tests that must exist": N concurrent consumers).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T11 + T29: 1,000 messages in one --lines publish.

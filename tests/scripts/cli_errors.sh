@@ -3,6 +3,7 @@
 # exit 2, nothing stored (spec README §2; rules T3, T4, T8, T29, T30;
 # transport.md "Tests that must exist": bad input).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T3: a queue name with a control character.
@@ -54,7 +55,8 @@ expect_exit 2 sb dlq list --older-than yesterday
 expect_err "--older-than"
 ok "bad durations"
 
-# Usage errors: unknown flag or command, missing values and operands.
+# T29-T33: usage errors (unknown flag or command, missing values and
+# operands) exit 2.
 expect_exit 2 sb publish --queue w --bogus </dev/null
 expect_err "unknown option --bogus"
 expect_exit 2 sb publish --queue </dev/null
@@ -81,6 +83,13 @@ expect_exit 2 sb publish --queue w --header =v </dev/null
 expect_err "--header"
 ok "malformed --header"
 
+# T4: a payload over max_payload_bytes (16 MiB by default) names the limit.
+head -c $((16 * 1024 * 1024 + 1)) /dev/zero >"$tmp/too-big"
+expect_exit 2 sb publish --queue w "$tmp/too-big"
+expect_err "16777216"
+rm -f "$tmp/too-big"
+ok "oversized payload"
+
 # T9: an id that is not a UUID.
 expect_exit 2 sb publish --queue w --id not-a-uuid </dev/null
 expect_err "id"
@@ -91,11 +100,12 @@ expect_exit 2 "$SQLBUS" --prefix 'bad-prefix' queues
 expect_err "prefix"
 ok "invalid --prefix"
 
-# Nothing of the above was stored.
+# Spec README §2: nothing of the above was stored.
 sb queues --json | jq -e --arg q "$long200" '[.[].queue] == [$q]' >/dev/null ||
     fail "bad input stored something: $(sb queues --json)"
 ok "nothing stored by bad input"
 
-# Exit 5: the database is unavailable (nothing listens on port 1).
+# Spec README §2 (exit codes, docs/cli.md): an unavailable database
+# (nothing listens on port 1) exits 5.
 expect_exit 5 "$SQLBUS" --db 'postgresql://sqlbus@127.0.0.1:1/none?connect_timeout=2' queues
 ok "an unreachable database exits 5"

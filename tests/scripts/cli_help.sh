@@ -3,6 +3,7 @@
 # CMD` and --version all exit 0 (rules T29-T33: every command documents
 # itself).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 check_help() {

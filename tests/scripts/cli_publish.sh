@@ -2,6 +2,7 @@
 # cli_publish.sh - `sqlbus publish`: one message, --lines, --json, --id
 # idempotency, --delay and --header (rules T9, T10, T11, T29, T30).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 uuid_re='^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
 

@@ -2,6 +2,7 @@
 # cli_queues.sh - `sqlbus queues`: counts per queue as a table and as JSON
 # (rule T31).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T31: an empty database lists no queues.
@@ -15,11 +16,11 @@ printf '3' | sb publish --queue qa --delay 1h >/dev/null
 printf 'x' | sb publish --queue qb >/dev/null
 sb work --queue qb --once --max-attempts 1 -- false
 printf 'y' | sb publish --queue qc >/dev/null
-handler busy "touch '$tmp/busy'; sleep 3"
+handler busy "touch '$tmp/busy.started'; sleep 3"
 "$SQLBUS" --prefix "$prefix" work --queue qc -- "$tmp/busy" 2>/dev/null &
 pid=$!
 bg_pids+=("$pid")
-wait_for_file "$tmp/busy"
+wait_for_file "$tmp/busy.started"
 sleep 0.2
 
 # T31: --json is an array of objects with these fields and types.

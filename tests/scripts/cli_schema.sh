@@ -2,6 +2,7 @@
 # cli_schema.sh - `sqlbus schema print|verify|migrate` (rules T6, T7, T8,
 # T33).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T33: print the DDL for both backends, with the prefix.

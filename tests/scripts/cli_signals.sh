@@ -5,6 +5,7 @@
 # T17, T20, T26, T30; transport.md "Tests that must exist": a worker
 # process killed with SIGKILL mid-handler).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T26 + T30: SIGTERM while a handler runs: it completes and is acked, the
@@ -87,3 +88,48 @@ sb work --queue crash2 --once --lease 2s --max-attempts 1 -- "$tmp/record"
 [ "$(tr '\n' , <"$tmp/attempts")" = "1," ] || fail "ran again after attempts were spent: $(cat "$tmp/attempts")"
 expect_count crash2 dead_lettered 1
 ok "spent attempts: dead-lettered without running again"
+
+# T16 + T30: when the lease is lost (here: the fence is changed behind the
+# worker's back, as if the lease had lapsed and another consumer had
+# claimed the row), the running command is killed and the settlement is a
+# no-op counted as a lost lease.
+printf 'stolen' | sb publish --queue stolen >/dev/null
+rm -f "$tmp/hang.pid" "$tmp/attempts"
+"$SQLBUS" --prefix "$prefix" work --queue stolen --lease 3s -- "$tmp/hang" 2>"$tmp/stolen.err" &
+pid=$!
+bg_pids+=("$pid")
+wait_for_file "$tmp/hang.pid"
+steal="UPDATE ${prefix}messages SET lock_id = '00000000-0000-4000-8000-000000000000' WHERE queue = 'stolen'"
+if [ "$backend" = sqlite ]; then
+    sqlite3 -cmd '.timeout 5000' "${SQLBUS_DB#sqlite:}" "$steal"
+else
+    psql -q "$SQLBUS_DB" -c "$steal"
+fi
+child=$(cat "$tmp/hang.pid")
+for _ in $(seq 1 100); do is_alive "$child" || break; sleep 0.1; done
+is_alive "$child" && fail "the command kept running after the lease was lost"
+kill -TERM "$pid"
+wait_exit "$pid" 30
+[ $wait_rc -eq 0 ] || fail "work exited $wait_rc: $(cat "$tmp/stolen.err")"
+grep -q '1 lost leases' "$tmp/stolen.err" || fail "summary: $(cat "$tmp/stolen.err")"
+expect_count stolen dead_lettered 0
+ok "lease lost: the command is killed, the settlement is a no-op"
+
+# Exit codes: SIGINT during a command other than work exits 130 and
+# publishes nothing (publish --lines waiting on an open, silent stdin).
+mkfifo "$tmp/fifo"
+set -m
+"$SQLBUS" --prefix "$prefix" publish --queue interrupted --lines <"$tmp/fifo" >"$tmp/int2.out" 2>"$tmp/int2.err" &
+pid=$!
+set +m
+bg_pids+=("$pid")
+exec 3>"$tmp/fifo"
+printf 'one\ntwo\n' >&3
+sleep 0.5
+kill -INT "$pid"
+wait_exit "$pid" 10
+exec 3>&-
+[ $wait_rc -eq 130 ] || fail "publish after SIGINT exited $wait_rc: $(cat "$tmp/int2.err")"
+[ ! -s "$tmp/int2.out" ] || fail "an interrupted publish printed ids: $(cat "$tmp/int2.out")"
+expect_count interrupted ready 0
+ok "SIGINT during publish exits 130"

@@ -3,6 +3,7 @@
 # dead-letter after --max-attempts, signal:NAME, timeout, and the handler
 # environment (rules T19-T21, T27, T30).
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
 
 # T30: exit 0 acks: every message ran once and the queue is empty.
@@ -23,7 +24,7 @@ echo \"boom on attempt \$SQLBUS_ATTEMPT\" >&2
 exit 3"
 orig=$(printf 'bad payload' | sb publish --queue fails)
 sb work --queue fails --once --max-attempts 2 --delay 0s -- "$tmp/fail3"
-[ "$(cat "$tmp/attempts" | tr '\n' ,)" = "attempt 1,attempt 2," ] ||
+[ "$(tr '\n' , <"$tmp/attempts")" = "attempt 1,attempt 2," ] ||
     fail "attempts: $(cat "$tmp/attempts")"
 expect_count fails ready 0
 expect_count fails delayed 0
@@ -116,11 +117,11 @@ jq -e 'type == "object"' "$tmp/headers.$e2" >/dev/null || fail "SQLBUS_HEADERS n
 ok "handler environment"
 
 # T30: SQLBUS_ATTEMPT counts deliveries; --max-attempts 0 is unlimited.
-handler third "n=\$SQLBUS_ATTEMPT; echo \$n >> '$tmp/third'; [ \$n -ge 7 ]"
+handler third "n=\$SQLBUS_ATTEMPT; echo \$n >> '$tmp/third.out'; [ \$n -ge 7 ]"
 printf 'x' | sb publish --queue third >/dev/null
 sb work --queue third --once --max-attempts 0 --delay 0s -- "$tmp/third"
-[ "$(tail -n1 "$tmp/third")" = 7 ] && [ "$(wc -l <"$tmp/third")" = 7 ] ||
-    fail "attempts with --max-attempts 0: $(cat "$tmp/third" | tr '\n' ' ')"
+[ "$(tail -n1 "$tmp/third.out")" = 7 ] && [ "$(wc -l <"$tmp/third.out")" = 7 ] ||
+    fail "attempts with --max-attempts 0: $(tr '\n' ' ' <"$tmp/third.out")"
 expect_count third dead_lettered 0
 ok "--max-attempts 0 retries until success"
 

@@ -135,6 +135,7 @@ handler() {
 # wait_exit PID [SECONDS]: wait for a background process to exit, killing
 # it and failing the test after SECONDS (default 30); its exit status is
 # left in $wait_rc.
+# shellcheck disable=SC2034 # wait_rc is read by the caller
 wait_exit() {
     local pid=$1 limit=$((${2:-30} * 10)) i=0 state
     while :; do
@@ -148,7 +149,7 @@ wait_exit() {
         sleep 0.1
     done
     wait_rc=0
-    wait "$pid" || wait_rc=$?
+    { wait "$pid"; } 2>/dev/null || wait_rc=$?
 }
 
 # is_alive PID: the process exists and is not a zombie (in a container
