@@ -266,7 +266,9 @@ SB_API int sb_claim(sb_bus *bus, const char *queue, int max,
 SB_API void sb_msg_free(sb_msg *msg);
 SB_API void sb_msg_free_array(sb_msg **msgs, size_t n);
 
-/* Accessors. Returned pointers are borrowed from the message. */
+/* Accessors. Returned pointers are borrowed from the message. A message
+ * is used by one thread at a time: sb_msg_header parses the headers on
+ * first use and keeps them in the message. */
 SB_API const char *sb_msg_id(const sb_msg *msg);
 SB_API const char *sb_msg_queue(const sb_msg *msg);
 SB_API const char *sb_msg_lock_id(const sb_msg *msg);

@@ -251,8 +251,13 @@ int sb_ack(sb_bus *bus, sb_tx *tx, const sb_msg *msg, sb_error *err)
 {
     if (tx != NULL) {
         sb_error_clear(err);
-        if (msg == NULL)
-            return sb__err(err, SB_INVALID, "msg", "msg must not be NULL");
+        if (bus == NULL || msg == NULL)
+            return sb__err(err, SB_INVALID, bus ? "msg" : "bus",
+                           "arguments must not be NULL");
+        if (msg->lock_id[0] == '\0')
+            return sb__err(err, SB_MISUSE, "msg",
+                           "message %s was not claimed (it has no lease)",
+                           msg->id);
         return sb__ack_on(bus, tx->conn, msg, err);
     }
     settle_ctx x = {bus, msg, OP_ACK, 0, NULL, NULL};
