@@ -276,11 +276,11 @@ static int parse_args(int argc, char **argv, args *a)
         else if (OPT("--jobs"))
             a->jobs = strtoll(v, NULL, 10);
         else if (OPT("--handlers"))
-            a->handlers = atoi(v);
+            a->handlers = (int)strtol(v, NULL, 10);
         else if (OPT("--batch"))
-            a->batch = atoi(v);
+            a->batch = (int)strtol(v, NULL, 10);
         else if (OPT("--pool"))
-            a->pool = atoi(v);
+            a->pool = (int)strtol(v, NULL, 10);
         else if (OPT("--rate"))
             a->rate = atof(v);
         else if (OPT("--seconds"))

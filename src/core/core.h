@@ -8,6 +8,7 @@
 
 #include "sqlbus.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,6 +61,13 @@ void sb__log(const sb_logger *lg, int level, const char *component,
 int64_t sb__mono_us(void);
 int64_t sb__wall_us(void);
 void sb__sleep_us(int64_t us);
+
+/* ---- condition variables on the monotonic clock (sync.c) ---- */
+void sb__cond_init_monotonic(pthread_cond_t *cv);
+/* Wait on `cv` until signalled or the monotonic time `until_us` (may wake
+ * early; callers re-check their condition). */
+void sb__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         int64_t until_us);
 
 /* ---- randomness (random.c) ---- */
 /* Fill `buf` from getrandom(2); never fails (falls back to a mixed clock

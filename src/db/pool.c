@@ -40,11 +40,7 @@ int sb__pool_new(sb_db_config *cfg, int max, sb_pool **out, sb_error *err)
     p->idle = idle;
     p->max = max;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sb__cond_init_monotonic(&p->cv);
     *out = p;
     return SB_OK;
 }
@@ -96,18 +92,12 @@ int sb__pool_acquire(sb_pool *p, int64_t timeout_ms, sb_conn **out,
             }
             return rc;
         }
-        int64_t left = deadline - sb__mono_us();
-        if (left <= 0) {
+        if (sb__mono_us() >= deadline) {
             pthread_mutex_unlock(&p->mu);
             return sb__err(err, SB_BUSY, NULL,
                            "all %d pooled connections are in use", p->max);
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t ns = ts.tv_nsec + (left % 1000000) * 1000;
-        ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
-        ts.tv_nsec = (long)(ns % 1000000000);
-        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        sb__cond_wait_until(&p->cv, &p->mu, deadline);
     }
 }
 

@@ -57,20 +57,6 @@ struct sb_worker {
 
 /* ---- helpers ---- */
 
-static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu,
-                       int64_t until_us)
-{
-    int64_t left = until_us - sb__mono_us();
-    if (left <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = ts.tv_nsec + (left % 1000000) * 1000;
-    ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 static void delivery_free(sb_delivery *d)
 {
     sb_msg_free(d->msg);
@@ -400,7 +386,7 @@ static void *pump_main(void *arg)
             if (until == INT64_MAX)
                 pthread_cond_wait(&w->pump_cv, &w->mu);
             else
-                timed_wait(&w->pump_cv, &w->mu, until);
+                sb__cond_wait_until(&w->pump_cv, &w->mu, until);
             continue;
         }
         /* Batched settlement (T24): if handlers are still running, give
@@ -413,7 +399,7 @@ static void *pump_main(void *arg)
             int64_t linger = w->last_cycle_us < 2000 ? w->last_cycle_us : 2000;
             int64_t until = sb__mono_us() + linger;
             while (w->running_handlers > 0 && sb__mono_us() < until)
-                timed_wait(&w->pump_cv, &w->mu, until);
+                sb__cond_wait_until(&w->pump_cv, &w->mu, until);
             free_slots = w->slots - w->held + count_settled(w);
             want_claim = !w->stopping && free_slots > 0 &&
                          sb__mono_us() >= w->next_poll_us;
@@ -459,7 +445,7 @@ static void *pump_main(void *arg)
                 "queue %s: database cycle failed (%s); retrying in %lld ms",
                 w->queue, err.message, (long long)(pause / 1000));
         w->next_poll_us = sb__mono_us() + pause;
-        timed_wait(&w->pump_cv, &w->mu, sb__mono_us() + pause);
+        sb__cond_wait_until(&w->pump_cv, &w->mu, sb__mono_us() + pause);
     }
     w->pump_done = 1;
     pthread_cond_broadcast(&w->idle_cv);
@@ -680,13 +666,9 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->pump_cv, &ca);
-    pthread_cond_init(&w->handler_cv, &ca);
-    pthread_cond_init(&w->idle_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sb__cond_init_monotonic(&w->pump_cv);
+    sb__cond_init_monotonic(&w->handler_cv);
+    sb__cond_init_monotonic(&w->idle_cv);
 
     pthread_mutex_lock(&w->mu);
     int started = 0;
@@ -741,7 +723,7 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
     pthread_cond_broadcast(&w->pump_cv);
     pthread_cond_broadcast(&w->handler_cv);
     while (!w->pump_done && sb__mono_us() < w->stop_deadline_us)
-        timed_wait(&w->idle_cv, &w->mu, w->stop_deadline_us);
+        sb__cond_wait_until(&w->idle_cv, &w->mu, w->stop_deadline_us);
     int rc = SB_OK;
     if (!w->pump_done) {
         /* Handlers overran the budget: stop renewing so their rows return
@@ -774,7 +756,7 @@ int sb_worker_wait_idle(sb_worker *w, int64_t timeout_ms)
         if (deadline == INT64_MAX)
             pthread_cond_wait(&w->idle_cv, &w->mu);
         else
-            timed_wait(&w->idle_cv, &w->mu, deadline);
+            sb__cond_wait_until(&w->idle_cv, &w->mu, deadline);
     }
     int rc = w->idle ? SB_OK : w->pump_done ? SB_CLOSED : SB_TIMEOUT;
     pthread_mutex_unlock(&w->mu);
