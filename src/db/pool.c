@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 struct sb_pool {
     const sb_driver *drv;

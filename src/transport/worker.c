@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
 
