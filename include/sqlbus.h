@@ -57,6 +57,8 @@ extern "C" {
 #define SB_TOOBIG 13      /* a size limit was exceeded */
 #define SB_MISUSE 14      /* the API was called in a wrong state */
 #define SB_EMPTY 15       /* nothing to do (e.g. no claimable message) */
+#define SB_INDETERMINATE 16 /* a reply may have been consumed: unknown */
+#define SB_REPLY_ERROR 17 /* the wait ended with an error reply */
 
 /* Extended codes. */
 #define SB_SCHEMA_MISSING (SB_SCHEMA | (1 << 8))
@@ -461,6 +463,126 @@ SB_API int sb_delivery_renew(sb_delivery *d, sb_error *err);
 /* True once the lease was lost (T16) or the worker is stopping: a long
  * handler should check it and return early. */
 SB_API int sb_delivery_cancelled(const sb_delivery *d);
+
+
+/* ------------------------------------------------------------------------
+ * Channel: awaited replies by correlation id, with crash recovery
+ * (docs/channel.md, rules C1-C25). A channel belongs to one bus and runs
+ * background threads (sweeps, heartbeats, recovery); open one per process.
+ * ---------------------------------------------------------------------- */
+typedef struct sb_channel sb_channel;
+typedef struct sb_waiter sb_waiter;
+typedef struct sb_reply sb_reply;
+
+typedef struct sb_channel_options {
+    size_t size;
+    int64_t default_timeout_ms;      /* waits without a timeout (7 days) */
+    int64_t confirmation_timeout_ms; /* C12 step 4 (5000) */
+    int64_t full_sweep_interval_ms;  /* C14 (PostgreSQL 5000 with LISTEN,
+                                        else 1250; SQLite 1000) */
+    int64_t poll_interval_ms;        /* targeted scans of live ids (250) */
+    int64_t heartbeat_interval_ms;   /* C17 (10000) */
+    int64_t heartbeat_timeout_ms;    /* subscriber row lifetime (30000) */
+    int64_t message_retention_ms;    /* reply rows (3600000) */
+    int64_t recovery_expiry_ms;      /* registrations (7 days) */
+    int64_t drain_timeout_ms;        /* C5 (30000) */
+    const char *instance_id;         /* copied; default the bus endpoint */
+} sb_channel_options;
+
+/* Open the channel of `bus` (borrowed; must outlive the channel): creates
+ * or verifies its tables and starts its threads. */
+SB_API int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
+                           sb_channel **out, sb_error *err);
+
+/* Stop the threads, end live waiters with SB_CLOSED, free. NULL-safe. */
+SB_API void sb_channel_close(sb_channel *ch);
+
+/* Reply accessors; pointers are borrowed from the reply. */
+SB_API const char *sb_reply_id(const sb_reply *r);
+SB_API const char *sb_reply_correlation_id(const sb_reply *r);
+SB_API const void *sb_reply_data(const sb_reply *r, size_t *len);
+SB_API int sb_reply_is_error(const sb_reply *r);
+SB_API const char *sb_reply_error_type(const sb_reply *r);
+SB_API const char *sb_reply_error_message(const sb_reply *r);
+SB_API const char *sb_reply_error_detail(const sb_reply *r);
+SB_API int64_t sb_reply_created_at_us(const sb_reply *r);
+SB_API void sb_reply_free(sb_reply *r);
+
+/* C2: 0 = progress (keep waiting), 1 = terminal. Runs on a channel thread,
+ * never concurrently for one waiter; `r` is borrowed for the call. */
+typedef int (*sb_until_fn)(const sb_reply *r, void *user);
+
+/* C1: sends the work somewhere, knowing the correlation id (borrowed).
+ * Runs on the caller's thread after the waiter and its recovery
+ * registration exist. Return SB_OK, or an error to abort the request. */
+typedef int (*sb_trigger_fn)(const char *correlation_id, void *user);
+
+typedef struct sb_wait_options {
+    size_t size;
+    int64_t timeout_ms;               /* 0 = the channel default */
+    sb_until_fn until;                /* NULL = the first reply completes */
+    void *until_user;
+    const char *recovery_handler;     /* copied; NULL = none */
+    const void *recovery_context;     /* copied; handed to the handler */
+    size_t recovery_context_len;
+} sb_wait_options;
+
+/* C1 request: generate a correlation id, register the waiter and its
+ * recovery registration, then run `trigger`. If the trigger fails, nothing
+ * stays registered and its result code is returned. */
+SB_API int sb_request(sb_channel *ch, const sb_wait_options *opts,
+                      sb_trigger_fn trigger, void *user, sb_waiter **out,
+                      sb_error *err);
+
+/* C1 attach: wait on a correlation id created elsewhere (C7 rules). */
+SB_API int sb_attach(sb_channel *ch, const char *correlation_id,
+                     const sb_wait_options *opts, sb_waiter **out,
+                     sb_error *err);
+
+SB_API const char *sb_waiter_correlation_id(const sb_waiter *w);
+
+/*
+ * Block until the outcome (C4): SB_OK with the terminal reply in `*reply`
+ * (transferred), SB_REPLY_ERROR with the error reply in `*reply`,
+ * SB_TIMEOUT, SB_CLOSED (cancelled or the channel closed) or
+ * SB_INDETERMINATE (C5). Progress replies are skipped; read them with
+ * sb_waiter_take. Thread-safe.
+ */
+SB_API int sb_waiter_wait(sb_waiter *w, sb_reply **reply, sb_error *err);
+
+/* C6: an eventfd readable whenever sb_waiter_take has something. */
+SB_API int sb_waiter_fd(const sb_waiter *w);
+
+/* Non-blocking: the next progress reply (SB_EMPTY when none, `*reply`
+ * transferred), or the outcome as sb_waiter_wait returns it. */
+SB_API int sb_waiter_take(sb_waiter *w, sb_reply **reply, sb_error *err);
+
+/* 1 once sb_waiter_wait or sb_waiter_take has returned the outcome: the
+ * reply sb_waiter_take returned last was the terminal one. */
+SB_API int sb_waiter_done(const sb_waiter *w);
+
+/* Cancel (C4, C5): SB_OK if the cancellation won, the outcome otherwise;
+ * SB_INDETERMINATE if a delivery could not finish within the drain. */
+SB_API int sb_waiter_cancel(sb_waiter *w);
+
+/* Cancel if still waiting, clean up and free. NULL-safe. */
+SB_API void sb_waiter_free(sb_waiter *w);
+
+/* C12: publish a reply (data borrowed). `reply_id` (optional UUID) makes a
+ * retried respond a no-op. Returns when the reply was delivered, confirmed
+ * by a waiter, or handed to recovery. */
+SB_API int sb_respond(sb_channel *ch, const char *correlation_id,
+                      const void *data, size_t len, const char *reply_id,
+                      sb_error *err);
+
+/* C3: an error reply (detail capped at 16 KiB). */
+SB_API int sb_respond_error(sb_channel *ch, const char *correlation_id,
+                            const char *type, const char *message,
+                            const char *detail, const char *reply_id,
+                            sb_error *err);
+
+/* Check a correlation id against rule C7. */
+SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
 
 #ifdef __cplusplus
 }

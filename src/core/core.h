@@ -120,6 +120,12 @@ int sb__headers_parse(const char *json, char ***kv, size_t *n);
 void sb__headers_free(char **kv, size_t n);
 
 /* ---- validation (validate.c) ---- */
+/* A name compared byte-exactly (queue names T3, correlation ids C7):
+ * 1..max_len bytes of valid UTF-8, no control characters, no leading or
+ * trailing white space. `what` words the message, `field` names the
+ * input. */
+int sb__validate_name(const char *name, size_t max_len, const char *field,
+                      const char *what, sb_error *err);
 /* Letters, digits and '_', not starting with a digit, 1..max_len bytes. */
 int sb__validate_identifier(const char *name, size_t max_len,
                             const char *field, sb_error *err);

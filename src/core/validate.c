@@ -46,33 +46,46 @@ static bool is_space(unsigned char c)
            c == '\f';
 }
 
-int sb_validate_queue_name(const char *name, sb_error *err)
+int sb__validate_name(const char *name, size_t max_len, const char *field,
+                      const char *what, sb_error *err)
 {
     if (name == NULL)
-        return sb__err(err, SB_INVALID, "queue", "queue name is required");
+        return sb__err(err, SB_INVALID, field, "%s is required", what);
     size_t len = strlen(name);
-    if (len == 0 || len > 200)
-        return sb__err(err, SB_INVALID, "queue",
-                       "queue name must be 1 to 200 bytes (got %zu)", len);
+    if (len == 0 || len > max_len)
+        return sb__err(err, SB_INVALID, field,
+                       "%s must be 1 to %zu bytes (got %zu)", what, max_len,
+                       len);
     if (!sb__utf8_valid(name, len))
-        return sb__err(err, SB_INVALID, "queue",
-                       "queue name must be valid UTF-8");
+        return sb__err(err, SB_INVALID, field, "%s must be valid UTF-8",
+                       what);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
         /* C0, DEL and the C1 controls U+0080..U+009F (C2 80..C2 9F; the
          * string is valid UTF-8 here, so C2 is always a lead byte). */
         if (c < 0x20 || c == 0x7f ||
             (c == 0xc2 && (unsigned char)name[i + 1] <= 0x9f))
-            return sb__err(err, SB_INVALID, "queue",
-                           "queue name must not contain control characters "
+            return sb__err(err, SB_INVALID, field,
+                           "%s must not contain control characters "
                            "(byte %zu)",
-                           i);
+                           what, i);
     }
     if (is_space((unsigned char)name[0]) ||
         is_space((unsigned char)name[len - 1]))
-        return sb__err(err, SB_INVALID, "queue",
-                       "queue name must not start or end with white space");
+        return sb__err(err, SB_INVALID, field,
+                       "%s must not start or end with white space", what);
     return SB_OK;
+}
+
+int sb_validate_queue_name(const char *name, sb_error *err)
+{
+    return sb__validate_name(name, 200, "queue", "queue name", err);
+}
+
+int sb_validate_correlation_id(const char *id, sb_error *err)
+{
+    return sb__validate_name(id, 400, "correlation_id", "correlation id",
+                             err);
 }
 
 int sb__validate_identifier(const char *name, size_t max_len,

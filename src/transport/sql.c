@@ -5,8 +5,7 @@
 
 #include <string.h>
 
-/* Replace every "{p}" in `tpl` with `prefix`. NULL in -> NULL out. */
-static char *subst(const char *tpl, const char *prefix, int *rc)
+char *sb__sql_subst(const char *tpl, const char *prefix, int *rc)
 {
     if (tpl == NULL || *rc != SB_OK)
         return NULL;
@@ -32,7 +31,7 @@ static char *subst(const char *tpl, const char *prefix, int *rc)
 static char *multi_insert(const sb_sql_templates *t, const char *prefix,
                           int rows, int *rc)
 {
-    char *head = subst(t->insert_head, prefix, rc);
+    char *head = sb__sql_subst(t->insert_head, prefix, rc);
     if (head == NULL)
         return NULL;
     sb_buf b;
@@ -69,29 +68,29 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     int rc = SB_OK;
-    s->ddl = subst(t->ddl, prefix, &rc);
-    s->lock = subst(t->lock, prefix, &rc);
+    s->ddl = sb__sql_subst(t->ddl, prefix, &rc);
+    s->lock = sb__sql_subst(t->lock, prefix, &rc);
     for (int i = 0; i < 3; i++)
         s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
-    s->claim = subst(t->claim, prefix, &rc);
-    s->claim_delete = subst(t->claim_delete, prefix, &rc);
-    s->ack = subst(t->ack, prefix, &rc);
-    s->nak = subst(t->nak, prefix, &rc);
-    s->hand_back = subst(t->hand_back, prefix, &rc);
-    s->renew = subst(t->renew, prefix, &rc);
-    s->ack_many = subst(t->ack_many, prefix, &rc);
-    s->renew_many = subst(t->renew_many, prefix, &rc);
-    s->dead_letter = subst(t->dead_letter, prefix, &rc);
-    s->dlq_insert = subst(t->dlq_insert, prefix, &rc);
-    s->delete_any = subst(t->delete_any, prefix, &rc);
-    s->pending = subst(t->pending, prefix, &rc);
-    s->stats = subst(t->stats, prefix, &rc);
-    s->dlq_stats = subst(t->dlq_stats, prefix, &rc);
-    s->dlq_list = subst(t->dlq_list, prefix, &rc);
-    s->prune = subst(t->prune, prefix, &rc);
-    s->columns = subst(t->columns, prefix, &rc);
-    s->indexes = subst(t->indexes, prefix, &rc);
-    s->notify = subst(t->notify, prefix, &rc);
+    s->claim = sb__sql_subst(t->claim, prefix, &rc);
+    s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
+    s->ack = sb__sql_subst(t->ack, prefix, &rc);
+    s->nak = sb__sql_subst(t->nak, prefix, &rc);
+    s->hand_back = sb__sql_subst(t->hand_back, prefix, &rc);
+    s->renew = sb__sql_subst(t->renew, prefix, &rc);
+    s->ack_many = sb__sql_subst(t->ack_many, prefix, &rc);
+    s->renew_many = sb__sql_subst(t->renew_many, prefix, &rc);
+    s->dead_letter = sb__sql_subst(t->dead_letter, prefix, &rc);
+    s->dlq_insert = sb__sql_subst(t->dlq_insert, prefix, &rc);
+    s->delete_any = sb__sql_subst(t->delete_any, prefix, &rc);
+    s->pending = sb__sql_subst(t->pending, prefix, &rc);
+    s->stats = sb__sql_subst(t->stats, prefix, &rc);
+    s->dlq_stats = sb__sql_subst(t->dlq_stats, prefix, &rc);
+    s->dlq_list = sb__sql_subst(t->dlq_list, prefix, &rc);
+    s->prune = sb__sql_subst(t->prune, prefix, &rc);
+    s->columns = sb__sql_subst(t->columns, prefix, &rc);
+    s->indexes = sb__sql_subst(t->indexes, prefix, &rc);
+    s->notify = sb__sql_subst(t->notify, prefix, &rc);
     if (rc != SB_OK) {
         sb__transport_sql_free(s);
         return sb__err(err, rc, NULL, "out of memory");
@@ -138,6 +137,6 @@ int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
     else
         return sb__err(err, SB_INVALID, "backend",
                        "backend must be \"sqlite\" or \"postgresql\"");
-    *out = subst(t->ddl, prefix, &rc);
+    *out = sb__sql_subst(t->ddl, prefix, &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }

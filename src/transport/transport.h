@@ -41,6 +41,10 @@ typedef struct sb_transport_sql {
     char *notify;       /* wake: $1 channel, $2 queue, or NULL */
 } sb_transport_sql;
 
+/* Replace every "{p}" in `tpl` with `prefix` (a validated identifier).
+ * NULL in, NULL out; sets *rc to SB_NOMEM on failure and does nothing once
+ * *rc is not SB_OK, so a caller substitutes a whole set and checks once. */
+char *sb__sql_subst(const char *tpl, const char *prefix, int *rc);
 /* Build the statement set of `dialect` for `prefix`. */
 int sb__transport_sql_new(int dialect, const char *prefix,
                           sb_transport_sql **out, sb_error *err);
