@@ -487,6 +487,8 @@ typedef struct sb_channel_options {
     int64_t recovery_expiry_ms;      /* registrations (7 days) */
     int64_t drain_timeout_ms;        /* C5 (30000) */
     const char *instance_id;         /* copied; default the bus endpoint */
+    int64_t recovery_retry_ms;       /* recovery job nak delay (5000) */
+    int recovery_max_attempts;       /* then dead-lettered (5) */
 } sb_channel_options;
 
 /* Open the channel of `bus` (borrowed; must outlive the channel): creates
@@ -580,6 +582,37 @@ SB_API int sb_respond_error(sb_channel *ch, const char *correlation_id,
                             const char *type, const char *message,
                             const char *detail, const char *reply_id,
                             sb_error *err);
+
+
+/* Recovery (C19-C21): what to do with a reply whose waiter is gone. */
+enum sb_recovery_verdict {
+    SB_RECOVERY_FAIL = 0,        /* run `fail` (the default) */
+    SB_RECOVERY_RESUME = 1,      /* run `resume` */
+    SB_RECOVERY_KEEP_WAITING = 2 /* no callback; the registration stays */
+};
+
+/* Callbacks get the reply (borrowed), the context saved at registration
+ * (borrowed) and `user`. They run at least once per registration: make
+ * them idempotent. Return SB_OK when done (the registration is deleted),
+ * anything else to have the job retried. */
+typedef int (*sb_recovery_fn)(const sb_reply *reply, const void *context,
+                              size_t context_len, void *user);
+
+typedef struct sb_recovery_handler {
+    size_t size;
+    const char *name;  /* copied; matches sb_wait_options.recovery_handler */
+    int (*classify)(const sb_reply *reply, void *user); /* NULL = FAIL */
+    sb_recovery_fn resume;
+    sb_recovery_fn fail;
+    void *user;
+} sb_recovery_handler;
+
+/* Register a handler in this process and start consuming the
+ * sqlbus.recovery queue (once). Thread-safe; if it fails no callback of
+ * `h` ever runs. */
+SB_API int sb_channel_add_recovery_handler(sb_channel *ch,
+                                           const sb_recovery_handler *h,
+                                           sb_error *err);
 
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);

@@ -32,8 +32,12 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     if (o->size != 0 && o->size < sizeof *o)
         return sb__err(err, SB_INVALID, "size",
                        "sb_channel_options.size is smaller than any version");
-    const int64_t *v = &o->default_timeout_ms;
-    for (int i = 0; i < 10; i++)
+    const int64_t v[] = {o->default_timeout_ms,    o->confirmation_timeout_ms,
+                         o->full_sweep_interval_ms, o->poll_interval_ms,
+                         o->heartbeat_interval_ms,  o->heartbeat_timeout_ms,
+                         o->message_retention_ms,   o->recovery_expiry_ms,
+                         o->drain_timeout_ms,       o->recovery_retry_ms};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i] < 0)
             return sb__err(err, SB_INVALID, "opts",
                            "channel durations must not be negative");
@@ -51,6 +55,13 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     ch->o.heartbeat_timeout_ms = def(o->heartbeat_timeout_ms, 30000);
     ch->o.message_retention_ms = def(o->message_retention_ms, 3600000);
     ch->o.drain_timeout_ms = def(o->drain_timeout_ms, 30000);
+    ch->o.recovery_retry_ms = def(o->recovery_retry_ms, 5000);
+    if (o->recovery_max_attempts < 0 || o->recovery_max_attempts > 1000)
+        return sb__err(err, SB_INVALID, "recovery_max_attempts",
+                       "recovery_max_attempts must be 0 (default 5) to 1000");
+    ch->o.recovery_max_attempts = o->recovery_max_attempts
+                                      ? o->recovery_max_attempts
+                                      : 5;
     if (ch->o.heartbeat_timeout_ms <= ch->o.heartbeat_interval_ms)
         return sb__err(err, SB_INVALID, "heartbeat_timeout_ms",
                        "heartbeat_timeout_ms must exceed "
@@ -83,6 +94,7 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     ch->bus = bus;
     pthread_mutex_init(&ch->mu, NULL);
+    pthread_mutex_init(&ch->handlers_mu, NULL);
     sb__cond_init_monotonic(&ch->loop_cv);
     rc = copy_options(ch, opts, err);
     if (rc == SB_OK)
@@ -96,6 +108,7 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
         sb__free(ch->instance);
         sb__free(ch->notify_channel);
         pthread_mutex_destroy(&ch->mu);
+        pthread_mutex_destroy(&ch->handlers_mu);
         pthread_cond_destroy(&ch->loop_cv);
         sb__free(ch);
         return rc;
@@ -108,6 +121,7 @@ void sb_channel_close(sb_channel *ch)
 {
     if (ch == NULL)
         return;
+    sb__channel_recovery_close(ch);
     pthread_mutex_lock(&ch->mu);
     ch->stopping = 1;
     pthread_cond_broadcast(&ch->loop_cv);
@@ -126,6 +140,7 @@ void sb_channel_close(sb_channel *ch)
     sb__free(ch->instance);
     sb__free(ch->notify_channel);
     pthread_mutex_destroy(&ch->mu);
+    pthread_mutex_destroy(&ch->handlers_mu);
     pthread_cond_destroy(&ch->loop_cv);
     sb__free(ch);
 }

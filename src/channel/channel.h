@@ -38,13 +38,15 @@ typedef struct sb_channel_templates {
     const char *registrations; /* $1 corr, $2 now_us -> reg, handler */
     const char *prune_messages, *prune_subscribers, *prune_recovery;
     const char *notify;       /* PostgreSQL: $1 channel, $2 corr */
+    const char *reply_by_id;  /* $1 id -> the scan's columns */
+    const char *registration; /* $1 corr, $2 reg -> handler, context */
 } sb_channel_templates;
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
 
 typedef struct sb_channel_sql {
-    char *s[20];
+    char *s[22];
 } sb_channel_sql;
 
 /* A reply (public handle sb_reply). */
@@ -104,14 +106,22 @@ struct sb_channel {
     struct sb_waiter *waiters; /* live waiters */
     int scan_requested;
     int64_t next_heartbeat_us, next_prune_us;
+    /* recovery.c: handlers of this process and the queue's consumer */
+    pthread_mutex_t handlers_mu;
+    struct recovery_entry *handlers;
+    sb_worker *recovery_worker;
 };
+
+/* recovery.c: stop the recovery consumer and free the handlers. */
+void sb__channel_recovery_close(struct sb_channel *ch);
 
 /* Statement text by index (see sql.c for the order). */
 enum {
     CH_DDL, CH_LOCK, CH_WATERMARK, CH_SEQ_NEXT, CH_SUBSCRIBE,
     CH_SAVE_RECOVERY, CH_UNSUBSCRIBE, CH_FORGET_RECOVERY, CH_LIVE, CH_INSERT,
     CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
-    CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY
+    CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
+    CH_REPLY_BY_ID, CH_REGISTRATION
 };
 #define CH_SQL(ch, k) ((ch)->sql.s[k])
 

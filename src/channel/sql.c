@@ -34,7 +34,9 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                          t->prune_messages,
                          t->prune_subscribers,
                          t->prune_recovery,
-                         t->notify};
+                         t->notify,
+                         t->reply_by_id,
+                         t->registration};
     int rc = SB_OK;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         out->s[i] = sb__sql_subst(all[i], prefix, &rc);

@@ -102,4 +102,9 @@ const sb_channel_templates sb__channel_sql_postgres = {
                       "ctid FROM {p}recovery_state WHERE expires_at < now() "
                       "LIMIT 1000)",
     .notify = "SELECT pg_notify($1, $2)",
+    .reply_by_id = "SELECT id, correlation_id, reply, is_error, error_type, "
+                   "error_message, error_detail, created_at, acked_at, "
+                   "acked_seq FROM {p}channel_messages WHERE id = $1::uuid",
+    .registration = "SELECT handler, context FROM {p}recovery_state WHERE "
+                    "correlation_id = $1 AND registration_id = $2::uuid",
 };

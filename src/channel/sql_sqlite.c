@@ -98,4 +98,9 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                       "rowid FROM {p}recovery_state WHERE expires_at < $1 "
                       "LIMIT 1000)",
     .notify = NULL,
+    .reply_by_id = "SELECT id, correlation_id, reply, is_error, error_type, "
+                   "error_message, error_detail, created_at, acked_at, "
+                   "acked_seq FROM {p}channel_messages WHERE id = $1",
+    .registration = "SELECT handler, context FROM {p}recovery_state WHERE "
+                    "correlation_id = $1 AND registration_id = $2",
 };
