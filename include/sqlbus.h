@@ -452,6 +452,13 @@ SB_API const sb_msg *sb_delivery_msg(const sb_delivery *d);
 SB_API void sb_delivery_fail(sb_delivery *d, const char *exception_type,
                              const char *message, const char *detail);
 
+/* Set the reply to a job that carries sb-reply-to (published by
+ * sb_request_job): sent to the waiter when the handler returns SB_OK
+ * (C23). `data` is copied. Without it a successful job replies with no
+ * bytes. */
+SB_API int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
+                             sb_error *err);
+
 /* Ask for the message to be dead-lettered now (poison, T22): the handler's
  * return value is then ignored. `reason` is copied. */
 SB_API void sb_delivery_dead_letter(sb_delivery *d, const char *reason);
@@ -569,6 +576,15 @@ SB_API int sb_waiter_cancel(sb_waiter *w);
 
 /* Cancel if still waiting, clean up and free. NULL-safe. */
 SB_API void sb_waiter_free(sb_waiter *w);
+
+/* C23: a request whose trigger publishes a job to `queue` carrying
+ * sb-correlation-id and sb-reply-to; a worker's sb_delivery_reply (or
+ * `sqlbus work`'s stdout) comes back as the reply, and an error reply if
+ * the job is dead-lettered. The job's payload is borrowed. */
+SB_API int sb_request_job(sb_channel *ch, const char *queue,
+                          const void *payload, size_t len,
+                          const sb_wait_options *opts, sb_waiter **out,
+                          sb_error *err);
 
 /* C12: publish a reply (data borrowed). `reply_id` (optional UUID) makes a
  * retried respond a no-op. Returns when the reply was delivered, confirmed

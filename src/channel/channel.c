@@ -113,6 +113,7 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
         sb__free(ch);
         return rc;
     }
+    sb__channel_jobs_attach(ch);
     *out = ch;
     return SB_OK;
 }
@@ -121,6 +122,7 @@ void sb_channel_close(sb_channel *ch)
 {
     if (ch == NULL)
         return;
+    sb__channel_jobs_detach(ch);
     sb__channel_recovery_close(ch);
     pthread_mutex_lock(&ch->mu);
     ch->stopping = 1;

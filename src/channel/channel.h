@@ -112,6 +112,10 @@ struct sb_channel {
     sb_worker *recovery_worker;
 };
 
+/* jobs.c: become / stop being the bus's reply hook (C23). */
+void sb__channel_jobs_attach(struct sb_channel *ch);
+void sb__channel_jobs_detach(struct sb_channel *ch);
+
 /* recovery.c: stop the recovery consumer and free the handlers. */
 void sb__channel_recovery_close(struct sb_channel *ch);
 

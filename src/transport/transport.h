@@ -86,6 +86,11 @@ struct sb_bus {
     atomic_llong last_prune_us; /* monotonic, for T25's once a minute */
     pthread_mutex_t wake_mu;
     sb_waker *wakers;
+    /* Set by a higher module (the channel) so workers can answer jobs
+     * that carry sb-reply-to (C23); `failure` is NULL for a success. */
+    void (*reply_hook)(void *user, const sb_msg *job, const void *data,
+                       size_t len, const sb_failure *failure);
+    void *reply_hook_user;
 };
 
 struct sb_msg {

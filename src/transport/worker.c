@@ -20,6 +20,9 @@ struct sb_delivery {
     int outcome;
     int64_t delay_ms;
     char *exc_type, *exc_msg, *exc_detail, *dl_reason;
+    void *reply;              /* sb_delivery_reply, for sb-reply-to jobs */
+    size_t reply_len;
+    int has_reply;
     struct sb_delivery *next; /* in the ready or settle list */
     struct sb_delivery *all_next, *all_prev; /* in the in-flight list */
 };
@@ -63,6 +66,7 @@ static void delivery_free(sb_delivery *d)
     sb__free(d->exc_msg);
     sb__free(d->exc_detail);
     sb__free(d->dl_reason);
+    sb__free(d->reply);
     sb__free(d);
 }
 
@@ -488,6 +492,29 @@ static int finish(sb_worker *w, sb_delivery *d, int rc)
     return outcome;
 }
 
+/* C23 through the bus's reply hook (registered by the channel): a job
+ * that names a reply-to gets the handler's reply on success and an error
+ * reply once it is dead-lettered. Runs before settlement, keyed by the
+ * job's id, so a redelivered job's reply is an idempotent no-op. */
+static void send_reply(sb_worker *w, sb_delivery *d, int outcome)
+{
+    sb_bus *bus = w->bus;
+    if (bus->reply_hook == NULL || sb_msg_header(d->msg, "sb-reply-to") == NULL ||
+        sb_msg_correlation_id(d->msg) == NULL)
+        return;
+    if (outcome == OUT_ACK) {
+        bus->reply_hook(bus->reply_hook_user, d->msg, d->reply ? d->reply : "",
+                        d->has_reply ? d->reply_len : 0, NULL);
+    } else if (outcome == OUT_DEAD) {
+        sb_failure f = failure_of(d);
+        if (f.exception_type == NULL)
+            f.exception_type = "dead-lettered";
+        if (f.exception_message == NULL)
+            f.exception_message = f.reason;
+        bus->reply_hook(bus->reply_hook_user, d->msg, NULL, 0, &f);
+    }
+}
+
 static void *handler_main(void *arg)
 {
     sb_worker *w = arg;
@@ -520,6 +547,7 @@ static void *handler_main(void *arg)
         } else {
             outcome = finish(w, d, w->o.handler(d, w->o.user));
         }
+        send_reply(w, d, outcome);
 
         pthread_mutex_lock(&w->mu);
         d->outcome = outcome;
@@ -818,6 +846,26 @@ void sb_delivery_fail(sb_delivery *d, const char *exception_type,
     replace(&d->exc_type, exception_type);
     replace(&d->exc_msg, message);
     replace(&d->exc_detail, detail);
+}
+
+int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
+                      sb_error *err)
+{
+    if (data == NULL && len > 0)
+        return sb__err(err, SB_INVALID, "data", "data is NULL but len is %zu",
+                       len);
+    if (len > d->w->bus->max_payload)
+        return sb__err(err, SB_INVALID, "data",
+                       "reply is %zu bytes; max_payload_bytes is %llu", len,
+                       (unsigned long long)d->w->bus->max_payload);
+    void *copy = sb__memdup(data ? data : "", len + 1);
+    if (copy == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb__free(d->reply);
+    d->reply = copy;
+    d->reply_len = len;
+    d->has_reply = 1;
+    return SB_OK;
 }
 
 void sb_delivery_dead_letter(sb_delivery *d, const char *reason)

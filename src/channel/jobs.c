@@ -1,0 +1,80 @@
+/* jobs.c - requests carried by transport jobs and the replies workers
+ * send back (C23): the channel registers the bus's reply hook, so the
+ * transport never includes the channel. */
+#include "channel/channel.h"
+
+#include <string.h>
+
+typedef struct job_trigger {
+    sb_channel *ch;
+    const char *queue;
+    const void *payload;
+    size_t len;
+} job_trigger;
+
+static int publish_job(const char *correlation_id, void *user)
+{
+    job_trigger *t = user;
+    const char *kv[] = {"sb-correlation-id", correlation_id, "sb-reply-to",
+                        t->ch->instance, NULL};
+    char *headers = NULL;
+    int rc = sb__headers_merge(NULL, kv, &headers, NULL);
+    if (rc != SB_OK)
+        return rc;
+    sb_outgoing o = {NULL, t->payload, t->len, headers, 0};
+    rc = sb_publish(t->ch->bus, NULL, t->queue, &o, NULL, NULL);
+    sb__free(headers);
+    return rc;
+}
+
+int sb_request_job(sb_channel *ch, const char *queue, const void *payload,
+                   size_t len, const sb_wait_options *opts, sb_waiter **out,
+                   sb_error *err)
+{
+    sb_error_clear(err);
+    if (ch == NULL)
+        return sb__err(err, SB_INVALID, "channel", "channel must not be NULL");
+    int rc = sb_validate_queue_name(queue, err);
+    if (rc != SB_OK)
+        return rc;
+    if (payload == NULL && len > 0)
+        return sb__err(err, SB_INVALID, "payload",
+                       "payload is NULL but len is %zu", len);
+    job_trigger t = {ch, queue, payload ? payload : "", len};
+    return sb_request(ch, opts, publish_job, &t, out, err);
+}
+
+/* The reply hook: the job's id is the reply id, so a job that runs twice
+ * (at least once) replies once. */
+static void reply_hook(void *user, const sb_msg *job, const void *data,
+                       size_t len, const sb_failure *failure)
+{
+    sb_channel *ch = user;
+    const char *corr = sb_msg_correlation_id(job);
+    sb_error err;
+    int rc;
+    if (failure == NULL)
+        rc = sb_respond(ch, corr, data, len, sb_msg_id(job), &err);
+    else
+        rc = sb_respond_error(ch, corr, failure->exception_type,
+                              failure->exception_message,
+                              failure->stacktrace, sb_msg_id(job), &err);
+    if (rc != SB_OK)
+        sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
+                "could not send the reply of job %s: %s", sb_msg_id(job),
+                err.message);
+}
+
+void sb__channel_jobs_attach(sb_channel *ch)
+{
+    ch->bus->reply_hook_user = ch;
+    ch->bus->reply_hook = reply_hook;
+}
+
+void sb__channel_jobs_detach(sb_channel *ch)
+{
+    if (ch->bus->reply_hook_user == ch) {
+        ch->bus->reply_hook = NULL;
+        ch->bus->reply_hook_user = NULL;
+    }
+}

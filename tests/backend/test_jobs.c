@@ -1,0 +1,172 @@
+/*
+ * test_jobs.c - requests answered by workers (channel.md C23, transport.md
+ * T27): sb_request_job publishes a job carrying sb-correlation-id and
+ * sb-reply-to; the worker's reply comes back to the waiter; a job that is
+ * dead-lettered answers with an error reply; a worker in another process
+ * answers too.
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int echo_handler(sb_delivery *d, void *user)
+{
+    (void)user;
+    const sb_msg *m = sb_delivery_msg(d);
+    size_t len;
+    const char *p = sb_msg_payload(m, &len);
+    if (len >= 4 && memcmp(p, "fail", 4) == 0) {
+        sb_delivery_fail(d, "test:refused", "will not do it", "detail here");
+        return SB_ERROR;
+    }
+    char out[128];
+    int n = snprintf(out, sizeof out, "echo:%.*s", (int)len, p);
+    return sb_delivery_reply(d, out, (size_t)n, NULL);
+}
+
+static sb_channel *open_channel(sb_bus *bus)
+{
+    sb_channel_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.poll_interval_ms = 20;
+    o.full_sweep_interval_ms = 100;
+    o.confirmation_timeout_ms = 3000;
+    sb_channel *ch = NULL;
+    sb_error err;
+    sbt_ok(sb_channel_open(bus, &o, &ch, &err), &err, "channel");
+    return ch;
+}
+
+static sb_worker *start_worker(sb_bus *bus)
+{
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = "jobs";
+    o.handler = echo_handler;
+    o.concurrency = 2;
+    o.max_attempts = 2;
+    o.redelivery_delay_ms = -1;
+    o.empty_poll_ms = 20;
+    o.max_poll_ms = 100;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker");
+    return w;
+}
+
+static void drop_all(sb_bus *bus, const char *prefix)
+{
+    char sql[512];
+    if (sbt_is_pg())
+        snprintf(sql, sizeof sql,
+                 "DROP TABLE IF EXISTS %schannel_messages, "
+                 "%schannel_subscribers, %srecovery_state; DROP SEQUENCE IF "
+                 "EXISTS %schannel_ack_seq",
+                 prefix, prefix, prefix, prefix);
+    else
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %schannel_ack_seq",
+                 prefix);
+    sbt_exec(bus, sql);
+    sbt_drop(bus, prefix);
+}
+
+static void expect_reply(sb_channel *ch, const char *payload, int want_rc,
+                         const char *want)
+{
+    sb_wait_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.timeout_ms = 20000;
+    sb_waiter *w = NULL;
+    sb_error err;
+    sbt_ok(sb_request_job(ch, "jobs", payload, strlen(payload), &wo, &w, &err),
+           &err, "request job");
+    sb_reply *r = NULL;
+    int rc = sb_waiter_wait(w, &r, &err);
+    if (rc != want_rc)
+        fail_msg("request %s: expected %s, got %s", payload,
+                 sb_strerror(want_rc), sb_strerror(rc));
+    if (want_rc == SB_OK) {
+        size_t len;
+        const char *d = sb_reply_data(r, &len);
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(d, want, len);
+    } else {
+        assert_true(sb_reply_is_error(r));
+        assert_string_equal(sb_reply_error_type(r), want);
+        assert_string_equal(sb_reply_error_message(r), "will not do it");
+        assert_string_equal(sb_reply_error_detail(r), "detail here");
+    }
+    sb_reply_free(r);
+    sb_waiter_free(w);
+}
+
+/* C23, T27: a worker in this process replies; a final failure sends an
+ * error reply (C3). */
+static void test_worker_replies_in_process(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_channel *ch = open_channel(bus);
+    sb_worker *w = start_worker(bus);
+    expect_reply(ch, "hello", SB_OK, "echo:hello");
+    expect_reply(ch, "fail now", SB_REPLY_ERROR, "test:refused");
+    sb_worker_free(w);
+    sb_channel_close(ch);
+    drop_all(bus, prefix);
+    sb_close(bus);
+}
+
+/* C23 across processes: the worker runs in a child process. */
+static void test_worker_replies_across_processes(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        close(go[1]);
+        sb_bus *cb = sbt_open(prefix, NULL);
+        sb_channel *cc = open_channel(cb);
+        sb_worker *w = start_worker(cb);
+        char c;
+        if (read(go[0], &c, 1) < 0) /* EOF when the parent is done */
+            _exit(3);
+        sb_worker_free(w);
+        sb_channel_close(cc);
+        sb_close(cb);
+        _exit(0);
+    }
+    close(go[0]);
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_channel *ch = open_channel(bus);
+    expect_reply(ch, "remote", SB_OK, "echo:remote");
+    expect_reply(ch, "fail remote", SB_REPLY_ERROR, "test:refused");
+    close(go[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    sb_channel_close(ch);
+    drop_all(bus, prefix);
+    sb_close(bus);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worker_replies_in_process),
+        cmocka_unit_test(test_worker_replies_across_processes),
+    };
+    return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
+}
