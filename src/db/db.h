@@ -169,6 +169,14 @@ int sb__pool_acquire(sb_pool *p, int64_t timeout_ms, sb_conn **out,
  * which is rolled back first) is closed instead of kept. */
 void sb__pool_release(sb_pool *p, sb_conn *c);
 
+/* SQLite allows one writer per file. Threads of one pool queue on this
+ * mutex (first come, first served) instead of polling the file lock in
+ * SQLite's busy handler, which sleeps in growing steps and lets a busy
+ * writer starve the others. A no-op on server backends. Taken only by
+ * sb__db_run_tx, never while a caller holds an sb_tx. */
+void sb__pool_write_lock(sb_pool *p);
+void sb__pool_write_unlock(sb_pool *p);
+
 /* ---- transient-fault retry (retry.c) ---- */
 
 /* A unit of work run in one transaction on one connection. Must be safe

@@ -12,6 +12,7 @@ struct sb_pool {
     sb_db_config cfg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_mutex_t write_mu; /* SQLite: one writer of this pool at a time */
     sb_conn **idle;
     int n_idle;
     int n_open; /* idle + lent out */
@@ -39,6 +40,7 @@ int sb__pool_new(sb_db_config *cfg, int max, sb_pool **out, sb_error *err)
     p->idle = idle;
     p->max = max;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->write_mu, NULL);
     sb__cond_init_monotonic(&p->cv);
     *out = p;
     return SB_OK;
@@ -53,6 +55,7 @@ void sb__pool_free(sb_pool *p)
     sb__free(p->idle);
     sb__db_config_free(&p->cfg);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->write_mu);
     pthread_cond_destroy(&p->cv);
     sb__free(p);
 }
@@ -118,4 +121,16 @@ void sb__pool_release(sb_pool *p, sb_conn *c)
     }
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+void sb__pool_write_lock(sb_pool *p)
+{
+    if (p->drv->dialect == SB_DIALECT_SQLITE)
+        pthread_mutex_lock(&p->write_mu);
+}
+
+void sb__pool_write_unlock(sb_pool *p)
+{
+    if (p->drv->dialect == SB_DIALECT_SQLITE)
+        pthread_mutex_unlock(&p->write_mu);
 }

@@ -16,6 +16,7 @@ int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
         sb_conn *c = NULL;
         rc = sb__pool_acquire(pool, 30000, &c, err);
         if (rc == SB_OK) {
+            sb__pool_write_lock(pool);
             rc = sb__begin(c, err);
             if (rc == SB_OK)
                 rc = fn(c, ctx, err);
@@ -23,6 +24,7 @@ int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
                 rc = sb__commit(c, err);
             if (rc != SB_OK && c->in_tx)
                 sb__rollback(c);
+            sb__pool_write_unlock(pool);
             sb__pool_release(pool, c);
         }
         if (rc == SB_OK || !sb_is_transient(rc) || attempt >= max_attempts)
