@@ -570,8 +570,10 @@ SB_API int sb_waiter_take(sb_waiter *w, sb_reply **reply, sb_error *err);
  * reply sb_waiter_take returned last was the terminal one. */
 SB_API int sb_waiter_done(const sb_waiter *w);
 
-/* Cancel (C4, C5): SB_OK if the cancellation won, the outcome otherwise;
- * SB_INDETERMINATE if a delivery could not finish within the drain. */
+/* Cancel (C4, C5) and return the wait's outcome: SB_CLOSED if the
+ * cancellation decided it, the earlier outcome otherwise (SB_OK when a
+ * reply won the race), SB_INDETERMINATE if a delivery could not finish
+ * within the drain. */
 SB_API int sb_waiter_cancel(sb_waiter *w);
 
 /* Cancel if still waiting, clean up and free. NULL-safe. */

@@ -409,7 +409,7 @@ int sb_waiter_cancel(sb_waiter *w)
         rc = SB_INDETERMINATE;
     } else if (!w->ended) {
         mine = sb__waiter_finish_locked(w, SB_CLOSED, NULL);
-        rc = SB_OK;
+        rc = SB_CLOSED;
     } else {
         rc = w->outcome;
     }

@@ -22,6 +22,8 @@ enum cli_exit {
     CLI_SCHEMA = 3,      /* schema missing or of the wrong shape */
     CLI_NOTFOUND = 4,    /* e.g. `dlq show` of an unknown id */
     CLI_UNAVAILABLE = 5, /* database unavailable after retries */
+    CLI_REPLY_ERROR = 2, /* request/wait: the reply was an error reply */
+    CLI_TIMEOUT = 124,   /* request/wait: no reply within --timeout */
     CLI_INTERRUPTED = 130 /* SIGINT during a non-work command */
 };
 
@@ -66,6 +68,9 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_dlq(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_schema(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_request(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_respond(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_wait(cli_ctx *ctx, int argc, char **argv);
 
 /* ---- the dlq subcommands (cmd_dlq.c, dlq_list.c, dlq_show.c) ---- */
 enum {
@@ -108,6 +113,9 @@ extern const char cli_usage_dlq_show[];
 extern const char cli_usage_dlq_requeue[];
 extern const char cli_usage_dlq_purge[];
 extern const char cli_usage_schema[];
+extern const char cli_usage_request[];
+extern const char cli_usage_respond[];
+extern const char cli_usage_wait[];
 
 /* ---- common.c: options, errors, opening the bus ---- */
 
@@ -161,6 +169,26 @@ int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out);
  * cli_ctx. Thread-safe (one fprintf per line). */
 void cli_log(int level, const char *component, const char *message,
              void *user);
+
+/* ---- input.c: reading a payload ---- */
+
+/* Read FILE (stdin when NULL or "-") into `out` (initialised here; free
+ * with sb__buf_free). Gives up on a signal (CLI_INTERRUPTED). Prints its
+ * errors; returns an exit code. */
+int cli_read_payload(const char *file, sb_buf *out);
+
+/* ---- await.c: the channel for request, respond and wait (C23, C25) ---- */
+
+/* Open the channel of `bus` with the default options. On failure prints
+ * the error and returns its exit code. */
+int cli_open_channel(sb_bus *bus, sb_channel **out);
+
+/* Wait for the outcome of `w` while polling for signals: the terminal
+ * reply's bytes go to stdout as they are (exit 0); progress replies (with
+ * an `until` predicate) go to stderr as they arrive; an error reply
+ * prints "TYPE: MESSAGE" and its detail to stderr (CLI_REPLY_ERROR); a
+ * timeout CLI_TIMEOUT; a signal cancels the wait (CLI_INTERRUPTED). */
+int cli_await(const cli_ctx *ctx, sb_waiter *w);
 
 /* ---- signals.c: SIGINT/SIGTERM handled by a sigwait thread ---- */
 

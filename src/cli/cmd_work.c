@@ -1,5 +1,6 @@
 /* cmd_work.c - `sqlbus work`: run a command once per message of a queue
- * through the library's worker runtime (rules T26, T30). */
+ * through the library's worker runtime (rules T26, T30); jobs from
+ * `sqlbus request` are answered with the command's stdout (C23). */
 #include "cli.h"
 
 #include <errno.h>
@@ -179,6 +180,19 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
 
+    /* C23: the channel registers the bus's reply hook, so jobs published
+     * by `sqlbus request` get their replies. Without it work goes on. */
+    sb_channel *ch = NULL;
+    sb_error cerr;
+    sb_error_clear(&cerr);
+    int crc = sb_channel_open(bus, NULL, &ch, &cerr);
+    if (crc != SB_OK) {
+        cli_errorf("warning: cannot open the channel, so requests get no "
+                   "replies: %s", cerr.message[0] ? cerr.message
+                                                  : sb_strerror(crc));
+        ch = NULL;
+    }
+
     cli_work work;
     memset(&work, 0, sizeof work);
     work.argv = o.argv;
@@ -209,6 +223,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     int src = sb_worker_start(bus, &wo, &w, &err);
     if (src != SB_OK) {
         rc = cli_report(src, &err);
+        sb_channel_close(ch);
         sb_close(bus);
         return rc;
     }
@@ -234,6 +249,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         rc = cli_report(src, &err);
     summary(ctx, w, start);
     sb_worker_free(w);
+    sb_channel_close(ch);
     sb_close(bus);
     return rc;
 }

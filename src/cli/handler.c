@@ -11,8 +11,8 @@
 /* A second signal: the user wants out now. */
 #define ABORT_FORCED 2
 
-/* Stdout is kept (up to this) so that a reply can be published from it
- * (channel.md); the transport alone does not use it yet. */
+/* Stdout is kept (up to this): it is the reply to a job that asks for
+ * one (sb-reply-to, rule C23). */
 #define MAX_STDOUT (16u * 1024 * 1024)
 
 typedef struct abort_ctx {
@@ -115,6 +115,29 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
     return SB_ERROR;
 }
 
+/* C23: the command's stdout is the reply the runtime sends when the
+ * handler returns SB_OK. A reply that does not fit fails the message. */
+static int set_reply(sb_delivery *d, const cli_child_result *res)
+{
+    char msg[256];
+    if (res->out_truncated) {
+        snprintf(msg, sizeof msg, "the command's stdout is larger than "
+                 "%u bytes and cannot be the reply", MAX_STDOUT);
+        sb_delivery_fail(d, "reply", msg, NULL);
+        return SB_ERROR;
+    }
+    sb_error err;
+    sb_error_clear(&err);
+    /* res->out.data is NUL-terminated (or NULL when empty). */
+    int rc = sb_delivery_reply(d, res->out.len > 0 ? res->out.data : NULL,
+                               res->out.len, &err);
+    if (rc != SB_OK) {
+        sb_delivery_fail(d, "reply", err.message, NULL);
+        return SB_ERROR;
+    }
+    return SB_OK;
+}
+
 /* The sb_handler_fn of `sqlbus work`: runs the command for one delivery
  * and returns SB_OK to ack, or records the failure and returns SB_ERROR.
  * Runs on worker threads. */
@@ -146,13 +169,12 @@ int cli_work_handler(sb_delivery *d, void *user)
 
     int rc;
     if (res.outcome == CLI_CHILD_EXITED && res.status == 0) {
-        /* res.out holds the command's stdout: the reply to publish when
-         * the message asks for one (channel.md, rule T30). */
         if (w->ctx->verbosity >= 2)
             fprintf(stderr, "sqlbus: work: message %s done (%lld ms, "
                     "%zu bytes of output)\n", sb_msg_id(m),
                     (long long)res.elapsed_ms, res.out.len);
-        rc = SB_OK;
+        rc = sb_msg_header(m, "sb-reply-to") != NULL ? set_reply(d, &res)
+                                                     : SB_OK;
     } else {
         rc = fail(d, &res, w);
     }

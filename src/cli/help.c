@@ -17,8 +17,9 @@ const char cli_usage_main[] =
     "sqlbus turns SQLite or PostgreSQL into a durable message queue.\n"
     "\n" GLOBALS "  --version       print the version\n"
     "\n"
-    "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 schema missing or\n"
-    "wrong, 4 not found, 5 database unavailable, 130 interrupted.\n";
+    "Exit codes: 0 ok, 1 runtime error, 2 usage error (request/wait: an\n"
+    "error reply), 3 schema missing or wrong, 4 not found, 5 database\n"
+    "unavailable, 124 no reply in time (request/wait), 130 interrupted.\n";
 
 const char cli_usage_publish[] =
     "Usage: sqlbus publish --queue Q [OPTIONS] [FILE|-]\n"
@@ -59,6 +60,11 @@ const char cli_usage_work[] =
     "  --delay D            wait before retrying a failed message\n"
     "                       (default 5s)\n"
     "  --once               exit 0 once no message is ready or leased\n"
+    "\n"
+    "A message published by 'sqlbus request' (header sb-reply-to) is\n"
+    "answered: CMD's stdout is the reply when it exits 0; after the last\n"
+    "failed attempt an error reply (exit:N, signal:NAME or timeout, with the\n"
+    "stderr tail) is sent instead.\n"
     "\n"
     "SIGINT/SIGTERM stop gracefully: no new messages, running commands\n"
     "finish; a second signal kills them.\n"
@@ -141,4 +147,44 @@ const char cli_usage_schema[] =
     "           or wrong table, with the statement that fixes it\n"
     "  migrate  create what is missing (under a cross-process lock), then\n"
     "           verify\n"
+    "\n" GLOBALS;
+
+const char cli_usage_request[] =
+    "Usage: sqlbus request --queue Q [--timeout D] [--until-prefix S] "
+    "[FILE|-]\n"
+    "\n"
+    "Publish the contents of FILE (or stdin) as a job with a fresh\n"
+    "correlation id and wait for its reply (answered by 'sqlbus work' or\n"
+    "a worker). The reply is printed to stdout byte for byte (exit 0). An\n"
+    "error reply prints TYPE: MESSAGE (and its detail) to stderr, exit 2;\n"
+    "no reply within the timeout exits 124.\n"
+    "\n"
+    "  --queue Q          queue to publish the job to (required)\n"
+    "  --timeout D        how long to wait, 1ms..7d (default 30s)\n"
+    "  --until-prefix S   only a reply starting with S ends the wait; the\n"
+    "                     others are progress, printed to stderr\n"
+    "\n" GLOBALS;
+
+const char cli_usage_respond[] =
+    "Usage: sqlbus respond --correlation-id ID [--reply-id UUID]\n"
+    "                      [--error TYPE:MESSAGE] [FILE|-]\n"
+    "\n"
+    "Send the contents of FILE (or stdin) as the reply to ID; with --error,\n"
+    "an error reply (the input, if any, is its detail). Returns once the\n"
+    "reply was delivered, confirmed or handed to recovery.\n"
+    "\n"
+    "  --correlation-id ID   the id to answer (required; 1-400 bytes UTF-8)\n"
+    "  --reply-id UUID       makes a retried respond a no-op\n"
+    "  --error TYPE:MESSAGE  send an error reply (split at the first ':')\n"
+    "\n" GLOBALS;
+
+const char cli_usage_wait[] =
+    "Usage: sqlbus wait --correlation-id ID [--timeout D]\n"
+    "\n"
+    "Attach to a correlation id created elsewhere and print its next reply\n"
+    "(exit 0); an error reply exits 2, no reply within the timeout 124.\n"
+    "Only replies sent after the wait started are seen.\n"
+    "\n"
+    "  --correlation-id ID   the id to wait on (required)\n"
+    "  --timeout D           how long to wait, 1ms..7d (default 30s)\n"
     "\n" GLOBALS;

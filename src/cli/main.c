@@ -16,6 +16,12 @@ static const cli_command commands[] = {
      cli_usage_dlq, cli_cmd_dlq},
     {"schema", "print, verify or migrate the database schema",
      cli_usage_schema, cli_cmd_schema},
+    {"request", "publish a job and print its reply", cli_usage_request,
+     cli_cmd_request},
+    {"respond", "send a reply (or an error reply) to a correlation id",
+     cli_usage_respond, cli_cmd_respond},
+    {"wait", "wait for the reply to a correlation id", cli_usage_wait,
+     cli_cmd_wait},
 };
 
 static const cli_command *find_command(const char *name)

@@ -858,9 +858,12 @@ int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
         return sb__err(err, SB_INVALID, "data",
                        "reply is %zu bytes; max_payload_bytes is %llu", len,
                        (unsigned long long)d->w->bus->max_payload);
-    void *copy = sb__memdup(data ? data : "", len + 1);
+    char *copy = sb__malloc(len + 1);
     if (copy == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    if (len > 0)
+        memcpy(copy, data, len);
+    copy[len] = '\0';
     sb__free(d->reply);
     d->reply = copy;
     d->reply_len = len;
