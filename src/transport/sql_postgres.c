@@ -40,8 +40,7 @@ const sb_sql_templates sb__sql_postgres = {
         "locked_until <= now()) ORDER BY available_at, created_at "
         "LIMIT $5 FOR UPDATE SKIP LOCKED) "
         "UPDATE {p}messages m SET attempts = m.attempts + 1, "
-        "locked_until = now() + $3::int8 " MS ", "
-        "available_at = now() + $3::int8 " MS ", lock_id = $4::uuid "
+        "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "
         "FROM c WHERE m.id = c.id "
         "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "
         "m.created_at, m.queue",
@@ -58,7 +57,7 @@ const sb_sql_templates sb__sql_postgres = {
                 "$2::uuid[]) AS x(id, lock_id) WHERE m.id = x.id AND "
                 "m.lock_id = x.lock_id RETURNING m.id",
     .renew_many = "UPDATE {p}messages m SET locked_until = now() + $4::int8 " MS
-                  ", available_at = now() + $4::int8 " MS " FROM "
+                  " FROM "
                   "unnest($1::uuid[], $2::uuid[]) AS x(id, lock_id) WHERE "
                   "m.id = x.id AND m.lock_id = x.lock_id RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
@@ -69,8 +68,7 @@ const sb_sql_templates sb__sql_postgres = {
                  "attempts = GREATEST(attempts - 1, 0) "
                  "WHERE id = $1::uuid AND lock_id = $2::uuid",
     .renew = "UPDATE {p}messages SET locked_until = now() + $4::int8 " MS
-             ", available_at = now() + $4::int8 " MS " "
-             "WHERE id = $1::uuid AND lock_id = $2::uuid",
+             " WHERE id = $1::uuid AND lock_id = $2::uuid",
     .dead_letter =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
