@@ -459,6 +459,12 @@ SB_API void sb_delivery_fail(sb_delivery *d, const char *exception_type,
 SB_API int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
                              sb_error *err);
 
+/* Send a progress reply to the requester now (T27; the waiter's `until`
+ * sees it as progress). Blocks like sb_respond. SB_MISUSE when the job
+ * has no sb-reply-to or no channel is open on the bus. */
+SB_API int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
+                                sb_error *err);
+
 /* Ask for the message to be dead-lettered now (poison, T22): the handler's
  * return value is then ignored. `reason` is copied. */
 SB_API void sb_delivery_dead_letter(sb_delivery *d, const char *reason);

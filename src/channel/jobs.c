@@ -44,25 +44,28 @@ int sb_request_job(sb_channel *ch, const char *queue, const void *payload,
     return sb_request(ch, opts, publish_job, &t, out, err);
 }
 
-/* The reply hook: the job's id is the reply id, so a job that runs twice
- * (at least once) replies once. */
-static void reply_hook(void *user, const sb_msg *job, const void *data,
-                       size_t len, const sb_failure *failure)
+/* The reply hook: the job's id is the final reply's id, so a job that
+ * runs twice (at least once) replies once; progress replies get fresh
+ * ids. */
+static int reply_hook(void *user, const sb_msg *job, const void *data,
+                      size_t len, const sb_failure *failure, int progress)
 {
     sb_channel *ch = user;
     const char *corr = sb_msg_correlation_id(job);
+    const char *reply_id = progress ? NULL : sb_msg_id(job);
     sb_error err;
     int rc;
     if (failure == NULL)
-        rc = sb_respond(ch, corr, data, len, sb_msg_id(job), &err);
+        rc = sb_respond(ch, corr, data, len, reply_id, &err);
     else
         rc = sb_respond_error(ch, corr, failure->exception_type,
                               failure->exception_message,
-                              failure->stacktrace, sb_msg_id(job), &err);
+                              failure->stacktrace, reply_id, &err);
     if (rc != SB_OK)
         sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                 "could not send the reply of job %s: %s", sb_msg_id(job),
                 err.message);
+    return rc;
 }
 
 void sb__channel_jobs_attach(sb_channel *ch)

@@ -87,9 +87,10 @@ struct sb_bus {
     pthread_mutex_t wake_mu;
     sb_waker *wakers;
     /* Set by a higher module (the channel) so workers can answer jobs
-     * that carry sb-reply-to (C23); `failure` is NULL for a success. */
-    void (*reply_hook)(void *user, const sb_msg *job, const void *data,
-                       size_t len, const sb_failure *failure);
+     * that carry sb-reply-to (C23, T27); `failure` is NULL for a success;
+     * `progress` marks a reply that does not end the wait. */
+    int (*reply_hook)(void *user, const sb_msg *job, const void *data,
+                      size_t len, const sb_failure *failure, int progress);
     void *reply_hook_user;
 };
 

@@ -504,14 +504,14 @@ static void send_reply(sb_worker *w, sb_delivery *d, int outcome)
         return;
     if (outcome == OUT_ACK) {
         bus->reply_hook(bus->reply_hook_user, d->msg, d->reply ? d->reply : "",
-                        d->has_reply ? d->reply_len : 0, NULL);
+                        d->has_reply ? d->reply_len : 0, NULL, 0);
     } else if (outcome == OUT_DEAD) {
         sb_failure f = failure_of(d);
         if (f.exception_type == NULL)
             f.exception_type = "dead-lettered";
         if (f.exception_message == NULL)
             f.exception_message = f.reason;
-        bus->reply_hook(bus->reply_hook_user, d->msg, NULL, 0, &f);
+        bus->reply_hook(bus->reply_hook_user, d->msg, NULL, 0, &f, 0);
     }
 }
 
@@ -869,6 +869,23 @@ int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
     d->reply_len = len;
     d->has_reply = 1;
     return SB_OK;
+}
+
+int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
+                         sb_error *err)
+{
+    sb_bus *bus = d->w->bus;
+    if (data == NULL && len > 0)
+        return sb__err(err, SB_INVALID, "data", "data is NULL but len is %zu",
+                       len);
+    if (bus->reply_hook == NULL || sb_msg_header(d->msg, "sb-reply-to") == NULL ||
+        sb_msg_correlation_id(d->msg) == NULL)
+        return sb__err(err, SB_MISUSE, "msg",
+                       "message %s has no reply-to, or no channel is open on "
+                       "this bus",
+                       d->msg->id);
+    return bus->reply_hook(bus->reply_hook_user, d->msg, data ? data : "", len,
+                           NULL, 1);
 }
 
 void sb_delivery_dead_letter(sb_delivery *d, const char *reason)

@@ -22,6 +22,9 @@ static int echo_handler(sb_delivery *d, void *user)
         sb_delivery_fail(d, "test:refused", "will not do it", "detail here");
         return SB_ERROR;
     }
+    if (len >= 8 && memcmp(p, "progress", 8) == 0 &&
+        sb_delivery_progress(d, "working", 7, NULL) != SB_OK)
+        return SB_ERROR;
     char out[128];
     int n = snprintf(out, sizeof out, "echo:%.*s", (int)len, p);
     return sb_delivery_reply(d, out, (size_t)n, NULL);
@@ -106,6 +109,42 @@ static void expect_reply(sb_channel *ch, const char *payload, int want_rc,
     sb_waiter_free(w);
 }
 
+static int until_echo(const sb_reply *r, void *user)
+{
+    (void)user;
+    size_t len;
+    const char *d = sb_reply_data(r, &len);
+    return len >= 5 && memcmp(d, "echo:", 5) == 0;
+}
+
+/* T27: a handler reports progress; the waiter sees it before the final
+ * reply. */
+static void expect_progress(sb_channel *ch)
+{
+    sb_wait_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.timeout_ms = 20000;
+    wo.until = until_echo;
+    sb_waiter *w = NULL;
+    sb_error err;
+    sbt_ok(sb_request_job(ch, "jobs", "progress", 8, &wo, &w, &err), &err,
+           "request");
+    sb_reply *r = NULL;
+    sbt_ok(sb_waiter_wait(w, &r, &err), &err, "wait");
+    size_t len;
+    const char *d = sb_reply_data(r, &len);
+    assert_int_equal(len, 13);
+    assert_memory_equal(d, "echo:progress", 13);
+    sb_reply_free(r);
+    sbt_ok(sb_waiter_take(w, &r, &err), &err, "take progress");
+    d = sb_reply_data(r, &len);
+    assert_int_equal(len, 7);
+    assert_memory_equal(d, "working", 7);
+    sb_reply_free(r);
+    sb_waiter_free(w);
+}
+
 /* C23, T27: a worker in this process replies; a final failure sends an
  * error reply (C3). */
 static void test_worker_replies_in_process(void **state)
@@ -118,6 +157,7 @@ static void test_worker_replies_in_process(void **state)
     sb_worker *w = start_worker(bus);
     expect_reply(ch, "hello", SB_OK, "echo:hello");
     expect_reply(ch, "fail now", SB_REPLY_ERROR, "test:refused");
+    expect_progress(ch);
     sb_worker_free(w);
     sb_channel_close(ch);
     drop_all(bus, prefix);
