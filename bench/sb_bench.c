@@ -237,7 +237,7 @@ typedef struct args {
     int handlers;
     int batch;
     int pool;
-    int claim_batch;
+    int publishers;
     double rate;
     double seconds;
     double warmup;
@@ -279,6 +279,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->handlers = (int)strtol(v, NULL, 10);
         else if (OPT("--batch"))
             a->batch = (int)strtol(v, NULL, 10);
+        else if (OPT("--publishers"))
+            a->publishers = (int)strtol(v, NULL, 10);
         else if (OPT("--pool"))
             a->pool = (int)strtol(v, NULL, 10);
         else if (OPT("--rate"))
@@ -824,6 +826,7 @@ typedef struct pub_ctx {
     int64_t start_ns, end_ns;
     int64_t sent, measured_sent, errors, behind;
     int64_t last_pub_ns, max_late_ns;
+    int index, count; /* this thread publishes slots index, index+count, ... */
     hist call; /* sb_publish call duration, ns */
 } pub_ctx;
 
@@ -831,7 +834,7 @@ static void *publisher(void *arg)
 {
     pub_ctx *p = arg;
     const double interval = 1e9 / p->a->rate;
-    for (int64_t i = 0;; i++) {
+    for (int64_t i = p->index;; i += p->count) {
         int64_t due = p->start_ns + (int64_t)((double)i * interval);
         if (due >= p->end_ns)
             break;
@@ -906,18 +909,46 @@ static int cmd_latency(const args *a)
     }
     sleep_ns(200000000LL); /* let the worker reach its first wait */
 
+    /* One publisher thread by default; --publishers P splits the same
+     * fixed schedule over P threads (slot i goes to thread i mod P) when a
+     * single thread cannot commit one message per transaction fast enough. */
+    int np = a->publishers > 0 ? a->publishers : 1;
+    pub_ctx *pubs = calloc((size_t)np, sizeof *pubs);
+    pthread_t *th = calloc((size_t)np, sizeof *th);
+    int64_t start_ns = mono_ns();
+    lc.measure_from_ns = start_ns + (int64_t)(a->warmup * 1e9);
+    for (int k = 0; k < np; k++) {
+        pubs[k].bus = bus;
+        pubs[k].a = a;
+        pubs[k].lc = &lc;
+        pubs[k].index = k;
+        pubs[k].count = np;
+        hist_init(&pubs[k].call);
+        pubs[k].start_ns = start_ns;
+        pubs[k].end_ns = lc.measure_from_ns + (int64_t)(a->seconds * 1e9);
+        pthread_create(&th[k], NULL, publisher, &pubs[k]);
+    }
     pub_ctx p;
     memset(&p, 0, sizeof p);
-    p.bus = bus;
-    p.a = a;
-    p.lc = &lc;
     hist_init(&p.call);
-    p.start_ns = mono_ns();
-    lc.measure_from_ns = p.start_ns + (int64_t)(a->warmup * 1e9);
-    p.end_ns = lc.measure_from_ns + (int64_t)(a->seconds * 1e9);
-    pthread_t th;
-    pthread_create(&th, NULL, publisher, &p);
-    pthread_join(th, NULL);
+    for (int k = 0; k < np; k++) {
+        pthread_join(th[k], NULL);
+        p.sent += pubs[k].sent;
+        p.measured_sent += pubs[k].measured_sent;
+        p.errors += pubs[k].errors;
+        p.behind += pubs[k].behind;
+        if (pubs[k].last_pub_ns > p.last_pub_ns)
+            p.last_pub_ns = pubs[k].last_pub_ns;
+        if (pubs[k].max_late_ns > p.max_late_ns)
+            p.max_late_ns = pubs[k].max_late_ns;
+        for (int b = 0; b < H_BUCKETS; b++)
+            p.call.count[b] += pubs[k].call.count[b];
+        p.call.n += pubs[k].call.n;
+        if (pubs[k].call.max > p.call.max)
+            p.call.max = pubs[k].call.max;
+    }
+    free(pubs);
+    free(th);
     int64_t pub_done = mono_ns();
     /* Wait for the tail (up to 10 s). */
     while (atomic_load(&lc.received) < p.sent && mono_ns() - pub_done < 10000000000LL)
@@ -933,6 +964,7 @@ static int cmd_latency(const args *a)
         measured_s = a->seconds;
     int ok = p.errors == 0 && lc.measured_received == p.measured_sent;
     printf("{\"scenario\":\"latency\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
+           "\"publishers\":%d,\"unreceived\":%lld,"
            "\"target_rate\":%.1f,\"achieved_rate\":%.1f,\"seconds\":%.1f,"
            "\"warmup_s\":%.1f,\"sent\":%" PRId64 ",\"received\":%lld,"
            "\"measured_sent\":%" PRId64 ",\"measured_received\":%lld,"
@@ -941,7 +973,8 @@ static int cmd_latency(const args *a)
            "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
            "\"max_us\":%.1f,\"mean_us\":%.1f,\"min_us\":%.1f,"
            "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,\"acked\":%" PRId64 "}\n",
-           ok ? "true" : "false", sb_backend_name(bus), handlers, a->rate,
+           ok ? "true" : "false", sb_backend_name(bus), handlers, np,
+           (long long)(p.measured_sent - lc.measured_received), a->rate,
            (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
            (long long)lc.received, p.measured_sent, (long long)lc.measured_received,
            p.errors, p.behind, (double)p.max_late_ns / 1e6, hist_pct(&lc.h, 50) / 1e3, hist_pct(&lc.h, 90) / 1e3,
@@ -960,7 +993,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
-            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1]\n"
+            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
             "       sb_bench schema     --url URL   (open once: creates sqlbus's schema)\n"
             "       sb_bench hist-selftest\n");

@@ -281,16 +281,15 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
     sqlite_conn *c = (sqlite_conn *)conn;
     if (rows != NULL)
         *rows = NULL;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = NULL;
     int rc = prepare(c, sql, &st, err);
     if (rc != SB_OK)
         return rc;
     rc = bind(c, st, params, nparams, err);
     pending pd = {NULL, 0, 0};
     int ncols = sqlite3_column_count(st);
-    int xrc = SQLITE_OK;
     while (rc == SB_OK) {
-        xrc = sqlite3_step(st);
+        int xrc = sqlite3_step(st);
         if (xrc == SQLITE_DONE)
             break;
         if (xrc != SQLITE_ROW) {
