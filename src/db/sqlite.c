@@ -83,6 +83,21 @@ static void sl_close(sb_conn *conn)
     sb__free(c);
 }
 
+/* Switching a new file to WAL needs a moment of exclusive access, and
+ * SQLite answers BUSY at once instead of calling the busy handler when
+ * another process is opening the same new file: retry within the busy
+ * timeout. An existing WAL database answers at once. */
+static int enable_wal(sqlite_conn *c, int64_t busy_timeout_ms, sb_error *err)
+{
+    int64_t deadline = sb__mono_us() + busy_timeout_ms * 1000;
+    for (;;) {
+        int rc = sl_exec(&c->base, "PRAGMA journal_mode=WAL;", err);
+        if (rc != SB_BUSY || sb__mono_us() >= deadline)
+            return rc;
+        sb__sleep_us(sb__jitter_us(5000));
+    }
+}
+
 static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
 {
     *out = NULL;
@@ -109,7 +124,7 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     const char *sync = cfg->durability == SB_DURABILITY_NORMAL
                            ? "PRAGMA synchronous=NORMAL;"
                            : "PRAGMA synchronous=FULL;";
-    int rc = sl_exec(&c->base, "PRAGMA journal_mode=WAL;", err);
+    int rc = enable_wal(c, cfg->busy_timeout_ms, err);
     if (rc == SB_OK)
         rc = sl_exec(&c->base, sync, err);
     if (rc != SB_OK) {
