@@ -108,8 +108,12 @@ void sbt_drop(sb_bus *bus, const char *prefix)
 {
     if (!pg || bus == NULL)
         return;
-    char sql[256];
-    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %smessages", prefix);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "DROP TABLE IF EXISTS %smessages, %schannel_messages, "
+             "%schannel_subscribers, %srecovery_state; "
+             "DROP SEQUENCE IF EXISTS %schannel_ack_seq",
+             prefix, prefix, prefix, prefix, prefix);
     sbt_exec(bus, sql);
 }
 

@@ -27,8 +27,8 @@ const char *sbt_url(void);
 const char *sbt_new_prefix(void);
 /* Open a bus on the run's database with `prefix`; `opts` may be NULL. */
 sb_bus *sbt_open(const char *prefix, const sb_options *opts);
-/* Drop the tables of `prefix` (PostgreSQL) - SQLite files are removed at
- * exit. */
+/* Drop the transport's and the channel's tables of `prefix` (PostgreSQL);
+ * SQLite files are removed at exit. */
 void sbt_drop(sb_bus *bus, const char *prefix);
 /* Run SQL through a transaction of `bus`; asserts success. */
 void sbt_exec(sb_bus *bus, const char *sql);

@@ -62,22 +62,6 @@ static sb_worker *start_worker(sb_bus *bus)
     return w;
 }
 
-static void drop_all(sb_bus *bus, const char *prefix)
-{
-    char sql[512];
-    if (sbt_is_pg())
-        snprintf(sql, sizeof sql,
-                 "DROP TABLE IF EXISTS %schannel_messages, "
-                 "%schannel_subscribers, %srecovery_state; DROP SEQUENCE IF "
-                 "EXISTS %schannel_ack_seq",
-                 prefix, prefix, prefix, prefix);
-    else
-        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %schannel_ack_seq",
-                 prefix);
-    sbt_exec(bus, sql);
-    sbt_drop(bus, prefix);
-}
-
 static void expect_reply(sb_channel *ch, const char *payload, int want_rc,
                          const char *want)
 {
@@ -160,7 +144,7 @@ static void test_worker_replies_in_process(void **state)
     expect_progress(ch);
     sb_worker_free(w);
     sb_channel_close(ch);
-    drop_all(bus, prefix);
+    sbt_drop(bus, prefix);
     sb_close(bus);
 }
 
@@ -197,7 +181,7 @@ static void test_worker_replies_across_processes(void **state)
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     sb_channel_close(ch);
-    drop_all(bus, prefix);
+    sbt_drop(bus, prefix);
     sb_close(bus);
 }
 

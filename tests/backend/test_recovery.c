@@ -116,22 +116,6 @@ static int wait_calls(calls *c, int n, int seconds)
     return c->n;
 }
 
-static void drop_channel(sb_bus *bus, const char *prefix)
-{
-    char sql[512];
-    if (sbt_is_pg())
-        snprintf(sql, sizeof sql,
-                 "DROP TABLE IF EXISTS %schannel_messages, "
-                 "%schannel_subscribers, %srecovery_state; DROP SEQUENCE IF "
-                 "EXISTS %schannel_ack_seq",
-                 prefix, prefix, prefix, prefix);
-    else
-        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %schannel_ack_seq",
-                 prefix);
-    sbt_exec(bus, sql);
-    sbt_drop(bus, prefix);
-}
-
 typedef struct pipe_trigger {
     int fd;
 } pipe_trigger;
@@ -218,7 +202,7 @@ static void test_sigkill_waiter_recovered_once(void **state)
     /* The same reply again (a retried respond) dispatches nothing new. */
     assert_int_equal(sbt_count(bus, "deadletter"), 0);
     sb_channel_close(ch);
-    drop_channel(bus, prefix);
+    sbt_drop(bus, prefix);
     sb_close(bus);
 }
 
@@ -285,7 +269,7 @@ static void test_fail_default_and_keep_waiting(void **state)
     assert_int_equal(c.n_resume, 1);
     assert_string_equal(c.data[1], "final");
     sb_channel_close(ch);
-    drop_channel(bus, prefix);
+    sbt_drop(bus, prefix);
     sb_close(bus);
 }
 
@@ -384,7 +368,7 @@ static void test_live_and_recovery_never_both(void **state)
     assert_int_equal(neither, 0);
     sb_channel_close(slow);
     sb_channel_close(ch);
-    drop_channel(bus, prefix);
+    sbt_drop(bus, prefix);
     sb_close(bus);
 }
 
