@@ -114,6 +114,7 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
         return rc;
     }
     sb__channel_jobs_attach(ch);
+    sb__channel_wake_start(ch);
     *out = ch;
     return SB_OK;
 }
@@ -123,6 +124,7 @@ void sb_channel_close(sb_channel *ch)
     if (ch == NULL)
         return;
     sb__channel_jobs_detach(ch);
+    sb__channel_wake_stop(ch);
     sb__channel_recovery_close(ch);
     pthread_mutex_lock(&ch->mu);
     ch->stopping = 1;

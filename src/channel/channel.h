@@ -110,7 +110,16 @@ struct sb_channel {
     pthread_mutex_t handlers_mu;
     struct recovery_entry *handlers;
     sb_worker *recovery_worker;
+    /* wake.c: cross-process wake-ups */
+    sb_wake_listener *listener;
+    pthread_t wal_thread;
+    int has_wal_thread;
+    atomic_int wake_stop;
 };
+
+/* wake.c: start / stop the LISTEN connection or the WAL watch (C14). */
+void sb__channel_wake_start(struct sb_channel *ch);
+void sb__channel_wake_stop(struct sb_channel *ch);
 
 /* jobs.c: become / stop being the bus's reply hook (C23). */
 void sb__channel_jobs_attach(struct sb_channel *ch);

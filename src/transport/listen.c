@@ -1,13 +1,15 @@
-/* listen.c - a thread per PostgreSQL worker that turns NOTIFY on the bus's
- * channel into a local wake-up of that worker's pump (T13). */
+/* listen.c - a thread with its own connection that turns PostgreSQL
+ * NOTIFY on one channel into a local callback: a worker's pump (T13), the
+ * channel's targeted scans (C14). */
 #include "transport/transport.h"
 
 #include <string.h>
 
 struct sb_wake_listener {
     sb_bus *bus;
-    char *queue;
-    void (*fn)(void *user);
+    char *channel;
+    char *filter; /* payload to react to, or NULL for any */
+    void (*fn)(void *user, const char *payload);
     void *user;
     atomic_int stop;
     pthread_t thread;
@@ -19,11 +21,11 @@ static void *listen_main(void *arg)
     const sb_db_config *cfg = sb__pool_config(l->bus->pool);
     sb_listener *conn = NULL;
     int64_t backoff = 100000;
-    char payload[256];
+    char payload[512];
     while (!atomic_load(&l->stop)) {
         sb_error err;
         if (conn == NULL) {
-            if (sb__listener_open(cfg, l->bus->channel, &conn, &err) != SB_OK) {
+            if (sb__listener_open(cfg, l->channel, &conn, &err) != SB_OK) {
                 sb__log(&l->bus->log, SB_LOG_DEBUG, "listen",
                         "LISTEN failed (%s); polling meanwhile", err.message);
                 for (int64_t t = 0; t < backoff && !atomic_load(&l->stop);
@@ -34,12 +36,13 @@ static void *listen_main(void *arg)
             }
             backoff = 100000;
             /* Anything published while we were not listening: poll now. */
-            l->fn(l->user);
+            l->fn(l->user, "");
         }
         int rc = sb__listener_wait(conn, 200, payload, sizeof payload, &err);
         if (rc == SB_OK) {
-            if (payload[0] == '\0' || strcmp(payload, l->queue) == 0)
-                l->fn(l->user);
+            if (l->filter == NULL || payload[0] == '\0' ||
+                strcmp(payload, l->filter) == 0)
+                l->fn(l->user, payload);
         } else if (rc != SB_TIMEOUT) {
             sb__listener_close(conn);
             conn = NULL;
@@ -49,21 +52,24 @@ static void *listen_main(void *arg)
     return NULL;
 }
 
-void sb__wake_listener_start(sb_bus *bus, const char *queue,
-                             void (*fn)(void *user), void *user,
-                             sb_wake_listener **out)
+void sb__wake_listener_start(sb_bus *bus, const char *channel,
+                             const char *filter,
+                             void (*fn)(void *user, const char *payload),
+                             void *user, sb_wake_listener **out)
 {
     *out = NULL;
     sb_wake_listener *l = sb__calloc(1, sizeof *l);
     if (l == NULL)
         return;
     l->bus = bus;
-    l->queue = sb__strdup(queue);
+    l->channel = sb__strdup(channel);
+    l->filter = filter ? sb__strdup(filter) : NULL;
     l->fn = fn;
     l->user = user;
-    if (l->queue == NULL ||
+    if (l->channel == NULL || (filter != NULL && l->filter == NULL) ||
         pthread_create(&l->thread, NULL, listen_main, l) != 0) {
-        sb__free(l->queue);
+        sb__free(l->channel);
+        sb__free(l->filter);
         sb__free(l);
         return;
     }
@@ -76,6 +82,7 @@ void sb__wake_listener_stop(sb_wake_listener *l)
         return;
     atomic_store(&l->stop, 1);
     pthread_join(l->thread, NULL);
-    sb__free(l->queue);
+    sb__free(l->channel);
+    sb__free(l->filter);
     sb__free(l);
 }

@@ -163,13 +163,16 @@ int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
  * fails the caller: errors are logged. */
 void sb__maybe_prune(sb_bus *bus);
 
-/* PostgreSQL LISTEN for one queue's wake-ups on a dedicated connection,
- * reconnecting after outages; `fn(user)` runs on its thread. A failure to
- * start only costs latency: polling stays the correctness path (T13). */
+/* PostgreSQL LISTEN on `channel` on a dedicated connection, reconnecting
+ * after outages; `fn(user, payload)` runs on its thread for notifications
+ * whose payload equals `filter` (NULL = all; "" after a reconnect). A
+ * failure to start only costs latency: polling stays the correctness
+ * path (T13, C14). */
 typedef struct sb_wake_listener sb_wake_listener;
-void sb__wake_listener_start(sb_bus *bus, const char *queue,
-                             void (*fn)(void *user), void *user,
-                             sb_wake_listener **out);
+void sb__wake_listener_start(sb_bus *bus, const char *channel,
+                             const char *filter,
+                             void (*fn)(void *user, const char *payload),
+                             void *user, sb_wake_listener **out);
 void sb__wake_listener_stop(sb_wake_listener *l);
 
 /* Message helpers. */

@@ -102,6 +102,12 @@ static void wake_pump(void *user)
     pthread_mutex_unlock(&w->mu);
 }
 
+static void notified(void *user, const char *payload)
+{
+    (void)payload;
+    wake_pump(user);
+}
+
 /* ---- the pump ---- */
 
 typedef struct cycle {
@@ -724,7 +730,8 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     w->waker.user = w;
     sb__bus_add_waker(bus, &w->waker);
     if (bus->dialect == SB_DIALECT_POSTGRES && bus->notify >= 0)
-        sb__wake_listener_start(bus, w->queue, wake_pump, w, &w->listener);
+        sb__wake_listener_start(bus, bus->channel, w->queue, notified, w,
+                                &w->listener);
     *out = w;
     return SB_OK;
 }

@@ -148,7 +148,8 @@ static void test_worker_replies_in_process(void **state)
     sb_close(bus);
 }
 
-/* C23 across processes: the worker runs in a child process. */
+/* C23 across processes: the worker runs in a child process; on
+ * PostgreSQL the LISTEN connections are then killed mid-run (C14). */
 static void test_worker_replies_across_processes(void **state)
 {
     (void)state;
@@ -175,6 +176,14 @@ static void test_worker_replies_across_processes(void **state)
     sb_bus *bus = sbt_open(prefix, NULL);
     sb_channel *ch = open_channel(bus);
     expect_reply(ch, "remote", SB_OK, "echo:remote");
+    if (sbt_is_pg()) {
+        /* C14 "lost NOTIFY": kill every LISTEN connection (ours and the
+         * child's); replies must still arrive through the sweep. */
+        sbt_exec(bus, "SELECT pg_terminate_backend(pid) FROM "
+                      "pg_stat_activity WHERE query LIKE 'LISTEN %' AND "
+                      "pid <> pg_backend_pid()");
+        expect_reply(ch, "after kill", SB_OK, "echo:after kill");
+    }
     expect_reply(ch, "fail remote", SB_REPLY_ERROR, "test:refused");
     close(go[1]);
     int status = 0;
