@@ -509,7 +509,9 @@ typedef struct sb_channel_options {
 SB_API int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
                            sb_channel **out, sb_error *err);
 
-/* Stop the threads, end live waiters with SB_CLOSED, free. NULL-safe. */
+/* Stop the threads and free. Free the channel's waiters and stop workers
+ * of the same bus that answer requests first: a waiter still open is
+ * cancelled and must not be used afterwards. NULL-safe. */
 SB_API void sb_channel_close(sb_channel *ch);
 
 /* Reply accessors; pointers are borrowed from the reply. */
