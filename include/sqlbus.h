@@ -173,8 +173,9 @@ typedef struct sb_options {
     uint64_t max_payload_bytes;   /* default 16 MiB */
     const char *dead_letter_queue; /* default "deadletter" (copied) */
     int64_t dead_letter_retention_ms; /* 0 = keep dead letters forever */
-    int notify;           /* PostgreSQL NOTIFY wakes: 0 = on (default),
-                             -1 = off (polling only) */
+    int notify;           /* cross-process wake-ups (PostgreSQL NOTIFY,
+                             a watch on SQLite's WAL file): 0 = on
+                             (default), -1 = off (polling only) */
     sb_log_fn log;        /* optional log callback */
     void *log_user;
     int log_level;        /* minimum level passed to `log` (default INFO) */

@@ -112,9 +112,7 @@ struct sb_channel {
     sb_worker *recovery_worker;
     /* wake.c: cross-process wake-ups */
     sb_wake_listener *listener;
-    pthread_t wal_thread;
-    int has_wal_thread;
-    atomic_int wake_stop;
+    sb_wal_watch *wal;
 };
 
 /* wake.c: start / stop the LISTEN connection or the WAL watch (C14). */

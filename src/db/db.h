@@ -210,6 +210,15 @@ int sb__listener_wait(sb_listener *l, int64_t timeout_ms, char *payload,
                       size_t cap, sb_error *err);
 void sb__listener_close(sb_listener *l);
 
+/* ---- SQLite cross-process wake-ups (watch_sqlite.c) ---- */
+typedef struct sb_wal_watch sb_wal_watch;
+/* Call `fn(user)` on its own thread whenever the WAL file of the SQLite
+ * database at `db_path` changes (any commit of any process on the host).
+ * NULL when the watch cannot be set up (logged): callers keep polling. */
+sb_wal_watch *sb__wal_watch_start(const char *db_path, const sb_logger *log,
+                                  void (*fn)(void *user), void *user);
+void sb__wal_watch_stop(sb_wal_watch *w);
+
 /* Classify a PostgreSQL SQLSTATE into a result code (exposed for tests
  * and for the ODBC driver, which reports the same SQLSTATEs). */
 int sb__classify_sqlstate(const char *sqlstate);

@@ -39,6 +39,7 @@ struct sb_worker {
     pthread_t *handlers;
     int n_handlers;
     sb_wake_listener *listener;
+    sb_wal_watch *wal; /* SQLite: other processes' commits wake the pump */
     sb_delivery *ready_head, *ready_tail, *settle_head, *all;
     int held;     /* claimed and not yet settled */
     int running_handlers;
@@ -732,6 +733,9 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     if (bus->dialect == SB_DIALECT_POSTGRES && bus->notify >= 0)
         sb__wake_listener_start(bus, bus->channel, w->queue, notified, w,
                                 &w->listener);
+    else if (bus->dialect == SB_DIALECT_SQLITE && bus->notify >= 0)
+        w->wal = sb__wal_watch_start(sb__pool_config(bus->pool)->target,
+                                     &bus->log, wake_pump, w);
     *out = w;
     return SB_OK;
 }
@@ -771,6 +775,8 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
     pthread_mutex_unlock(&w->mu);
     sb__wake_listener_stop(w->listener);
     w->listener = NULL;
+    sb__wal_watch_stop(w->wal);
+    w->wal = NULL;
     sb__bus_remove_waker(w->bus, &w->waker);
     pthread_join(w->pump, NULL);
     pthread_mutex_lock(&w->mu);
