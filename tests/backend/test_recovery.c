@@ -372,6 +372,64 @@ static void test_live_and_recovery_never_both(void **state)
     sb_close(bus);
 }
 
+
+/* C21: a job for a handler no process knows is nakked (another process
+ * might know it) and, after recovery_max_attempts, dead-lettered - so it
+ * is never lost and never retried forever. */
+static void test_unknown_handler_dead_lettered(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    char id[64];
+    snprintf(id, sizeof id, "orphan-%ld", (long)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        sb_bus *cb = sbt_open(prefix, NULL);
+        sb_channel *cc = open_channel(cb, 200);
+        sb_wait_options wo;
+        memset(&wo, 0, sizeof wo);
+        wo.size = sizeof wo;
+        wo.recovery_handler = "nobody-knows-me";
+        sb_waiter *w = NULL;
+        _exit(sb_attach(cc, id, &wo, &w, NULL) == SB_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_channel *ch = open_channel(bus, 200); /* 3 attempts, 100 ms apart */
+    calls c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.mu, NULL);
+    add_handler(ch, "someone-else", &c);
+    sbt_sleep_ms(700); /* the dead child's subscriber row expires */
+    sb_error err;
+    sbt_ok(sb_respond(ch, id, "x", 1, NULL, &err), &err, "respond");
+    long dead = 0;
+    for (int i = 0; i < 500 && dead == 0; i++) {
+        sbt_sleep_ms(20);
+        dead = sbt_count(bus, "deadletter");
+    }
+    assert_int_equal(dead, 1);
+    assert_int_equal(sbt_count(bus, "sqlbus.recovery"), 0);
+    assert_int_equal(c.n, 0);
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_header(d[0], "sb-failed-queue"),
+                        "sqlbus.recovery");
+    assert_string_equal(sb_msg_header(d[0], "sb-exception-type"),
+                        "recovery:unknown-handler");
+    assert_string_equal(sb_msg_header(d[0], "sb-attempts"), "3");
+    sb_msg_free_array(d, n);
+    sb_channel_close(ch);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -379,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_sigkill_waiter_recovered_once),
         cmocka_unit_test(test_fail_default_and_keep_waiting),
         cmocka_unit_test(test_live_and_recovery_never_both),
+        cmocka_unit_test(test_unknown_handler_dead_lettered),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }
