@@ -156,6 +156,8 @@ int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
 
 /* Check a queue name given with --FLAG (rule T3); CLI_USAGE on error. */
 int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name);
+int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,
+                             const char *id);
 
 /* The database URL: --db, else $SQLBUS_DB, else CLI_DEFAULT_DB.
  * Borrowed. */

@@ -34,15 +34,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, resp_opts *o)
         case 'h':
             fputs(cli_usage_respond, stdout);
             return -1;
-        case OPT_CORRELATION_ID: {
-            sb_error err;
-            sb_error_clear(&err);
+        case OPT_CORRELATION_ID:
             o->correlation_id = optarg;
-            if (sb_validate_correlation_id(optarg, &err) != SB_OK)
-                rc = cli_usage_error(ctx, "--correlation-id: %s",
-                                     err.message);
+            rc = cli_check_correlation_id(ctx, "--correlation-id", optarg);
             break;
-        }
         case OPT_REPLY_ID:
             o->reply_id = optarg;
             break;

@@ -190,6 +190,17 @@ int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name)
     return CLI_OK;
 }
 
+/* Check a correlation id (rule C7); a usage error names `flag`. */
+int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,
+                             const char *id)
+{
+    sb_error err;
+    sb_error_clear(&err);
+    if (sb_validate_correlation_id(id, &err) != SB_OK)
+        return cli_usage_error(ctx, "%s: %s", flag, err.message);
+    return CLI_OK;
+}
+
 /* The database URL: --db, $SQLBUS_DB, or the default. Borrowed. */
 const char *cli_db_url(const cli_ctx *ctx)
 {

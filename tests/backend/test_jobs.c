@@ -179,6 +179,10 @@ static void test_worker_replies_across_processes(void **state)
     if (sbt_is_pg()) {
         /* C14 "lost NOTIFY": kill every LISTEN connection (ours and the
          * child's); replies must still arrive through the sweep. */
+        sbt_exec(bus, "DO $$ BEGIN IF (SELECT count(*) FROM pg_stat_activity "
+                      "WHERE query LIKE 'LISTEN %') < 2 THEN RAISE EXCEPTION "
+                      "'expected the LISTEN connections of both processes'; "
+                      "END IF; END $$");
         sbt_exec(bus, "SELECT pg_terminate_backend(pid) FROM "
                       "pg_stat_activity WHERE query LIKE 'LISTEN %' AND "
                       "pid <> pg_backend_pid()");
