@@ -492,9 +492,10 @@ typedef struct sb_channel_options {
     size_t size;
     int64_t default_timeout_ms;      /* waits without a timeout (7 days) */
     int64_t confirmation_timeout_ms; /* C12 step 4 (5000) */
-    int64_t full_sweep_interval_ms;  /* C14 (PostgreSQL 5000 with LISTEN,
-                                        else 1250; SQLite 1000) */
-    int64_t poll_interval_ms;        /* targeted scans of live ids (250) */
+    int64_t full_sweep_interval_ms;  /* C14 (PostgreSQL 5000 while LISTEN
+                                        is up, else 1250; SQLite 1000) */
+    int64_t reconcile_interval_ms;   /* C15: re-read every live id from its
+                                        waiters' watermark (30000) */
     int64_t heartbeat_interval_ms;   /* C17 (10000) */
     int64_t heartbeat_timeout_ms;    /* subscriber row lifetime (30000) */
     int64_t message_retention_ms;    /* reply rows (3600000) */
@@ -598,8 +599,10 @@ SB_API int sb_request_job(sb_channel *ch, const char *queue,
                           sb_error *err);
 
 /* C12: publish a reply (data borrowed). `reply_id` (optional UUID) makes a
- * retried respond a no-op. Returns when the reply was delivered, confirmed
- * by a waiter, or handed to recovery. */
+ * retried respond a no-op. Returns once the reply is stored (or handed to
+ * recovery when no waiter is live); a background confirmer then gives a
+ * waiter confirmation_timeout_ms to claim it before recovery does.
+ * sb_channel_close waits for pending confirmations. */
 SB_API int sb_respond(sb_channel *ch, const char *correlation_id,
                       const void *data, size_t len, const char *reply_id,
                       sb_error *err);

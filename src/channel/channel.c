@@ -1,5 +1,6 @@
 /* channel.c - opening and closing a channel, its schema, and the loop
- * thread that sweeps, times out waiters, heartbeats and prunes. */
+ * thread that scans, sweeps, confirms, times out waiters, heartbeats and
+ * prunes. */
 #define _GNU_SOURCE
 #include "channel/channel.h"
 
@@ -33,7 +34,7 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
         return sb__err(err, SB_INVALID, "size",
                        "sb_channel_options.size is smaller than any version");
     const int64_t v[] = {o->default_timeout_ms,    o->confirmation_timeout_ms,
-                         o->full_sweep_interval_ms, o->poll_interval_ms,
+                         o->full_sweep_interval_ms, o->reconcile_interval_ms,
                          o->heartbeat_interval_ms,  o->heartbeat_timeout_ms,
                          o->message_retention_ms,   o->recovery_expiry_ms,
                          o->drain_timeout_ms,       o->recovery_retry_ms};
@@ -48,9 +49,10 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     ch->o.default_timeout_ms = def(o->default_timeout_ms,
                                    ch->o.recovery_expiry_ms);
     ch->o.confirmation_timeout_ms = def(o->confirmation_timeout_ms, 5000);
+    ch->sweep_fixed = o->full_sweep_interval_ms > 0;
     ch->o.full_sweep_interval_ms = def(o->full_sweep_interval_ms,
                                        pg ? 1250 : 1000);
-    ch->o.poll_interval_ms = def(o->poll_interval_ms, 250);
+    ch->o.reconcile_interval_ms = def(o->reconcile_interval_ms, 30000);
     ch->o.heartbeat_interval_ms = def(o->heartbeat_interval_ms, 10000);
     ch->o.heartbeat_timeout_ms = def(o->heartbeat_timeout_ms, 30000);
     ch->o.message_retention_ms = def(o->message_retention_ms, 3600000);
@@ -78,6 +80,20 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
 
 static void *loop_main(void *arg);
 
+static void channel_free(sb_channel *ch)
+{
+    sb__ids_free_all(ch);
+    sb__confirm_free(ch);
+    sb__channel_sql_free(&ch->sql);
+    sb__free(ch->instance);
+    sb__free(ch->notify_channel);
+    pthread_mutex_destroy(&ch->mu);
+    pthread_mutex_destroy(&ch->handlers_mu);
+    pthread_cond_destroy(&ch->loop_cv);
+    pthread_cond_destroy(&ch->exec_cv);
+    sb__free(ch);
+}
+
 int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
                     sb_channel **out, sb_error *err)
 {
@@ -96,21 +112,20 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
     pthread_mutex_init(&ch->mu, NULL);
     pthread_mutex_init(&ch->handlers_mu, NULL);
     sb__cond_init_monotonic(&ch->loop_cv);
+    pthread_cond_init(&ch->exec_cv, NULL);
     rc = copy_options(ch, opts, err);
     if (rc == SB_OK)
         rc = sb__channel_sql_new(bus->dialect, bus->prefix, &ch->sql, err);
     if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
         rc = sb__db_run_tx(bus->pool, NULL, create_tx, ch, err);
-    if (rc == SB_OK && pthread_create(&ch->loop, NULL, loop_main, ch) != 0)
+    if (rc == SB_OK)
+        rc = sb__exec_start(ch, err);
+    if (rc == SB_OK && pthread_create(&ch->loop, NULL, loop_main, ch) != 0) {
+        sb__exec_stop(ch);
         rc = sb__err(err, SB_NOMEM, NULL, "could not start the channel thread");
+    }
     if (rc != SB_OK) {
-        sb__channel_sql_free(&ch->sql);
-        sb__free(ch->instance);
-        sb__free(ch->notify_channel);
-        pthread_mutex_destroy(&ch->mu);
-        pthread_mutex_destroy(&ch->handlers_mu);
-        pthread_cond_destroy(&ch->loop_cv);
-        sb__free(ch);
+        channel_free(ch);
         return rc;
     }
     sb__channel_jobs_attach(ch);
@@ -124,75 +139,109 @@ void sb_channel_close(sb_channel *ch)
     if (ch == NULL)
         return;
     sb__channel_jobs_detach(ch);
-    sb__channel_wake_stop(ch);
     sb__channel_recovery_close(ch);
+    /* Pending confirmations finish first (each within its confirmation
+     * timeout), so a short-lived responder still settles its replies. */
     pthread_mutex_lock(&ch->mu);
+    ch->draining = 1;
+    pthread_cond_broadcast(&ch->loop_cv);
+    while (ch->pend_len > 0)
+        sb__cond_wait_until(&ch->loop_cv, &ch->mu, sb__mono_us() + 10000);
     ch->stopping = 1;
     pthread_cond_broadcast(&ch->loop_cv);
     pthread_mutex_unlock(&ch->mu);
     pthread_join(ch->loop, NULL);
+    sb__channel_wake_stop(ch);
+    sb__exec_stop(ch);
     /* Waiters still open end with SB_CLOSED; their owners free them. */
     for (;;) {
         pthread_mutex_lock(&ch->mu);
-        sb_waiter *w = ch->waiters;
+        sb_waiter *w = NULL;
+        for (size_t b = 0; w == NULL && b < ch->n_buckets; b++)
+            for (sb_live_id *id = ch->buckets[b]; id && !w; id = id->hnext)
+                w = id->waiters;
         pthread_mutex_unlock(&ch->mu);
         if (w == NULL)
             break;
         sb_waiter_cancel(w);
     }
-    sb__channel_sql_free(&ch->sql);
-    sb__free(ch->instance);
-    sb__free(ch->notify_channel);
-    pthread_mutex_destroy(&ch->mu);
-    pthread_mutex_destroy(&ch->handlers_mu);
-    pthread_cond_destroy(&ch->loop_cv);
-    sb__free(ch);
+    channel_free(ch);
+}
+
+/* C14: PostgreSQL sweeps every 5 s while LISTEN is proven up, 1.25 s
+ * otherwise; SQLite every second, besides its WAL-watch wake-ups. */
+static int64_t sweep_us(sb_channel *ch)
+{
+    if (!ch->sweep_fixed && ch->bus->dialect == SB_DIALECT_POSTGRES &&
+        sb__wake_listener_up(ch->listener))
+        return 5000000;
+    return ch->o.full_sweep_interval_ms * 1000;
+}
+
+/* The next multiple of `step` after `due` past `now`: absolute deadlines,
+ * never pushed back by other work (C14). */
+static int64_t advance(int64_t due, int64_t now, int64_t step)
+{
+    return now < due ? due : due + step * ((now - due) / step + 1);
 }
 
 static void *loop_main(void *arg)
 {
     sb_channel *ch = arg;
-    int64_t poll_us = ch->o.poll_interval_ms * 1000;
-    int64_t next_sweep = sb__mono_us() + poll_us;
-    ch->next_heartbeat_us = sb__mono_us() + ch->o.heartbeat_interval_ms * 1000;
-    ch->next_prune_us = sb__mono_us() + 60000000;
+    int64_t start = sb__mono_us();
+    int64_t next_sweep = start + sweep_us(ch);
+    int64_t reconcile_us = ch->o.reconcile_interval_ms * 1000;
+    int64_t next_reconcile = start + reconcile_us;
+    int64_t orphans_us = ch->o.confirmation_timeout_ms * 1000;
+    ch->next_heartbeat_us = start + ch->o.heartbeat_interval_ms * 1000;
+    ch->next_prune_us = start + 60000000;
+    ch->next_orphans_us = start + orphans_us;
     pthread_mutex_lock(&ch->mu);
     while (!ch->stopping) {
         int64_t now = sb__mono_us();
-        int due = now >= next_sweep || ch->scan_requested;
-        if (due) {
-            ch->scan_requested = 0;
+        if (ch->scan_head != NULL) {
             pthread_mutex_unlock(&ch->mu);
-            sb__channel_sweep(ch);
+            sb__channel_run_scans(ch);
             pthread_mutex_lock(&ch->mu);
-            /* Absolute deadlines: a requested scan never moves the next
-             * periodic sweep (C14). */
+            continue;
+        }
+        if (ch->full_requested || now >= next_sweep) {
+            int reconcile = now >= next_reconcile;
+            ch->full_requested = 0;
             if (now >= next_sweep)
-                next_sweep += poll_us * ((now - next_sweep) / poll_us + 1);
-            continue;
-        }
-        if (now >= ch->next_heartbeat_us) {
-            ch->next_heartbeat_us = now + ch->o.heartbeat_interval_ms * 1000;
+                next_sweep = advance(next_sweep, now, sweep_us(ch));
+            if (reconcile)
+                next_reconcile = advance(next_reconcile, now, reconcile_us);
             pthread_mutex_unlock(&ch->mu);
-            sb__channel_heartbeat(ch);
-            pthread_mutex_lock(&ch->mu);
-            continue;
-        }
-        if (now >= ch->next_prune_us) {
-            ch->next_prune_us = now + 60000000;
-            pthread_mutex_unlock(&ch->mu);
-            sb__channel_prune(ch);
+            sb__channel_sweep(ch, reconcile);
             pthread_mutex_lock(&ch->mu);
             continue;
         }
         pthread_mutex_unlock(&ch->mu);
-        int64_t until = sb__channel_expire(ch, now);
+        int64_t until = sb__confirm_run(ch, now);
+        if (now >= ch->next_orphans_us) {
+            ch->next_orphans_us = advance(ch->next_orphans_us, now,
+                                          orphans_us);
+            sb__confirm_orphans(ch);
+        }
+        if (now >= ch->next_heartbeat_us) {
+            ch->next_heartbeat_us = now + ch->o.heartbeat_interval_ms * 1000;
+            sb__channel_heartbeat(ch);
+        }
+        if (now >= ch->next_prune_us) {
+            ch->next_prune_us = now + 60000000;
+            sb__channel_prune(ch);
+        }
+        int64_t expiry = sb__channel_expire(ch, now);
         pthread_mutex_lock(&ch->mu);
-        if (next_sweep < until)
-            until = next_sweep;
-        if (ch->next_heartbeat_us < until)
-            until = ch->next_heartbeat_us;
-        if (!ch->stopping && !ch->scan_requested)
+        const int64_t times[] = {expiry, next_sweep, ch->next_heartbeat_us,
+                                 ch->next_orphans_us, ch->next_prune_us};
+        for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+            if (times[i] < until)
+                until = times[i];
+        if (ch->pend_len == 0)
+            pthread_cond_broadcast(&ch->loop_cv); /* a draining close */
+        if (!ch->stopping && ch->scan_head == NULL && !ch->full_requested)
             sb__cond_wait_until(&ch->loop_cv, &ch->mu, until);
     }
     pthread_mutex_unlock(&ch->mu);

@@ -9,7 +9,13 @@
 
 #define SB_RECOVERY_QUEUE "sqlbus.recovery"
 #define SB_MAX_ERROR_DETAIL (16 * 1024)
-#define SB_SCAN_PAGE 64
+#define SB_SCAN_PAGE 64           /* C15: keyset page per id */
+#define SB_EXEC_QUEUE_MAX 1024    /* C16: replies queued per id */
+#define SB_SCAN_QUEUE_MAX 4096    /* C14: coalesced hints; then a full sweep */
+#define SB_DELIVERY_THREADS 4     /* C16: executors shared by all ids */
+#define SB_CONFIRM_MAX 65536      /* C12: replies awaiting confirmation */
+#define SB_HEARTBEAT_BATCH 500    /* C17: subscriber rows per statement */
+#define SB_ORPHAN_BATCH 100       /* C12: unconfirmed replies per scan */
 
 /* Statement templates of one backend ({p} = table prefix). */
 typedef struct sb_channel_templates {
@@ -40,13 +46,17 @@ typedef struct sb_channel_templates {
     const char *notify;       /* PostgreSQL: $1 channel, $2 corr */
     const char *reply_by_id;  /* $1 id -> the scan's columns */
     const char *registration; /* $1 corr, $2 reg -> handler, context */
+    const char *subscribe_many; /* $1 JSON [{"c":corr,"r":reg}], $2 inst,
+                                   $3 ttl_ms, $4 now_us */
+    const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit:
+                                 claim unconfirmed replies -> id, corr */
 } sb_channel_templates;
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
 
 typedef struct sb_channel_sql {
-    char *s[22];
+    char *s[24];
 } sb_channel_sql;
 
 /* A reply (public handle sb_reply). */
@@ -67,10 +77,35 @@ sb_reply *sb__reply_from_row(const sb_rows *rows, size_t r);
 sb_reply *sb__reply_copy(const sb_reply *r);
 
 struct sb_channel;
+struct sb_waiter;
+
+/* One correlation id with live waiters in this process: its waiters, its
+ * keyset cursor (C15) and its bounded delivery queue (C16). Owned by the
+ * channel's id table and guarded by the channel lock. */
+typedef struct sb_live_id {
+    char *corr;
+    uint64_t hash;
+    struct sb_live_id *hnext;      /* hash chain */
+    struct sb_waiter *waiters;     /* linked by id_next */
+    int64_t from_us;               /* earliest watermark - tolerance */
+    int64_t cursor_us;             /* rows up to (cursor_us, cursor_id) */
+    char cursor_id[37];            /* were admitted; "" = none yet */
+    int reread;                    /* next scan starts at from_us */
+    sb_reply *q_head, *q_tail;     /* admitted, not yet delivered */
+    int q_len;
+    int running;                   /* on a delivery thread */
+    int ready;                     /* in the ready FIFO */
+    int overflow;                  /* admission refused: rescan when drained */
+    int scan_queued;               /* in the scan FIFO */
+    int pins;                      /* a scan runs without the lock */
+    struct sb_live_id *ready_next, *scan_next;
+} sb_live_id;
 
 struct sb_waiter {
     struct sb_channel *ch;
     char *corr;
+    sb_live_id *id;        /* NULL once ended */
+    struct sb_waiter *id_next;
     char reg_id[37];
     int64_t started_at_us; /* database clock */
     int64_t started_seq;
@@ -78,7 +113,7 @@ struct sb_waiter {
     sb_until_fn until;
     void *until_user;
     pthread_cond_t cv;
-    int efd;
+    int efd;               /* created on first sb_waiter_fd; -1 before */
     int delivering;        /* a delivery to this waiter is running */
     int ended;             /* the outcome is decided */
     int outcome;           /* its result code (SB_OK is 0) */
@@ -89,23 +124,43 @@ struct sb_waiter {
     size_t n_seen, cap_seen;
     int cleaned;           /* rows deleted */
     int refs;              /* the caller + any running delivery */
-    struct sb_waiter *next; /* in the channel's live list */
 };
+
+/* A stored reply whose confirmation is pending (C12 step 4). */
+typedef struct sb_pending {
+    char id[37];
+    char *corr;
+    int64_t due_us; /* monotonic */
+} sb_pending;
 
 struct sb_channel {
     sb_bus *bus;
     sb_channel_sql sql;
     sb_channel_options o;
+    int sweep_fixed;       /* full_sweep_interval_ms was given */
     char *instance;
-    char *messages_table, *subscribers_table, *recovery_table, *seq_name;
     char *notify_channel;
     pthread_mutex_t mu;
     pthread_cond_t loop_cv;
     pthread_t loop;
     int stopping;
-    struct sb_waiter *waiters; /* live waiters */
-    int scan_requested;
-    int64_t next_heartbeat_us, next_prune_us;
+    /* ids.c: live ids by correlation id */
+    sb_live_id **buckets;
+    size_t n_buckets, n_ids, n_waiters;
+    /* scan.c: ids to scan soon, and a full sweep when requested */
+    sb_live_id *scan_head, *scan_tail;
+    size_t n_scan;
+    int full_requested;
+    /* executor.c: ids with queued replies, and the delivery threads */
+    sb_live_id *ready_head, *ready_tail;
+    pthread_cond_t exec_cv;
+    pthread_t exec[SB_DELIVERY_THREADS];
+    int n_exec, exec_stopping;
+    /* confirm.c: the FIFO of pending confirmations (due times ascend) */
+    sb_pending *pend;
+    size_t pend_cap, pend_head, pend_len;
+    int draining;          /* closing: drop confirmed entries early */
+    int64_t next_heartbeat_us, next_prune_us, next_orphans_us;
     /* recovery.c: handlers of this process and the queue's consumer */
     pthread_mutex_t handlers_mu;
     struct recovery_entry *handlers;
@@ -114,6 +169,46 @@ struct sb_channel {
     sb_wake_listener *listener;
     sb_wal_watch *wal;
 };
+
+/* ids.c (channel lock held). */
+sb_live_id *sb__ids_find(struct sb_channel *ch, const char *corr);
+/* Link a registered waiter to its id (created if new); the id rereads
+ * from the new waiter's watermark at its next scan. */
+int sb__ids_add_waiter(struct sb_channel *ch, struct sb_waiter *w);
+/* Unlink an ending waiter; frees its id when nothing else uses it. */
+void sb__ids_remove_waiter(struct sb_channel *ch, struct sb_waiter *w);
+/* Free `id` if it has no waiters, no queue, no pins and no FIFO place. */
+void sb__ids_release(struct sb_channel *ch, sb_live_id *id);
+/* Every live id, pinned, for use without the lock; unpin with
+ * sb__ids_unpin_all. */
+int sb__ids_pin_all(struct sb_channel *ch, sb_live_id ***out, size_t *n);
+void sb__ids_unpin_all(struct sb_channel *ch, sb_live_id **ids, size_t n);
+void sb__ids_free_all(struct sb_channel *ch);
+
+/* executor.c (C16). Admit a reply for delivery to the waiters of `id`
+ * (copied; channel lock held): 1 if queued or already handled, 0 if the
+ * queue is full (the row stays unclaimed; the id is rescanned once its
+ * queue drains). */
+int sb__exec_admit(struct sb_channel *ch, sb_live_id *id, const sb_reply *r);
+int sb__exec_start(struct sb_channel *ch, sb_error *err);
+void sb__exec_stop(struct sb_channel *ch);
+
+/* scan.c (C14, C15). */
+void sb__scan_request(struct sb_channel *ch, sb_live_id *id); /* lock held */
+void sb__channel_hint(struct sb_channel *ch, const char *corr);
+void sb__channel_request_full(struct sb_channel *ch);
+/* Loop thread, without the lock: scan the queued ids; sweep every id. */
+void sb__channel_run_scans(struct sb_channel *ch);
+void sb__channel_sweep(struct sb_channel *ch, int reconcile);
+
+/* confirm.c (C12 steps 4-5). */
+void sb__confirm_add(struct sb_channel *ch, const sb_reply *r);
+/* Loop thread, without the lock: settle due confirmations; returns the
+ * next due time (monotonic us, INT64_MAX if none). */
+int64_t sb__confirm_run(struct sb_channel *ch, int64_t now);
+/* Claim replies no confirmer settled (their publisher died). */
+void sb__confirm_orphans(struct sb_channel *ch);
+void sb__confirm_free(struct sb_channel *ch);
 
 /* wake.c: start / stop the LISTEN connection or the WAL watch (C14). */
 void sb__channel_wake_start(struct sb_channel *ch);
@@ -132,7 +227,7 @@ enum {
     CH_SAVE_RECOVERY, CH_UNSUBSCRIBE, CH_FORGET_RECOVERY, CH_LIVE, CH_INSERT,
     CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
     CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
-    CH_REPLY_BY_ID, CH_REGISTRATION
+    CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS
 };
 #define CH_SQL(ch, k) ((ch)->sql.s[k])
 
@@ -145,20 +240,20 @@ void sb__channel_sql_free(sb_channel_sql *sql);
 int sb__channel_next_seq(struct sb_channel *ch, sb_conn *c, int64_t *seq,
                          sb_error *err);
 
-/* Try to deliver a stored reply to local waiters of its id (claim in the
- * database, watermark, until, outcome). Returns how many waiters took it.
- * Locks as needed; call without the channel lock. */
-int sb__channel_deliver(struct sb_channel *ch, const sb_reply *r);
+/* Deliver a stored reply to the waiters of `id` (claim in the database,
+ * watermark, until, outcome); a delivery thread, without the lock.
+ * Returns how many waiters took it. */
+int sb__channel_deliver(struct sb_channel *ch, sb_live_id *id,
+                        const sb_reply *r);
 
-/* Hand a reply to recovery inside an open transaction: one job per stored
- * registration on SB_RECOVERY_QUEUE (C21). */
+/* recovery.c: hand a reply to recovery inside an open transaction: one job
+ * per stored registration on SB_RECOVERY_QUEUE (C21). */
 int sb__channel_enqueue_recovery(struct sb_channel *ch, sb_conn *c,
                                  const char *corr, const char *reply_id,
                                  sb_error *err);
 
-/* Scan the database for replies to every live waiter (the sweep). */
-void sb__channel_sweep(struct sb_channel *ch);
-/* Refresh subscriber rows of live waiters (C17) and prune (C18). */
+/* upkeep.c: refresh subscriber rows of live waiters (C17) and prune
+ * (C18). */
 void sb__channel_heartbeat(struct sb_channel *ch);
 void sb__channel_prune(struct sb_channel *ch);
 
@@ -173,6 +268,8 @@ int sb__waiter_finish_locked(struct sb_waiter *w, int rc, const sb_reply *r);
 void sb__waiter_cleanup(struct sb_waiter *w);
 /* The same deletes without the once-only guard (heartbeat compensation). */
 void sb__waiter_delete_rows(struct sb_waiter *w);
+/* Make the waiter's eventfd readable (if it has one); lock held. */
+void sb__waiter_poke(struct sb_waiter *w);
 /* Drop a reference taken under the channel lock; frees at zero. */
 void sb__waiter_release(struct sb_waiter *w);
 

@@ -195,7 +195,7 @@ int sb_channel_add_recovery_handler(sb_channel *ch,
         o.concurrency = 2;
         o.max_attempts = ch->o.recovery_max_attempts;
         o.redelivery_delay_ms = ch->o.recovery_retry_ms;
-        o.empty_poll_ms = ch->o.poll_interval_ms;
+        o.empty_poll_ms = ch->o.full_sweep_interval_ms / 4 + 1;
         o.max_poll_ms = ch->o.full_sweep_interval_ms;
         rc = sb_worker_start(ch->bus, &o, &ch->recovery_worker, err);
     }

@@ -1,6 +1,7 @@
 /* respond.c - publishing a reply (C12): the live check, the idempotent
- * insert, the same-process fast path, confirmation on the monotonic clock
- * and the recovery claim that makes a live waiter and recovery exclusive. */
+ * insert, the same-process fast path, and the hand-over to the background
+ * confirmer (confirm.c) whose recovery claim makes a live waiter and
+ * recovery exclusive. */
 #include "channel/channel.h"
 
 #include <string.h>
@@ -16,10 +17,8 @@ typedef struct respond_ctx {
 
 static int local_waiter(sb_channel *ch, const char *corr)
 {
-    int live = 0;
     pthread_mutex_lock(&ch->mu);
-    for (sb_waiter *w = ch->waiters; w && !live; w = w->next)
-        live = !w->ended && strcmp(w->corr, corr) == 0;
+    int live = sb__ids_find(ch, corr) != NULL;
     pthread_mutex_unlock(&ch->mu);
     return live;
 }
@@ -93,71 +92,23 @@ static int insert_tx(sb_conn *c, void *vctx, sb_error *err)
     return rc;
 }
 
-typedef struct recover_ctx {
-    sb_channel *ch;
-    const sb_reply *r;
-    int64_t changes;
-} recover_ctx;
-
-/* C12 step 5: recovery claims the reply only if no waiter acked it. */
-static int recover_tx(sb_conn *c, void *vctx, sb_error *err)
-{
-    recover_ctx *x = vctx;
-    sb_value id = sb__v_text(x->r->id);
-    int rc = sb__query(c, CH_SQL(x->ch, CH_RECOVER), &id, 1, NULL,
-                       &x->changes, err);
-    if (rc == SB_OK && x->changes == 1)
-        rc = sb__channel_enqueue_recovery(x->ch, c, x->r->correlation_id,
-                                          x->r->id, err);
-    return rc;
-}
-
-static int acked(sb_channel *ch, const char *id, int *yes)
-{
-    sb_conn *c = NULL;
-    sb_error err;
-    int rc = sb__pool_acquire(ch->bus->pool, 5000, &c, &err);
-    if (rc != SB_OK)
-        return rc;
-    sb_value p = sb__v_text(id);
-    sb_rows *rows = NULL;
-    rc = sb__query(c, CH_SQL(ch, CH_ACKED), &p, 1, &rows, NULL, &err);
-    *yes = rc == SB_OK && rows->nrows == 1 &&
-           sb__rows_at(rows, 0, 0)->type != SB_V_NULL;
-    sb__rows_free(rows);
-    sb__pool_release(ch->bus->pool, c);
-    return rc;
-}
-
 static int respond(sb_channel *ch, sb_reply *r, sb_error *err)
 {
     respond_ctx x = {ch, r, local_waiter(ch, r->correlation_id), 0, 0, 0};
     int rc = sb__db_run_tx(ch->bus->pool, NULL, insert_tx, &x, err);
     if (rc != SB_OK || x.recovered || x.settled)
         return rc;
-    /* Same-process waiters get it now, with the server's created_at. */
-    if (sb__channel_deliver(ch, r) > 0)
-        return SB_OK;
-    /* Other processes: wait for a delivery claim, on the monotonic clock
-     * (C11, trap 9). Transient faults here do not fail the respond: the
-     * row is stored, and a retry would only find it. */
-    int64_t deadline = sb__mono_us() + ch->o.confirmation_timeout_ms * 1000;
-    int64_t step = 2000;
-    for (;;) {
-        int yes = 0;
-        if (acked(ch, r->id, &yes) == SB_OK && yes)
-            return SB_OK;
-        if (sb__mono_us() >= deadline)
-            break;
-        sb__sleep_us(step);
-        step = step * 2 > 50000 ? 50000 : step * 2;
-    }
-    recover_ctx rx = {ch, r, 0};
-    rc = sb__db_run_tx(ch->bus->pool, NULL, recover_tx, &rx, err);
-    if (rc == SB_OK && rx.changes == 0)
-        sb__log(&ch->bus->log, SB_LOG_DEBUG, "channel",
-                "reply %s: a waiter confirmed it at the last moment", r->id);
-    return rc;
+    /* Same-process waiters get it now, with the server's created_at; a
+     * full queue leaves it to the next scan (C16). */
+    pthread_mutex_lock(&ch->mu);
+    sb_live_id *id = sb__ids_find(ch, r->correlation_id);
+    if (id != NULL)
+        sb__exec_admit(ch, id, r);
+    pthread_mutex_unlock(&ch->mu);
+    /* Other processes were notified in the insert's transaction; the
+     * confirmer gives them confirmation_timeout_ms (C12 step 4). */
+    sb__confirm_add(ch, r);
+    return SB_OK;
 }
 
 static int build(sb_channel *ch, const char *corr, const char *reply_id,

@@ -28,6 +28,9 @@ const sb_channel_templates sb__channel_sql_postgres = {
         "  ON {p}channel_messages (correlation_id, created_at, id);\n"
         "CREATE INDEX IF NOT EXISTS {p}channel_messages_exp_idx\n"
         "  ON {p}channel_messages (expires_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}channel_messages_unconfirmed_idx\n"
+        "  ON {p}channel_messages (created_at)\n"
+        "  WHERE acked_at IS NULL AND NOT recovery_claimed;\n"
         "CREATE TABLE IF NOT EXISTS {p}channel_subscribers (\n"
         "  correlation_id text COLLATE \"C\" NOT NULL,\n"
         "  registration_id uuid NOT NULL,\n"
@@ -107,4 +110,15 @@ const sb_channel_templates sb__channel_sql_postgres = {
                    "acked_seq FROM {p}channel_messages WHERE id = $1::uuid",
     .registration = "SELECT handler, context FROM {p}recovery_state WHERE "
                     "correlation_id = $1 AND registration_id = $2::uuid",
+    .subscribe_many = "INSERT INTO {p}channel_subscribers SELECT x.c, x.r, "
+                      "$2, now() + $3::int8 " MS " FROM json_to_recordset("
+                      "$1::json) AS x(c text, r uuid) ON CONFLICT "
+                      "(correlation_id, registration_id) DO UPDATE SET "
+                      "expires_at = excluded.expires_at",
+    .orphans = "UPDATE {p}channel_messages SET recovery_claimed = true "
+               "WHERE id IN (SELECT id FROM {p}channel_messages WHERE "
+               "acked_at IS NULL AND NOT recovery_claimed AND created_at < "
+               "now() - $1::int8 " MS " AND expires_at > now() ORDER BY "
+               "created_at LIMIT $3 FOR UPDATE SKIP LOCKED) AND acked_at IS "
+               "NULL AND NOT recovery_claimed RETURNING id, correlation_id",
 };

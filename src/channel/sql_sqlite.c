@@ -23,6 +23,9 @@ const sb_channel_templates sb__channel_sql_sqlite = {
         "  ON {p}channel_messages (correlation_id, created_at, id);\n"
         "CREATE INDEX IF NOT EXISTS {p}channel_messages_exp_idx\n"
         "  ON {p}channel_messages (expires_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}channel_messages_unconfirmed_idx\n"
+        "  ON {p}channel_messages (created_at)\n"
+        "  WHERE acked_at IS NULL AND recovery_claimed = 0;\n"
         "CREATE TABLE IF NOT EXISTS {p}channel_subscribers (\n"
         "  correlation_id TEXT NOT NULL COLLATE BINARY,\n"
         "  registration_id TEXT NOT NULL,\n"
@@ -103,4 +106,14 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                    "acked_seq FROM {p}channel_messages WHERE id = $1",
     .registration = "SELECT handler, context FROM {p}recovery_state WHERE "
                     "correlation_id = $1 AND registration_id = $2",
+    .subscribe_many = "INSERT INTO {p}channel_subscribers SELECT "
+                      "json_extract(value, '$.c'), json_extract(value, "
+                      "'$.r'), $2, $4 + $3 * 1000 FROM json_each($1) WHERE "
+                      "true ON CONFLICT (correlation_id, registration_id) DO "
+                      "UPDATE SET expires_at = excluded.expires_at",
+    .orphans = "UPDATE {p}channel_messages SET recovery_claimed = 1 WHERE id "
+               "IN (SELECT id FROM {p}channel_messages WHERE acked_at IS NULL "
+               "AND recovery_claimed = 0 AND created_at < $2 - $1 * 1000 AND "
+               "expires_at > $2 ORDER BY created_at LIMIT $3) "
+               "RETURNING id, correlation_id",
 };

@@ -8,10 +8,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-static void poke(sb_waiter *w)
+void sb__waiter_poke(sb_waiter *w)
 {
     uint64_t one = 1;
-    if (write(w->efd, &one, sizeof one) < 0) {
+    if (w->efd >= 0 && write(w->efd, &one, sizeof one) < 0) {
         /* The counter is saturated: already readable, nothing lost. */
     }
 }
@@ -19,7 +19,7 @@ static void poke(sb_waiter *w)
 static void drain_fd(sb_waiter *w)
 {
     uint64_t v;
-    while (read(w->efd, &v, sizeof v) > 0) {
+    while (w->efd >= 0 && read(w->efd, &v, sizeof v) > 0) {
     }
 }
 
@@ -49,17 +49,6 @@ void sb__waiter_release(sb_waiter *w)
         waiter_free(w);
 }
 
-static void unlink_locked(sb_waiter *w)
-{
-    for (sb_waiter **pp = &w->ch->waiters; *pp; pp = &(*pp)->next) {
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    }
-    w->next = NULL;
-}
-
 int sb__waiter_finish_locked(sb_waiter *w, int rc, const sb_reply *r)
 {
     if (w->ended)
@@ -70,9 +59,9 @@ int sb__waiter_finish_locked(sb_waiter *w, int rc, const sb_reply *r)
         w->result = sb__reply_copy(r);
     if (r != NULL && w->result == NULL)
         w->outcome = SB_NOMEM;
-    unlink_locked(w);
+    sb__ids_remove_waiter(w->ch, w);
     pthread_cond_broadcast(&w->cv);
-    poke(w);
+    sb__waiter_poke(w);
     return 1;
 }
 
@@ -119,18 +108,26 @@ int64_t sb__channel_expire(sb_channel *ch, int64_t now)
     int n = 0;
     int64_t next = INT64_MAX;
     pthread_mutex_lock(&ch->mu);
-    sb_waiter *w = ch->waiters;
-    while (w != NULL) {
-        sb_waiter *following = w->next;
-        if (!w->delivering && now >= w->deadline_us && n < BATCH) {
-            if (sb__waiter_finish_locked(w, SB_TIMEOUT, NULL)) {
-                w->refs++;
-                due[n++] = w;
+    for (size_t b = 0; b < ch->n_buckets && n < BATCH; b++) {
+        sb_live_id *id = ch->buckets[b];
+        while (id != NULL && n < BATCH) {
+            /* Finishing the last waiter may free the id. */
+            sb_live_id *next_id = id->hnext;
+            sb_waiter *w = id->waiters;
+            while (w != NULL) {
+                sb_waiter *following = w->id_next;
+                if (!w->delivering && now >= w->deadline_us && n < BATCH) {
+                    if (sb__waiter_finish_locked(w, SB_TIMEOUT, NULL)) {
+                        w->refs++;
+                        due[n++] = w;
+                    }
+                } else if (w->deadline_us < next) {
+                    next = w->deadline_us;
+                }
+                w = following;
             }
-        } else if (w->deadline_us < next) {
-            next = w->deadline_us;
+            id = next_id;
         }
-        w = following;
     }
     pthread_mutex_unlock(&ch->mu);
     for (int i = 0; i < n; i++) {
@@ -212,7 +209,7 @@ static int start_waiting(sb_channel *ch, const char *corr,
     if (w == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w->ch = ch;
-    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    w->efd = -1;
     w->corr = sb__strdup(corr);
     w->refs = 1;
     sb__cond_init_monotonic(&w->cv);
@@ -224,7 +221,7 @@ static int start_waiting(sb_channel *ch, const char *corr,
     int64_t timeout = o && o->timeout_ms ? o->timeout_ms
                                          : ch->o.default_timeout_ms;
     w->deadline_us = sb__mono_us() + timeout * 1000;
-    if (w->corr == NULL || w->efd < 0) {
+    if (w->corr == NULL) {
         waiter_free(w);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
@@ -241,12 +238,14 @@ static int start_waiting(sb_channel *ch, const char *corr,
         waiter_free(w);
         return sb__err(err, SB_CLOSED, NULL, "the channel is closing");
     }
-    w->next = ch->waiters;
-    ch->waiters = w;
     /* A reply stored before we subscribed is found at once (C12). */
-    ch->scan_requested = 1;
-    pthread_cond_signal(&ch->loop_cv);
+    rc = sb__ids_add_waiter(ch, w);
     pthread_mutex_unlock(&ch->mu);
+    if (rc != SB_OK) {
+        sb__waiter_cleanup(w);
+        waiter_free(w);
+        return sb__err(err, rc, NULL, "out of memory");
+    }
     *out = w;
     return SB_OK;
 }
@@ -312,7 +311,20 @@ const char *sb_waiter_correlation_id(const sb_waiter *w)
 
 int sb_waiter_fd(const sb_waiter *w)
 {
-    return w->efd;
+    if (w == NULL)
+        return -1;
+    /* Created on first use: 10,000 waiters need not hold 10,000 fds. */
+    sb_waiter *mw = (sb_waiter *)w;
+    pthread_mutex_lock(&w->ch->mu);
+    if (mw->efd < 0) {
+        mw->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (mw->efd >= 0 &&
+            (mw->progress_head != NULL || (mw->ended && !mw->outcome_taken)))
+            sb__waiter_poke(mw);
+    }
+    int fd = mw->efd;
+    pthread_mutex_unlock(&w->ch->mu);
+    return fd;
 }
 
 /* The outcome as a result code and reply (transferred, at most once). */

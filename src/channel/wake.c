@@ -1,26 +1,28 @@
 /* wake.c - cross-process wake-ups for the channel (C14): PostgreSQL
- * NOTIFY on a dedicated LISTEN connection, and on SQLite the WAL watch of
- * src/db. Both only request a scan; the periodic sweep stays the
- * correctness path. */
+ * NOTIFY on a dedicated LISTEN connection (proven by a self-sent
+ * notification before it counts), and on SQLite the WAL watch of src/db.
+ * Both only request scans; the periodic sweep stays the correctness
+ * path. */
 #include "channel/channel.h"
 
-static void request_scan(sb_channel *ch)
-{
-    pthread_mutex_lock(&ch->mu);
-    ch->scan_requested = 1;
-    pthread_cond_signal(&ch->loop_cv);
-    pthread_mutex_unlock(&ch->mu);
-}
-
+/* A notification names the correlation id of a new reply: a targeted
+ * scan of that id if it has waiters here. "" (after a reconnect) asks for
+ * a full sweep; self-check notifications of other processes are ignored
+ * as unknown ids. */
 static void notified(void *user, const char *payload)
 {
-    (void)payload; /* any reply may be for a live id: the scan decides */
-    request_scan(user);
+    sb_channel *ch = user;
+    if (payload[0] == '\0')
+        sb__channel_request_full(ch);
+    else
+        sb__channel_hint(ch, payload);
 }
 
+/* SQLite: a commit somewhere on the host. Each id's scan starts at its
+ * cursor, so a sweep costs one index probe per live id. */
 static void wal_changed(void *user)
 {
-    request_scan(user);
+    sb__channel_request_full(user);
 }
 
 void sb__channel_wake_start(sb_channel *ch)

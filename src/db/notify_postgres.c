@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define SELF_CHECK_US 5000000
+
 struct sb_listener {
     PGconn *pg;
 };
@@ -17,6 +19,40 @@ static void quiet(void *arg, const char *message)
 {
     (void)arg;
     (void)message;
+}
+
+/* The connection counts as listening only once a notification it sent
+ * itself comes back (C14): a LISTEN that a pooler or a failover silently
+ * dropped never passes. Other notifications read meanwhile are dropped;
+ * the caller scans after every (re)connect anyway. */
+static int self_check(sb_listener *l, const char *channel, sb_error *err)
+{
+    char token[37], sql[256];
+    sb__uuid7_at(token, sb__wall_us() / 1000);
+    snprintf(sql, sizeof sql, "NOTIFY \"%s\", 'sqlbus-self-check:%s'",
+             channel, token);
+    PGresult *r = PQexec(l->pg, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    int64_t deadline = sb__mono_us() + SELF_CHECK_US;
+    char payload[128];
+    while (ok) {
+        int64_t left = (deadline - sb__mono_us()) / 1000;
+        if (left <= 0)
+            break;
+        sb_error ignored;
+        int rc = sb__listener_wait(l, left, payload, sizeof payload,
+                                   &ignored);
+        if (rc == SB_OK && strncmp(payload, "sqlbus-self-check:", 18) == 0 &&
+            strcmp(payload + 18, token) == 0)
+            return SB_OK;
+        if (rc != SB_OK && rc != SB_TIMEOUT)
+            break;
+    }
+    return sb__err(err, SB_UNAVAILABLE, NULL,
+                   "listen: the self-sent notification did not return "
+                   "within %d s",
+                   SELF_CHECK_US / 1000000);
 }
 
 int sb__listener_open(const sb_db_config *cfg, const char *channel,
@@ -42,9 +78,10 @@ int sb__listener_open(const sb_db_config *cfg, const char *channel,
     PGresult *r = PQexec(l->pg, sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
-    if (!ok) {
-        sb__err(err, SB_UNAVAILABLE, NULL, "listen: %s",
-                PQerrorMessage(l->pg));
+    if (!ok || self_check(l, channel, err) != SB_OK) {
+        if (!ok)
+            sb__err(err, SB_UNAVAILABLE, NULL, "listen: %s",
+                    PQerrorMessage(l->pg));
         sb__listener_close(l);
         return SB_UNAVAILABLE;
     }

@@ -12,6 +12,7 @@ struct sb_wake_listener {
     void (*fn)(void *user, const char *payload);
     void *user;
     atomic_int stop;
+    atomic_int up; /* listening, proven by a self-sent notification */
     pthread_t thread;
 };
 
@@ -35,6 +36,7 @@ static void *listen_main(void *arg)
                 continue;
             }
             backoff = 100000;
+            atomic_store(&l->up, 1);
             /* Anything published while we were not listening: poll now. */
             l->fn(l->user, "");
         }
@@ -44,6 +46,7 @@ static void *listen_main(void *arg)
                 strcmp(payload, l->filter) == 0)
                 l->fn(l->user, payload);
         } else if (rc != SB_TIMEOUT) {
+            atomic_store(&l->up, 0);
             sb__listener_close(conn);
             conn = NULL;
         }
@@ -74,6 +77,11 @@ void sb__wake_listener_start(sb_bus *bus, const char *channel,
         return;
     }
     *out = l;
+}
+
+int sb__wake_listener_up(sb_wake_listener *l)
+{
+    return l != NULL && atomic_load(&l->up);
 }
 
 void sb__wake_listener_stop(sb_wake_listener *l)

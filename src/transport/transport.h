@@ -174,6 +174,8 @@ void sb__wake_listener_start(sb_bus *bus, const char *channel,
                              void (*fn)(void *user, const char *payload),
                              void *user, sb_wake_listener **out);
 void sb__wake_listener_stop(sb_wake_listener *l);
+/* 1 while the LISTEN connection is up (its self-check passed, C14). */
+int sb__wake_listener_up(sb_wake_listener *l);
 
 /* Message helpers. */
 sb_msg *sb__msg_new(void);

@@ -55,7 +55,6 @@ static sb_channel_options chopts(int64_t confirmation_ms)
     o.size = sizeof o;
     o.default_timeout_ms = 20000; /* never a 7-day wait in a test */
     o.confirmation_timeout_ms = confirmation_ms;
-    o.poll_interval_ms = 50;
     o.full_sweep_interval_ms = 200;
     o.heartbeat_interval_ms = 500;
     return o;

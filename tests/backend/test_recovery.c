@@ -77,8 +77,7 @@ static sb_channel *open_channel(sb_bus *bus, int64_t confirm_ms)
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     o.confirmation_timeout_ms = confirm_ms;
-    o.poll_interval_ms = 20;
-    o.full_sweep_interval_ms = 100;
+    o.full_sweep_interval_ms = 20;
     o.heartbeat_interval_ms = 200;
     o.heartbeat_timeout_ms = 600;
     o.recovery_retry_ms = 100;
