@@ -41,13 +41,17 @@ int sb__exec_admit(sb_channel *ch, sb_live_id *id, const sb_reply *r)
 {
     if (id->waiters == NULL || known(id, r))
         return 1;
-    if (id->q_len >= SB_EXEC_QUEUE_MAX) {
+    /* Once full, only the rescan after the queue drained admits again, so
+     * the predicate still sees the replies in order (C2). */
+    if (id->overflow || id->q_len >= SB_EXEC_QUEUE_MAX) {
         id->overflow = 1;
         return 0;
     }
     sb_reply *copy = sb__reply_copy(r);
     if (copy == NULL) {
-        id->overflow = 1; /* out of memory: rescan later */
+        /* Out of memory: rescan once the queue drains, or at the next
+         * sweep if nothing is queued. */
+        id->overflow = id->q_len > 0 || id->running;
         return 0;
     }
     if (id->q_tail)

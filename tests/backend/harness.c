@@ -1,6 +1,9 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +162,70 @@ void sbt_ok(int rc, const sb_error *err, const char *what)
     if (rc != SB_OK)
         fail_msg("%s: %s (%s)", what, sb_strerror(rc),
                  err ? err->message : "");
+}
+
+/* Rows of `table` (without prefix) for one correlation id, read through a
+ * native connection. */
+long sbt_native_count(const char *prefix, const char *table,
+                         const char *cid)
+{
+    char sql[512];
+    long n = -1;
+    if (sbt_is_pg()) {
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM %s%s WHERE correlation_id = $1",
+                 prefix, table);
+        PGconn *c = PQconnectdb(sbt_url());
+        if (PQstatus(c) != CONNECTION_OK) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+            PQfinish(c);
+            fail_msg("native connect: %s", msg);
+        }
+        PGresult *r = PQexecParams(c, sql, 1, NULL, &cid, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+            PQclear(r);
+            PQfinish(c);
+            fail_msg("native count %s: %s", sql, msg);
+        }
+        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        PQfinish(c);
+        return n;
+    }
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %s%s WHERE correlation_id = ?1", prefix,
+             table);
+    const char *path = sbt_url();
+    if (strncmp(path, "sqlite:", 7) == 0)
+        path += 7;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
+        SQLITE_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", db ? sqlite3_errmsg(db) : "nomem");
+        sqlite3_close(db);
+        fail_msg("native open %s: %s", path, msg);
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, cid, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+    }
+    if (n < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        fail_msg("native count %s: %s", sql, msg);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
 }

@@ -36,6 +36,9 @@ void sbt_exec(sb_bus *bus, const char *sql);
 long sbt_count(sb_bus *bus, const char *queue);
 /* Publish n messages "m<i>" to queue; ids returned if ids != NULL. */
 void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37]);
+/* Rows of `table` (without prefix) for one correlation id, read through a
+ * native connection (libpq or sqlite3), outside the library. */
+long sbt_native_count(const char *prefix, const char *table, const char *cid);
 /* Sleep for ms milliseconds. */
 void sbt_sleep_ms(long ms);
 /* Fail the test with the error's message unless rc is SB_OK. */
