@@ -116,7 +116,7 @@ static int parse_path(const char *path, parsed_path *pp, sb_error *err)
             names += i - start + 1;
         }
         while (rc == SB_OK && path[i] == '[') {
-            size_t at = i, index;
+            size_t at = i, index = 0;
             rc = parse_index(path, &i, &index, err);
             if (rc == SB_OK)
                 rc = add_step(path, pp, NULL, index, at, err);
