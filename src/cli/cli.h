@@ -2,8 +2,8 @@
  * cli.h - declarations shared by the files of the `sqlbus` program.
  *
  * The program uses the library only through include/sqlbus.h; from the
- * internals it borrows core's allocator, capped buffers and JSON headers
- * façade (src/core/core.h). Subcommands return an exit code (enum
+ * internals it borrows core's allocator, capped buffers, JSON headers
+ * façade and JSON paths (src/core/core.h). Subcommands return an exit code (enum
  * cli_exit) to main, which is the only place that exits.
  */
 #ifndef SB_CLI_H
@@ -191,6 +191,32 @@ int cli_open_channel(sb_bus *bus, sb_channel **out);
  * prints "TYPE: MESSAGE" and its detail to stderr (CLI_REPLY_ERROR); a
  * timeout CLI_TIMEOUT; a signal cancels the wait (CLI_INTERRUPTED). */
 int cli_await(const cli_ctx *ctx, sb_waiter *w);
+
+/* ---- until.c: which reply ends a wait (C2, C25) ---- */
+enum cli_until_kind {
+    CLI_UNTIL_NONE = 0, /* the first reply ends the wait */
+    CLI_UNTIL_PREFIX,   /* --until-prefix S */
+    CLI_UNTIL_PRESENT,  /* --until PATH */
+    CLI_UNTIL_EQ,       /* --until PATH=VALUE */
+    CLI_UNTIL_NE        /* --until PATH!=VALUE */
+};
+
+typedef struct cli_until {
+    int kind;         /* enum cli_until_kind */
+    const char *text; /* the prefix or VALUE (borrowed from argv) */
+    char path[SB_JSON_PATH_MAX + 1];
+} cli_until;
+
+/* Record --until-prefix S / --until EXPR in `u` (zeroed before the first
+ * call), checking EXPR's path and that the two flags are not combined.
+ * Returns CLI_OK, or CLI_USAGE after printing what is wrong. */
+int cli_until_set_prefix(const cli_ctx *ctx, const char *prefix,
+                         cli_until *u);
+int cli_until_set_expr(const cli_ctx *ctx, const char *expr, cli_until *u);
+
+/* Install the predicate of `u` in `wo` (nothing for CLI_UNTIL_NONE). `u`
+ * is borrowed: it must outlive the wait. */
+void cli_until_apply(const cli_until *u, sb_wait_options *wo);
 
 /* ---- signals.c: SIGINT/SIGTERM handled by a sigwait thread ---- */
 

@@ -9,17 +9,23 @@
 typedef struct req_opts {
     const char *queue;
     int64_t timeout_ms;
-    const char *until_prefix; /* NULL = the first reply completes */
+    cli_until until; /* none: the first reply completes */
     const char *file;
 } req_opts;
 
-enum { OPT_QUEUE = CLI_OPT_FIRST_LOCAL, OPT_TIMEOUT, OPT_UNTIL_PREFIX };
+enum {
+    OPT_QUEUE = CLI_OPT_FIRST_LOCAL,
+    OPT_TIMEOUT,
+    OPT_UNTIL,
+    OPT_UNTIL_PREFIX
+};
 
 static int parse(cli_ctx *ctx, int argc, char **argv, req_opts *o)
 {
     static const struct option longopts[] = {
         {"queue", required_argument, NULL, OPT_QUEUE},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"until", required_argument, NULL, OPT_UNTIL},
         {"until-prefix", required_argument, NULL, OPT_UNTIL_PREFIX},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
@@ -43,8 +49,11 @@ static int parse(cli_ctx *ctx, int argc, char **argv, req_opts *o)
             rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
                                     MAX_TIMEOUT_MS, &o->timeout_ms);
             break;
+        case OPT_UNTIL:
+            rc = cli_until_set_expr(ctx, optarg, &o->until);
+            break;
         case OPT_UNTIL_PREFIX:
-            o->until_prefix = optarg;
+            rc = cli_until_set_prefix(ctx, optarg, &o->until);
             break;
         default:
             return cli_bad_option(ctx, c, argv);
@@ -60,16 +69,6 @@ static int parse(cli_ctx *ctx, int argc, char **argv, req_opts *o)
         return cli_usage_error(ctx, "unexpected argument \"%s\" (request "
                                "reads one FILE or stdin)", argv[optind]);
     return CLI_OK;
-}
-
-/* C2 predicate of --until-prefix: terminal when the reply starts with
- * the prefix, progress otherwise. */
-static int until_prefix(const sb_reply *r, void *user)
-{
-    const char *prefix = user;
-    size_t len = 0, n = strlen(prefix);
-    const char *data = sb_reply_data(r, &len);
-    return len >= n && (n == 0 || memcmp(data, prefix, n) == 0);
 }
 
 /* `sqlbus request` (C25): exit 0 with the reply on stdout, 2 on an error
@@ -96,10 +95,7 @@ int cli_cmd_request(cli_ctx *ctx, int argc, char **argv)
         memset(&wo, 0, sizeof wo);
         wo.size = sizeof wo;
         wo.timeout_ms = o.timeout_ms;
-        if (o.until_prefix != NULL) {
-            wo.until = until_prefix;
-            wo.until_user = (void *)o.until_prefix;
-        }
+        cli_until_apply(&o.until, &wo);
         sb_error err;
         sb_error_clear(&err);
         sb_waiter *w = NULL;

@@ -1,5 +1,5 @@
 /* cmd_wait.c - `sqlbus wait`: attach to a correlation id created
- * elsewhere and print its reply (rules C1 attach, C25). */
+ * elsewhere and print its reply (rules C1 attach, C2, C25). */
 #include "cli.h"
 
 #include <string.h>
@@ -9,15 +9,23 @@
 typedef struct wait_opts {
     const char *correlation_id;
     int64_t timeout_ms;
+    cli_until until; /* none: the first reply completes */
 } wait_opts;
 
-enum { OPT_CORRELATION_ID = CLI_OPT_FIRST_LOCAL, OPT_TIMEOUT };
+enum {
+    OPT_CORRELATION_ID = CLI_OPT_FIRST_LOCAL,
+    OPT_TIMEOUT,
+    OPT_UNTIL,
+    OPT_UNTIL_PREFIX
+};
 
 static int parse(cli_ctx *ctx, int argc, char **argv, wait_opts *o)
 {
     static const struct option longopts[] = {
         {"correlation-id", required_argument, NULL, OPT_CORRELATION_ID},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"until-prefix", required_argument, NULL, OPT_UNTIL_PREFIX},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, rc = CLI_OK;
@@ -39,6 +47,12 @@ static int parse(cli_ctx *ctx, int argc, char **argv, wait_opts *o)
         case OPT_TIMEOUT:
             rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
                                     MAX_TIMEOUT_MS, &o->timeout_ms);
+            break;
+        case OPT_UNTIL:
+            rc = cli_until_set_expr(ctx, optarg, &o->until);
+            break;
+        case OPT_UNTIL_PREFIX:
+            rc = cli_until_set_prefix(ctx, optarg, &o->until);
             break;
         default:
             return cli_bad_option(ctx, c, argv);
@@ -72,6 +86,7 @@ int cli_cmd_wait(cli_ctx *ctx, int argc, char **argv)
         memset(&wo, 0, sizeof wo);
         wo.size = sizeof wo;
         wo.timeout_ms = o.timeout_ms;
+        cli_until_apply(&o.until, &wo);
         sb_error err;
         sb_error_clear(&err);
         sb_waiter *w = NULL;

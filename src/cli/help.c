@@ -150,8 +150,8 @@ const char cli_usage_schema[] =
     "\n" GLOBALS;
 
 const char cli_usage_request[] =
-    "Usage: sqlbus request --queue Q [--timeout D] [--until-prefix S] "
-    "[FILE|-]\n"
+    "Usage: sqlbus request --queue Q [--timeout D]\n"
+    "                      [--until EXPR | --until-prefix S] [FILE|-]\n"
     "\n"
     "Publish the contents of FILE (or stdin) as a job with a fresh\n"
     "correlation id and wait for its reply (answered by 'sqlbus work' or\n"
@@ -161,6 +161,12 @@ const char cli_usage_request[] =
     "\n"
     "  --queue Q          queue to publish the job to (required)\n"
     "  --timeout D        how long to wait, 1ms..7d (default 30s)\n"
+    "  --until EXPR       only a JSON reply matching EXPR ends the wait:\n"
+    "                     PATH (has a string or integer there), PATH=VALUE\n"
+    "                     or PATH!=VALUE (compared as text); PATH is like\n"
+    "                     $.status or data.items[0].state, names matched\n"
+    "                     case-insensitively. Other replies are progress,\n"
+    "                     printed to stderr\n"
     "  --until-prefix S   only a reply starting with S ends the wait; the\n"
     "                     others are progress, printed to stderr\n"
     "\n" GLOBALS;
@@ -180,6 +186,7 @@ const char cli_usage_respond[] =
 
 const char cli_usage_wait[] =
     "Usage: sqlbus wait --correlation-id ID [--timeout D]\n"
+    "                   [--until EXPR | --until-prefix S]\n"
     "\n"
     "Attach to a correlation id created elsewhere and print its next reply\n"
     "(exit 0); an error reply exits 2, no reply within the timeout 124.\n"
@@ -187,4 +194,8 @@ const char cli_usage_wait[] =
     "\n"
     "  --correlation-id ID   the id to wait on (required)\n"
     "  --timeout D           how long to wait, 1ms..7d (default 30s)\n"
+    "  --until EXPR          only a JSON reply matching EXPR (PATH,\n"
+    "                        PATH=VALUE or PATH!=VALUE) ends the wait; see\n"
+    "                        'sqlbus help request'\n"
+    "  --until-prefix S      only a reply starting with S ends the wait\n"
     "\n" GLOBALS;

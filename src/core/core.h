@@ -1,7 +1,7 @@
 /*
  * core.h - internal services shared by every module: allocation, errors,
- * logging, clocks, randomness, UUIDs, capped buffers, JSON headers and
- * validation. Nothing here touches a database.
+ * logging, clocks, randomness, UUIDs, capped buffers, JSON headers, JSON
+ * paths and validation. Nothing here touches a database.
  */
 #ifndef SB_CORE_H
 #define SB_CORE_H
@@ -118,6 +118,32 @@ int sb__headers_without(const char *json, const char *const *keys, size_t n,
  * value1, ... with `*n` pairs. Free with sb__headers_free. */
 int sb__headers_parse(const char *json, char ***kv, size_t *n);
 void sb__headers_free(char **kv, size_t n);
+
+/* ---- JSON paths (json_path.c) ---- */
+#define SB_JSON_PATH_MAX 512   /* bytes of one path */
+#define SB_JSON_PATH_STEPS 64  /* member names and indexes of one path */
+#define SB_JSON_PATHS_MAX 32   /* paths tried by one extraction */
+#define SB_JSON_UNWRAP_MAX 8   /* JSON strings walked into, per path */
+/* Check a path expression: optional "$.", member names separated by '.',
+ * each followed by any "[N]" array indexes ("$.headers.CorrelationId",
+ * "data.items[0].id"). SB_INVALID naming "path" and the problem. */
+int sb__json_path_check(const char *path, sb_error *err);
+/* The first of `paths` (tried in order) that leads to a string (as is) or
+ * an integer (decimal) in the JSON document `doc` of `len` bytes (rule
+ * C24). Member names compare ASCII-case-insensitively, an exact-case
+ * member first; a string holding a JSON object or array is walked into.
+ * `len` is checked against `budget` before anything is parsed. *out is
+ * transferred (sb__free). SB_OK, SB_TOOBIG (over budget), SB_INVALID (a
+ * bad path, or the document is not JSON: field "payload"), SB_NOTFOUND
+ * (no path matched), SB_NOMEM. Thread-safe. */
+int sb__json_extract_text(const void *doc, size_t len,
+                          const char *const *paths, size_t n_paths,
+                          size_t budget, char **out, sb_error *err);
+/* sb__json_extract_text, then the value must be a valid correlation id
+ * (C7): SB_INVALID naming "correlation_id" when it is not. */
+int sb__json_extract(const void *doc, size_t len, const char *const *paths,
+                     size_t n_paths, size_t budget, char **out,
+                     sb_error *err);
 
 /* ---- validation (validate.c) ---- */
 /* A name compared byte-exactly (queue names T3, correlation ids C7):

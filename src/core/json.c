@@ -1,6 +1,7 @@
 /* json.c - the JSON façade: message headers are a JSON object of
- * string -> string. Only this file includes jansson, so the parser can be
- * swapped without touching callers. */
+ * string -> string. Only core includes jansson (here, json_path.c and the
+ * allocator hook in alloc.c), so the parser can be swapped without
+ * touching callers. */
 #include "core.h"
 
 #include <jansson.h>
