@@ -644,6 +644,36 @@ SB_API int sb_channel_add_recovery_handler(sb_channel *ch,
                                            const sb_recovery_handler *h,
                                            sb_error *err);
 
+/* C24: a response-ingress queue. Rows external producers publish to
+ * `queue` become replies: the correlation id is the sb-correlation-id
+ * header, else the first of `json_paths` that names one in the JSON
+ * payload (member names case-insensitive; string values holding JSON are
+ * unwrapped; "$.a.b", "a.items[0].id"). An sb-error-type header (with
+ * sb-error-message) makes an error reply. A row over `max_bytes` or
+ * without a valid id is logged, counted and dead-lettered with the
+ * reason. The row's message id is the reply id, so a redelivered row is a
+ * no-op. */
+typedef struct sb_ingress_options {
+    size_t size;
+    const char *queue;              /* default "response" */
+    const char *const *json_paths;  /* copied; up to 16 */
+    size_t n_json_paths;
+    size_t max_bytes;               /* size budget (1 MiB, at most the
+                                       bus's max_payload_bytes) */
+    int concurrency;                /* handlers (1) */
+} sb_ingress_options;
+
+/* Start consuming the ingress queue (one per channel; stopped by
+ * sb_channel_close). */
+SB_API int sb_channel_start_ingress(sb_channel *ch,
+                                    const sb_ingress_options *opts,
+                                    sb_error *err);
+
+/* Rows turned into replies and rows dropped since the ingress started;
+ * SB_EMPTY if no ingress runs. Thread-safe. */
+SB_API int sb_channel_ingress_counts(sb_channel *ch, uint64_t *ingested,
+                                     uint64_t *dropped);
+
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
 

@@ -139,6 +139,7 @@ void sb_channel_close(sb_channel *ch)
     if (ch == NULL)
         return;
     sb__channel_jobs_detach(ch);
+    sb__channel_ingress_close(ch);
     sb__channel_recovery_close(ch);
     /* Pending confirmations finish first (each within its confirmation
      * timeout), so a short-lived responder still settles its replies. */

@@ -133,6 +133,15 @@ typedef struct sb_pending {
     int64_t due_us; /* monotonic */
 } sb_pending;
 
+/* ingress.c: the response-ingress consumer (C24). */
+typedef struct sb_ingress {
+    sb_worker *worker;
+    char **paths;
+    size_t n_paths;
+    size_t budget;
+    uint64_t ingested, dropped; /* under the channel lock */
+} sb_ingress;
+
 struct sb_channel {
     sb_bus *bus;
     sb_channel_sql sql;
@@ -165,6 +174,7 @@ struct sb_channel {
     pthread_mutex_t handlers_mu;
     struct recovery_entry *handlers;
     sb_worker *recovery_worker;
+    sb_ingress *ingress;
     /* wake.c: cross-process wake-ups */
     sb_wake_listener *listener;
     sb_wal_watch *wal;
@@ -217,6 +227,9 @@ void sb__channel_wake_stop(struct sb_channel *ch);
 /* jobs.c: become / stop being the bus's reply hook (C23). */
 void sb__channel_jobs_attach(struct sb_channel *ch);
 void sb__channel_jobs_detach(struct sb_channel *ch);
+
+/* ingress.c: stop the response-ingress consumer. */
+void sb__channel_ingress_close(struct sb_channel *ch);
 
 /* recovery.c: stop the recovery consumer and free the handlers. */
 void sb__channel_recovery_close(struct sb_channel *ch);
