@@ -494,9 +494,10 @@ static int cmd_raw_sqlite(const args *a)
            ",\"batch\":%d,\"synchronous\":",
            done, B);
     json_str(stdout, a->sync);
-    printf(",\"transactions\":%" PRId64 ",\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
-           "\"sqlite_version\":",
-           txs, (double)el / 1e9, (double)done / ((double)el / 1e9));
+    printf(",\"transactions\":%" PRId64 ",\"payload_bytes\":%" PRId64
+           ",\"seconds\":%.4f,\"jobs_per_s\":%.1f,\"sqlite_version\":",
+           txs, payload_bytes, (double)el / 1e9,
+           (double)done / ((double)el / 1e9));
     json_str(stdout, sqlite3_libversion());
     printf(",\"preload_s\":%.4f}\n", (double)preload_ns / 1e9);
     sqlite3_finalize(claim);

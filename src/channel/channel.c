@@ -120,16 +120,21 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
         rc = sb__db_run_tx(bus->pool, NULL, create_tx, ch, err);
     if (rc == SB_OK)
         rc = sb__exec_start(ch, err);
-    if (rc == SB_OK && pthread_create(&ch->loop, NULL, loop_main, ch) != 0) {
-        sb__exec_stop(ch);
-        rc = sb__err(err, SB_NOMEM, NULL, "could not start the channel thread");
+    if (rc == SB_OK) {
+        /* Before the loop thread, which reads the listener's state. */
+        sb__channel_wake_start(ch);
+        if (pthread_create(&ch->loop, NULL, loop_main, ch) != 0) {
+            sb__channel_wake_stop(ch);
+            sb__exec_stop(ch);
+            rc = sb__err(err, SB_NOMEM, NULL,
+                         "could not start the channel thread");
+        }
     }
     if (rc != SB_OK) {
         channel_free(ch);
         return rc;
     }
     sb__channel_jobs_attach(ch);
-    sb__channel_wake_start(ch);
     *out = ch;
     return SB_OK;
 }
@@ -138,9 +143,11 @@ void sb_channel_close(sb_channel *ch)
 {
     if (ch == NULL)
         return;
-    sb__channel_jobs_detach(ch);
+    /* Our own workers first: their handler threads read the bus's reply
+     * hook. */
     sb__channel_ingress_close(ch);
     sb__channel_recovery_close(ch);
+    sb__channel_jobs_detach(ch);
     /* Pending confirmations finish first (each within its confirmation
      * timeout), so a short-lived responder still settles its replies. */
     pthread_mutex_lock(&ch->mu);
