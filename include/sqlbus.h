@@ -674,6 +674,93 @@ SB_API int sb_channel_start_ingress(sb_channel *ch,
 SB_API int sb_channel_ingress_counts(sb_channel *ch, uint64_t *ingested,
                                      uint64_t *dropped);
 
+/* Recovery registrations and the watchdog (C22). These take the bus, not a
+ * channel: they start no thread and work in a process that never opens a
+ * channel (the `sqlbus recovery` commands). With SB_SCHEMA_AUTO they create
+ * the channel's tables if missing. */
+typedef struct sb_registration sb_registration;
+
+/* Each registration is in exactly one state, by the database clock. A live
+ * waiter has an unexpired subscriber row for the same correlation id and
+ * registration (its process heartbeats it); a live waiter decides the state
+ * first, then a dispatch, then the age. */
+enum sb_registration_state {
+    SB_REG_OUTSTANDING = 0, /* a live waiter */
+    SB_REG_STALE = 1,       /* no live waiter, never dispatched, registered
+                               longer ago than stale_after */
+    SB_REG_ORPHANED = 2,    /* no live waiter, never dispatched, younger */
+    SB_REG_DISPATCHED = 3   /* no live waiter; a recovery job was enqueued
+                               (dispatched_at set) and no callback has
+                               completed it yet (a successful one deletes
+                               the registration; KEEP_WAITING keeps it) */
+};
+/* The bit of a state in sb_registration_query.states. */
+#define SB_REG_BIT(state) (1u << (state))
+
+typedef struct sb_registration_query {
+    size_t size;
+    int64_t stale_after_ms;  /* STALE threshold: 0 = 24 h; at most 3650 d */
+    unsigned states;         /* SB_REG_BIT()s to list; 0 = every state */
+    size_t limit;            /* rows per call: 0 = 1000; at most 10000 */
+    /* Keyset cursor (borrowed): the registered_at_us, correlation id and
+     * registration id of the last row of the previous call, all three;
+     * after_correlation_id NULL (and the others 0 / NULL) starts with the
+     * oldest registration. */
+    int64_t after_registered_at_us;
+    const char *after_correlation_id;
+    const char *after_registration_id;
+} sb_registration_query;
+
+/* Called once per registration; `r` is borrowed for the call. Return 0 to
+ * go on, anything else to stop the listing (the call still returns
+ * SB_OK). */
+typedef int (*sb_registration_fn)(const sb_registration *r, void *user);
+
+/*
+ * List unexpired recovery registrations of `bus` ordered by (registered_at,
+ * correlation id, registration id), at most `q->limit` of them, calling
+ * `fn` for each on the caller's thread (no database connection is held
+ * while it runs). `q` may be NULL for the defaults. Page by passing the
+ * last row back as the cursor: each registration that exists throughout
+ * is listed exactly once. If the arguments are rejected `fn` never runs.
+ * Result codes: SB_INVALID (err->field names the input and its limit),
+ * SB_SCHEMA, SB_BUSY/SB_UNAVAILABLE, SB_BACKEND, SB_NOMEM. Thread-safe.
+ */
+SB_API int sb_recovery_registrations(sb_bus *bus,
+                                     const sb_registration_query *q,
+                                     sb_registration_fn fn, void *user,
+                                     sb_error *err);
+
+/*
+ * The watchdog (C22): count registrations that are STALE for
+ * `stale_after_ms` (0 = 24 h; at most 3650 days) — older than that, with
+ * no live waiter and never dispatched — and log the oldest 100 of them at
+ * SB_LOG_WARN through the bus's log callback (component "recovery"), plus
+ * one line with the total when there are more. `*stale_count` (may be
+ * NULL) receives the count. Result codes as sb_recovery_registrations.
+ * Thread-safe.
+ */
+SB_API int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
+                                int64_t *stale_count, sb_error *err);
+
+/* Registration accessors; pointers are borrowed from `r`. Times are Unix
+ * microseconds from the database clock (SQLite: the writer's clock). */
+SB_API const char *sb_registration_correlation_id(const sb_registration *r);
+SB_API const char *sb_registration_id(const sb_registration *r);
+/* The recovery handler's name, or NULL when the waiter named none. */
+SB_API const char *sb_registration_handler(const sb_registration *r);
+/* The context saved at registration (NULL, *len 0 when none). */
+SB_API const void *sb_registration_context(const sb_registration *r,
+                                           size_t *len);
+SB_API int64_t sb_registration_registered_at_us(const sb_registration *r);
+SB_API int64_t sb_registration_expires_at_us(const sb_registration *r);
+/* The last dispatch to recovery, or 0 if never. */
+SB_API int64_t sb_registration_dispatched_at_us(const sb_registration *r);
+/* enum sb_registration_state. */
+SB_API int sb_registration_state(const sb_registration *r);
+/* 1 when a live waiter exists (the state is then SB_REG_OUTSTANDING). */
+SB_API int sb_registration_live(const sb_registration *r);
+
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
 

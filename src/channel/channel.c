@@ -9,13 +9,21 @@
 
 static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
-    sb_channel *ch = ctx;
+    const sb_channel_sql *sql = ctx;
     int rc = SB_OK;
-    if (CH_SQL(ch, CH_LOCK) != NULL)
-        rc = sb__query(c, CH_SQL(ch, CH_LOCK), NULL, 0, NULL, NULL, err);
+    if (sql->s[CH_LOCK] != NULL)
+        rc = sb__query(c, sql->s[CH_LOCK], NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
-        rc = sb__exec(c, CH_SQL(ch, CH_DDL), err);
+        rc = sb__exec(c, sql->s[CH_DDL], err);
     return rc;
+}
+
+int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
+                              sb_error *err)
+{
+    if (bus->schema_mode != SB_SCHEMA_AUTO)
+        return SB_OK;
+    return sb__db_run_tx(bus->pool, NULL, create_tx, (void *)sql, err);
 }
 
 static int64_t def(int64_t v, int64_t d)
@@ -116,8 +124,8 @@ int sb_channel_open(sb_bus *bus, const sb_channel_options *opts,
     rc = copy_options(ch, opts, err);
     if (rc == SB_OK)
         rc = sb__channel_sql_new(bus->dialect, bus->prefix, &ch->sql, err);
-    if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
-        rc = sb__db_run_tx(bus->pool, NULL, create_tx, ch, err);
+    if (rc == SB_OK)
+        rc = sb__channel_ensure_schema(bus, &ch->sql, err);
     if (rc == SB_OK)
         rc = sb__exec_start(ch, err);
     if (rc == SB_OK) {

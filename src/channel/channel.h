@@ -50,14 +50,33 @@ typedef struct sb_channel_templates {
                                    $3 ttl_ms, $4 now_us */
     const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit:
                                  claim unconfirmed replies -> id, corr */
+    const char *mark_dispatched; /* $1 corr, $2 reg, $3 now_us */
+    const char *list_registrations; /* $1 now_us, keyset cursor $2 after_us,
+                                       $3 after_corr, $4 after_reg;
+                                       $5 stale_ms, $6 state mask (0 = all),
+                                       $7 limit -> corr, reg, handler,
+                                       context, registered_at, expires_at,
+                                       dispatched_at, live, state */
+    const char *count_stale;  /* $1 now_us, $2 stale_ms -> count */
 } sb_channel_templates;
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
 
 typedef struct sb_channel_sql {
-    char *s[24];
+    char *s[27];
 } sb_channel_sql;
+
+/* A recovery registration as listed (public handle sb_registration):
+ * strings and context borrowed from the rows of the page being listed. */
+struct sb_registration {
+    const char *correlation_id, *registration_id, *handler;
+    const void *context;
+    size_t context_len;
+    int64_t registered_at_us, expires_at_us, dispatched_at_us;
+    int state; /* enum sb_registration_state */
+    int live;
+};
 
 /* A reply (public handle sb_reply). */
 struct sb_reply {
@@ -240,13 +259,19 @@ enum {
     CH_SAVE_RECOVERY, CH_UNSUBSCRIBE, CH_FORGET_RECOVERY, CH_LIVE, CH_INSERT,
     CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
     CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
-    CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS
+    CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS,
+    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE
 };
 #define CH_SQL(ch, k) ((ch)->sql.s[k])
 
 int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                         sb_error *err);
 void sb__channel_sql_free(sb_channel_sql *sql);
+
+/* Create the channel's tables (under the schema lock) when the bus creates
+ * its schema (SB_SCHEMA_AUTO); otherwise do nothing. */
+int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
+                              sb_error *err);
 
 /* Draw the next ack-sequence value inside the open transaction (SQLite:
  * bump the counter row; PostgreSQL: nextval happens in the statements). */

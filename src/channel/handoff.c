@@ -53,6 +53,11 @@ int sb__channel_enqueue_recovery(sb_channel *ch, sb_conn *c, const char *corr,
         if (rc == SB_OK)
             rc = sb__publish_on(ch->bus, c, SB_RECOVERY_QUEUE, &o, 1, ids,
                                 &immediate, err);
+        /* C22: the watchdog and `recovery list` see the dispatch. */
+        sb_value d[3] = {sb__v_text(corr), sb__v_text(reg_text), p[1]};
+        if (rc == SB_OK)
+            rc = sb__query(c, CH_SQL(ch, CH_MARK_DISPATCHED), d, 3, NULL,
+                           NULL, err);
         sb__free(payload);
         sb__free(headers);
     }

@@ -38,7 +38,10 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                          t->reply_by_id,
                          t->registration,
                          t->subscribe_many,
-                         t->orphans};
+                         t->orphans,
+                         t->mark_dispatched,
+                         t->list_registrations,
+                         t->count_stale};
     int rc = SB_OK;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         out->s[i] = sb__sql_subst(all[i], prefix, &rc);

@@ -47,10 +47,14 @@ const sb_channel_templates sb__channel_sql_postgres = {
         "  context bytea,\n"
         "  registered_at timestamptz NOT NULL DEFAULT now(),\n"
         "  expires_at timestamptz NOT NULL,\n"
+        "  dispatched_at timestamptz,\n"
         "  PRIMARY KEY (correlation_id, registration_id)\n"
         ");\n"
         "CREATE INDEX IF NOT EXISTS {p}recovery_state_exp_idx\n"
-        "  ON {p}recovery_state (expires_at);\n",
+        "  ON {p}recovery_state (expires_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}recovery_state_reg_idx\n"
+        "  ON {p}recovery_state (registered_at, correlation_id, "
+        "registration_id);\n",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",
     .watermark = "SELECT (extract(epoch FROM now()) * 1000000)::int8, "
@@ -60,10 +64,11 @@ const sb_channel_templates sb__channel_sql_postgres = {
                  "$3, now() + $4::int8 " MS ") ON CONFLICT (correlation_id, "
                  "registration_id) DO UPDATE SET expires_at = "
                  "excluded.expires_at",
-    .save_recovery = "INSERT INTO {p}recovery_state VALUES ($1, $2::uuid, "
-                     "$3, $4, now(), now() + $5::int8 " MS ") "
-                     "ON CONFLICT (correlation_id, registration_id) "
-                     "DO NOTHING",
+    .save_recovery = "INSERT INTO {p}recovery_state (correlation_id, "
+                     "registration_id, handler, context, registered_at, "
+                     "expires_at) VALUES ($1, $2::uuid, $3, $4, now(), "
+                     "now() + $5::int8 " MS ") ON CONFLICT (correlation_id, "
+                     "registration_id) DO NOTHING",
     .unsubscribe = "DELETE FROM {p}channel_subscribers WHERE correlation_id "
                    "= $1 AND registration_id = $2::uuid",
     .forget_recovery = "DELETE FROM {p}recovery_state WHERE correlation_id = "
@@ -121,4 +126,27 @@ const sb_channel_templates sb__channel_sql_postgres = {
                "now() - $1::int8 " MS " AND expires_at > now() ORDER BY "
                "created_at LIMIT $3 FOR UPDATE SKIP LOCKED) AND acked_at IS "
                "NULL AND NOT recovery_claimed RETURNING id, correlation_id",
+    .mark_dispatched = "UPDATE {p}recovery_state SET dispatched_at = now() "
+                       "WHERE correlation_id = $1 AND registration_id = "
+                       "$2::uuid",
+    .list_registrations =
+        "SELECT correlation_id, registration_id, handler, context, "
+        "registered_at, expires_at, dispatched_at, live, state FROM ("
+        "SELECT *, CASE WHEN live THEN 0 WHEN dispatched_at IS NOT NULL "
+        "THEN 3 WHEN registered_at < now() - $5::int8 " MS " THEN 1 ELSE 2 "
+        "END AS state FROM (SELECT r.*, EXISTS (SELECT 1 FROM "
+        "{p}channel_subscribers s WHERE s.correlation_id = r.correlation_id "
+        "AND s.registration_id = r.registration_id AND s.expires_at > "
+        "now()) AS live FROM {p}recovery_state r WHERE r.expires_at > now() "
+        "AND (r.registered_at, r.correlation_id, r.registration_id) > ("
+        US_TS("$2") ", $3, $4::uuid)) a) b WHERE $6::int8 = 0 OR "
+        "(($6::int8 >> state) & 1) = 1 ORDER BY registered_at, "
+        "correlation_id, registration_id LIMIT $7",
+    .count_stale = "SELECT count(*) FROM {p}recovery_state r WHERE "
+                   "r.expires_at > now() AND r.dispatched_at IS NULL AND "
+                   "r.registered_at < now() - $2::int8 " MS " AND NOT EXISTS "
+                   "(SELECT 1 FROM {p}channel_subscribers s WHERE "
+                   "s.correlation_id = r.correlation_id AND "
+                   "s.registration_id = r.registration_id AND s.expires_at > "
+                   "now())",
 };

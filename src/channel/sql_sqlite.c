@@ -42,10 +42,14 @@ const sb_channel_templates sb__channel_sql_sqlite = {
         "  context BLOB,\n"
         "  registered_at INTEGER NOT NULL,\n"
         "  expires_at INTEGER NOT NULL,\n"
+        "  dispatched_at INTEGER,\n"
         "  PRIMARY KEY (correlation_id, registration_id)\n"
         ");\n"
         "CREATE INDEX IF NOT EXISTS {p}recovery_state_exp_idx\n"
         "  ON {p}recovery_state (expires_at);\n"
+        "CREATE INDEX IF NOT EXISTS {p}recovery_state_reg_idx\n"
+        "  ON {p}recovery_state (registered_at, correlation_id, "
+        "registration_id);\n"
         "CREATE TABLE IF NOT EXISTS {p}channel_ack_seq (\n"
         "  id INTEGER PRIMARY KEY CHECK (id = 1),\n"
         "  value INTEGER NOT NULL\n"
@@ -59,9 +63,11 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                  "$5 + $4 * 1000) ON CONFLICT (correlation_id, "
                  "registration_id) DO UPDATE SET expires_at = "
                  "excluded.expires_at",
-    .save_recovery = "INSERT INTO {p}recovery_state VALUES ($1, $2, $3, $4, "
-                     "$6, $6 + $5 * 1000) ON CONFLICT (correlation_id, "
-                     "registration_id) DO NOTHING",
+    .save_recovery = "INSERT INTO {p}recovery_state (correlation_id, "
+                     "registration_id, handler, context, registered_at, "
+                     "expires_at) VALUES ($1, $2, $3, $4, $6, $6 + $5 * "
+                     "1000) ON CONFLICT (correlation_id, registration_id) "
+                     "DO NOTHING",
     .unsubscribe = "DELETE FROM {p}channel_subscribers WHERE correlation_id "
                    "= $1 AND registration_id = $2",
     .forget_recovery = "DELETE FROM {p}recovery_state WHERE correlation_id = "
@@ -116,4 +122,24 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                "AND recovery_claimed = 0 AND created_at < $2 - $1 * 1000 AND "
                "expires_at > $2 ORDER BY created_at LIMIT $3) "
                "RETURNING id, correlation_id",
+    .mark_dispatched = "UPDATE {p}recovery_state SET dispatched_at = $3 "
+                       "WHERE correlation_id = $1 AND registration_id = $2",
+    .list_registrations =
+        "SELECT correlation_id, registration_id, handler, context, "
+        "registered_at, expires_at, dispatched_at, live, state FROM ("
+        "SELECT *, CASE WHEN live THEN 0 WHEN dispatched_at IS NOT NULL "
+        "THEN 3 WHEN registered_at < $1 - $5 * 1000 THEN 1 ELSE 2 END "
+        "AS state FROM (SELECT r.*, EXISTS (SELECT 1 FROM "
+        "{p}channel_subscribers s WHERE s.correlation_id = r.correlation_id "
+        "AND s.registration_id = r.registration_id AND s.expires_at > $1) "
+        "AS live FROM {p}recovery_state r WHERE r.expires_at > $1 AND "
+        "(r.registered_at, r.correlation_id, r.registration_id) > "
+        "($2, $3, $4))) WHERE $6 = 0 OR (($6 >> state) & 1) = 1 "
+        "ORDER BY registered_at, correlation_id, registration_id LIMIT $7",
+    .count_stale = "SELECT count(*) FROM {p}recovery_state r WHERE "
+                   "r.expires_at > $1 AND r.dispatched_at IS NULL AND "
+                   "r.registered_at < $1 - $2 * 1000 AND NOT EXISTS (SELECT "
+                   "1 FROM {p}channel_subscribers s WHERE s.correlation_id = "
+                   "r.correlation_id AND s.registration_id = "
+                   "r.registration_id AND s.expires_at > $1)",
 };

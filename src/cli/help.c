@@ -199,3 +199,42 @@ const char cli_usage_wait[] =
     "                        'sqlbus help request'\n"
     "  --until-prefix S      only a reply starting with S ends the wait\n"
     "\n" GLOBALS;
+
+const char cli_usage_recovery[] =
+    "Usage: sqlbus recovery list|watchdog [OPTIONS]\n"
+    "\n"
+    "  list      list recovery registrations with their state\n"
+    "  watchdog  count the stale registrations and log them\n"
+    "\n"
+    "Run 'sqlbus recovery COMMAND --help' for its options.\n";
+
+const char cli_usage_recovery_list[] =
+    "Usage: sqlbus recovery list [--state S] [--stale-after D] [--limit N] "
+    "[--json]\n"
+    "\n"
+    "List the recovery registrations of waiters, oldest first, with their\n"
+    "state, and a summary of the counts on stderr:\n"
+    "  outstanding  a live waiter (its process keeps it alive)\n"
+    "  dispatched   no live waiter; a reply was handed to recovery and no\n"
+    "               callback has completed it yet\n"
+    "  stale        no live waiter, nothing dispatched, older than\n"
+    "               --stale-after\n"
+    "  orphaned     no live waiter, nothing dispatched, younger\n"
+    "\n"
+    "  --state S        only these states (comma-separated), or all\n"
+    "                   (default all)\n"
+    "  --stale-after D  age that makes a registration stale, 1ms..3650d\n"
+    "                   (default 24h)\n"
+    "  --limit N        at most N registrations, 1..10000 (default 1000)\n"
+    "  --json           print a JSON array of objects\n"
+    "\n" GLOBALS;
+
+const char cli_usage_recovery_watchdog[] =
+    "Usage: sqlbus recovery watchdog [--stale-after D]\n"
+    "\n"
+    "Count the stale registrations - older than D, with no live waiter and\n"
+    "no reply dispatched - print \"N stale registrations\" and log the\n"
+    "oldest 100 as warnings on stderr. Exits 0 whatever the count.\n"
+    "\n"
+    "  --stale-after D  1ms..3650d (default 24h)\n"
+    "\n" GLOBALS;

@@ -22,6 +22,8 @@ static const cli_command commands[] = {
      cli_usage_respond, cli_cmd_respond},
     {"wait", "wait for the reply to a correlation id", cli_usage_wait,
      cli_cmd_wait},
+    {"recovery", "list recovery registrations; count the stale ones",
+     cli_usage_recovery, cli_cmd_recovery},
 };
 
 static const cli_command *find_command(const char *name)
@@ -56,19 +58,21 @@ static int run_help(int argc, char **argv)
                    argv[1]);
         return CLI_USAGE;
     }
-    if (argc >= 3 && strcmp(c->name, "dlq") == 0) {
-        static const struct {
-            const char *name;
-            const char *text;
-        } subs[] = {{"list", cli_usage_dlq_list},
-                    {"show", cli_usage_dlq_show},
-                    {"requeue", cli_usage_dlq_requeue},
-                    {"purge", cli_usage_dlq_purge}};
-        for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-            if (strcmp(subs[i].name, argv[2]) == 0) {
-                fputs(subs[i].text, stdout);
-                return CLI_OK;
-            }
+    static const struct {
+        const char *cmd;
+        const char *name;
+        const char *text;
+    } subs[] = {{"dlq", "list", cli_usage_dlq_list},
+                {"dlq", "show", cli_usage_dlq_show},
+                {"dlq", "requeue", cli_usage_dlq_requeue},
+                {"dlq", "purge", cli_usage_dlq_purge},
+                {"recovery", "list", cli_usage_recovery_list},
+                {"recovery", "watchdog", cli_usage_recovery_watchdog}};
+    for (size_t i = 0; argc >= 3 && i < sizeof subs / sizeof subs[0]; i++) {
+        if (strcmp(subs[i].cmd, c->name) == 0 &&
+            strcmp(subs[i].name, argv[2]) == 0) {
+            fputs(subs[i].text, stdout);
+            return CLI_OK;
         }
     }
     fputs(c->usage, stdout);

@@ -4,7 +4,9 @@
  * SIGKILL has its late reply routed to its recovery handler exactly once;
  * a live waiter and recovery never both own one reply; KEEP_WAITING keeps
  * the registration; the default classification is FAIL; an unknown
- * handler's job ends in the dead-letter queue.
+ * handler's job ends in the dead-letter queue. C22: registrations are
+ * listed with their state (outstanding, stale, orphaned, dispatched), page
+ * by keyset, and the watchdog counts and logs the stale ones.
  */
 #include "harness.h"
 
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CALLS 256
@@ -137,6 +140,92 @@ static void read_line(int fd, char *buf, size_t cap)
         buf[n++] = ch;
     }
     buf[n] = '\0';
+}
+
+/* What a listing returned (C22), copied out of the callback. */
+#define MAX_ROWS 64
+
+typedef struct reg_row {
+    char corr[64];
+    char reg[37];
+    char handler[32];
+    char ctx[32];
+    int64_t registered_at_us, expires_at_us, dispatched_at_us;
+    int state, live;
+} reg_row;
+
+typedef struct reg_list {
+    reg_row rows[MAX_ROWS];
+    int n;
+    int stop_after; /* 0 = never stop */
+} reg_list;
+
+static int collect(const sb_registration *r, void *user)
+{
+    reg_list *l = user;
+    assert_true(l->n < MAX_ROWS);
+    reg_row *o = &l->rows[l->n++];
+    size_t len;
+    const char *ctx = sb_registration_context(r, &len);
+    const char *handler = sb_registration_handler(r);
+    snprintf(o->corr, sizeof o->corr, "%s", sb_registration_correlation_id(r));
+    snprintf(o->reg, sizeof o->reg, "%s", sb_registration_id(r));
+    snprintf(o->handler, sizeof o->handler, "%s", handler ? handler : "");
+    snprintf(o->ctx, sizeof o->ctx, "%.*s", (int)len, ctx ? ctx : "");
+    o->registered_at_us = sb_registration_registered_at_us(r);
+    o->expires_at_us = sb_registration_expires_at_us(r);
+    o->dispatched_at_us = sb_registration_dispatched_at_us(r);
+    o->state = sb_registration_state(r);
+    o->live = sb_registration_live(r);
+    return l->stop_after != 0 && l->n >= l->stop_after;
+}
+
+/* Every registration of `bus` with `stale_after_ms` (0 = default). */
+static void list_all(sb_bus *bus, int64_t stale_after_ms, reg_list *l)
+{
+    memset(l, 0, sizeof *l);
+    sb_registration_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.stale_after_ms = stale_after_ms;
+    sb_error err;
+    sbt_ok(sb_recovery_registrations(bus, &q, collect, l, &err), &err,
+           "list registrations");
+}
+
+static const reg_row *find_row(const reg_list *l, const char *corr)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->rows[i].corr, corr) == 0)
+            return &l->rows[i];
+    fail_msg("no registration for %s", corr);
+    return NULL;
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* WARN lines the watchdog logs, captured from the bus's log callback. */
+typedef struct log_capture {
+    pthread_mutex_t mu;
+    int warnings;
+    char last[1024];
+} log_capture;
+
+static void capture_log(int level, const char *component,
+                        const char *message, void *user)
+{
+    log_capture *lc = user;
+    if (level != SB_LOG_WARN || strcmp(component, "recovery") != 0)
+        return;
+    pthread_mutex_lock(&lc->mu);
+    lc->warnings++;
+    snprintf(lc->last, sizeof lc->last, "%s", message);
+    pthread_mutex_unlock(&lc->mu);
 }
 
 /* C12 step 1/5, C20, C21 and "a waiter process killed (SIGKILL) while
@@ -263,6 +352,15 @@ static void test_fail_default_and_keep_waiting(void **state)
     sbt_ok(sb_respond(ch, ids[0], "progress", 8, NULL, &err), &err, "p");
     sbt_sleep_ms(800);
     assert_int_equal(c.n, 1); /* KEEP_WAITING: no callback */
+    /* C22: the kept registration stays listed as dispatched (its
+     * dispatched_at records the last dispatch); the FAIL callback's
+     * success deleted the other one. */
+    reg_list l;
+    list_all(bus, 0, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.rows[0].corr, ids[0]);
+    assert_int_equal(l.rows[0].state, SB_REG_DISPATCHED);
+    assert_true(l.rows[0].dispatched_at_us > 0);
     sbt_ok(sb_respond(ch, ids[0], "final", 5, NULL, &err), &err, "final");
     assert_int_equal(wait_calls(&c, 2, 20), 2);
     assert_int_equal(c.n_resume, 1);
@@ -429,6 +527,309 @@ static void test_unknown_handler_dead_lettered(void **state)
     sb_close(bus);
 }
 
+/* C22: a registration with a live waiter is OUTSTANDING; once its
+ * process is gone (its subscriber row lapsed) it is ORPHANED, and STALE
+ * when older than stale_after; after its reply went to recovery it is
+ * DISPATCHED with dispatched_at set. The watchdog counts and names the
+ * stale ones. */
+static void test_registration_states(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    char live_id[64], orphan_id[64], sent_id[64];
+    snprintf(live_id, sizeof live_id, "live-%ld", (long)getpid());
+    snprintf(orphan_id, sizeof orphan_id, "orphan-%ld", (long)getpid());
+    snprintf(sent_id, sizeof sent_id, "sent-%ld", (long)getpid());
+    /* A process that registers two waiters and exits without cleaning
+     * up, as a crashed one would (its heartbeats stop). */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        sb_bus *cb = sbt_open(prefix, NULL);
+        sb_channel *cc = open_channel(cb, 200);
+        sb_wait_options wo;
+        memset(&wo, 0, sizeof wo);
+        wo.size = sizeof wo;
+        wo.recovery_handler = "wd";
+        wo.recovery_context = "ctx-o";
+        wo.recovery_context_len = 5;
+        sb_waiter *w1 = NULL, *w2 = NULL;
+        int ok = sb_attach(cc, orphan_id, &wo, &w1, NULL) == SB_OK &&
+                 sb_attach(cc, sent_id, &wo, &w2, NULL) == SB_OK;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    log_capture lc;
+    memset(&lc, 0, sizeof lc);
+    pthread_mutex_init(&lc.mu, NULL);
+    sb_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.log = capture_log;
+    bo.log_user = &lc;
+    bo.log_level = SB_LOG_WARN;
+    sb_bus *bus = sbt_open(prefix, &bo);
+    sb_channel *ch = open_channel(bus, 200);
+    sb_wait_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.recovery_handler = "wd";
+    wo.recovery_context = "ctx-l";
+    wo.recovery_context_len = 5;
+    sb_waiter *w = NULL;
+    sb_error err;
+    sbt_ok(sb_attach(ch, live_id, &wo, &w, &err), &err, "attach");
+    sbt_sleep_ms(1000); /* the dead process's subscriber rows lapse (600 ms) */
+
+    /* No process registered handler "wd": the job stays queued and the
+     * registration stays, dispatched. */
+    int64_t before = wall_us();
+    sbt_ok(sb_respond(ch, sent_id, "late", 4, NULL, &err), &err, "respond");
+    int64_t after = wall_us();
+    assert_int_equal(sbt_count(bus, "sqlbus.recovery"), 1);
+
+    reg_list l;
+    list_all(bus, 0, &l);
+    assert_int_equal(l.n, 3);
+    const reg_row *r = find_row(&l, live_id);
+    assert_int_equal(r->state, SB_REG_OUTSTANDING);
+    assert_int_equal(r->live, 1);
+    assert_int_equal(r->dispatched_at_us, 0);
+    assert_string_equal(r->handler, "wd");
+    assert_string_equal(r->ctx, "ctx-l");
+    assert_true(r->expires_at_us > r->registered_at_us);
+    r = find_row(&l, orphan_id);
+    assert_int_equal(r->state, SB_REG_ORPHANED);
+    assert_int_equal(r->live, 0);
+    assert_int_equal(r->dispatched_at_us, 0);
+    assert_string_equal(r->ctx, "ctx-o");
+    assert_int_equal(strlen(r->reg), 36);
+    r = find_row(&l, sent_id);
+    assert_int_equal(r->state, SB_REG_DISPATCHED);
+    assert_int_equal(r->live, 0);
+    /* Set in the claim's transaction, by the database clock. */
+    assert_true(r->dispatched_at_us >= before - 1000000);
+    assert_true(r->dispatched_at_us <= after + 1000000);
+    assert_true(r->dispatched_at_us >= r->registered_at_us);
+
+    /* Older than stale_after and never dispatched: STALE. A live waiter
+     * and a dispatched registration are not, however old. */
+    list_all(bus, 1, &l);
+    assert_int_equal(find_row(&l, orphan_id)->state, SB_REG_STALE);
+    assert_int_equal(find_row(&l, live_id)->state, SB_REG_OUTSTANDING);
+    assert_int_equal(find_row(&l, sent_id)->state, SB_REG_DISPATCHED);
+
+    /* The state filter. */
+    sb_registration_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.stale_after_ms = 1;
+    q.states = SB_REG_BIT(SB_REG_STALE);
+    memset(&l, 0, sizeof l);
+    sbt_ok(sb_recovery_registrations(bus, &q, collect, &l, &err), &err, "q");
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.rows[0].corr, orphan_id);
+    q.states = SB_REG_BIT(SB_REG_OUTSTANDING) | SB_REG_BIT(SB_REG_DISPATCHED);
+    memset(&l, 0, sizeof l);
+    sbt_ok(sb_recovery_registrations(bus, &q, collect, &l, &err), &err, "q");
+    assert_int_equal(l.n, 2);
+    q.stale_after_ms = 0; /* 24 h: nothing is stale */
+    q.states = SB_REG_BIT(SB_REG_STALE);
+    memset(&l, 0, sizeof l);
+    sbt_ok(sb_recovery_registrations(bus, &q, collect, &l, &err), &err, "q");
+    assert_int_equal(l.n, 0);
+
+    /* A non-zero return stops the listing. */
+    memset(&l, 0, sizeof l);
+    l.stop_after = 1;
+    sbt_ok(sb_recovery_registrations(bus, NULL, collect, &l, &err), &err,
+           "stop");
+    assert_int_equal(l.n, 1);
+
+    /* The watchdog: nothing is stale after 24 h; with 1 ms the orphan is,
+     * and it is named at WARN. */
+    int64_t stale = -1;
+    sbt_ok(sb_recovery_watchdog(bus, 0, &stale, &err), &err, "watchdog");
+    assert_int_equal(stale, 0);
+    assert_int_equal(lc.warnings, 0);
+    sbt_ok(sb_recovery_watchdog(bus, 1, &stale, &err), &err, "watchdog");
+    assert_int_equal(stale, 1);
+    pthread_mutex_lock(&lc.mu);
+    assert_int_equal(lc.warnings, 1);
+    assert_non_null(strstr(lc.last, orphan_id));
+    assert_non_null(strstr(lc.last, "wd"));
+    pthread_mutex_unlock(&lc.mu);
+
+    /* The live waiter's outcome removes its registration. */
+    sb_waiter_free(w);
+    list_all(bus, 0, &l);
+    assert_int_equal(l.n, 2);
+    sb_channel_close(ch);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* C22: keyset paging over (registered_at, correlation id, registration
+ * id) returns every registration exactly once, in order, also when many
+ * share one registered_at and one correlation id. */
+static void test_registration_paging(void **state)
+{
+    (void)state;
+    enum { TIED = 24, SPREAD = 6, TOTAL = TIED + SPREAD };
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    /* Without a channel: the listing creates the channel's tables. */
+    reg_list l;
+    list_all(bus, 0, &l);
+    assert_int_equal(l.n, 0);
+    long long now_us = (long long)wall_us();
+    char sql[8192];
+    int len = snprintf(sql, sizeof sql,
+                       "INSERT INTO %srecovery_state (correlation_id, "
+                       "registration_id, handler, context, registered_at, "
+                       "expires_at) VALUES ",
+                       prefix);
+    for (int i = 0; i < TOTAL; i++) {
+        char reg[37];
+        sb_error err;
+        sbt_ok(sb_uuid7(reg, &err), &err, "uuid");
+        /* Inserted out of order; three registrations per id. */
+        int back_s = i < TIED ? 0 : i - TIED + 1;
+        if (sbt_is_pg())
+            len += snprintf(sql + len, sizeof sql - (size_t)len,
+                            "%s('page-%02d', '%s', 'h', NULL, now() - "
+                            "interval '%d seconds', now() + interval "
+                            "'1 hour')",
+                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg,
+                            back_s);
+        else
+            len += snprintf(sql + len, sizeof sql - (size_t)len,
+                            "%s('page-%02d', '%s', 'h', NULL, %lld, %lld)",
+                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg,
+                            now_us - back_s * 1000000LL,
+                            now_us + 3600000000LL);
+    }
+    assert_true(len < (int)sizeof sql);
+    sbt_exec(bus, sql);
+
+    reg_list all;
+    list_all(bus, 0, &all);
+    assert_int_equal(all.n, TOTAL);
+    for (int i = 1; i < all.n; i++) {
+        const reg_row *a = &all.rows[i - 1], *b = &all.rows[i];
+        int cmp = a->registered_at_us < b->registered_at_us   ? -1
+                  : a->registered_at_us > b->registered_at_us ? 1
+                  : strcmp(a->corr, b->corr) != 0 ? strcmp(a->corr, b->corr)
+                                                  : strcmp(a->reg, b->reg);
+        assert_true(cmp < 0);
+    }
+
+    /* Pages of 7, each call resuming after the last row of the one
+     * before. */
+    reg_list paged;
+    memset(&paged, 0, sizeof paged);
+    sb_registration_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.limit = 7;
+    int pages = 0;
+    for (;;) {
+        reg_list page;
+        memset(&page, 0, sizeof page);
+        sb_error err;
+        sbt_ok(sb_recovery_registrations(bus, &q, collect, &page, &err),
+               &err, "page");
+        pages++;
+        assert_true(page.n <= 7);
+        for (int i = 0; i < page.n; i++)
+            paged.rows[paged.n++] = page.rows[i];
+        if (page.n < 7)
+            break;
+        const reg_row *last = &paged.rows[paged.n - 1];
+        q.after_registered_at_us = last->registered_at_us;
+        q.after_correlation_id = last->corr;
+        q.after_registration_id = last->reg;
+        assert_true(pages < 10);
+    }
+    assert_int_equal(pages, TOTAL / 7 + 1);
+    assert_int_equal(paged.n, TOTAL);
+    for (int i = 0; i < TOTAL; i++) {
+        assert_string_equal(paged.rows[i].corr, all.rows[i].corr);
+        assert_string_equal(paged.rows[i].reg, all.rows[i].reg);
+    }
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+static int never(const sb_registration *r, void *user)
+{
+    (void)r;
+    (*(int *)user)++;
+    return 0;
+}
+
+static void expect_invalid(sb_bus *bus, const sb_registration_query *q,
+                           const char *field, sb_error *err)
+{
+    int ran = 0;
+    assert_int_equal(sb_recovery_registrations(bus, q, never, &ran, err),
+                     SB_INVALID);
+    assert_string_equal(err->field, field);
+    assert_int_equal(ran, 0);
+}
+
+/* C22: bad arguments are rejected naming the field and its limit, and the
+ * callback never runs. */
+static void test_registration_bad_input(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_registration_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    sb_error err;
+    expect_invalid(NULL, &q, "bus", &err);
+    assert_int_equal(sb_recovery_registrations(bus, &q, NULL, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "fn");
+    q.size = 4;
+    expect_invalid(bus, &q, "size", &err);
+    q.size = sizeof q;
+    q.stale_after_ms = -1;
+    expect_invalid(bus, &q, "stale_after_ms", &err);
+    assert_non_null(strstr(err.message, "3650 days"));
+    q.stale_after_ms = 3651LL * 86400000;
+    expect_invalid(bus, &q, "stale_after_ms", &err);
+    q.stale_after_ms = 0;
+    q.states = SB_REG_BIT(4);
+    expect_invalid(bus, &q, "states", &err);
+    q.states = 0;
+    q.limit = 10001;
+    expect_invalid(bus, &q, "limit", &err);
+    q.limit = 0;
+    q.after_registration_id = "0190f3a5-1b2c-7d4e-8f60-718293a4b5c6";
+    expect_invalid(bus, &q, "after_correlation_id", &err);
+    q.after_correlation_id = " padded";
+    expect_invalid(bus, &q, "after_correlation_id", &err);
+    q.after_correlation_id = "ok";
+    q.after_registration_id = "not-a-uuid";
+    expect_invalid(bus, &q, "after_registration_id", &err);
+    q.after_registration_id = NULL;
+    expect_invalid(bus, &q, "after_registration_id", &err);
+    int64_t stale = 7;
+    assert_int_equal(sb_recovery_watchdog(NULL, 0, &stale, &err), SB_INVALID);
+    assert_string_equal(err.field, "bus");
+    assert_int_equal(sb_recovery_watchdog(bus, -5, &stale, &err), SB_INVALID);
+    assert_string_equal(err.field, "stale_after_ms");
+    assert_int_equal(stale, 0);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -437,6 +838,9 @@ int main(void)
         cmocka_unit_test(test_fail_default_and_keep_waiting),
         cmocka_unit_test(test_live_and_recovery_never_both),
         cmocka_unit_test(test_unknown_handler_dead_lettered),
+        cmocka_unit_test(test_registration_states),
+        cmocka_unit_test(test_registration_paging),
+        cmocka_unit_test(test_registration_bad_input),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }

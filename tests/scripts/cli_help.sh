@@ -14,7 +14,7 @@ check_help() {
 check_help "$SQLBUS" --help
 check_help "$SQLBUS" -h
 check_help "$SQLBUS" help
-for cmd in publish work queues dlq schema; do
+for cmd in publish work queues dlq schema request respond wait recovery; do
     check_help "$SQLBUS" "$cmd" --help
     check_help "$SQLBUS" help "$cmd"
 done
@@ -24,6 +24,10 @@ for sub in list show requeue purge; do
 done
 for sub in print verify migrate; do
     check_help "$SQLBUS" schema "$sub" --help
+done
+for sub in list watchdog; do
+    check_help "$SQLBUS" recovery "$sub" --help
+    check_help "$SQLBUS" help recovery "$sub"
 done
 # Help works without a database and does not create one.
 (cd "$tmp" && "$SQLBUS" --db "sqlite:$tmp/never.db" work --help >/dev/null)
