@@ -363,8 +363,9 @@ SB_API int sb_dlq_prune(sb_bus *bus, int64_t *deleted, sb_error *err);
  * Schema (T6-T8, T33)
  * ---------------------------------------------------------------------- */
 
-/* The DDL for `backend` ("sqlite" or "postgresql") with `table_prefix`
- * (NULL = default). Transferred: free with sb_free. */
+/* The transport's DDL for `backend` ("sqlite" or "postgresql") with
+ * `table_prefix` (NULL = default); sb_channel_schema_sql gives the
+ * channel's. Transferred: free with sb_free. */
 SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
                          char **out, sb_error *err);
 
@@ -760,6 +761,12 @@ SB_API int64_t sb_registration_dispatched_at_us(const sb_registration *r);
 SB_API int sb_registration_state(const sb_registration *r);
 /* 1 when a live waiter exists (the state is then SB_REG_OUTSTANDING). */
 SB_API int sb_registration_live(const sb_registration *r);
+
+/* The channel's DDL (C10: three tables, the ack sequence, their indexes)
+ * for `backend` with `table_prefix`, for teams whose migrations own the
+ * schema. Transferred: free with sb_free. */
+SB_API int sb_channel_schema_sql(const char *backend, const char *table_prefix,
+                                 char **out, sb_error *err);
 
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);

@@ -62,16 +62,21 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     if (backend == NULL)
         backend = backend_of_url(cli_db_url(ctx));
-    char *sql = NULL;
-    sb_error err;
-    sb_error_clear(&err);
-    int src = sb_schema_sql(backend, ctx->prefix, &sql, &err);
-    if (src != SB_OK)
-        return cli_report(src, &err);
-    fputs(sql, stdout);
-    if (sql[0] != '\0' && sql[strlen(sql) - 1] != '\n')
-        fputc('\n', stdout);
-    sb_free(sql);
+    /* The transport's tables, then the channel's. */
+    int (*const parts[])(const char *, const char *, char **, sb_error *) = {
+        sb_schema_sql, sb_channel_schema_sql};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        char *sql = NULL;
+        sb_error err;
+        sb_error_clear(&err);
+        int src = parts[i](backend, ctx->prefix, &sql, &err);
+        if (src != SB_OK)
+            return cli_report(src, &err);
+        fputs(sql, stdout);
+        if (sql[0] != '\0' && sql[strlen(sql) - 1] != '\n')
+            fputc('\n', stdout);
+        sb_free(sql);
+    }
     return CLI_OK;
 }
 

@@ -13,6 +13,11 @@ sb schema print --backend postgresql >"$tmp/pg.sql"
 grep -qi "create table.*${prefix}messages" "$tmp/pg.sql" || fail "postgresql DDL: $(cat "$tmp/pg.sql")"
 grep -qi 'bytea' "$tmp/pg.sql" || fail "postgresql DDL has no bytea payload"
 grep -q 'COLLATE "C"' "$tmp/pg.sql" || fail "postgresql DDL has no byte-exact collation"
+# C10: the channel's three tables and its ack sequence come with it.
+for t in channel_messages channel_subscribers recovery_state channel_ack_seq; do
+    grep -qi "create .*${prefix}$t" "$tmp/sqlite.sql" || fail "sqlite DDL lacks $t"
+    grep -qi "create .*${prefix}$t" "$tmp/pg.sql" || fail "postgresql DDL lacks $t"
+done
 # The subcommand's own --prefix, and the default prefix.
 "$SQLBUS" schema print --backend sqlite --prefix other_ | grep -qi 'create table.*other_messages' ||
     fail "schema print --prefix"
