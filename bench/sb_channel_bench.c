@@ -8,7 +8,7 @@
  *                            [--max-seconds S] [--warmup-seconds S]
  *   sb_channel_bench respond --url URL [--requests N] [--warmup W]
  *   sb_channel_bench waiters --url URL [--waiters N] [--threads T]
- *                            [--heartbeat-ms H] [--poll-ms P] [--window S]
+ *                            [--heartbeat-ms H] [--sweep-ms P] [--window S]
  *                            [--server-pid PID]
  *   sb_channel_bench reply-worker --url URL [--queue Q] [--concurrency C]
  *
@@ -262,7 +262,7 @@ typedef struct cargs {
     int64_t waiters;
     int threads;
     int64_t heartbeat_ms;
-    int64_t poll_ms;
+    int64_t sweep_ms;
     int64_t window_s;
     int64_t settle_ms;
     long server_pid;
@@ -335,8 +335,8 @@ static int parse_args(int argc, char **argv, cargs *a)
             a->threads = (int)n;
         else if (NUM("--heartbeat-ms", 0, 86400000))
             a->heartbeat_ms = n;
-        else if (NUM("--poll-ms", 0, 86400000))
-            a->poll_ms = n;
+        else if (NUM("--sweep-ms", 0, 86400000))
+            a->sweep_ms = n;
         else if (NUM("--window", 1, 86400))
             a->window_s = n;
         else if (NUM("--settle-ms", 0, 600000))
@@ -1247,7 +1247,10 @@ static int cmd_waiters(const cargs *a)
     co.size = sizeof co;
     co.heartbeat_interval_ms = a->heartbeat_ms;     /* 0 = default 10 s */
     co.heartbeat_timeout_ms = a->heartbeat_ms * 3; /* 0 = default 30 s */
-    co.poll_interval_ms = a->poll_ms;               /* 0 = default 250 ms */
+    /* 0 = the channel's defaults (full sweep 1 s on SQLite, 5 s on
+     * PostgreSQL with LISTEN up; reconciliation 30 s). */
+    co.full_sweep_interval_ms = a->sweep_ms;
+    co.reconcile_interval_ms = a->sweep_ms;
     if (open_bus(a, &bus) != SB_OK || open_channel(bus, &co, &ch) != SB_OK) {
         sb_close(bus);
         fail_json("waiters", "sb_open or sb_channel_open failed");
@@ -1338,19 +1341,19 @@ static int cmd_waiters(const cargs *a)
     double close_s = (double)(mono_ns() - cl0) / 1e9;
 
     /* Per-round cost, scaled to the default 10 s interval: meaningful when
-     * no periodic sweep ran in the window (poll interval >= window). */
+     * no periodic sweep ran in the window (sweep interval >= window). */
     int64_t hb = a->heartbeat_ms ? a->heartbeat_ms : 10000;
-    int64_t poll = a->poll_ms ? a->poll_ms : 250;
-    int hb_only = poll >= a->window_s * 1000;
+    int64_t sweep = a->sweep_ms;
+    int hb_only = sweep >= a->window_s * 1000;
     double total_pct = proc_pct + srv_pct;
     int ok = failed == 0 && ended == 0;
     printf("{\"scenario\":\"waiters\",\"ok\":%s,\"backend\":\"%s\","
            "\"waiters\":%" PRId64 ",\"threads\":%d,\"failed\":%" PRId64
            ",\"ended_early\":%" PRId64 ",\"heartbeat_interval_ms\":%" PRId64
-           ",\"heartbeat_timeout_ms\":%" PRId64 ",\"poll_interval_ms\":%" PRId64
+           ",\"heartbeat_timeout_ms\":%" PRId64 ",\"sweep_interval_ms\":%" PRId64
            ",\"heartbeat_only\":%s,\"nofile_limit\":%llu,",
            ok ? "true" : "false", backend, n, a->threads, failed, ended, hb,
-           hb * 3, poll, hb_only ? "true" : "false",
+           hb * 3, sweep, hb_only ? "true" : "false",
            (unsigned long long)rl.rlim_cur);
     printf("\"attach_s\":%.3f,\"attach_per_s\":%.1f,\"settle_ms\":%" PRId64
            ",\"rss_before_kib\":%" PRId64 ",\"rss_after_kib\":%" PRId64
@@ -1398,7 +1401,7 @@ static void usage(void)
             "                                [--max-seconds 0 (no cap)] [--warmup-seconds 3]\n"
             "       sb_channel_bench respond --url URL [--requests 500] [--warmup 50]\n"
             "       sb_channel_bench waiters --url URL [--waiters 10000] [--threads 4] [--heartbeat-ms 1000]\n"
-            "                                [--poll-ms 0 (=250)] [--window 10] [--settle-ms 2000] [--server-pid PID]\n"
+            "                                [--sweep-ms 0 (=default)] [--window 10] [--settle-ms 2000] [--server-pid PID]\n"
             "       sb_channel_bench reply-worker --url URL [--queue Q] [--concurrency C]\n"
             "common: [--queue channel-bench] [--pool P] [--sync full|normal (SQLite)]\n");
 }

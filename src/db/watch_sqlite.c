@@ -23,14 +23,36 @@ struct sb_wal_watch {
     pthread_t thread;
 };
 
+/* IN_MODIFY fires when a commit's frames are written, which is before
+ * the WAL is synced and the wal-index updated: a reader woken at once may
+ * not see the commit yet, and nothing is written after it becomes
+ * visible. So each burst of events is followed by re-notifications at
+ * these delays (ms) after its last event; a new event restarts them. */
+static const int follow_up_ms[] = {1, 3, 10, 30};
+#define N_FOLLOW_UPS (sizeof follow_up_ms / sizeof follow_up_ms[0])
+
 static void *watch_main(void *arg)
 {
     sb_wal_watch *w = arg;
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int64_t last_hit = 0;
+    size_t next_follow = N_FOLLOW_UPS; /* none pending */
     while (!atomic_load(&w->stop)) {
+        int timeout = 200;
+        if (next_follow < N_FOLLOW_UPS) {
+            int64_t due = last_hit + follow_up_ms[next_follow] * 1000;
+            int64_t left = (due - sb__mono_us() + 999) / 1000;
+            timeout = left < 0 ? 0 : (int)left;
+        }
         struct pollfd p = {w->fd, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0)
+        if (poll(&p, 1, timeout) <= 0) {
+            if (next_follow < N_FOLLOW_UPS &&
+                sb__mono_us() >= last_hit + follow_up_ms[next_follow] * 1000) {
+                next_follow++;
+                w->fn(w->user);
+            }
             continue;
+        }
         ssize_t n;
         int hit = 0;
         while ((n = read(w->fd, buf, sizeof buf)) > 0) {
@@ -41,8 +63,11 @@ static void *watch_main(void *arg)
                 q += sizeof *e + e->len;
             }
         }
-        if (hit)
+        if (hit) {
+            last_hit = sb__mono_us();
+            next_follow = 0;
             w->fn(w->user);
+        }
     }
     return NULL;
 }

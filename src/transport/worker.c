@@ -47,6 +47,7 @@ struct sb_worker {
     int stopping, abandon, pump_done, stopped;
     int idle;
     int64_t next_poll_us, poll_delay_us, outage_delay_us;
+    uint64_t wakes; /* wake-ups so far: one during a cycle is not lost */
     int64_t stop_deadline_us;
     int64_t last_cycle_us; /* written by the pump only */
     /* the pump's scratch arrays, `slots` entries each (allocated at start
@@ -99,6 +100,7 @@ static void wake_pump(void *user)
     pthread_mutex_lock(&w->mu);
     w->next_poll_us = 0;
     w->poll_delay_us = 0;
+    w->wakes++;
     pthread_cond_signal(&w->pump_cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -121,6 +123,7 @@ typedef struct cycle {
     size_t n_claimed;
     int probe;     /* ask whether anything is pending */
     int pending;
+    uint64_t wakes; /* the worker's wake count when the cycle began */
     int *renew_lost;
     /* scratch for set-based settlement, `slots` entries each */
     sb_msg **msgs;
@@ -308,6 +311,10 @@ static void after_commit(sb_worker *w, cycle *x)
             pthread_cond_signal(&w->handler_cv);
         w->poll_delay_us = 0;
         w->next_poll_us = 0;
+    } else if (x->claim_max > 0 && w->wakes != x->wakes) {
+        /* Woken while this cycle ran: its claim may have read the database
+         * before the commit that woke us. Claim again at once. */
+        w->next_poll_us = 0;
     } else if (x->claim_max > 0) {
         /* Empty: back off from empty_poll_ms to max_poll_ms (T13). */
         int64_t first = w->o.empty_poll_ms * 1000;
@@ -418,6 +425,7 @@ static void *pump_main(void *arg)
         w->settle_head = NULL;
         x.claim_max = want_claim ? free_slots : 0;
         x.probe = want_claim && w->held == 0;
+        x.wakes = w->wakes;
         for (int i = 0; i < x.n_renew; i++)
             x.renew[i]->next_renew_us = now + w->o.lease_ms * 1000 / 3;
         pthread_mutex_unlock(&w->mu);
