@@ -306,6 +306,14 @@ int sb__waiter_finish_locked(struct sb_waiter *w, int rc, const sb_reply *r);
 void sb__waiter_cleanup(struct sb_waiter *w);
 /* The same deletes without the once-only guard (heartbeat compensation). */
 void sb__waiter_delete_rows(struct sb_waiter *w);
+/* A request whose work is written by `fn` inside the registration's own
+ * transaction, after its rows (sb_request_job): one commit instead of
+ * two, and still nothing can answer before the waiter exists (C1). */
+typedef int (*sb_in_tx_fn)(sb_conn *c, const char *corr, void *user,
+                           sb_error *err);
+int sb__request_in_tx(struct sb_channel *ch, const sb_wait_options *opts,
+                      sb_in_tx_fn fn, void *user, sb_waiter **out,
+                      sb_error *err);
 /* Make the waiter's eventfd readable (if it has one); lock held. */
 void sb__waiter_poke(struct sb_waiter *w);
 /* Drop a reference taken under the channel lock; frees at zero. */

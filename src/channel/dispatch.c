@@ -45,35 +45,13 @@ static int mark_seen(sb_waiter *w, const char *id)
 
 typedef struct claim_ctx {
     sb_channel *ch;
-    const char *id;
+    const sb_reply *r;
+    sb_waiter **ws;
+    int n;
+    int *cleaned; /* per waiter: its rows were deleted in the claim */
     int won;
     int64_t acked_at, acked_seq;
 } claim_ctx;
-
-/* The delivery claim: sets acked_at (and acked_seq on the null -> acked
- * transition only), gated on recovery_claimed alone so every process with
- * a waiter can win it (fan-out, C13). */
-static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
-{
-    claim_ctx *x = vctx;
-    sb_channel *ch = x->ch;
-    int64_t seq = 0;
-    int rc = SB_OK;
-    if (CH_SQL(ch, CH_SEQ_NEXT) != NULL)
-        rc = sb__channel_next_seq(ch, c, &seq, err);
-    sb_value p[3] = {sb__v_text(x->id), sb__v_int(sb__bus_now_us(ch->bus)),
-                     sb__v_int(seq)};
-    sb_rows *rows = NULL;
-    if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_CLAIM), p, 3, &rows, NULL, err);
-    x->won = rc == SB_OK && rows->nrows == 1;
-    if (x->won) {
-        x->acked_at = sb__rows_int(rows, 0, 0);
-        x->acked_seq = sb__rows_int(rows, 0, 1);
-    }
-    sb__rows_free(rows);
-    return rc;
-}
 
 /* History (C9): acknowledged strictly before this waiter registered. */
 static int is_history(const sb_waiter *w, int64_t acked_at, int64_t seq)
@@ -83,10 +61,53 @@ static int is_history(const sb_waiter *w, int64_t acked_at, int64_t seq)
     return acked_at == w->started_at_us && seq < w->started_seq;
 }
 
+/* The delivery claim: sets acked_at (and acked_seq on the null -> acked
+ * transition only), gated on recovery_claimed alone so every process with
+ * a waiter can win it (fan-out, C13). A waiter this reply is sure to end
+ * (no predicate, or an error reply) has its rows deleted in the same
+ * transaction, recovery row first (C4): one commit instead of two. */
+static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    claim_ctx *x = vctx;
+    sb_channel *ch = x->ch;
+    int64_t seq = 0;
+    int rc = SB_OK;
+    if (CH_SQL(ch, CH_SEQ_NEXT) != NULL)
+        rc = sb__channel_next_seq(ch, c, &seq, err);
+    sb_value p[3] = {sb__v_text(x->r->id),
+                     sb__v_int(sb__bus_now_us(ch->bus)), sb__v_int(seq)};
+    sb_rows *rows = NULL;
+    if (rc == SB_OK)
+        rc = sb__query(c, CH_SQL(ch, CH_CLAIM), p, 3, &rows, NULL, err);
+    x->won = rc == SB_OK && rows->nrows == 1;
+    if (x->won) {
+        x->acked_at = sb__rows_int(rows, 0, 0);
+        x->acked_seq = sb__rows_int(rows, 0, 1);
+    }
+    sb__rows_free(rows);
+    for (int i = 0; i < x->n; i++) {
+        sb_waiter *w = x->ws[i];
+        x->cleaned[i] = 0;
+        if (rc != SB_OK || !x->won || (w->until != NULL && !x->r->is_error) ||
+            is_history(w, x->acked_at, x->acked_seq))
+            continue;
+        sb_value f[2] = {sb__v_text(w->corr), sb__v_text(w->reg_id)};
+        rc = sb__query(c, CH_SQL(ch, CH_FORGET_RECOVERY), f, 2, NULL, NULL,
+                       err);
+        if (rc == SB_OK)
+            rc = sb__query(c, CH_SQL(ch, CH_UNSUBSCRIBE), f, 2, NULL, NULL,
+                           err);
+        x->cleaned[i] = rc == SB_OK;
+    }
+    return rc;
+}
+
+
 int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
 {
     enum { MAX_AT_ONCE = 256 };
     sb_waiter *ws[MAX_AT_ONCE];
+    int cleaned[MAX_AT_ONCE];
     int n = 0;
     pthread_mutex_lock(&ch->mu);
     for (sb_waiter *w = id->waiters; w && n < MAX_AT_ONCE; w = w->id_next) {
@@ -95,49 +116,37 @@ int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
             continue;
         if (mark_seen(w, r->id) != SB_OK)
             continue; /* out of memory: the next sweep tries again */
+        /* The delivery starts with the claim: a cancel from here on waits
+         * for it (C5). Deliveries to one id are serial (executor.c). */
+        w->delivering = 1;
         w->refs++;
         ws[n++] = w;
     }
     pthread_mutex_unlock(&ch->mu);
     if (n == 0)
         return 0;
-    claim_ctx x = {ch, r->id, 0, 0, 0};
+    claim_ctx x = {ch, r, ws, n, cleaned, 0, 0, 0};
     sb_error err;
     int rc = sb__db_run_tx(ch->bus->pool, NULL, claim_tx, &x, &err);
     int delivered = 0;
     for (int i = 0; i < n; i++) {
         sb_waiter *w = ws[i];
-        if (rc != SB_OK || !x.won || is_history(w, x.acked_at, x.acked_seq)) {
-            if (rc != SB_OK) {
-                /* Not delivered: let a later sweep try again. */
-                pthread_mutex_lock(&ch->mu);
-                if (w->n_seen > 0)
-                    w->n_seen--;
-                pthread_mutex_unlock(&ch->mu);
-            }
-            sb__waiter_release(w);
-            continue;
-        }
-        pthread_mutex_lock(&ch->mu);
-        while (!w->ended && w->delivering)
-            pthread_cond_wait(&w->cv, &ch->mu);
-        if (w->ended) {
-            pthread_mutex_unlock(&ch->mu);
-            sb__waiter_release(w);
-            continue;
-        }
-        w->delivering = 1;
-        pthread_mutex_unlock(&ch->mu);
+        int take = rc == SB_OK && x.won &&
+                   !is_history(w, x.acked_at, x.acked_seq);
         /* C2, C3: an error reply ends the wait whatever the predicate. */
-        int terminal = r->is_error || w->until == NULL ||
-                       w->until(r, w->until_user) != 0;
+        int terminal = take && (r->is_error || w->until == NULL ||
+                                w->until(r, w->until_user) != 0);
         int mine = 0;
         pthread_mutex_lock(&ch->mu);
         w->delivering = 0;
+        if (rc != SB_OK && w->n_seen > 0)
+            w->n_seen--; /* not delivered: a later scan tries again */
         if (terminal) {
             mine = sb__waiter_finish_locked(
                 w, r->is_error ? SB_REPLY_ERROR : SB_OK, r);
-        } else if (!w->ended) {
+            if (mine && cleaned[i])
+                w->cleaned = 1;
+        } else if (take && !w->ended) {
             sb_reply *copy = sb__reply_copy(r);
             if (copy != NULL) {
                 if (w->progress_tail)
@@ -152,7 +161,7 @@ int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
         pthread_mutex_unlock(&ch->mu);
         if (mine)
             sb__waiter_cleanup(w);
-        delivered++;
+        delivered += take;
         sb__waiter_release(w);
     }
     if (rc != SB_OK) {

@@ -10,19 +10,29 @@ typedef struct job_trigger {
     const char *queue;
     const void *payload;
     size_t len;
+    char id[37];       /* fixed, so a retried transaction writes it again */
+    int immediate;     /* wake this process's workers after the commit */
 } job_trigger;
 
-static int publish_job(const char *correlation_id, void *user)
+/* The job, in the registration's transaction: the request and its work
+ * commit together (one fsync on SQLite), and a failed publish leaves
+ * nothing registered. */
+static int publish_job(sb_conn *c, const char *correlation_id, void *user,
+                       sb_error *err)
 {
     job_trigger *t = user;
     const char *kv[] = {"sb-correlation-id", correlation_id, "sb-reply-to",
                         t->ch->instance, NULL};
     char *headers = NULL;
-    int rc = sb__headers_merge(NULL, kv, &headers, NULL);
+    int rc = sb__headers_merge(NULL, kv, &headers, err);
     if (rc != SB_OK)
         return rc;
-    sb_outgoing o = {NULL, t->payload, t->len, headers, 0};
-    rc = sb_publish(t->ch->bus, NULL, t->queue, &o, NULL, NULL);
+    sb_outgoing o = {t->id, t->payload, t->len, headers, 0};
+    char ids[1][37];
+    memcpy(ids[0], t->id, 37);
+    t->immediate = 0;
+    rc = sb__publish_on(t->ch->bus, c, t->queue, &o, 1, ids, &t->immediate,
+                        err);
     sb__free(headers);
     return rc;
 }
@@ -32,16 +42,26 @@ int sb_request_job(sb_channel *ch, const char *queue, const void *payload,
                    sb_error *err)
 {
     sb_error_clear(err);
-    if (ch == NULL)
-        return sb__err(err, SB_INVALID, "channel", "channel must not be NULL");
+    if (ch == NULL || out == NULL)
+        return sb__err(err, SB_INVALID, ch ? "out" : "channel",
+                       "arguments must not be NULL");
+    *out = NULL;
     int rc = sb_validate_queue_name(queue, err);
     if (rc != SB_OK)
         return rc;
     if (payload == NULL && len > 0)
         return sb__err(err, SB_INVALID, "payload",
                        "payload is NULL but len is %zu", len);
-    job_trigger t = {ch, queue, payload ? payload : "", len};
-    return sb_request(ch, opts, publish_job, &t, out, err);
+    if (len > ch->bus->max_payload)
+        return sb__err(err, SB_INVALID, "payload",
+                       "payload is %zu bytes; max_payload_bytes is %llu", len,
+                       (unsigned long long)ch->bus->max_payload);
+    job_trigger t = {ch, queue, payload ? payload : "", len, {0}, 0};
+    sb__uuid7_at(t.id, sb__wall_us() / 1000);
+    rc = sb__request_in_tx(ch, opts, publish_job, &t, out, err);
+    if (rc == SB_OK && t.immediate)
+        sb__bus_wake_local(ch->bus, queue);
+    return rc;
 }
 
 /* The reply hook: the job's id is the final reply's id, so a job that

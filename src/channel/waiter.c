@@ -140,6 +140,8 @@ int64_t sb__channel_expire(sb_channel *ch, int64_t now)
 typedef struct register_ctx {
     sb_waiter *w;
     const sb_wait_options *o;
+    sb_in_tx_fn in_tx; /* work written in the same transaction, or NULL */
+    void *in_tx_user;
 } register_ctx;
 
 /* One transaction: the watermark (database now and a sequence draw), the
@@ -177,6 +179,10 @@ static int register_tx(sb_conn *c, void *vctx, sb_error *err)
                      np};
     if (rc == SB_OK)
         rc = sb__query(c, CH_SQL(ch, CH_SAVE_RECOVERY), r, 6, NULL, NULL, err);
+    /* Written after the registration and committed with it: nobody can
+     * see the work before the waiter exists (C1). */
+    if (rc == SB_OK && x->in_tx != NULL)
+        rc = x->in_tx(c, w->corr, x->in_tx_user, err);
     return rc;
 }
 
@@ -202,8 +208,8 @@ static int check_wait_options(const sb_wait_options *o, sb_error *err)
 }
 
 static int start_waiting(sb_channel *ch, const char *corr,
-                         const sb_wait_options *o, sb_waiter **out,
-                         sb_error *err)
+                         const sb_wait_options *o, sb_in_tx_fn in_tx,
+                         void *in_tx_user, sb_waiter **out, sb_error *err)
 {
     sb_waiter *w = sb__calloc(1, sizeof *w);
     if (w == NULL)
@@ -225,7 +231,7 @@ static int start_waiting(sb_channel *ch, const char *corr,
         waiter_free(w);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
-    register_ctx x = {w, o};
+    register_ctx x = {w, o, in_tx, in_tx_user};
     int rc = sb__db_run_tx(ch->bus->pool, NULL, register_tx, &x, err);
     if (rc != SB_OK) {
         waiter_free(w);
@@ -261,7 +267,8 @@ int sb_attach(sb_channel *ch, const char *correlation_id,
     int rc = sb_validate_correlation_id(correlation_id, err);
     if (rc == SB_OK)
         rc = check_wait_options(opts, err);
-    return rc == SB_OK ? start_waiting(ch, correlation_id, opts, out, err)
+    return rc == SB_OK ? start_waiting(ch, correlation_id, opts, NULL, NULL,
+                                       out, err)
                        : rc;
 }
 
@@ -284,7 +291,7 @@ int sb_request(sb_channel *ch, const sb_wait_options *opts,
     char id[37];
     sb__uuid7_at(id, sb__wall_us() / 1000);
     sb_waiter *w = NULL;
-    rc = start_waiting(ch, id, opts, &w, err);
+    rc = start_waiting(ch, id, opts, NULL, NULL, &w, err);
     if (rc != SB_OK)
         return rc;
     /* Only now, with the waiter and its recovery registration stored,
@@ -302,6 +309,19 @@ int sb_request(sb_channel *ch, const sb_wait_options *opts,
     }
     *out = w;
     return SB_OK;
+}
+
+int sb__request_in_tx(sb_channel *ch, const sb_wait_options *opts,
+                      sb_in_tx_fn fn, void *user, sb_waiter **out,
+                      sb_error *err)
+{
+    *out = NULL;
+    int rc = check_wait_options(opts, err);
+    if (rc != SB_OK)
+        return rc;
+    char id[37];
+    sb__uuid7_at(id, sb__wall_us() / 1000);
+    return start_waiting(ch, id, opts, fn, user, out, err);
 }
 
 const char *sb_waiter_correlation_id(const sb_waiter *w)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 struct sb_wal_watch {
@@ -27,9 +28,11 @@ struct sb_wal_watch {
  * the WAL is synced and the wal-index updated: a reader woken at once may
  * not see the commit yet, and nothing is written after it becomes
  * visible. So each burst of events is followed by re-notifications at
- * these delays (ms) after its last event; a new event restarts them. */
-static const int follow_up_ms[] = {1, 3, 10, 30};
-#define N_FOLLOW_UPS (sizeof follow_up_ms / sizeof follow_up_ms[0])
+ * these delays (us) after its last event, spanning a slow fsync; a new
+ * event restarts them. */
+static const int64_t follow_up_us[] = {200, 400, 700, 1000, 1500, 2500,
+                                       5000, 10000, 30000};
+#define N_FOLLOW_UPS (sizeof follow_up_us / sizeof follow_up_us[0])
 
 static void *watch_main(void *arg)
 {
@@ -38,16 +41,18 @@ static void *watch_main(void *arg)
     int64_t last_hit = 0;
     size_t next_follow = N_FOLLOW_UPS; /* none pending */
     while (!atomic_load(&w->stop)) {
-        int timeout = 200;
+        int64_t wait_us = 200000;
         if (next_follow < N_FOLLOW_UPS) {
-            int64_t due = last_hit + follow_up_ms[next_follow] * 1000;
-            int64_t left = (due - sb__mono_us() + 999) / 1000;
-            timeout = left < 0 ? 0 : (int)left;
+            wait_us = last_hit + follow_up_us[next_follow] - sb__mono_us();
+            if (wait_us < 0)
+                wait_us = 0;
         }
+        struct timespec ts = {(time_t)(wait_us / 1000000),
+                              (long)(wait_us % 1000000) * 1000};
         struct pollfd p = {w->fd, POLLIN, 0};
-        if (poll(&p, 1, timeout) <= 0) {
+        if (ppoll(&p, 1, &ts, NULL) <= 0) {
             if (next_follow < N_FOLLOW_UPS &&
-                sb__mono_us() >= last_hit + follow_up_ms[next_follow] * 1000) {
+                sb__mono_us() >= last_hit + follow_up_us[next_follow]) {
                 next_follow++;
                 w->fn(w->user);
             }
