@@ -590,10 +590,13 @@ SB_API int sb_waiter_cancel(sb_waiter *w);
 /* Cancel if still waiting, clean up and free. NULL-safe. */
 SB_API void sb_waiter_free(sb_waiter *w);
 
-/* C23: a request whose trigger publishes a job to `queue` carrying
- * sb-correlation-id and sb-reply-to; a worker's sb_delivery_reply (or
- * `sqlbus work`'s stdout) comes back as the reply, and an error reply if
- * the job is dead-lettered. The job's payload is borrowed. */
+/* C23: a request whose work is a job on `queue` carrying
+ * sb-correlation-id and sb-reply-to, written in the same transaction as
+ * the waiter's registration (so no worker can see it earlier, and a
+ * failed publish leaves nothing registered); a worker's
+ * sb_delivery_reply (or `sqlbus work`'s stdout) comes back as the reply,
+ * and an error reply if the job is dead-lettered. The job's payload is
+ * borrowed. */
 SB_API int sb_request_job(sb_channel *ch, const char *queue,
                           const void *payload, size_t len,
                           const sb_wait_options *opts, sb_waiter **out,

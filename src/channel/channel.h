@@ -15,6 +15,7 @@
 #define SB_DELIVERY_THREADS 4     /* C16: executors shared by all ids */
 #define SB_CONFIRM_MAX 65536      /* C12: replies awaiting confirmation */
 #define SB_HEARTBEAT_BATCH 500    /* C17: subscriber rows per statement */
+#define SB_SWEEP_BATCH 500        /* C14: ids per sweep statement */
 #define SB_ORPHAN_BATCH 100       /* C12: unconfirmed replies per scan */
 
 /* Statement templates of one backend ({p} = table prefix). */
@@ -50,6 +51,7 @@ typedef struct sb_channel_templates {
                                    $3 ttl_ms, $4 now_us */
     const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit:
                                  claim unconfirmed replies -> id, corr */
+    const char *scan_many;    /* the scan for a JSON array of ids ($1) */
     const char *mark_dispatched; /* $1 corr, $2 reg, $3 now_us */
     const char *list_registrations; /* $1 now_us, keyset cursor $2 after_us,
                                        $3 after_corr, $4 after_reg;
@@ -64,7 +66,7 @@ extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
 
 typedef struct sb_channel_sql {
-    char *s[27];
+    char *s[28];
 } sb_channel_sql;
 
 /* A recovery registration as listed (public handle sb_registration):
@@ -260,7 +262,7 @@ enum {
     CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
     CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
     CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS,
-    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE
+    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE, CH_SCAN_MANY
 };
 #define CH_SQL(ch, k) ((ch)->sql.s[k])
 
@@ -314,6 +316,9 @@ typedef int (*sb_in_tx_fn)(sb_conn *c, const char *corr, void *user,
 int sb__request_in_tx(struct sb_channel *ch, const sb_wait_options *opts,
                       sb_in_tx_fn fn, void *user, sb_waiter **out,
                       sb_error *err);
+/* sql.c: append `s` to `b` as a JSON string (C7 ids hold no control
+ * characters, so '"' and '\\' are all there is to escape). */
+void sb__channel_json_str(sb_buf *b, const char *s);
 /* Make the waiter's eventfd readable (if it has one); lock held. */
 void sb__waiter_poke(struct sb_waiter *w);
 /* Drop a reference taken under the channel lock; frees at zero. */

@@ -39,7 +39,10 @@ static void make_ready(sb_channel *ch, sb_live_id *id)
 
 int sb__exec_admit(sb_channel *ch, sb_live_id *id, const sb_reply *r)
 {
-    if (id->waiters == NULL || known(id, r))
+    /* Older than every waiter's watermark (a batched sweep reads from the
+     * earliest cursor of many ids), or already handled. */
+    if (id->waiters == NULL || r->created_at_us < id->from_us ||
+        known(id, r))
         return 1;
     /* Once full, only the rescan after the queue drained admits again, so
      * the predicate still sees the replies in order (C2). */

@@ -60,20 +60,39 @@ static int after(int64_t a_us, const char *a_id, int64_t b_us,
     return a_us > b_us || (a_us == b_us && strcmp(a_id, b_id) > 0);
 }
 
+/* Admit a row read for `id` and move its cursor past it; 0 if its queue
+ * is full (the cursor stays). Lock held. */
+static int admit(sb_channel *ch, sb_live_id *id, const sb_reply *r)
+{
+    if (!sb__exec_admit(ch, id, r))
+        return 0;
+    if (id->cursor_id[0] == '\0' ||
+        after(r->created_at_us, r->id, id->cursor_us, id->cursor_id)) {
+        id->cursor_us = r->created_at_us;
+        memcpy(id->cursor_id, r->id, 37);
+    }
+    return 1;
+}
+
+/* Where a scan of `id` starts: its waiters' watermark when it must
+ * re-read (clears the flag), else a lookback window before its cursor.
+ * Lock held. */
+static int64_t scan_start(sb_channel *ch, sb_live_id *id)
+{
+    if (id->reread || id->cursor_id[0] == '\0') {
+        id->reread = 0;
+        return id->from_us;
+    }
+    int64_t from = id->cursor_us - lookback_us(ch);
+    return from > id->from_us ? from : id->from_us;
+}
+
 /* Scan one pinned id to exhaustion, or until its queue is full. */
 static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
 {
-    int64_t after_us;
     char after_id[37] = ZERO_UUID;
     pthread_mutex_lock(&ch->mu);
-    if (id->reread || id->cursor_id[0] == '\0') {
-        id->reread = 0;
-        after_us = id->from_us;
-    } else {
-        after_us = id->cursor_us - lookback_us(ch);
-        if (id->from_us > after_us)
-            after_us = id->from_us;
-    }
+    int64_t after_us = scan_start(ch, id);
     int live = id->waiters != NULL;
     pthread_mutex_unlock(&ch->mu);
     while (live) {
@@ -100,19 +119,13 @@ static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
             if (reply == NULL)
                 break;
             pthread_mutex_lock(&ch->mu);
-            full = !sb__exec_admit(ch, id, reply);
+            full = !admit(ch, id, reply);
+            live = id->waiters != NULL;
+            pthread_mutex_unlock(&ch->mu);
             if (!full) {
-                if (id->cursor_id[0] == '\0' ||
-                    after(reply->created_at_us, reply->id, id->cursor_us,
-                          id->cursor_id)) {
-                    id->cursor_us = reply->created_at_us;
-                    memcpy(id->cursor_id, reply->id, 37);
-                }
                 after_us = reply->created_at_us;
                 memcpy(after_id, reply->id, 37);
             }
-            live = id->waiters != NULL;
-            pthread_mutex_unlock(&ch->mu);
             sb_reply_free(reply);
         }
         sb__rows_free(rows);
@@ -150,6 +163,67 @@ void sb__channel_run_scans(sb_channel *ch)
     sb__pool_release(ch->bus->pool, c);
 }
 
+/* Scan up to SB_SWEEP_BATCH pinned ids with one statement per page, from
+ * the earliest of their starts: rows before an id's own start are dropped
+ * at admission or already handled. An id whose queue fills keeps its
+ * cursor and refuses further rows until it drains (executor.c). */
+static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
+                       size_t n, sb_buf *b)
+{
+    sb__buf_reset(b);
+    sb__buf_puts(b, "[");
+    int64_t after_us = INT64_MAX;
+    pthread_mutex_lock(&ch->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb__buf_puts(b, ",");
+        sb__channel_json_str(b, ids[i]->corr);
+        int64_t from = scan_start(ch, ids[i]);
+        if (from < after_us)
+            after_us = from;
+    }
+    pthread_mutex_unlock(&ch->mu);
+    sb__buf_puts(b, "]");
+    if (b->failed) {
+        sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
+                "sweep postponed: out of memory");
+        return;
+    }
+    char after_id[37] = ZERO_UUID;
+    for (;;) {
+        sb_value p[5] = {sb__v_text(b->data), sb__v_int(after_us),
+                         sb__v_text(after_id),
+                         sb__v_int(sb__bus_now_us(ch->bus)),
+                         sb__v_int(SB_SCAN_PAGE)};
+        sb_rows *rows = NULL;
+        sb_error err;
+        if (sb__query(c, CH_SQL(ch, CH_SCAN_MANY), p, 5, &rows, NULL, &err) !=
+            SB_OK) {
+            sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
+                    "sweep failed (retried next time): %s", err.message);
+            return;
+        }
+        size_t got = rows->nrows;
+        for (size_t r = 0; r < got; r++) {
+            sb_reply *reply = sb__reply_from_row(rows, r);
+            if (reply == NULL)
+                continue;
+            after_us = reply->created_at_us;
+            memcpy(after_id, reply->id, 37);
+            pthread_mutex_lock(&ch->mu);
+            /* Byte-exact, whatever the column's collation did (C7). */
+            sb_live_id *id = sb__ids_find(ch, reply->correlation_id);
+            if (id != NULL)
+                admit(ch, id, reply);
+            pthread_mutex_unlock(&ch->mu);
+            sb_reply_free(reply);
+        }
+        sb__rows_free(rows);
+        if (got < SB_SCAN_PAGE)
+            return;
+    }
+}
+
 void sb__channel_sweep(sb_channel *ch, int reconcile)
 {
     sb_live_id **ids = NULL;
@@ -164,18 +238,25 @@ void sb__channel_sweep(sb_channel *ch, int reconcile)
                 "sweep postponed: out of memory");
         return;
     }
-    if (n > 0) {
-        sb_conn *c = NULL;
-        sb_error err;
-        if (sb__pool_acquire(ch->bus->pool, 5000, &c, &err) == SB_OK) {
-            for (size_t i = 0; i < n; i++)
-                scan_id(ch, c, ids[i]);
-            sb__pool_release(ch->bus->pool, c);
-        } else {
-            sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
-                    "sweep postponed: %s", err.message);
-        }
+    sb_conn *c = NULL;
+    sb_error err;
+    if (n > 0 && sb__pool_acquire(ch->bus->pool, 5000, &c, &err) != SB_OK)
+        sb__log(&ch->bus->log, SB_LOG_WARN, "channel", "sweep postponed: %s",
+                err.message);
+    if (c != NULL && reconcile) {
+        /* Each id from its own watermark, to exhaustion. */
+        for (size_t i = 0; i < n; i++)
+            scan_id(ch, c, ids[i]);
+    } else if (c != NULL) {
+        sb_buf b;
+        sb__buf_init(&b, (size_t)SB_SWEEP_BATCH * 810);
+        for (size_t at = 0; at < n; at += SB_SWEEP_BATCH)
+            scan_batch(ch, c, ids + at,
+                       n - at < SB_SWEEP_BATCH ? n - at : SB_SWEEP_BATCH, &b);
+        sb__buf_free(&b);
     }
+    if (c != NULL)
+        sb__pool_release(ch->bus->pool, c);
     pthread_mutex_lock(&ch->mu);
     sb__ids_unpin_all(ch, ids, n);
     pthread_mutex_unlock(&ch->mu);

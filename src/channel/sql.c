@@ -41,7 +41,8 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                          t->orphans,
                          t->mark_dispatched,
                          t->list_registrations,
-                         t->count_stale};
+                         t->count_stale,
+                         t->scan_many};
     int rc = SB_OK;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         out->s[i] = sb__sql_subst(all[i], prefix, &rc);
@@ -82,4 +83,15 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                        "backend must be \"sqlite\" or \"postgresql\"");
     *out = sb__sql_subst(t->ddl, prefix, &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
+}
+
+void sb__channel_json_str(sb_buf *b, const char *s)
+{
+    sb__buf_append(b, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            sb__buf_append(b, "\\", 1);
+        sb__buf_append(b, p, 1);
+    }
+    sb__buf_append(b, "\"", 1);
 }

@@ -120,6 +120,13 @@ const sb_channel_templates sb__channel_sql_postgres = {
                       "$1::json) AS x(c text, r uuid) ON CONFLICT "
                       "(correlation_id, registration_id) DO UPDATE SET "
                       "expires_at = excluded.expires_at",
+    .scan_many = "SELECT id, correlation_id, reply, is_error, error_type, "
+                 "error_message, error_detail, created_at, acked_at, "
+                 "acked_seq FROM {p}channel_messages WHERE correlation_id = "
+                 "ANY (ARRAY(SELECT json_array_elements_text($1::json))) AND "
+                 "(created_at, id) > (" US_TS("$2") ", $3::uuid) AND "
+                 "expires_at > now() AND NOT recovery_claimed "
+                 "ORDER BY created_at, id LIMIT $5",
     .orphans = "UPDATE {p}channel_messages SET recovery_claimed = true "
                "WHERE id IN (SELECT id FROM {p}channel_messages WHERE "
                "acked_at IS NULL AND NOT recovery_claimed AND created_at < "

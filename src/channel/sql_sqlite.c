@@ -117,6 +117,12 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                       "'$.r'), $2, $4 + $3 * 1000 FROM json_each($1) WHERE "
                       "true ON CONFLICT (correlation_id, registration_id) DO "
                       "UPDATE SET expires_at = excluded.expires_at",
+    .scan_many = "SELECT id, correlation_id, reply, is_error, error_type, "
+                 "error_message, error_detail, created_at, acked_at, "
+                 "acked_seq FROM {p}channel_messages WHERE correlation_id IN "
+                 "(SELECT value FROM json_each($1)) AND (created_at > $2 OR "
+                 "(created_at = $2 AND id > $3)) AND expires_at > $4 AND "
+                 "recovery_claimed = 0 ORDER BY created_at, id LIMIT $5",
     .orphans = "UPDATE {p}channel_messages SET recovery_claimed = 1 WHERE id "
                "IN (SELECT id FROM {p}channel_messages WHERE acked_at IS NULL "
                "AND recovery_claimed = 0 AND created_at < $2 - $1 * 1000 AND "

@@ -5,20 +5,15 @@
 
 #include <string.h>
 
-/* A JSON array of {"c": correlation id, "r": registration id}. C7 ids
- * hold no control characters, so escaping '"' and '\' is enough. */
+/* A JSON array of {"c": correlation id, "r": registration id}. */
 static int batch_json(sb_waiter *const *ws, size_t n, sb_buf *b)
 {
     sb__buf_reset(b);
     sb__buf_puts(b, "[");
     for (size_t i = 0; i < n; i++) {
-        sb__buf_puts(b, i ? ",{\"c\":\"" : "{\"c\":\"");
-        for (const char *p = ws[i]->corr; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                sb__buf_append(b, "\\", 1);
-            sb__buf_append(b, p, 1);
-        }
-        sb__buf_printf(b, "\",\"r\":\"%s\"}", ws[i]->reg_id);
+        sb__buf_puts(b, i ? ",{\"c\":" : "{\"c\":");
+        sb__channel_json_str(b, ws[i]->corr);
+        sb__buf_printf(b, ",\"r\":\"%s\"}", ws[i]->reg_id);
     }
     sb__buf_puts(b, "]");
     return b->failed;
