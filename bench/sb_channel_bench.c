@@ -1227,18 +1227,10 @@ static int cmd_waiters(const cargs *a)
         logf_("waiters needs --url");
         return 2;
     }
-    /* Every waiter holds an eventfd (C6): raise the soft limit of open
-     * files to the hard one. */
+    /* Reported, not raised: waiters hold no descriptor until
+     * sb_waiter_fd is called (fds_before / fds_after show it). */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
     getrlimit(RLIMIT_NOFILE, &rl);
-    if ((uint64_t)rl.rlim_cur < (uint64_t)a->waiters + 256)
-        logf_("waiters: the open-file limit (%llu) is below %" PRId64
-              " waiters + 256: attaches will fail (raise ulimit -n)",
-              (unsigned long long)rl.rlim_cur, a->waiters);
 
     sb_bus *bus = NULL;
     sb_channel *ch = NULL;
