@@ -64,25 +64,8 @@ void sb__channel_sql_free(sb_channel_sql *sql)
 int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                           char **out, sb_error *err)
 {
-    if (out == NULL)
-        return sb__err(err, SB_INVALID, "out", "out must not be NULL");
-    *out = NULL;
-    const char *prefix = table_prefix ? table_prefix : "sqlbus_";
-    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
-                                     err);
-    if (rc != SB_OK)
-        return rc;
-    const sb_channel_templates *t;
-    if (backend != NULL && strcmp(backend, "sqlite") == 0)
-        t = &sb__channel_sql_sqlite;
-    else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
-                                 strcmp(backend, "postgres") == 0))
-        t = &sb__channel_sql_postgres;
-    else
-        return sb__err(err, SB_INVALID, "backend",
-                       "backend must be \"sqlite\" or \"postgresql\"");
-    *out = sb__sql_subst(t->ddl, prefix, &rc);
-    return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
+    return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
+                       sb__channel_sql_postgres.ddl, out, err);
 }
 
 void sb__channel_json_str(sb_buf *b, const char *s)

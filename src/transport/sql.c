@@ -117,8 +117,9 @@ void sb__transport_sql_free(sb_transport_sql *s)
     sb__free(s);
 }
 
-int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
-                  sb_error *err)
+int sb__ddl_for(const char *backend, const char *table_prefix,
+                const char *sqlite_ddl, const char *postgres_ddl, char **out,
+                sb_error *err)
 {
     if (out == NULL)
         return sb__err(err, SB_INVALID, "out", "out must not be NULL");
@@ -128,15 +129,22 @@ int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
                                      err);
     if (rc != SB_OK)
         return rc;
-    const sb_sql_templates *t;
+    const char *ddl;
     if (backend != NULL && strcmp(backend, "sqlite") == 0)
-        t = &sb__sql_sqlite;
+        ddl = sqlite_ddl;
     else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
                                  strcmp(backend, "postgres") == 0))
-        t = &sb__sql_postgres;
+        ddl = postgres_ddl;
     else
         return sb__err(err, SB_INVALID, "backend",
                        "backend must be \"sqlite\" or \"postgresql\"");
-    *out = sb__sql_subst(t->ddl, prefix, &rc);
+    *out = sb__sql_subst(ddl, prefix, &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
+}
+
+int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
+                  sb_error *err)
+{
+    return sb__ddl_for(backend, table_prefix, sb__sql_sqlite.ddl,
+                       sb__sql_postgres.ddl, out, err);
 }

@@ -163,6 +163,12 @@ int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
  * fails the caller: errors are logged. */
 void sb__maybe_prune(sb_bus *bus);
 
+/* The DDL of one module for a backend name ("sqlite", "postgresql") with
+ * the table prefix substituted: sb_schema_sql and the channel's. */
+int sb__ddl_for(const char *backend, const char *table_prefix,
+                const char *sqlite_ddl, const char *postgres_ddl, char **out,
+                sb_error *err);
+
 /* PostgreSQL LISTEN on `channel` on a dedicated connection, reconnecting
  * after outages; `fn(user, payload)` runs on its thread for notifications
  * whose payload equals `filter` (NULL = all; "" after a reconnect). A
