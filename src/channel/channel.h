@@ -116,7 +116,10 @@ typedef struct sb_live_id {
     int q_len;
     int running;                   /* on a delivery thread */
     int ready;                     /* in the ready FIFO */
-    int overflow;                  /* admission refused: rescan when drained */
+    int gap;                       /* a row was refused: only a scan from
+                                      the cursor may admit until one reads
+                                      to the end without a refusal */
+    int pass_refused;              /* this scan pass refused a row */
     int scan_queued;               /* in the scan FIFO */
     int pins;                      /* a scan runs without the lock */
     struct sb_live_id *ready_next, *scan_next;
@@ -217,10 +220,12 @@ void sb__ids_unpin_all(struct sb_channel *ch, sb_live_id **ids, size_t n);
 void sb__ids_free_all(struct sb_channel *ch);
 
 /* executor.c (C16). Admit a reply for delivery to the waiters of `id`
- * (copied; channel lock held): 1 if queued or already handled, 0 if the
- * queue is full (the row stays unclaimed; the id is rescanned once its
- * queue drains). */
-int sb__exec_admit(struct sb_channel *ch, sb_live_id *id, const sb_reply *r);
+ * (copied; channel lock held): 1 if queued or already handled, 0 if
+ * refused: the queue is full (the row stays unclaimed; the id is rescanned
+ * once its queue drains), or, for the fast path (`from_scan` 0), an
+ * earlier row is still waiting for that rescan. */
+int sb__exec_admit(struct sb_channel *ch, sb_live_id *id, const sb_reply *r,
+                   int from_scan);
 int sb__exec_start(struct sb_channel *ch, sb_error *err);
 void sb__exec_stop(struct sb_channel *ch);
 

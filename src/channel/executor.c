@@ -37,24 +37,24 @@ static void make_ready(sb_channel *ch, sb_live_id *id)
     pthread_cond_signal(&ch->exec_cv);
 }
 
-int sb__exec_admit(sb_channel *ch, sb_live_id *id, const sb_reply *r)
+int sb__exec_admit(sb_channel *ch, sb_live_id *id, const sb_reply *r,
+                   int from_scan)
 {
     /* Older than every waiter's watermark (a batched sweep reads from the
      * earliest cursor of many ids), or already handled. */
     if (id->waiters == NULL || r->created_at_us < id->from_us ||
         known(id, r))
         return 1;
-    /* Once full, only the rescan after the queue drained admits again, so
-     * the predicate still sees the replies in order (C2). */
-    if (id->overflow || id->q_len >= SB_EXEC_QUEUE_MAX) {
-        id->overflow = 1;
+    /* Once a row was refused, replies are admitted only by a scan reading
+     * in order from the cursor, so the predicate sees them in order (C2). */
+    if ((id->gap && !from_scan) || id->pass_refused)
         return 0;
-    }
-    sb_reply *copy = sb__reply_copy(r);
+    sb_reply *copy = id->q_len < SB_EXEC_QUEUE_MAX ? sb__reply_copy(r) : NULL;
     if (copy == NULL) {
-        /* Out of memory: rescan once the queue drains, or at the next
-         * sweep if nothing is queued. */
-        id->overflow = id->q_len > 0 || id->running;
+        /* Full (or out of memory): rescan when the queue drains, or at
+         * the next sweep if nothing is queued. */
+        id->gap = 1;
+        id->pass_refused = from_scan;
         return 0;
     }
     if (id->q_tail)
@@ -99,8 +99,7 @@ static void *exec_main(void *arg)
         id->running = 0;
         if (id->q_head != NULL) {
             make_ready(ch, id); /* to the back: ids take turns */
-        } else if (id->overflow) {
-            id->overflow = 0;
+        } else if (id->gap) {
             sb__scan_request(ch, id);
         }
         sb__ids_release(ch, id);

@@ -103,7 +103,7 @@ static int respond(sb_channel *ch, sb_reply *r, sb_error *err)
     pthread_mutex_lock(&ch->mu);
     sb_live_id *id = sb__ids_find(ch, r->correlation_id);
     if (id != NULL)
-        sb__exec_admit(ch, id, r);
+        sb__exec_admit(ch, id, r, 0);
     pthread_mutex_unlock(&ch->mu);
     /* Other processes were notified in the insert's transaction; the
      * confirmer gives them confirmation_timeout_ms (C12 step 4). */

@@ -64,7 +64,7 @@ static int after(int64_t a_us, const char *a_id, int64_t b_us,
  * is full (the cursor stays). Lock held. */
 static int admit(sb_channel *ch, sb_live_id *id, const sb_reply *r)
 {
-    if (!sb__exec_admit(ch, id, r))
+    if (!sb__exec_admit(ch, id, r, 1))
         return 0;
     if (id->cursor_id[0] == '\0' ||
         after(r->created_at_us, r->id, id->cursor_us, id->cursor_id)) {
@@ -87,6 +87,17 @@ static int64_t scan_start(sb_channel *ch, sb_live_id *id)
     return from > id->from_us ? from : id->from_us;
 }
 
+/* A scan pass of `id` read to the end: without a refusal, every row up to
+ * now was admitted in order and the fast path may admit again. */
+static void pass_done(sb_channel *ch, sb_live_id *id)
+{
+    pthread_mutex_lock(&ch->mu);
+    if (!id->pass_refused)
+        id->gap = 0;
+    id->pass_refused = 0;
+    pthread_mutex_unlock(&ch->mu);
+}
+
 /* Scan one pinned id to exhaustion, or until its queue is full. */
 static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
 {
@@ -94,6 +105,7 @@ static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
     pthread_mutex_lock(&ch->mu);
     int64_t after_us = scan_start(ch, id);
     int live = id->waiters != NULL;
+    id->pass_refused = 0;
     pthread_mutex_unlock(&ch->mu);
     while (live) {
         sb_value p[5] = {sb__v_text(id->corr), sb__v_int(after_us),
@@ -129,9 +141,12 @@ static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
             sb_reply_free(reply);
         }
         sb__rows_free(rows);
-        if (full || n < SB_SCAN_PAGE)
+        if (full)
             return;
+        if (n < SB_SCAN_PAGE)
+            break;
     }
+    pass_done(ch, id);
 }
 
 void sb__channel_run_scans(sb_channel *ch)
@@ -181,6 +196,7 @@ static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
         int64_t from = scan_start(ch, ids[i]);
         if (from < after_us)
             after_us = from;
+        ids[i]->pass_refused = 0;
     }
     pthread_mutex_unlock(&ch->mu);
     sb__buf_puts(b, "]");
@@ -220,8 +236,10 @@ static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
         }
         sb__rows_free(rows);
         if (got < SB_SCAN_PAGE)
-            return;
+            break;
     }
+    for (size_t i = 0; i < n; i++)
+        pass_done(ch, ids[i]);
 }
 
 void sb__channel_sweep(sb_channel *ch, int reconcile)
