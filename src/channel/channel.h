@@ -321,9 +321,6 @@ typedef int (*sb_in_tx_fn)(sb_conn *c, const char *corr, void *user,
 int sb__request_in_tx(struct sb_channel *ch, const sb_wait_options *opts,
                       sb_in_tx_fn fn, void *user, sb_waiter **out,
                       sb_error *err);
-/* sql.c: append `s` to `b` as a JSON string (C7 ids hold no control
- * characters, so '"' and '\\' are all there is to escape). */
-void sb__channel_json_str(sb_buf *b, const char *s);
 /* Make the waiter's eventfd readable (if it has one); lock held. */
 void sb__waiter_poke(struct sb_waiter *w);
 /* Drop a reference taken under the channel lock; frees at zero. */

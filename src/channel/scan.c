@@ -192,7 +192,7 @@ static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             sb__buf_puts(b, ",");
-        sb__channel_json_str(b, ids[i]->corr);
+        sb__buf_json_str(b, ids[i]->corr);
         int64_t from = scan_start(ch, ids[i]);
         if (from < after_us)
             after_us = from;

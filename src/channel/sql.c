@@ -67,14 +67,3 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
     return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
                        sb__channel_sql_postgres.ddl, out, err);
 }
-
-void sb__channel_json_str(sb_buf *b, const char *s)
-{
-    sb__buf_append(b, "\"", 1);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            sb__buf_append(b, "\\", 1);
-        sb__buf_append(b, p, 1);
-    }
-    sb__buf_append(b, "\"", 1);
-}

@@ -12,7 +12,7 @@ static int batch_json(sb_waiter *const *ws, size_t n, sb_buf *b)
     sb__buf_puts(b, "[");
     for (size_t i = 0; i < n; i++) {
         sb__buf_puts(b, i ? ",{\"c\":" : "{\"c\":");
-        sb__channel_json_str(b, ws[i]->corr);
+        sb__buf_json_str(b, ws[i]->corr);
         sb__buf_printf(b, ",\"r\":\"%s\"}", ws[i]->reg_id);
     }
     sb__buf_puts(b, "]");

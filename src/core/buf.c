@@ -104,3 +104,35 @@ char *sb__buf_detach(sb_buf *b)
     sb__buf_init(b, max);
     return p;
 }
+
+int sb__buf_json_str(sb_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    sb__buf_append(b, "\"", 1);
+    const char *run = s;
+    for (const char *p = s; p != NULL && *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        sb__buf_append(b, run, (size_t)(p - run));
+        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+        size_t n = 2;
+        if (c == '\n')
+            esc[1] = 'n';
+        else if (c == '\t')
+            esc[1] = 't';
+        else if (c == '\r')
+            esc[1] = 'r';
+        else if (c < 0x20) {
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        sb__buf_append(b, esc, n);
+        run = p + 1;
+    }
+    if (run != NULL)
+        sb__buf_append(b, run, strlen(run));
+    return sb__buf_append(b, "\"", 1);
+}

@@ -99,6 +99,9 @@ void sb__buf_reset(sb_buf *b);
 void sb__buf_free(sb_buf *b);
 /* Hand the data to the caller (transferred, sb__free) and reset. */
 char *sb__buf_detach(sb_buf *b);
+/* Append `s` (UTF-8; NULL = "") as a JSON string literal, escaping quotes,
+ * backslashes and control characters. */
+int sb__buf_json_str(sb_buf *b, const char *s);
 
 /* ---- JSON headers (json.c) ---- */
 #define SB_MAX_HEADERS_BYTES (64 * 1024)

@@ -706,6 +706,30 @@ static void test_buf_basic(void **state)
     sb__buf_free(&b); /* twice is fine */
 }
 
+/* JSON string literals (the set-based statements' batches): every
+ * control character, quote and backslash escaped, UTF-8 kept; the result
+ * parses back to the input. */
+static void test_buf_json_str(void **state)
+{
+    (void)state;
+    sb_buf b;
+    sb__buf_init(&b, 4096);
+    sb__buf_puts(&b, "{\"k\":");
+    const char in[] = "a\"b\\c\nd\te\rf\x01g\x1fh \xc3\xa4 end";
+    assert_int_equal(sb__buf_json_str(&b, in), SB_OK);
+    sb__buf_puts(&b, "}");
+    assert_string_equal(b.data, "{\"k\":\"a\\\"b\\\\c\\nd\\te\\rf\\u0001g"
+                                "\\u001fh \xc3\xa4 end\"}");
+    char *got = sb__headers_get(b.data, "k");
+    assert_non_null(got);
+    assert_string_equal(got, in);
+    sb__free(got);
+    sb__buf_reset(&b);
+    assert_int_equal(sb__buf_json_str(&b, NULL), SB_OK);
+    assert_string_equal(b.data, "\"\"");
+    sb__buf_free(&b);
+}
+
 static void test_buf_cap(void **state)
 {
     (void)state;
@@ -1510,6 +1534,7 @@ int main(void)
         cmocka_unit_test(test_uuid_normalize),
         cmocka_unit_test(test_buf_basic),
         cmocka_unit_test(test_buf_cap),
+        cmocka_unit_test(test_buf_json_str),
         cmocka_unit_test(test_headers_validate),
         cmocka_unit_test(test_headers_limit),
         cmocka_unit_test(test_headers_get),
