@@ -774,6 +774,91 @@ SB_API int sb_channel_schema_sql(const char *backend, const char *table_prefix,
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
 
+
+/* ------------------------------------------------------------------------
+ * Error store: dead-lettered messages ingested into a queryable store,
+ * one row per failed message (docs/errors.md, rules E1-E24).
+ * ---------------------------------------------------------------------- */
+typedef struct sb_errors sb_errors;
+typedef struct sb_failed_message sb_failed_message;
+
+typedef struct sb_errors_options {
+    size_t size;
+    int ingest_batch_size;   /* E1: dead-letter rows per transaction (256;
+                                1 to 5000) */
+    size_t max_body_size;    /* E7: inline text cap in bytes (102400; at
+                                most 16 MiB); larger or binary bodies go to
+                                the body store */
+} sb_errors_options;
+
+/* Open the store of `bus` (borrowed; must outlive it): creates or checks
+ * its tables. Starts no thread. */
+SB_API int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
+                          sb_errors **out, sb_error *err);
+/* NULL-safe. */
+SB_API void sb_errors_close(sb_errors *e);
+
+typedef struct sb_ingest_stats {
+    size_t size;
+    int64_t batches;        /* transactions committed */
+    int64_t rows;           /* dead-letter rows consumed */
+    int64_t messages;       /* failed-message rows written (after the fold) */
+    int64_t failed_imports; /* rows kept in failed_imports with a reason */
+    int64_t confirmations;  /* retries confirmed as successful */
+} sb_ingest_stats;
+
+/* E1, E23: one ingestion pass: batches of the dead-letter queue, each
+ * written and deleted in one transaction, until the queue is empty.
+ * `stats` (optional) is added to. Transient faults retry a batch with
+ * back-off; replaying a batch changes nothing. Thread-safe: several
+ * ingesters (threads or processes) may run at once. */
+SB_API int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats,
+                            sb_error *err);
+
+enum sb_failed_status {
+    SB_FAILED_UNRESOLVED = 0,
+    SB_FAILED_RETRY_ISSUED = 1,
+    SB_FAILED_RESOLVED = 2,
+    SB_FAILED_ARCHIVED = 3
+};
+
+/* One failed message with its groups and body; SB_NOTFOUND if absent.
+ * Transferred: free with sb_failed_message_free. */
+SB_API int sb_errors_get(sb_errors *e, const char *unique_message_id,
+                         sb_failed_message **out, sb_error *err);
+SB_API void sb_failed_message_free(sb_failed_message *m);
+
+/* Accessors; strings are borrowed from `m` and NULL when absent. Times are
+ * microseconds since the Unix epoch. */
+SB_API const char *sb_failed_unique_id(const sb_failed_message *m);
+SB_API int sb_failed_status(const sb_failed_message *m);
+SB_API int64_t sb_failed_attempts(const sb_failed_message *m);
+SB_API int64_t sb_failed_first_failure_us(const sb_failed_message *m);
+SB_API int64_t sb_failed_last_failure_us(const sb_failed_message *m);
+SB_API int64_t sb_failed_status_changed_us(const sb_failed_message *m);
+SB_API const char *sb_failed_field(const sb_failed_message *m,
+                                   const char *name); /* "message_id",
+    "message_type", "failed_queue", "processing_endpoint", "host",
+    "host_id", "instance_id", "exception_type", "exception_message",
+    "conversation_id" */
+SB_API const char *sb_failed_headers(const sb_failed_message *m); /* JSON */
+/* The body as stored (from the body store when it is there). */
+SB_API const void *sb_failed_body(const sb_failed_message *m, size_t *len);
+SB_API int sb_failed_body_stored_externally(const sb_failed_message *m);
+/* The inline text (the whole body, or a search prefix when stored
+ * externally; NULL for binary bodies). */
+SB_API const char *sb_failed_body_text(const sb_failed_message *m);
+/* Groups (E12): `i` from 0 to sb_failed_group_count - 1. */
+SB_API size_t sb_failed_group_count(const sb_failed_message *m);
+SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
+                           const char **id, const char **type,
+                           const char **title);
+
+/* E3: dead-letter rows kept in failed_imports (they could not become a
+ * failed message), for the dashboard and readiness. */
+SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,
+                                         sb_error *err);
+
 #ifdef __cplusplus
 }
 #endif

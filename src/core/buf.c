@@ -107,10 +107,15 @@ char *sb__buf_detach(sb_buf *b)
 
 int sb__buf_json_str(sb_buf *b, const char *s)
 {
+    return sb__buf_json_mem(b, s, s ? strlen(s) : 0);
+}
+
+int sb__buf_json_mem(sb_buf *b, const char *s, size_t len)
+{
     static const char hex[] = "0123456789abcdef";
     sb__buf_append(b, "\"", 1);
     const char *run = s;
-    for (const char *p = s; p != NULL && *p; p++) {
+    for (const char *p = s; p != NULL && p < s + len; p++) {
         unsigned char c = (unsigned char)*p;
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
@@ -133,6 +138,6 @@ int sb__buf_json_str(sb_buf *b, const char *s)
         run = p + 1;
     }
     if (run != NULL)
-        sb__buf_append(b, run, strlen(run));
+        sb__buf_append(b, run, (size_t)(s + len - run));
     return sb__buf_append(b, "\"", 1);
 }

@@ -102,6 +102,8 @@ char *sb__buf_detach(sb_buf *b);
 /* Append `s` (UTF-8; NULL = "") as a JSON string literal, escaping quotes,
  * backslashes and control characters. */
 int sb__buf_json_str(sb_buf *b, const char *s);
+/* The same for `len` bytes (no NUL inside). */
+int sb__buf_json_mem(sb_buf *b, const char *s, size_t len);
 
 /* ---- JSON headers (json.c) ---- */
 #define SB_MAX_HEADERS_BYTES (64 * 1024)

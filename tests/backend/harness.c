@@ -166,15 +166,10 @@ void sbt_ok(int rc, const sb_error *err, const char *what)
 
 /* Rows of `table` (without prefix) for one correlation id, read through a
  * native connection. */
-long sbt_native_count(const char *prefix, const char *table,
-                         const char *cid)
+long sbt_native_scalar(const char *sql, const char *cid)
 {
-    char sql[512];
     long n = -1;
     if (sbt_is_pg()) {
-        snprintf(sql, sizeof sql,
-                 "SELECT count(*) FROM %s%s WHERE correlation_id = $1",
-                 prefix, table);
         PGconn *c = PQconnectdb(sbt_url());
         if (PQstatus(c) != CONNECTION_OK) {
             char msg[256];
@@ -195,9 +190,6 @@ long sbt_native_count(const char *prefix, const char *table,
         PQfinish(c);
         return n;
     }
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %s%s WHERE correlation_id = ?1", prefix,
-             table);
     const char *path = sbt_url();
     if (strncmp(path, "sqlite:", 7) == 0)
         path += 7;
@@ -228,4 +220,14 @@ long sbt_native_count(const char *prefix, const char *table,
     sqlite3_finalize(st);
     sqlite3_close(db);
     return n;
+}
+
+long sbt_native_count(const char *prefix, const char *table,
+                      const char *cid)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %s%s WHERE correlation_id = $1", prefix,
+             table);
+    return sbt_native_scalar(sql, cid);
 }

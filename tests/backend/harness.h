@@ -39,6 +39,9 @@ void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37]);
 /* Rows of `table` (without prefix) for one correlation id, read through a
  * native connection (libpq or sqlite3), outside the library. */
 long sbt_native_count(const char *prefix, const char *table, const char *cid);
+/* The integer a one-row query returns ($1 = `param`, which it must use),
+ * through a native connection; fails the test on errors. */
+long sbt_native_scalar(const char *sql, const char *param);
 /* Sleep for ms milliseconds. */
 void sbt_sleep_ms(long ms);
 /* Fail the test with the error's message unless rc is SB_OK. */

@@ -1,0 +1,68 @@
+/*
+ * errors.h - internal declarations of the error store (see
+ * docs/internals/errors.md): statements, attempts, the fold.
+ */
+#ifndef SB_ERRORS_H
+#define SB_ERRORS_H
+
+#include "transport/transport.h"
+
+#define SB_ERRORS_CHUNK 50     /* E11: rows per set-based statement */
+#define SB_MAX_GROUPS 5        /* E12: one per classifier */
+
+/* Statement indexes (sql.c builds them for one dialect and prefix). */
+enum {
+    ER_DDL, ER_UPSERT, ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS,
+    ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS, ER_FAILED_IMPORT,
+    ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY, ER_N
+};
+
+typedef struct sb_errors_sql {
+    char *s[ER_N];
+} sb_errors_sql;
+
+int sb__errors_sql_new(int dialect, const char *prefix, sb_errors_sql *out,
+                       sb_error *err);
+void sb__errors_sql_free(sb_errors_sql *sql);
+/* The position of a failed_messages column in the rows of ER_GET. */
+int sb__errors_column(const char *name);
+
+struct sb_errors {
+    sb_bus *bus;
+    sb_errors_sql sql;
+    int batch_size;
+    size_t max_body;
+};
+
+/* One dead-letter row read as a failed processing attempt (E2, E5). The
+ * strings are owned by the attempt; NULL when the headers lack them. */
+typedef struct sb_attempt {
+    char *unique_id;           /* E6 */
+    char *message_id, *message_type, *failed_queue, *processing_endpoint;
+    char *host, *host_id, *instance_id;
+    char *exception_type, *exception_message, *stack_trace;
+    char *conversation_id, *content_type;
+    int is_system;
+    int retry_confirmed;       /* a retry acknowledgement, not a failure */
+    int64_t time_of_failure_us, time_sent_us; /* 0 = unknown (sent) */
+    const sb_msg *row;         /* headers and body (borrowed) */
+} sb_attempt;
+
+/* Map a dead-letter row; SB_INVALID with the reason in err->message when
+ * it cannot be ingested (E3). */
+int sb__attempt_from_row(const sb_msg *row, sb_attempt *out, sb_error *err);
+void sb__attempt_clear(sb_attempt *a);
+
+/* One failed message after the fold (E8): the newest attempt, the number
+ * of distinct failure times and the failure window. */
+typedef struct sb_folded {
+    const sb_attempt *newest;
+    int64_t attempts;
+    int64_t first_us, last_us;
+} sb_folded;
+
+/* Fold `n` attempts (failures only) into *out (allocated, sorted by
+ * unique id); returns the count or -1 when out of memory. */
+long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out);
+
+#endif

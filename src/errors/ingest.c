@@ -1,0 +1,395 @@
+/* ingest.c - the write path (E1, E3, E8-E11): one transaction per batch
+ * claims and deletes dead-letter rows, keeps the unmappable ones in
+ * failed_imports, folds the rest, upserts them with the guards of E10,
+ * replaces the groups (and external bodies) of messages whose newest
+ * attempt is this batch's, records endpoints insert-if-absent, and
+ * resolves confirmed retries last. */
+#include "errors/body.h"
+#include "errors/classify.h"
+#include "errors/errors.h"
+#include "errors/ids.h"
+
+#include <string.h>
+
+#define LEASE_MS 60000 /* unused: the rows are deleted by the claim */
+#define JSON_MAX ((size_t)256 << 20)
+
+typedef struct batch {
+    sb_errors *e;
+    sb_conn *c;
+    sb_msg **rows;
+    size_t n_rows;
+    sb_attempt *attempts;
+    const sb_attempt **failures;
+    size_t n_failures;
+    sb_folded *folded;
+    long n_folded;
+    int *won; /* per folded row: this batch's attempt is the stored one */
+    sb_buf json;
+    sb_ingest_stats got;
+} batch;
+
+static void batch_free(batch *x)
+{
+    for (size_t i = 0; x->attempts != NULL && i < x->n_rows; i++)
+        sb__attempt_clear(&x->attempts[i]);
+    sb__free(x->attempts);
+    sb__free(x->failures);
+    sb__free(x->folded);
+    sb__free(x->won);
+    sb_msg_free_array(x->rows, x->n_rows);
+    sb__buf_free(&x->json);
+    sb_errors *e = x->e;
+    memset(x, 0, sizeof *x);
+    x->e = e;
+    sb__buf_init(&x->json, JSON_MAX);
+}
+
+static int64_t now_us(const sb_errors *e)
+{
+    return sb__bus_now_us(e->bus);
+}
+
+/* Run a JSON-array statement over the batch's buffer. */
+static int run_json(batch *x, int k, sb_rows **rows, sb_error *err)
+{
+    if (x->json.failed)
+        return sb__err(err, x->json.failed, NULL,
+                       "a batch statement does not fit in memory");
+    sb_value p[2] = {sb__v_text(x->json.data), sb__v_int(now_us(x->e))};
+    return sb__query(x->c, x->e->sql.s[k], p, 2, rows, NULL, err);
+}
+
+static void json_text(sb_buf *b, const char *key, const char *v, int comma)
+{
+    sb__buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    if (v == NULL)
+        sb__buf_puts(b, "null");
+    else
+        sb__buf_json_str(b, v);
+}
+
+static void json_int(sb_buf *b, const char *key, int64_t v)
+{
+    sb__buf_printf(b, ",\"%s\":%lld", key, (long long)v);
+}
+
+/* E3: a row that cannot become a failed message is kept with its reason,
+ * in the transaction that removes it from the dead-letter queue. */
+static int keep_failed_import(batch *x, const sb_msg *row, const char *why,
+                              sb_error *err)
+{
+    sb_value p[5] = {sb__v_text(sb_msg_id(row)), sb__v_text(sb_msg_id(row)),
+                     sb__v_text(sb_msg_headers(row)), sb__v_text(why),
+                     sb__v_int(now_us(x->e))};
+    x->got.failed_imports++;
+    return sb__query(x->c, x->e->sql.s[ER_FAILED_IMPORT], p, 5, NULL, NULL,
+                     err);
+}
+
+static int map_rows(batch *x, sb_error *err)
+{
+    x->attempts = sb__calloc(x->n_rows, sizeof *x->attempts);
+    x->failures = sb__calloc(x->n_rows, sizeof *x->failures);
+    if (x->attempts == NULL || x->failures == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < x->n_rows; i++) {
+        sb_error why;
+        int rc = sb__attempt_from_row(x->rows[i], &x->attempts[i], &why);
+        if (rc == SB_INVALID)
+            rc = keep_failed_import(x, x->rows[i], why.message, err);
+        else if (rc != SB_OK)
+            return sb__err(err, rc, NULL, "%s", why.message);
+        else if (!x->attempts[i].retry_confirmed)
+            x->failures[x->n_failures++] = &x->attempts[i];
+        if (rc != SB_OK)
+            return rc;
+    }
+    return SB_OK;
+}
+
+/* Where the newest attempt's body goes (E7). */
+static sb_body_place place_of(const batch *x, const sb_attempt *a)
+{
+    size_t len = 0;
+    const void *body = sb_msg_payload(a->row, &len);
+    sb_body_place pl;
+    sb__body_place(body, len, a->content_type, x->e->max_body, &pl);
+    return pl;
+}
+
+static void row_json(const batch *x, const sb_folded *f, sb_buf *b)
+{
+    const sb_attempt *a = f->newest;
+    size_t len = 0;
+    const char *body = sb_msg_payload(a->row, &len);
+    sb_body_place pl = place_of(x, a);
+    sb__buf_puts(b, "{");
+    json_text(b, "unique_message_id", a->unique_id, 0);
+    json_int(b, "number_of_processing_attempts", f->attempts);
+    json_int(b, "first_time_of_failure", f->first_us);
+    json_int(b, "last_time_of_failure", f->last_us);
+    json_int(b, "last_attempted_at", f->last_us);
+    json_text(b, "message_id", a->message_id, 1);
+    json_text(b, "message_type", a->message_type, 1);
+    json_text(b, "failed_queue", a->failed_queue, 1);
+    json_text(b, "processing_endpoint", a->processing_endpoint, 1);
+    json_text(b, "host", a->host, 1);
+    json_text(b, "host_id", a->host_id, 1);
+    json_text(b, "instance_id", a->instance_id, 1);
+    json_text(b, "exception_type", a->exception_type, 1);
+    json_text(b, "exception_message", a->exception_message, 1);
+    if (a->time_sent_us != 0)
+        json_int(b, "time_sent", a->time_sent_us);
+    json_text(b, "conversation_id", a->conversation_id, 1);
+    json_int(b, "is_system", a->is_system);
+    json_text(b, "headers", sb_msg_headers(a->row), 1);
+    if (pl.inline_text) {
+        sb__buf_puts(b, ",\"body_text\":");
+        sb__buf_json_mem(b, body, pl.inline_len);
+    }
+    json_int(b, "body_size", (int64_t)len);
+    json_text(b, "body_content_type", a->content_type, 1);
+    json_int(b, "body_stored_externally", pl.stored_externally);
+    sb__buf_puts(b, "}");
+}
+
+/* E10, E11: the upsert, SB_ERRORS_CHUNK rows a statement; marks the rows
+ * whose stored newest attempt is now this batch's. */
+static int upsert(batch *x, sb_error *err)
+{
+    int rc = SB_OK;
+    for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
+        long end = at + SB_ERRORS_CHUNK < x->n_folded ? at + SB_ERRORS_CHUNK
+                                                      : x->n_folded;
+        sb__buf_reset(&x->json);
+        sb__buf_puts(&x->json, "[");
+        for (long i = at; i < end; i++) {
+            if (i > at)
+                sb__buf_puts(&x->json, ",");
+            row_json(x, &x->folded[i], &x->json);
+        }
+        sb__buf_puts(&x->json, "]");
+        sb_rows *rows = NULL;
+        rc = run_json(x, ER_UPSERT, &rows, err);
+        for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+            const char *id = sb__rows_text(rows, r, 0);
+            int64_t stored = sb__rows_int(rows, r, 1);
+            for (long i = at; id != NULL && i < end; i++)
+                if (strcmp(x->folded[i].newest->unique_id, id) == 0)
+                    x->won[i] = stored == x->folded[i].last_us;
+        }
+        sb__rows_free(rows);
+    }
+    x->got.messages += x->n_folded;
+    return rc;
+}
+
+/* The ids of the winning rows, as a JSON array. */
+static void won_ids(batch *x)
+{
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    int any = 0;
+    for (long i = 0; i < x->n_folded; i++) {
+        if (!x->won[i])
+            continue;
+        if (any++)
+            sb__buf_puts(&x->json, ",");
+        sb__buf_json_str(&x->json, x->folded[i].newest->unique_id);
+    }
+    sb__buf_puts(&x->json, "]");
+}
+
+/* E9 step 2: the groups of the messages whose newest attempt is ours are
+ * recomputed from it (E12), replacing what was there. */
+static int replace_groups(batch *x, sb_error *err)
+{
+    won_ids(x);
+    int rc = run_json(x, ER_DELETE_GROUPS, NULL, err);
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    int any = 0;
+    for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
+        if (!x->won[i])
+            continue;
+        const sb_attempt *a = x->folded[i].newest;
+        sb_classify_input in = {a->exception_type,  a->exception_message,
+                                a->stack_trace,     a->message_type,
+                                a->failed_queue,
+                                a->instance_id ? a->instance_id : a->host_id,
+                                a->processing_endpoint};
+        sb_group_title g[SB_MAX_GROUPS];
+        size_t n = sb__classify(&in, g);
+        for (size_t k = 0; k < n; k++) {
+            char id[37];
+            sb__deterministic_guid_str(g[k].classifier, g[k].title, id);
+            sb__buf_puts(&x->json, any++ ? ",{" : "{");
+            json_text(&x->json, "u", a->unique_id, 0);
+            json_text(&x->json, "g", id, 1);
+            json_text(&x->json, "t", g[k].title, 1);
+            json_text(&x->json, "c", g[k].classifier, 1);
+            sb__buf_puts(&x->json, "}");
+        }
+    }
+    sb__buf_puts(&x->json, "]");
+    if (rc == SB_OK && any)
+        rc = run_json(x, ER_INSERT_GROUPS, NULL, err);
+    return rc;
+}
+
+/* E7: a winning attempt's body goes to the body store when it does not
+ * stay inline; an inline one removes what an older attempt stored. */
+static int write_bodies(batch *x, sb_error *err)
+{
+    int rc = SB_OK;
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    int any = 0;
+    for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
+        if (!x->won[i])
+            continue;
+        const sb_attempt *a = x->folded[i].newest;
+        sb_body_place pl = place_of(x, a);
+        if (!pl.stored_externally) {
+            sb__buf_puts(&x->json, any++ ? "," : "");
+            sb__buf_json_str(&x->json, a->unique_id);
+            continue;
+        }
+        size_t len = 0;
+        const void *body = sb_msg_payload(a->row, &len);
+        sb_value p[3] = {sb__v_text(a->unique_id), sb__v_blob(body, len),
+                         sb__v_text(a->content_type)};
+        rc = sb__query(x->c, x->e->sql.s[ER_PUT_BODY], p, 3, NULL, NULL, err);
+    }
+    sb__buf_puts(&x->json, "]");
+    if (rc == SB_OK && any)
+        rc = run_json(x, ER_DROP_BODIES, NULL, err);
+    return rc;
+}
+
+/* E9 step 3: known endpoints, insert-if-absent (a user's monitored flag
+ * survives). */
+static int record_endpoints(batch *x, sb_error *err)
+{
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    int any = 0;
+    for (long i = 0; i < x->n_folded; i++) {
+        const sb_attempt *a = x->folded[i].newest;
+        char id[37];
+        sb__deterministic_guid_str(a->processing_endpoint,
+                                   a->host_id ? a->host_id : "", id);
+        sb__buf_puts(&x->json, any++ ? ",{" : "{");
+        json_text(&x->json, "i", id, 0);
+        json_text(&x->json, "n", a->processing_endpoint, 1);
+        json_text(&x->json, "h", a->host_id, 1);
+        json_text(&x->json, "m", a->host, 1);
+        sb__buf_puts(&x->json, "}");
+    }
+    sb__buf_puts(&x->json, "]");
+    return any ? run_json(x, ER_ENDPOINTS, NULL, err) : SB_OK;
+}
+
+/* E9 step 4, last: a message that failed and was confirmed in one batch
+ * ends resolved. */
+static int resolve_confirmed(batch *x, sb_error *err)
+{
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    int any = 0;
+    for (size_t i = 0; i < x->n_rows; i++) {
+        const sb_attempt *a = &x->attempts[i];
+        if (!a->retry_confirmed)
+            continue;
+        sb__buf_puts(&x->json, any++ ? "," : "");
+        sb__buf_json_str(&x->json, a->unique_id);
+        x->got.confirmations++;
+    }
+    sb__buf_puts(&x->json, "]");
+    int rc = any ? run_json(x, ER_CONFIRM, NULL, err) : SB_OK;
+    if (rc == SB_OK && any)
+        rc = run_json(x, ER_DROP_CLAIMS, NULL, err);
+    return rc;
+}
+
+static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    batch *x = vctx;
+    batch_free(x); /* a retried transaction starts over */
+    x->c = c;
+    sb_bus *bus = x->e->bus;
+    int rc = sb__claim_on(bus, c, bus->dlq, x->e->batch_size, LEASE_MS, 1,
+                          &x->rows, &x->n_rows, err);
+    if (rc != SB_OK || x->n_rows == 0)
+        return rc;
+    x->got.rows = (int64_t)x->n_rows;
+    rc = map_rows(x, err);
+    if (rc == SB_OK) {
+        x->n_folded = sb__fold(x->failures, x->n_failures, &x->folded);
+        x->won = sb__calloc(x->n_folded > 0 ? (size_t)x->n_folded : 1,
+                            sizeof *x->won);
+        if (x->n_folded < 0 || x->won == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = upsert(x, err);
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = replace_groups(x, err);
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = write_bodies(x, err);
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = record_endpoints(x, err);
+    if (rc == SB_OK)
+        rc = resolve_confirmed(x, err);
+    return rc;
+}
+
+int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL)
+        return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
+    if (stats != NULL && stats->size != 0 && stats->size < sizeof *stats)
+        return sb__err(err, SB_INVALID, "stats",
+                       "sb_ingest_stats.size is smaller than any version");
+    batch x;
+    memset(&x, 0, sizeof x);
+    x.e = e;
+    sb__buf_init(&x.json, JSON_MAX);
+    int rc = SB_OK;
+    for (;;) {
+        rc = sb__db_run_tx(e->bus->pool, NULL, batch_tx, &x, err);
+        if (rc != SB_OK || x.n_rows == 0)
+            break;
+        if (stats != NULL) {
+            stats->batches++;
+            stats->rows += x.got.rows;
+            stats->messages += x.got.messages;
+            stats->failed_imports += x.got.failed_imports;
+            stats->confirmations += x.got.confirmations;
+        }
+    }
+    batch_free(&x);
+    sb__buf_free(&x.json);
+    return rc;
+}
+
+int sb_errors_failed_import_count(sb_errors *e, int64_t *count,
+                                  sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || count == NULL)
+        return sb__err(err, SB_INVALID, e ? "count" : "errors",
+                       "arguments must not be NULL");
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_rows *rows = NULL;
+    rc = sb__query(c, e->sql.s[ER_COUNT_IMPORTS], NULL, 0, &rows, NULL, err);
+    *count = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0) : 0;
+    sb__rows_free(rows);
+    sb__pool_release(e->bus->pool, c);
+    return rc;
+}

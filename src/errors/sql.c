@@ -1,0 +1,312 @@
+/* sql.c - the error store's statements for one dialect and table prefix.
+ * The set-based statements take their rows as one JSON array parameter
+ * (PostgreSQL json_to_recordset, SQLite json_each), so a chunk is one
+ * fixed statement text whatever its size, far from either backend's
+ * parameter limit (E11). The upsert's guards (E10) are generated from the
+ * column list below, the same for both backends. */
+#include "errors/errors.h"
+
+#include <string.h>
+
+/* Columns a batch row carries: type 't' text, 'i' integer. */
+typedef struct column {
+    const char *name;
+    char type;
+    int payload; /* taken only from an attempt at least as new (E10) */
+} column;
+
+static const column columns[] = {
+    {"unique_message_id", 't', 0}, {"number_of_processing_attempts", 'i', 0},
+    {"first_time_of_failure", 'i', 0}, {"last_time_of_failure", 'i', 0},
+    {"last_attempted_at", 'i', 0}, {"message_id", 't', 1},
+    {"message_type", 't', 1},      {"failed_queue", 't', 1},
+    {"processing_endpoint", 't', 1}, {"host", 't', 1},
+    {"host_id", 't', 1},           {"instance_id", 't', 1},
+    {"exception_type", 't', 1},    {"exception_message", 't', 1},
+    {"time_sent", 'i', 1},         {"conversation_id", 't', 1},
+    {"is_system", 'i', 1},         {"headers", 't', 1},
+    {"body_text", 't', 1},         {"body_size", 'i', 1},
+    {"body_content_type", 't', 1}, {"body_stored_externally", 'i', 1},
+};
+#define N_COLUMNS (sizeof columns / sizeof columns[0])
+
+/* Times are microseconds since the epoch on both backends: they come from
+ * failure headers, not from the database clock. */
+static const char ddl_tail[] =
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_status_idx\n"
+    "  ON {p}failed_messages (status, last_time_of_failure);\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_queue_idx\n"
+    "  ON {p}failed_messages (failed_queue, status);\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_type_idx\n"
+    "  ON {p}failed_messages (message_type);\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_retention_idx\n"
+    "  ON {p}failed_messages (status_changed_at) WHERE status IN (2, 3);\n"
+    "CREATE TABLE IF NOT EXISTS {p}failed_message_groups (\n"
+    "  unique_message_id TEXT NOT NULL,\n"
+    "  group_id TEXT NOT NULL,\n"
+    "  title TEXT NOT NULL,\n"
+    "  type TEXT NOT NULL,\n"
+    "  PRIMARY KEY (unique_message_id, group_id)\n"
+    ");\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_message_groups_type_idx\n"
+    "  ON {p}failed_message_groups (type, group_id);\n"
+    "CREATE TABLE IF NOT EXISTS {p}group_comments (\n"
+    "  group_id TEXT NOT NULL PRIMARY KEY,\n"
+    "  comment TEXT NOT NULL,\n"
+    "  last_modified BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE IF NOT EXISTS {p}known_endpoints (\n"
+    "  id TEXT NOT NULL PRIMARY KEY,\n"
+    "  name TEXT NOT NULL,\n"
+    "  host_id TEXT,\n"
+    "  host TEXT,\n"
+    "  monitored INTEGER NOT NULL DEFAULT 0\n"
+    ");\n"
+    "CREATE TABLE IF NOT EXISTS {p}retry_claims (\n"
+    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
+    "  batch_id TEXT,\n"
+    "  created_at BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE IF NOT EXISTS {p}failed_imports (\n"
+    "  id TEXT NOT NULL PRIMARY KEY,\n"
+    "  dead_letter_id TEXT NOT NULL,\n"
+    "  headers TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL,\n"
+    "  created_at BIGINT NOT NULL\n"
+    ");\n";
+
+typedef struct dialect {
+    const char *text, *blob;   /* column types */
+    const char *min, *max;     /* two-argument minimum / maximum */
+    int pg;
+} dialect;
+
+static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", 0};
+static const dialect pg_dialect = {"TEXT COLLATE \"C\"", "BYTEA", "LEAST",
+                                   "GREATEST", 1};
+
+/* "FROM <the rows of the JSON array $1>" and how a field is read. */
+static void rows_from(const dialect *d, sb_buf *b, const column *cols,
+                      size_t n)
+{
+    if (!d->pg) {
+        sb__buf_puts(b, " FROM json_each($1)");
+        return;
+    }
+    sb__buf_puts(b, " FROM json_to_recordset($1::json) AS x(");
+    for (size_t i = 0; i < n; i++)
+        sb__buf_printf(b, "%s%s %s", i ? ", " : "", cols[i].name,
+                       cols[i].type == 'i' ? "int8" : "text");
+    sb__buf_puts(b, ")");
+}
+
+static void field(const dialect *d, sb_buf *b, const char *name)
+{
+    if (d->pg)
+        sb__buf_printf(b, "x.%s", name);
+    else
+        sb__buf_printf(b, "json_extract(value, '$.%s')", name);
+}
+
+static void build_ddl(const dialect *d, sb_buf *b)
+{
+    sb__buf_puts(b, "CREATE TABLE IF NOT EXISTS {p}failed_messages (\n");
+    for (size_t i = 0; i < N_COLUMNS; i++) {
+        sb__buf_printf(b, "  %s %s%s,\n", columns[i].name,
+                       columns[i].type == 'i' ? "BIGINT" : d->text,
+                       i == 0 ? " NOT NULL PRIMARY KEY"
+                       : columns[i].payload ? ""
+                                            : " NOT NULL");
+        if (i == 0)
+            sb__buf_puts(b, "  status INTEGER NOT NULL DEFAULT 0,\n"
+                            "  status_changed_at BIGINT NOT NULL,\n"
+                            "  last_modified BIGINT NOT NULL,\n");
+    }
+    b->len -= 2; /* the last ",\n" */
+    b->data[b->len] = '\0';
+    sb__buf_puts(b, "\n);\n");
+    sb__buf_puts(b, ddl_tail);
+    sb__buf_printf(b,
+                   "CREATE TABLE IF NOT EXISTS {p}message_bodies (\n"
+                   "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
+                   "  body %s NOT NULL,\n"
+                   "  content_type TEXT\n"
+                   ");\n",
+                   d->blob);
+}
+
+/* E10: one set-based conditional upsert; RETURNING the stored newest
+ * attempt time, so the caller knows whose groups now stand. */
+static void build_upsert(const dialect *d, sb_buf *b)
+{
+    const char *t = "{p}failed_messages";
+    sb__buf_printf(b, "INSERT INTO %s (status, status_changed_at, "
+                      "last_modified", t);
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        sb__buf_printf(b, ", %s", columns[i].name);
+    sb__buf_puts(b, ") SELECT 0, $2, $2");
+    for (size_t i = 0; i < N_COLUMNS; i++) {
+        sb__buf_puts(b, ", ");
+        field(d, b, columns[i].name);
+    }
+    rows_from(d, b, columns, N_COLUMNS);
+    sb__buf_printf(b,
+                   " WHERE true ON CONFLICT (unique_message_id) DO UPDATE SET "
+                   "status = 0, status_changed_at = CASE WHEN %s.status <> 0 "
+                   "THEN excluded.status_changed_at ELSE %s.status_changed_at "
+                   "END, last_modified = excluded.last_modified, "
+                   "number_of_processing_attempts = CASE WHEN "
+                   "excluded.last_attempted_at = %s.last_attempted_at THEN "
+                   "%s.number_of_processing_attempts ELSE "
+                   "%s.number_of_processing_attempts + "
+                   "excluded.number_of_processing_attempts END, "
+                   "first_time_of_failure = %s(%s.first_time_of_failure, "
+                   "excluded.first_time_of_failure), last_time_of_failure = "
+                   "%s(%s.last_time_of_failure, excluded.last_time_of_failure), "
+                   "last_attempted_at = %s(%s.last_attempted_at, "
+                   "excluded.last_attempted_at)",
+                   t, t, t, t, t, d->min, t, d->max, t, d->max, t);
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        if (columns[i].payload)
+            sb__buf_printf(b,
+                           ", %s = CASE WHEN excluded.last_attempted_at >= "
+                           "%s.last_attempted_at THEN excluded.%s ELSE %s.%s "
+                           "END",
+                           columns[i].name, t, columns[i].name, t,
+                           columns[i].name);
+    sb__buf_puts(b, " RETURNING unique_message_id, last_attempted_at");
+}
+
+static const column group_cols[] = {
+    {"u", 't', 0}, {"g", 't', 0}, {"t", 't', 0}, {"c", 't', 0}};
+static const column endpoint_cols[] = {
+    {"i", 't', 0}, {"n", 't', 0}, {"h", 't', 0}, {"m", 't', 0}};
+
+/* INSERT INTO table SELECT <fields> FROM <rows> WHERE true <tail>. */
+static void build_insert(const dialect *d, sb_buf *b, const char *table,
+                         const column *cols, size_t n, const char *tail)
+{
+    sb__buf_printf(b, "INSERT INTO %s SELECT ", table);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb__buf_puts(b, ", ");
+        field(d, b, cols[i].name);
+    }
+    rows_from(d, b, cols, n);
+    sb__buf_printf(b, " WHERE true %s", tail);
+}
+
+/* "... WHERE unique_message_id IN <the ids of the JSON array $1>". */
+static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
+{
+    sb__buf_puts(b, head);
+    sb__buf_puts(b, d->pg ? " WHERE unique_message_id = ANY (ARRAY(SELECT "
+                            "json_array_elements_text($1::json)))"
+                          : " WHERE unique_message_id IN (SELECT value FROM "
+                            "json_each($1))");
+}
+
+static void build(const dialect *d, int k, sb_buf *b)
+{
+    switch (k) {
+    case ER_DDL: build_ddl(d, b); break;
+    case ER_UPSERT: build_upsert(d, b); break;
+    case ER_DELETE_GROUPS:
+        build_in_ids(d, b, "DELETE FROM {p}failed_message_groups");
+        break;
+    case ER_INSERT_GROUPS:
+        build_insert(d, b, "{p}failed_message_groups", group_cols, 4,
+                     "ON CONFLICT (unique_message_id, group_id) DO NOTHING");
+        break;
+    case ER_ENDPOINTS:
+        build_insert(d, b, "{p}known_endpoints (id, name, host_id, host)",
+                     endpoint_cols, 4, "ON CONFLICT (id) DO NOTHING");
+        break;
+    case ER_PUT_BODY:
+        sb__buf_puts(b, "INSERT INTO {p}message_bodies VALUES ($1, $2, $3) "
+                        "ON CONFLICT (unique_message_id) DO UPDATE SET "
+                        "body = excluded.body, content_type = "
+                        "excluded.content_type");
+        break;
+    case ER_DROP_BODIES:
+        build_in_ids(d, b, "DELETE FROM {p}message_bodies");
+        break;
+    case ER_CONFIRM:
+        build_in_ids(d, b, "UPDATE {p}failed_messages SET status = 2, "
+                           "status_changed_at = $2, last_modified = $2");
+        break;
+    case ER_DROP_CLAIMS:
+        build_in_ids(d, b, "DELETE FROM {p}retry_claims");
+        break;
+    case ER_FAILED_IMPORT:
+        sb__buf_puts(b, "INSERT INTO {p}failed_imports VALUES ($1, $2, $3, "
+                        "$4, $5) ON CONFLICT (id) DO NOTHING");
+        break;
+    case ER_COUNT_IMPORTS:
+        sb__buf_puts(b, "SELECT count(*) FROM {p}failed_imports");
+        break;
+    case ER_GET:
+        sb__buf_puts(b, "SELECT status, status_changed_at, last_modified");
+        for (size_t i = 0; i < N_COLUMNS; i++)
+            sb__buf_printf(b, ", %s", columns[i].name);
+        sb__buf_puts(b, " FROM {p}failed_messages WHERE unique_message_id = "
+                        "$1");
+        break;
+    case ER_GET_GROUPS:
+        sb__buf_puts(b, "SELECT group_id, type, title FROM "
+                        "{p}failed_message_groups WHERE unique_message_id = "
+                        "$1 ORDER BY type, group_id");
+        break;
+    case ER_GET_BODY:
+        sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
+                        "WHERE unique_message_id = $1");
+        break;
+    default: break;
+    }
+}
+
+int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
+                       sb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const dialect *d = dialect_id == SB_DIALECT_SQLITE     ? &sqlite_dialect
+                       : dialect_id == SB_DIALECT_POSTGRES ? &pg_dialect
+                                                           : NULL;
+    if (d == NULL)
+        return sb__err(err, SB_INVALID, "backend",
+                       "the error store has no SQL for this backend");
+    int rc = SB_OK;
+    sb_buf b;
+    sb__buf_init(&b, 64 * 1024);
+    for (int k = 0; rc == SB_OK && k < ER_N; k++) {
+        sb__buf_reset(&b);
+        build(d, k, &b);
+        rc = b.failed;
+        if (rc == SB_OK)
+            out->s[k] = sb__sql_subst(b.data, prefix, &rc);
+    }
+    sb__buf_free(&b);
+    if (rc != SB_OK) {
+        sb__errors_sql_free(out);
+        return sb__err(err, rc, NULL, "out of memory");
+    }
+    return SB_OK;
+}
+
+void sb__errors_sql_free(sb_errors_sql *sql)
+{
+    for (size_t i = 0; i < ER_N; i++) {
+        sb__free(sql->s[i]);
+        sql->s[i] = NULL;
+    }
+}
+
+/* The column order of ER_GET: status, status_changed_at, last_modified,
+ * then `columns`. */
+int sb__errors_column(const char *name)
+{
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        if (strcmp(columns[i].name, name) == 0)
+            return (int)i + 3;
+    return -1;
+}

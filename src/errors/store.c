@@ -1,0 +1,72 @@
+/* store.c - opening and closing the error store and creating its tables
+ * (under the transport's cross-process schema lock). */
+#include "errors/errors.h"
+
+#include <string.h>
+
+#define DEFAULT_BATCH 256
+#define MAX_BATCH 5000
+#define DEFAULT_BODY (100 * 1024)
+#define MAX_BODY (16 * 1024 * 1024)
+
+static int create_tx(sb_conn *c, void *ctx, sb_error *err)
+{
+    sb_errors *e = ctx;
+    int rc = SB_OK;
+    if (e->bus->sql->lock != NULL)
+        rc = sb__query(c, e->bus->sql->lock, NULL, 0, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__exec(c, e->sql.s[ER_DDL], err);
+    return rc;
+}
+
+int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
+                   sb_errors **out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (bus == NULL || out == NULL)
+        return sb__err(err, SB_INVALID, bus ? "out" : "bus",
+                       "arguments must not be NULL");
+    *out = NULL;
+    sb_errors_options z;
+    memset(&z, 0, sizeof z);
+    const sb_errors_options *o = opts ? opts : &z;
+    if (o->size != 0 && o->size < sizeof *o)
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_errors_options.size is smaller than any version");
+    if (o->ingest_batch_size < 0 || o->ingest_batch_size > MAX_BATCH)
+        return sb__err(err, SB_INVALID, "ingest_batch_size",
+                       "ingest_batch_size must be 0 (default %d) to %d",
+                       DEFAULT_BATCH, MAX_BATCH);
+    if (o->max_body_size > MAX_BODY)
+        return sb__err(err, SB_INVALID, "max_body_size",
+                       "max_body_size must be at most %d bytes (16 MiB)",
+                       MAX_BODY);
+    int rc = sb__bus_ensure_schema(bus, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_errors *e = sb__calloc(1, sizeof *e);
+    if (e == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    e->bus = bus;
+    e->batch_size = o->ingest_batch_size ? o->ingest_batch_size
+                                         : DEFAULT_BATCH;
+    e->max_body = o->max_body_size ? o->max_body_size : DEFAULT_BODY;
+    rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);
+    if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
+        rc = sb__db_run_tx(bus->pool, NULL, create_tx, e, err);
+    if (rc != SB_OK) {
+        sb_errors_close(e);
+        return rc;
+    }
+    *out = e;
+    return SB_OK;
+}
+
+void sb_errors_close(sb_errors *e)
+{
+    if (e == NULL)
+        return;
+    sb__errors_sql_free(&e->sql);
+    sb__free(e);
+}

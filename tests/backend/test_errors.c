@@ -1,0 +1,366 @@
+/*
+ * test_errors.c - the error store's write path on both backends (rules
+ * E1-E11): the acceptance list of the seed's relational persister, as our
+ * own tests, plus failed imports and body placement through ingestion.
+ */
+#include "harness.h"
+
+#include "errors/ids.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct env {
+    char prefix[64];
+    sb_bus *bus;
+    sb_errors *store;
+} env;
+
+static void env_open_opts(env *e, const sb_errors_options *o)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->prefix, sizeof e->prefix, "%s", sbt_new_prefix());
+    e->bus = sbt_open(e->prefix, NULL);
+    sb_error err;
+    sbt_ok(sb_errors_open(e->bus, o, &e->store, &err), &err, "errors open");
+}
+
+static void env_open(env *e)
+{
+    env_open_opts(e, NULL);
+}
+
+static void env_close(env *e)
+{
+    sb_errors_close(e->store);
+    if (sbt_is_pg()) {
+        static const char *tables[] = {
+            "failed_messages", "failed_message_groups", "group_comments",
+            "known_endpoints", "retry_claims",          "failed_imports",
+            "message_bodies"};
+        for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+            char sql[256];
+            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s%s",
+                     e->prefix, tables[i]);
+            sbt_exec(e->bus, sql);
+        }
+    }
+    sbt_drop(e->bus, e->prefix);
+    sb_close(e->bus);
+}
+
+/* A dead-letter row as the transport writes one: sqlbus failure headers
+ * for message `mid` that failed on `queue` at `when` (ISO 8601). */
+static void dead_letter(env *e, const char *mid, const char *queue,
+                        const char *when, const char *exc_type,
+                        const char *body, const char *extra)
+{
+    char headers[2048];
+    snprintf(headers, sizeof headers,
+             "{\"sb-message-id\":\"%s\",\"sb-failed-queue\":\"%s\","
+             "\"sb-time-of-failure\":\"%s\",\"sb-processing-endpoint\":"
+             "\"Sales\",\"sb-exception-type\":\"%s\","
+             "\"sb-exception-message\":\"boom at %s\","
+             "\"sb-exception-stacktrace\":\"System.Exception: boom\\n   at "
+             "Shop.Orders.Place(Order o) in /src/Orders.cs:line 42\","
+             "\"sb-message-type\":\"Shop.PlaceOrder, Shop, Version=1.0\""
+             "%s}",
+             mid, queue, when, exc_type, when, extra ? extra : "");
+    sb_outgoing o;
+    memset(&o, 0, sizeof o);
+    o.payload = body;
+    o.payload_len = strlen(body);
+    o.headers_json = headers;
+    sb_error err;
+    sbt_ok(sb_publish(e->bus, NULL, "deadletter", &o, NULL, &err), &err,
+           "publish to the dead-letter queue");
+}
+
+static sb_ingest_stats ingest(env *e)
+{
+    sb_ingest_stats s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    sb_error err;
+    sbt_ok(sb_errors_ingest(e->store, &s, &err), &err, "ingest");
+    return s;
+}
+
+/* "First failure stored" (E4, E5, E6). */
+static void test_first_failure_stored(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    dead_letter(&e, "m-1", "orders", "2026-01-02T03:04:05.000001Z",
+                "System.InvalidOperationException", "{\"id\":1}",
+                ",\"sb-retry-of\":\"u-1\"");
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.rows, 1);
+    assert_int_equal(s.messages, 1);
+    assert_int_equal(sbt_count(e.bus, "deadletter"), 0); /* E1 */
+    sb_failed_message *m = get(&e, "u-1");
+    assert_int_equal(sb_failed_status(m), SB_FAILED_UNRESOLVED);
+    assert_int_equal(sb_failed_attempts(m), 1);
+    assert_string_equal(sb_failed_field(m, "message_id"), "m-1");
+    assert_string_equal(sb_failed_field(m, "failed_queue"), "orders");
+    assert_string_equal(sb_failed_field(m, "processing_endpoint"), "Sales");
+    assert_string_equal(sb_failed_field(m, "message_type"), "Shop.PlaceOrder");
+    assert_string_equal(sb_failed_field(m, "exception_type"),
+                        "System.InvalidOperationException");
+    assert_int_equal(sb_failed_first_failure_us(m), 1767323045000001LL);
+    size_t len = 0;
+    const char *body = sb_failed_body(m, &len);
+    assert_int_equal(len, 8);
+    assert_memory_equal(body, "{\"id\":1}", 8);
+    assert_non_null(strstr(sb_failed_headers(m), "sb-failed-queue"));
+    /* E12: the five classifiers (no instance id here: four groups). */
+    assert_true(sb_failed_group_count(m) >= 4);
+    int saw_stack = 0;
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *id, *type, *title;
+        sbt_ok(sb_failed_group(m, i, &id, &type, &title), NULL, "group");
+        assert_int_equal(strlen(id), 36);
+        if (strcmp(type, "Exception Type and Stack Trace") == 0) {
+            saw_stack = 1;
+            assert_non_null(strstr(title, "Shop.Orders.Place"));
+            assert_null(strstr(title, "line 42"));
+        }
+    }
+    assert_true(saw_stack);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+/* "A later attempt replaces the data"; "two attempts in one batch fold";
+ * "an older attempt counts but overwrites neither data nor groups";
+ * "redelivery of the same attempt is not a new attempt" (E8, E10). */
+static void test_attempts_fold_and_guard(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    const char *retry = ",\"sb-retry-of\":\"u-2\"";
+    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:02Z", "First", "a",
+                retry);
+    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
+                retry);
+    ingest(&e);
+    sb_failed_message *m = get(&e, "u-2");
+    assert_int_equal(sb_failed_attempts(m), 2);
+    assert_string_equal(sb_failed_field(m, "exception_type"), "Second");
+    sb_failed_message_free(m);
+    /* An older attempt: counted, overwrites nothing. */
+    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:01Z", "Older", "c",
+                retry);
+    ingest(&e);
+    m = get(&e, "u-2");
+    assert_int_equal(sb_failed_attempts(m), 3);
+    assert_string_equal(sb_failed_field(m, "exception_type"), "Second");
+    assert_int_equal(sb_failed_first_failure_us(m), 1767312001000000LL);
+    assert_int_equal(sb_failed_last_failure_us(m), 1767312003000000LL);
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *type, *title;
+        sb_failed_group(m, i, NULL, &type, &title);
+        if (strcmp(type, "Exception Type and Stack Trace") == 0)
+            assert_non_null(strstr(title, "Second"));
+    }
+    sb_failed_message_free(m);
+    /* The newest attempt delivered again: not a new attempt. */
+    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
+                retry);
+    ingest(&e);
+    m = get(&e, "u-2");
+    assert_int_equal(sb_failed_attempts(m), 3);
+    sb_failed_message_free(m);
+    /* A later attempt replaces the data and the groups. */
+    dead_letter(&e, "m-2", "payments", "2026-01-02T00:00:09Z", "Third", "d",
+                retry);
+    ingest(&e);
+    m = get(&e, "u-2");
+    assert_int_equal(sb_failed_attempts(m), 4);
+    assert_string_equal(sb_failed_field(m, "exception_type"), "Third");
+    assert_string_equal(sb_failed_field(m, "failed_queue"), "payments");
+    int third = 0;
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *type, *title;
+        sb_failed_group(m, i, NULL, &type, &title);
+        third += strcmp(type, "Endpoint Address") == 0 &&
+                 strcmp(title, "payments") == 0;
+        assert_false(strcmp(type, "Endpoint Address") == 0 &&
+                     strcmp(title, "orders") == 0);
+    }
+    assert_int_equal(third, 1);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+/* "Re-failure of a resolved message restarts its retention clock, of an
+ * unresolved one keeps it"; "confirmation resolves and drops the claim";
+ * "fail + confirm in one batch ends resolved" (E9, E10, E16). */
+static void test_status_and_confirmation(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    const char *retry = ",\"sb-retry-of\":\"u-3\"";
+    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:01Z", "X", "a", retry);
+    ingest(&e);
+    sb_failed_message *m = get(&e, "u-3");
+    int64_t changed = sb_failed_status_changed_us(m);
+    sb_failed_message_free(m);
+    sbt_sleep_ms(5);
+    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:02Z", "X", "a", retry);
+    ingest(&e);
+    m = get(&e, "u-3");
+    assert_int_equal(sb_failed_status_changed_us(m), changed); /* kept */
+    sb_failed_message_free(m);
+    /* A retry acknowledgement resolves it; a claim row goes with it. */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %sretry_claims VALUES ('u-3', NULL, 1)", e.prefix);
+    sbt_exec(e.bus, sql);
+    sb_outgoing ack;
+    memset(&ack, 0, sizeof ack);
+    ack.headers_json = "{\"ServiceControl.Retry.Successful\":\"2026-01-03\","
+                       "\"ServiceControl.Retry.UniqueMessageId\":\"u-3\"}";
+    sb_error err;
+    sbt_ok(sb_publish(e.bus, NULL, "deadletter", &ack, NULL, &err), &err,
+           "ack");
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.confirmations, 1);
+    m = get(&e, "u-3");
+    assert_int_equal(sb_failed_status(m), SB_FAILED_RESOLVED);
+    int64_t resolved_at = sb_failed_status_changed_us(m);
+    assert_true(resolved_at > changed);
+    sb_failed_message_free(m);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sretry_claims WHERE unique_message_id = "
+             "$1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "u-3"), 0);
+    sbt_sleep_ms(5);
+    /* Fails again: unresolved, and the retention clock restarts. */
+    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:05Z", "X", "a", retry);
+    /* ... and in the same batch a confirmation: it ends resolved. */
+    sbt_ok(sb_publish(e.bus, NULL, "deadletter", &ack, NULL, &err), &err,
+           "ack");
+    ingest(&e);
+    m = get(&e, "u-3");
+    assert_int_equal(sb_failed_status(m), SB_FAILED_RESOLVED);
+    assert_int_equal(sb_failed_attempts(m), 3);
+    sb_failed_message_free(m);
+    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:07Z", "X", "a", retry);
+    ingest(&e);
+    m = get(&e, "u-3");
+    assert_int_equal(sb_failed_status(m), SB_FAILED_UNRESOLVED);
+    assert_true(sb_failed_status_changed_us(m) > resolved_at);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+/* "A batch larger than one statement's budget" (E11): 130 messages in a
+ * batch of 256, upserted in chunks of 50. */
+static void test_large_batch(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    for (int i = 0; i < 130; i++) {
+        char mid[32], extra[64];
+        snprintf(mid, sizeof mid, "big-%d", i);
+        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ub-%d\"", i);
+        dead_letter(&e, mid, "orders", "2026-01-02T00:00:01Z", "X", "a",
+                    extra);
+    }
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.rows, 130);
+    assert_int_equal(s.messages, 130);
+    assert_int_equal(s.batches, 1);
+    sb_failed_message *m = get(&e, "ub-129");
+    assert_int_equal(sb_failed_attempts(m), 1);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+/* E3: a row without a failed queue is kept in failed_imports with the
+ * reason, and leaves the dead-letter queue; E6: without sb-retry-of the
+ * id is derived from message id + endpoint. */
+static void test_failed_import_and_derived_id(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    sb_outgoing o;
+    memset(&o, 0, sizeof o);
+    o.payload = "x";
+    o.payload_len = 1;
+    o.headers_json = "{\"sb-message-id\":\"lost\"}";
+    sb_error err;
+    sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err, "p");
+    dead_letter(&e, "derived-1", "orders@host", "2026-01-02T00:00:01Z", "X",
+                "a", NULL);
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.failed_imports, 1);
+    assert_int_equal(s.messages, 1);
+    int64_t n = 0;
+    sbt_ok(sb_errors_failed_import_count(e.store, &n, &err), &err, "count");
+    assert_int_equal(n, 1);
+    assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
+    /* E6: a deterministic UUID of message id + processing endpoint. */
+    char uid[37];
+    sb__deterministic_guid_str("derived-1", "Sales", uid);
+    sb_failed_message *m = get(&e, uid);
+    assert_string_equal(sb_failed_field(m, "failed_queue"), "orders@host");
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+/* E7 through ingestion: a body over the cap is served whole from the body
+ * store with a UTF-8-safe inline prefix; binary has no inline text. */
+static void test_body_placement(void **state)
+{
+    (void)state;
+    sb_errors_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.max_body_size = 10;
+    env e;
+    env_open_opts(&e, &o);
+    dead_letter(&e, "b-1", "orders", "2026-01-02T00:00:01Z", "X",
+                "0123456789", ",\"sb-retry-of\":\"ub-1\"");
+    dead_letter(&e, "b-2", "orders", "2026-01-02T00:00:01Z", "X",
+                "012345678\xc3\xa4", ",\"sb-retry-of\":\"ub-2\"");
+    ingest(&e);
+    sb_failed_message *m = get(&e, "ub-1");
+    assert_false(sb_failed_body_stored_externally(m));
+    assert_string_equal(sb_failed_body_text(m), "0123456789");
+    sb_failed_message_free(m);
+    m = get(&e, "ub-2");
+    assert_true(sb_failed_body_stored_externally(m));
+    assert_string_equal(sb_failed_body_text(m), "012345678");
+    size_t len = 0;
+    const char *body = sb_failed_body(m, &len);
+    assert_int_equal(len, 11);
+    assert_memory_equal(body, "012345678\xc3\xa4", 11);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_failure_stored),
+        cmocka_unit_test(test_attempts_fold_and_guard),
+        cmocka_unit_test(test_status_and_confirmation),
+        cmocka_unit_test(test_large_batch),
+        cmocka_unit_test(test_failed_import_and_derived_id),
+        cmocka_unit_test(test_body_placement),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
