@@ -1,7 +1,7 @@
 /*
  * core.h - internal services shared by every module: allocation, errors,
- * logging, clocks, randomness, UUIDs, capped buffers, JSON headers, JSON
- * paths and validation. Nothing here touches a database.
+ * logging, clocks, randomness, UUIDs, MD5, capped buffers, JSON headers,
+ * JSON paths and validation. Nothing here touches a database.
  */
 #ifndef SB_CORE_H
 #define SB_CORE_H
@@ -79,9 +79,22 @@ int64_t sb__jitter_us(int64_t base_us);
 
 /* ---- UUIDs (uuid.c) ---- */
 void sb__uuid7_at(char out[37], int64_t unix_ms);
+/* The canonical text of 16 bytes taken in order: 8-4-4-4-12 lower-case
+ * hex digits and a NUL. */
+void sb__uuid_format(const uint8_t b[16], char out[37]);
 /* Canonicalise a UUID text (any case, 36 chars) into lower case `out`;
  * SB_INVALID if it is not a UUID. */
 int sb__uuid_normalize(const char *in, char out[37]);
+
+/* ---- MD5 (md5.c) ---- */
+/* The RFC 1321 digest of `len` bytes at `data` (borrowed; may be NULL when
+ * `len` is 0). For ids that must match other tools (rule E6), not for
+ * security. Thread-safe. */
+void sb__md5(const void *data, size_t len, uint8_t out[16]);
+/* The digest of the bytes at `a` followed by those at `b`, without
+ * building the concatenation (so no allocation and no failure). */
+void sb__md5_concat(const void *a, size_t alen, const void *b, size_t blen,
+                    uint8_t out[16]);
 
 /* ---- capped buffers (buf.c) ---- */
 typedef struct sb_buf {

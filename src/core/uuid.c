@@ -16,6 +16,11 @@ void sb__uuid7_at(char out[37], int64_t unix_ms)
         b[i] = (unsigned char)(ms >> (40 - 8 * i));
     b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
     b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
+    sb__uuid_format(b, out);
+}
+
+void sb__uuid_format(const uint8_t b[16], char out[37])
+{
     size_t o = 0;
     for (int i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10)

@@ -1,13 +1,14 @@
 /*
  * test_core.c - unit tests of src/core: result codes and sb_error, the
  * parsers (durations, sizes), name validation (rule T3, identifiers),
- * UUIDv7, capped buffers, JSON headers, clocks and jitter, and a "fail the
- * Nth allocation" walk over every allocating path (style rule 7).
+ * UUIDv7, MD5, capped buffers, JSON headers, clocks and jitter, and a "fail
+ * the Nth allocation" walk over every allocating path (style rule 7).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -650,6 +651,114 @@ static void test_uuid_normalize(void **state)
             fail_msg("accepted uuid \"%s\"", bad[i]);
     }
     assert_int_equal(sb__uuid_normalize(NULL, out), SB_INVALID);
+}
+
+/* ------------------------------------------------------------------ */
+/* MD5 */
+
+/* The digest of `len` bytes as lower-case hex. */
+static void md5_hex(const void *data, size_t len, char hex[33])
+{
+    uint8_t d[16];
+    sb__md5(data, len, d);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* `n` bytes of a pattern that differs between neighbours and sets the
+ * high bit in half the bytes (test-owned, libc free). */
+static unsigned char *md5_pattern(size_t n)
+{
+    unsigned char *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 31 + 7);
+    return p;
+}
+
+static void test_md5_rfc1321(void **state)
+{
+    (void)state;
+    /* RFC 1321 appendix A.5, the whole test suite. */
+    static const struct {
+        const char *in;
+        const char *hex;
+    } v[] = {
+        {"", "d41d8cd98f00b204e9800998ecf8427e"},
+        {"a", "0cc175b9c0f1b6a831c399e269772661"},
+        {"abc", "900150983cd24fb0d6963f7d28e17f72"},
+        {"message digest", "f96b697d7cb7938d525a2f31aaf161d0"},
+        {"abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"},
+        {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+         "d174ab98d277d9f5a5611c2c9f419d9f"},
+        {"1234567890123456789012345678901234567890"
+         "1234567890123456789012345678901234567890",
+         "57edf4a22be3c955ac49da2e2107b67a"},
+    };
+    char hex[33];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        md5_hex(v[i].in, strlen(v[i].in), hex);
+        if (strcmp(hex, v[i].hex) != 0)
+            fail_msg("MD5(\"%s\") = %s, want %s", v[i].in, hex, v[i].hex);
+    }
+    md5_hex(NULL, 0, hex); /* no bytes need no buffer */
+    assert_string_equal(hex, "d41d8cd98f00b204e9800998ecf8427e");
+}
+
+static void test_md5_padding_lengths(void **state)
+{
+    (void)state;
+    /* Expected digests computed in a shell with Python's hashlib:
+     *   hashlib.md5(bytes((i * 31 + 7) & 0xff for i in range(n))).hexdigest()
+     *   hashlib.md5(b"a" * 1000000).hexdigest()
+     * 55 is the longest tail that takes its length in the same block, 56
+     * the shortest that needs a second one; 63, 64 and 65 straddle a
+     * block. */
+    static const struct {
+        size_t n;
+        const char *hex;
+    } v[] = {
+        {55, "c9e512626618c9980ef21a96597af94c"},
+        {56, "ecde7caa08e9f5657c863df107cac60a"},
+        {63, "2f0301069e1c40af7f6c8f843b1b13f2"},
+        {64, "b6bf87c24b1bc334e2541387a92b981b"},
+        {65, "f168246f08b6134d66bd2a10343fa9f1"},
+        {130, "61bd787186dcbb69c3a1c3deb3ad03e6"},
+        {1000000, "c9bd641122080114548d4af2a41a7e11"},
+    };
+    char hex[33];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        unsigned char *p = md5_pattern(v[i].n);
+        md5_hex(p, v[i].n, hex);
+        if (strcmp(hex, v[i].hex) != 0)
+            fail_msg("MD5 of %zu pattern bytes = %s, want %s", v[i].n, hex,
+                     v[i].hex);
+        free(p);
+    }
+    char *a = repeat('a', 1000000);
+    md5_hex(a, 1000000, hex);
+    assert_string_equal(hex, "7707d6ae4e027c70eea2a935c2296f21");
+    free(a);
+}
+
+static void test_md5_concat(void **state)
+{
+    (void)state;
+    /* Every split of 130 bytes (two blocks and a tail) hashes like the
+     * whole, so pieces that cross or end on a block edge are fed right. */
+    unsigned char *p = md5_pattern(130);
+    uint8_t whole[16], split[16];
+    sb__md5(p, 130, whole);
+    for (size_t k = 0; k <= 130; k++) {
+        memset(split, 0, sizeof split);
+        sb__md5_concat(p, k, p + k, 130 - k, split);
+        if (memcmp(split, whole, 16) != 0)
+            fail_msg("split at %zu differs from the whole", k);
+    }
+    sb__md5_concat(NULL, 0, NULL, 0, split);
+    sb__md5(NULL, 0, whole);
+    assert_memory_equal(split, whole, 16);
+    free(p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1532,6 +1641,9 @@ int main(void)
         cmocka_unit_test(test_uuid7_format),
         cmocka_unit_test(test_uuid7_distinct),
         cmocka_unit_test(test_uuid_normalize),
+        cmocka_unit_test(test_md5_rfc1321),
+        cmocka_unit_test(test_md5_padding_lengths),
+        cmocka_unit_test(test_md5_concat),
         cmocka_unit_test(test_buf_basic),
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_buf_json_str),
