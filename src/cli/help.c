@@ -238,3 +238,32 @@ const char cli_usage_recovery_watchdog[] =
     "\n"
     "  --stale-after D  1ms..3650d (default 24h)\n"
     "\n" GLOBALS;
+
+const char cli_usage_errors[] =
+    "Usage: sqlbus errors ingest|show [OPTIONS]\n"
+    "\n"
+    "  ingest  move the dead-letter queue into the error store (one pass)\n"
+    "  show    one failed message with its groups\n"
+    "\n"
+    "Run 'sqlbus errors COMMAND --help' for its options.\n";
+
+const char cli_usage_errors_ingest[] =
+    "Usage: sqlbus errors ingest [--json]\n"
+    "\n"
+    "Ingest the dead-letter queue into the error store until it is empty:\n"
+    "each batch is written and removed from the queue in one transaction.\n"
+    "Rows that cannot become a failed message are kept as failed imports\n"
+    "with the reason.\n"
+    "\n"
+    "  --json  print the counts as a JSON object\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_show[] =
+    "Usage: sqlbus errors show UNIQUE-ID [--json]\n"
+    "\n"
+    "Print one failed message: status, attempts, where and why it failed,\n"
+    "its groups and the size of its body. Exit 4 if there is no such\n"
+    "message.\n"
+    "\n"
+    "  --json  print a JSON object (with the headers)\n"
+    "\n" GLOBALS;

@@ -24,6 +24,8 @@ static const cli_command commands[] = {
      cli_cmd_wait},
     {"recovery", "list recovery registrations; count the stale ones",
      cli_usage_recovery, cli_cmd_recovery},
+    {"errors", "ingest the dead-letter queue; show failed messages",
+     cli_usage_errors, cli_cmd_errors},
 };
 
 static const cli_command *find_command(const char *name)
@@ -67,7 +69,9 @@ static int run_help(int argc, char **argv)
                 {"dlq", "requeue", cli_usage_dlq_requeue},
                 {"dlq", "purge", cli_usage_dlq_purge},
                 {"recovery", "list", cli_usage_recovery_list},
-                {"recovery", "watchdog", cli_usage_recovery_watchdog}};
+                {"recovery", "watchdog", cli_usage_recovery_watchdog},
+                {"errors", "ingest", cli_usage_errors_ingest},
+                {"errors", "show", cli_usage_errors_show}};
     for (size_t i = 0; argc >= 3 && i < sizeof subs / sizeof subs[0]; i++) {
         if (strcmp(subs[i].cmd, c->name) == 0 &&
             strcmp(subs[i].name, argv[2]) == 0) {

@@ -78,12 +78,16 @@ static const char ddl_tail[] =
 typedef struct dialect {
     const char *text, *blob;   /* column types */
     const char *min, *max;     /* two-argument minimum / maximum */
+    const char *now;           /* the current time in microseconds: the
+                                  host clock ($2) on SQLite, the database
+                                  clock on PostgreSQL */
     int pg;
 } dialect;
 
-static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", 0};
-static const dialect pg_dialect = {"TEXT COLLATE \"C\"", "BYTEA", "LEAST",
-                                   "GREATEST", 1};
+static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", "$2", 0};
+static const dialect pg_dialect = {
+    "TEXT COLLATE \"C\"", "BYTEA", "LEAST", "GREATEST",
+    "(extract(epoch FROM now()) * 1000000)::int8", 1};
 
 /* "FROM <the rows of the JSON array $1>" and how a field is read. */
 static void rows_from(const dialect *d, sb_buf *b, const column *cols,
@@ -144,7 +148,7 @@ static void build_upsert(const dialect *d, sb_buf *b)
                       "last_modified", t);
     for (size_t i = 0; i < N_COLUMNS; i++)
         sb__buf_printf(b, ", %s", columns[i].name);
-    sb__buf_puts(b, ") SELECT 0, $2, $2");
+    sb__buf_printf(b, ") SELECT 0, %s, %s", d->now, d->now);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         sb__buf_puts(b, ", ");
         field(d, b, columns[i].name);
@@ -232,15 +236,19 @@ static void build(const dialect *d, int k, sb_buf *b)
         build_in_ids(d, b, "DELETE FROM {p}message_bodies");
         break;
     case ER_CONFIRM:
-        build_in_ids(d, b, "UPDATE {p}failed_messages SET status = 2, "
-                           "status_changed_at = $2, last_modified = $2");
+        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = 2, "
+                          "status_changed_at = %s, last_modified = %s",
+                       d->now, d->now);
+        build_in_ids(d, b, "");
         break;
     case ER_DROP_CLAIMS:
         build_in_ids(d, b, "DELETE FROM {p}retry_claims");
         break;
-    case ER_FAILED_IMPORT:
-        sb__buf_puts(b, "INSERT INTO {p}failed_imports VALUES ($1, $2, $3, "
-                        "$4, $5) ON CONFLICT (id) DO NOTHING");
+    case ER_FAILED_IMPORT: /* $1 id, $2 now, $3 dead-letter id, $4 headers,
+                              $5 reason */
+        sb__buf_printf(b, "INSERT INTO {p}failed_imports VALUES ($1, $3, $4, "
+                          "$5, %s) ON CONFLICT (id) DO NOTHING",
+                       d->now);
         break;
     case ER_COUNT_IMPORTS:
         sb__buf_puts(b, "SELECT count(*) FROM {p}failed_imports");

@@ -8,6 +8,7 @@
 #include "errors/ids.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,14 @@ static sb_ingest_stats ingest(env *e)
     sb_error err;
     sbt_ok(sb_errors_ingest(e->store, &s, &err), &err, "ingest");
     return s;
+}
+
+static sb_failed_message *get(env *e, const char *uid)
+{
+    sb_failed_message *m = NULL;
+    sb_error err;
+    sbt_ok(sb_errors_get(e->store, uid, &m, &err), &err, uid);
+    return m;
 }
 
 /* "First failure stored" (E4, E5, E6). */
@@ -351,6 +360,161 @@ static void test_body_placement(void **state)
     env_close(&e);
 }
 
+typedef struct ingester {
+    sb_bus *bus;
+    int rc;
+    sb_ingest_stats stats;
+} ingester;
+
+static void *ingest_main(void *arg)
+{
+    ingester *g = arg;
+    sb_errors_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.ingest_batch_size = 7;
+    sb_errors *store = NULL;
+    sb_error err;
+    g->stats.size = sizeof g->stats;
+    g->rc = sb_errors_open(g->bus, &o, &store, &err);
+    if (g->rc == SB_OK)
+        g->rc = sb_errors_ingest(store, &g->stats, &err);
+    sb_errors_close(store);
+    return NULL;
+}
+
+/* "Two concurrent ingesters on the same messages neither collide nor lose
+ * attempts and leave only the newest attempt's groups" (E8-E10); "an
+ * endpoint recorded concurrently is inserted once and keeps its monitored
+ * flag" (E9 step 3). */
+static void test_concurrent_ingesters(void **state)
+{
+    (void)state;
+    enum { MESSAGES = 12, ATTEMPTS = 6 };
+    env e;
+    env_open(&e);
+    /* Attempt k of message i fails on queue q<k>: the newest (k = 5) must
+     * own the Endpoint Address group. Interleaved so both ingesters see
+     * attempts of every message. */
+    for (int k = 0; k < ATTEMPTS; k++)
+        for (int i = 0; i < MESSAGES; i++) {
+            char mid[32], queue[16], when[64], extra[64];
+            snprintf(mid, sizeof mid, "c-%d", i);
+            snprintf(queue, sizeof queue, "q%d", k);
+            snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + k);
+            snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"uc-%d\"", i);
+            dead_letter(&e, mid, queue, when, "X", "a", extra);
+        }
+    ingester g[2] = {{e.bus, 0, {0}}, {e.bus, 0, {0}}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, ingest_main, &g[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(g[0].rc, SB_OK);
+    assert_int_equal(g[1].rc, SB_OK);
+    assert_int_equal(g[0].stats.rows + g[1].stats.rows, MESSAGES * ATTEMPTS);
+    assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
+    for (int i = 0; i < MESSAGES; i++) {
+        char uid[32];
+        snprintf(uid, sizeof uid, "uc-%d", i);
+        sb_failed_message *m = get(&e, uid);
+        assert_int_equal(sb_failed_attempts(m), ATTEMPTS);
+        assert_string_equal(sb_failed_field(m, "failed_queue"), "q5");
+        int addresses = 0;
+        for (size_t k = 0; k < sb_failed_group_count(m); k++) {
+            const char *type, *title;
+            sb_failed_group(m, k, NULL, &type, &title);
+            if (strcmp(type, "Endpoint Address") == 0) {
+                addresses++;
+                assert_string_equal(title, "q5");
+            }
+        }
+        assert_int_equal(addresses, 1);
+        sb_failed_message_free(m);
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sknown_endpoints WHERE name = $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "Sales"), 1);
+    /* The user's flag survives later ingestion. */
+    snprintf(sql, sizeof sql, "UPDATE %sknown_endpoints SET monitored = 1",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    dead_letter(&e, "c-0", "q9", "2026-01-02T00:01:00Z", "X", "a",
+                ",\"sb-retry-of\":\"uc-0\"");
+    ingest(&e);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sknown_endpoints WHERE name = $1 AND "
+             "monitored = 1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "Sales"), 1);
+    env_close(&e);
+}
+
+/* "Ingestion killed mid-batch loses and duplicates nothing" (E1): a child
+ * ingests many small batches and is SIGKILLed; what it committed left the
+ * queue, what it did not is still there, and a second pass ends with every
+ * message stored once. */
+static void test_killed_ingester(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    env e;
+    env_open(&e);
+    for (int i = 0; i < N; i++) {
+        char mid[32], extra[64];
+        snprintf(mid, sizeof mid, "k-%d", i);
+        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"uk-%d\"", i);
+        dead_letter(&e, mid, "orders", "2026-01-02T00:00:01Z", "X", "a",
+                    extra);
+    }
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", e.prefix);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        sb_bus *cb = sbt_open(prefix, NULL);
+        sb_errors_options o;
+        memset(&o, 0, sizeof o);
+        o.size = sizeof o;
+        o.ingest_batch_size = 3;
+        sb_errors *store = NULL;
+        if (sb_errors_open(cb, &o, &store, NULL) != SB_OK)
+            _exit(2);
+        sb_errors_ingest(store, NULL, NULL);
+        _exit(0);
+    }
+    /* Kill it about half-way, inside whichever batch is open then. */
+    long left = N;
+    for (int i = 0; i < 5000 && left > N / 2; i++) {
+        sbt_sleep_ms(2);
+        left = sbt_count(e.bus, "deadletter");
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_messages WHERE "
+             "unique_message_id <> $1",
+             e.prefix);
+    long stored = sbt_native_scalar(sql, "");
+    left = sbt_count(e.bus, "deadletter");
+    printf("killed ingester: %ld stored, %ld left\n", stored, left);
+    assert_int_equal(stored + left, N); /* nothing lost, nothing twice */
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.rows, left);
+    assert_int_equal(sbt_native_scalar(sql, ""), N);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_messages WHERE "
+             "number_of_processing_attempts <> 1 AND unique_message_id <> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, ""), 0);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -361,6 +525,8 @@ int main(void)
         cmocka_unit_test(test_large_batch),
         cmocka_unit_test(test_failed_import_and_derived_id),
         cmocka_unit_test(test_body_placement),
+        cmocka_unit_test(test_concurrent_ingesters),
+        cmocka_unit_test(test_killed_ingester),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
