@@ -854,6 +854,30 @@ SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
                            const char **id, const char **type,
                            const char **title);
 
+/* E14: which failed messages to retry; set exactly one selector. Only
+ * unresolved messages are retried. */
+typedef struct sb_retry_selection {
+    size_t size;
+    const char *const *ids;   /* these unique ids (up to 10,000) */
+    size_t n_ids;
+    const char *group_id;     /* every message of a group */
+    const char *failed_queue; /* every message that failed on a queue */
+    const char *endpoint;     /* every message of a processing endpoint */
+    int all;                  /* every unresolved message */
+} sb_retry_selection;
+
+/* E14, E15: re-publish the selected messages to their failed queues (body
+ * and headers as stored, without the failure headers, with sb-retry-of =
+ * the unique id) and mark them retry_issued, in transactions of at most
+ * 1,000. A message already in an outstanding retry is skipped (its claim
+ * stands); one that cannot be re-published stays unresolved and keeps no
+ * claim. When the retried job is acked, the ack writes a confirmation that
+ * the next ingestion pass turns into "resolved" (E16); if it fails again,
+ * ingestion folds it into the same row. `*retried` counts the messages
+ * sent. */
+SB_API int sb_errors_retry(sb_errors *e, const sb_retry_selection *sel,
+                           int64_t *retried, sb_error *err);
+
 /* E3: dead-letter rows kept in failed_imports (they could not become a
  * failed message), for the dashboard and readiness. */
 SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,

@@ -175,7 +175,11 @@ int sb__attempt_from_row(const sb_msg *row, sb_attempt *a, sb_error *err)
     const char *queue = first(row, k_failed_queue);
     const char *endpoint = first(row, k_endpoint);
     const char *retry_of = first(row, k_retry_of);
-    const char *ok = sb_msg_header(row, "ServiceControl.Retry.Successful");
+    /* A retry acknowledgement: sqlbus's (written with the ack, E16) or
+     * ServiceControl's. */
+    const char *ok = sb_msg_header(row, "sb-retry-confirmed");
+    if (ok == NULL)
+        ok = sb_msg_header(row, "ServiceControl.Retry.Successful");
     a->retry_confirmed = ok != NULL && retry_of != NULL;
     int rc = dup(mid ? mid : sb_msg_id(row), &a->message_id);
     if (rc == SB_OK)

@@ -291,6 +291,20 @@ static int record_endpoints(batch *x, sb_error *err)
     return any ? run_json(x, ER_ENDPOINTS, NULL, err) : SB_OK;
 }
 
+/* E16: a message that failed again is in no outstanding retry any more:
+ * its claim goes, so it can be retried again. */
+static int drop_claims(batch *x, sb_error *err)
+{
+    sb__buf_reset(&x->json);
+    sb__buf_puts(&x->json, "[");
+    for (long i = 0; i < x->n_folded; i++) {
+        sb__buf_puts(&x->json, i ? "," : "");
+        sb__buf_json_str(&x->json, x->folded[i].newest->unique_id);
+    }
+    sb__buf_puts(&x->json, "]");
+    return run_json(x, ER_DROP_CLAIMS, NULL, err);
+}
+
 /* E9 step 4, last: a message that failed and was confirmed in one batch
  * ends resolved. */
 static int resolve_confirmed(batch *x, sb_error *err)
@@ -340,6 +354,8 @@ static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = write_bodies(x, err);
     if (rc == SB_OK && x->n_folded > 0)
         rc = record_endpoints(x, err);
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = drop_claims(x, err);
     if (rc == SB_OK)
         rc = resolve_confirmed(x, err);
     return rc;

@@ -269,6 +269,42 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
                         "WHERE unique_message_id = $1");
         break;
+    case ER_RETRY_CANDIDATES: /* $1 after id, $2 queue, $3 endpoint,
+                                 $4 group, $5 limit, $6 JSON ids ('' = any) */
+        sb__buf_printf(b,
+                       "SELECT unique_message_id FROM {p}failed_messages "
+                       "WHERE status = 0 AND unique_message_id > $1 AND "
+                       "($2 = '' OR failed_queue = $2) AND ($3 = '' OR "
+                       "processing_endpoint = $3) AND ($4 = '' OR "
+                       "unique_message_id IN (SELECT unique_message_id FROM "
+                       "{p}failed_message_groups WHERE group_id = $4)) AND "
+                       "($6 = '' OR unique_message_id IN (SELECT %s)) "
+                       "ORDER BY unique_message_id LIMIT $5",
+                       d->pg ? "json_array_elements_text($6::json)"
+                             : "value FROM json_each($6)");
+        break;
+    case ER_CLAIM: /* $1 JSON ids, $2 now (SQLite), $3 batch id */
+        sb__buf_printf(b,
+                       "INSERT INTO {p}retry_claims SELECT %s, $3, %s FROM "
+                       "%s WHERE true ON CONFLICT (unique_message_id) DO "
+                       "NOTHING RETURNING unique_message_id",
+                       d->pg ? "x" : "value", d->now,
+                       d->pg ? "json_array_elements_text($1::json) AS x"
+                             : "json_each($1)");
+        break;
+    case ER_RETRY_SOURCE:
+        sb__buf_puts(b, "SELECT f.headers, f.failed_queue, f.body_text, "
+                        "f.body_stored_externally, m.body FROM "
+                        "{p}failed_messages f LEFT JOIN {p}message_bodies m "
+                        "ON m.unique_message_id = f.unique_message_id WHERE "
+                        "f.unique_message_id = $1");
+        break;
+    case ER_MARK_RETRIED:
+        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = 1, "
+                          "status_changed_at = %s, last_modified = %s",
+                       d->now, d->now);
+        build_in_ids(d, b, "");
+        break;
     default: break;
     }
 }

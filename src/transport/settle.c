@@ -16,12 +16,54 @@ static int fenced(int rc, int64_t changes, const sb_msg *m, sb_error *err)
     return rc;
 }
 
+/* Whether `headers` may name sb-retry-of (case-insensitive), so the JSON
+ * is parsed only for the few jobs that are retries. */
+static int may_be_retry(const char *headers)
+{
+    static const char key[] = "sb-retry-of";
+    for (const char *p = headers; p != NULL && *p; p++) {
+        size_t i = 0;
+        while (key[i] && (p[i] | 0x20) == key[i])
+            i++;
+        if (key[i] == '\0')
+            return 1;
+    }
+    return 0;
+}
+
+/* E16: a retried job that succeeded confirms its retry with a row on the
+ * dead-letter queue, written in the ack's transaction (so the ack and the
+ * confirmation are never apart); the error store resolves the failed
+ * message when it ingests the row. */
+static int confirm_retry_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
+                            sb_error *err)
+{
+    const char *uid = may_be_retry(m->headers)
+                          ? sb_msg_header(m, "sb-retry-of")
+                          : NULL;
+    if (uid == NULL || uid[0] == '\0')
+        return SB_OK;
+    const char *kv[] = {"sb-retry-confirmed", "true", "sb-retry-of", uid,
+                        NULL};
+    char *headers = NULL;
+    int rc = sb__headers_merge(NULL, kv, &headers, err);
+    char ids[1][37];
+    sb__uuid7_at(ids[0], sb__wall_us() / 1000);
+    sb_outgoing o = {ids[0], "", 0, headers, 0};
+    int immediate = 0;
+    if (rc == SB_OK)
+        rc = sb__publish_on(bus, c, bus->dlq, &o, 1, ids, &immediate, err);
+    sb__free(headers);
+    return rc;
+}
+
 int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
 {
     sb_value p[2] = {sb__v_text(m->id), sb__v_text(m->lock_id)};
     int64_t changes = 0;
     int rc = sb__query(c, bus->sql->ack, p, 2, NULL, &changes, err);
-    return fenced(rc, changes, m, err);
+    rc = fenced(rc, changes, m, err);
+    return rc == SB_OK ? confirm_retry_on(bus, c, m, err) : rc;
 }
 
 /* A copy of `s` capped at SB_MAX_ERROR_TEXT bytes without splitting a
@@ -179,8 +221,13 @@ static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
 int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                     int *lost, sb_error *err)
 {
-    if (n > 1 && bus->sql->ack_many != NULL)
-        return many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
+    if (n > 1 && bus->sql->ack_many != NULL) {
+        int rc = many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
+        for (size_t i = 0; rc == SB_OK && i < n; i++)
+            if (!lost[i])
+                rc = confirm_retry_on(bus, c, msgs[i], err);
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         int rc = sb__ack_on(bus, c, msgs[i], err);
         lost[i] = rc == SB_LOST_LEASE;

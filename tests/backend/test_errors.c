@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,6 +516,158 @@ static void test_killed_ingester(void **state)
     env_close(&e);
 }
 
+typedef struct flaky {
+    atomic_int fail;   /* fail while set */
+    atomic_int runs;
+} flaky;
+
+static int flaky_handler(sb_delivery *d, void *user)
+{
+    flaky *f = user;
+    atomic_fetch_add(&f->runs, 1);
+    if (atomic_load(&f->fail)) {
+        sb_delivery_fail(d, "Shop.OutOfStock", "no stock", NULL);
+        return SB_ERROR;
+    }
+    return SB_OK;
+}
+
+/* Run a worker on `queue` until it is idle. */
+static void drain(env *e, const char *queue, flaky *f)
+{
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = queue;
+    o.handler = flaky_handler;
+    o.user = f;
+    o.max_attempts = 1;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(e->bus, &o, &w, &err), &err, "worker");
+    assert_int_equal(sb_worker_wait_idle(w, 20000), SB_OK);
+    sb_worker_free(w);
+}
+
+/* The unique id ingestion derives for the only dead-letter row (E6). */
+static void dead_letter_uid(env *e, char out[37])
+{
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(e->bus, NULL, &d, &n, &err), &err, "dlq list");
+    assert_int_equal(n, 1);
+    sb__deterministic_guid_str(sb_msg_header(d[0], "sb-message-id"),
+                               sb_msg_header(d[0], "sb-processing-endpoint"),
+                               out);
+    sb_msg_free_array(d, n);
+}
+
+static int status_of(env *e, const char *uid, int64_t *attempts)
+{
+    sb_failed_message *m = get(e, uid);
+    int st = sb_failed_status(m);
+    if (attempts != NULL)
+        *attempts = sb_failed_attempts(m);
+    sb_failed_message_free(m);
+    return st;
+}
+
+/* The full round trip through a real worker (E14-E16): fail ->
+ * dead-letter -> ingest -> retry -> fails again -> same row, attempts + 1
+ * -> retry -> the worker succeeds -> the ack's confirmation is ingested ->
+ * resolved, claim gone. */
+static void test_retry_round_trip(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    flaky f;
+    atomic_init(&f.fail, 1);
+    atomic_init(&f.runs, 0);
+    sb_outgoing o;
+    memset(&o, 0, sizeof o);
+    o.payload = "{\"order\":7}";
+    o.payload_len = strlen(o.payload);
+    o.headers_json = "{\"trace\":\"abc\"}";
+    sb_error err;
+    sbt_ok(sb_publish(e.bus, NULL, "shop", &o, NULL, &err), &err, "publish");
+    drain(&e, "shop", &f);
+    char uid[37];
+    dead_letter_uid(&e, uid);
+    ingest(&e);
+    int64_t attempts = 0;
+    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
+    assert_int_equal(attempts, 1);
+
+    /* Retry by queue; a second retry finds nothing unresolved. */
+    sb_retry_selection sel;
+    memset(&sel, 0, sizeof sel);
+    sel.size = sizeof sel;
+    sel.failed_queue = "shop";
+    int64_t n = 0;
+    sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry");
+    assert_int_equal(n, 1);
+    assert_int_equal(status_of(&e, uid, NULL), SB_FAILED_RETRY_ISSUED);
+    sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry again");
+    assert_int_equal(n, 0);
+    assert_int_equal(sbt_count(e.bus, "shop"), 1);
+
+    /* It fails again: the same row, one more attempt, no claim left. */
+    drain(&e, "shop", &f);
+    ingest(&e);
+    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
+    assert_int_equal(attempts, 2);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sretry_claims WHERE unique_message_id = "
+             "$1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, uid), 0);
+
+    /* Retried by id, and this time the worker succeeds. */
+    const char *ids[1] = {uid};
+    memset(&sel, 0, sizeof sel);
+    sel.size = sizeof sel;
+    sel.ids = ids;
+    sel.n_ids = 1;
+    sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry by id");
+    assert_int_equal(n, 1);
+    assert_int_equal(sbt_native_scalar(sql, uid), 1);
+    atomic_store(&f.fail, 0);
+    drain(&e, "shop", &f);
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.confirmations, 1);
+    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_RESOLVED);
+    assert_int_equal(attempts, 2);
+    assert_int_equal(sbt_native_scalar(sql, uid), 0);
+    assert_int_equal(atomic_load(&f.runs), 3);
+    env_close(&e);
+}
+
+/* E14: exactly one selector, named in the error. */
+static void test_retry_selection_rules(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    sb_retry_selection sel;
+    memset(&sel, 0, sizeof sel);
+    sel.size = sizeof sel;
+    sb_error err;
+    assert_int_equal(sb_errors_retry(e.store, &sel, NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "selection");
+    sel.all = 1;
+    sel.failed_queue = "q";
+    assert_int_equal(sb_errors_retry(e.store, &sel, NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "selection");
+    sel.failed_queue = NULL;
+    int64_t n = -1;
+    sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry all");
+    assert_int_equal(n, 0);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -527,6 +680,8 @@ int main(void)
         cmocka_unit_test(test_body_placement),
         cmocka_unit_test(test_concurrent_ingesters),
         cmocka_unit_test(test_killed_ingester),
+        cmocka_unit_test(test_retry_round_trip),
+        cmocka_unit_test(test_retry_selection_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
