@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#define LEASE_MS 60000 /* unused: the rows are deleted by the claim */
+#define LEASE_MS 60000 /* the claim deletes the rows; no lease is held */
 #define JSON_MAX ((size_t)256 << 20)
 
 typedef struct batch {
