@@ -23,14 +23,7 @@
 
 #include "core/core.h"
 
-#define CHECK(x)                                                          \
-    do {                                                                  \
-        if (!(x)) {                                                       \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,    \
-                    __LINE__, #x);                                        \
-            abort();                                                      \
-        }                                                                 \
-    } while (0)
+#include "fuzz_check.h"
 
 #define MAX_PATHS 8
 #define BUDGET ((size_t)1 << 20)

@@ -26,14 +26,7 @@
 
 #include "errors/classify.h"
 
-#define CHECK(x)                                                          \
-    do {                                                                  \
-        if (!(x)) {                                                       \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,    \
-                    __LINE__, #x);                                        \
-            abort();                                                      \
-        }                                                                 \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
