@@ -878,6 +878,30 @@ typedef struct sb_retry_selection {
 SB_API int sb_errors_retry(sb_errors *e, const sb_retry_selection *sel,
                            int64_t *retried, sb_error *err);
 
+/* E13: a failure group with its messages of one status. */
+#define SB_MAX_COMMENT 1000
+typedef struct sb_failure_group {
+    char id[37];
+    char type[64];                  /* the classifier */
+    char title[512];
+    int64_t count;                  /* messages in the group */
+    int64_t first_failure_us, last_failure_us;
+    char comment[SB_MAX_COMMENT + 1]; /* "" when none */
+} sb_failure_group;
+
+/* E13: the groups of one classifier (e.g. "Exception Type and Stack
+ * Trace"; NULL = that one) over messages of `status` (SB_FAILED_UNRESOLVED
+ * for the open groups, SB_FAILED_ARCHIVED for the archived ones), newest
+ * failure first, at most 200. `*out` is transferred (free with sb_free). */
+SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
+                            sb_failure_group **out, size_t *n_out,
+                            sb_error *err);
+
+/* E13: set a group's comment (at most SB_MAX_COMMENT bytes), or delete it
+ * with NULL or "". */
+SB_API int sb_errors_group_comment(sb_errors *e, const char *group_id,
+                                   const char *comment, sb_error *err);
+
 /* E3: dead-letter rows kept in failed_imports (they could not become a
  * failed message), for the dashboard and readiness. */
 SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,

@@ -305,6 +305,29 @@ static void build(const dialect *d, int k, sb_buf *b)
                        d->now, d->now);
         build_in_ids(d, b, "");
         break;
+    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit */
+        sb__buf_puts(b, "SELECT g.group_id, g.type, g.title, count(*), "
+                        "min(f.first_time_of_failure), "
+                        "max(f.last_time_of_failure), "
+                        "(SELECT c.comment FROM {p}group_comments c WHERE "
+                        "c.group_id = g.group_id) FROM "
+                        "{p}failed_message_groups g JOIN {p}failed_messages f "
+                        "ON f.unique_message_id = g.unique_message_id WHERE "
+                        "g.type = $1 AND f.status = $2 GROUP BY g.group_id, "
+                        "g.type, g.title ORDER BY "
+                        "max(f.last_time_of_failure) DESC, g.group_id "
+                        "LIMIT $3");
+        break;
+    case ER_SET_COMMENT: /* $1 group, $2 now (SQLite), $3 comment */
+        sb__buf_printf(b, "INSERT INTO {p}group_comments VALUES ($1, $3, %s) "
+                          "ON CONFLICT (group_id) DO UPDATE SET comment = "
+                          "excluded.comment, last_modified = "
+                          "excluded.last_modified",
+                       d->now);
+        break;
+    case ER_DELETE_COMMENT:
+        sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id = $1");
+        break;
     default: break;
     }
 }

@@ -668,6 +668,82 @@ static void test_retry_selection_rules(void **state)
     env_close(&e);
 }
 
+/* E13: group views per classifier with counts and failure windows, newest
+ * failure first; comments set, shown and deleted; bad input named. */
+static void test_group_views(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    /* Three messages on queue a (two with exception X), one on b. */
+    dead_letter(&e, "g-1", "qa", "2026-01-02T00:00:01Z", "X", "1",
+                ",\"sb-retry-of\":\"ug-1\"");
+    dead_letter(&e, "g-2", "qa", "2026-01-02T00:00:05Z", "X", "2",
+                ",\"sb-retry-of\":\"ug-2\"");
+    dead_letter(&e, "g-3", "qa", "2026-01-02T00:00:03Z", "Y", "3",
+                ",\"sb-retry-of\":\"ug-3\"");
+    dead_letter(&e, "g-4", "qb", "2026-01-02T00:00:09Z", "Y", "4",
+                ",\"sb-retry-of\":\"ug-4\"");
+    ingest(&e);
+    sb_failure_group *g = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
+                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+           &err, "groups");
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].title, "qb"); /* newest failure first */
+    assert_int_equal(g[0].count, 1);
+    assert_string_equal(g[1].title, "qa");
+    assert_int_equal(g[1].count, 3);
+    assert_int_equal(g[1].first_failure_us, 1767312001000000LL);
+    assert_int_equal(g[1].last_failure_us, 1767312005000000LL);
+    char qa[37];
+    memcpy(qa, g[1].id, sizeof qa);
+    sb_free(g);
+    /* The default classifier: exception type and first frame. */
+    sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_UNRESOLVED, &g, &n,
+                            &err),
+           &err, "exception groups");
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].type, "Exception Type and Stack Trace");
+    assert_int_equal(g[0].count + g[1].count, 4);
+    sb_free(g);
+    /* Nothing is archived. */
+    sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_ARCHIVED, &g, &n, &err),
+           &err, "archived groups");
+    assert_int_equal(n, 0);
+    sb_free(g);
+    /* Comments. */
+    sbt_ok(sb_errors_group_comment(e.store, qa, "looking into it", &err),
+           &err, "comment");
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
+                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+           &err, "groups");
+    assert_string_equal(g[1].comment, "looking into it");
+    assert_string_equal(g[0].comment, "");
+    sb_free(g);
+    sbt_ok(sb_errors_group_comment(e.store, qa, NULL, &err), &err, "delete");
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
+                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+           &err, "groups");
+    assert_string_equal(g[1].comment, "");
+    sb_free(g);
+    char big[SB_MAX_COMMENT + 2];
+    memset(big, 'c', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(sb_errors_group_comment(e.store, qa, big, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "comment");
+    assert_int_equal(sb_errors_group_comment(e.store, "nope", "x", &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "group_id");
+    assert_int_equal(sb_errors_groups(e.store, NULL, 9, &g, &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "status");
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -682,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_killed_ingester),
         cmocka_unit_test(test_retry_round_trip),
         cmocka_unit_test(test_retry_selection_rules),
+        cmocka_unit_test(test_group_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
