@@ -902,6 +902,14 @@ SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
 SB_API int sb_errors_group_comment(sb_errors *e, const char *group_id,
                                    const char *comment, sb_error *err);
 
+/* E21: delete resolved and archived messages whose status changed more
+ * than `retention_ms` ago (1 hour to 365 days), with their bodies and
+ * groups and the comments of groups left empty, in transactions of at most
+ * 1,000 messages, until none is left. Unresolved and retry-issued messages
+ * never expire. `*deleted` (optional) counts the messages. */
+SB_API int sb_errors_expire(sb_errors *e, int64_t retention_ms,
+                            int64_t *deleted, sb_error *err);
+
 /* E3: dead-letter rows kept in failed_imports (they could not become a
  * failed message), for the dashboard and readiness. */
 SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,

@@ -328,6 +328,19 @@ static void build(const dialect *d, int k, sb_buf *b)
     case ER_DELETE_COMMENT:
         sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id = $1");
         break;
+    case ER_EXPIRED: /* $1 retention ms, $2 now (SQLite), $3 limit */
+        sb__buf_printf(b, "SELECT unique_message_id FROM {p}failed_messages "
+                          "WHERE status IN (2, 3) AND status_changed_at < "
+                          "%s - $1 * 1000 LIMIT $3",
+                       d->now);
+        break;
+    case ER_DELETE_MESSAGES:
+        build_in_ids(d, b, "DELETE FROM {p}failed_messages");
+        break;
+    case ER_ORPHAN_COMMENTS:
+        sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id NOT IN "
+                        "(SELECT group_id FROM {p}failed_message_groups)");
+        break;
     default: break;
     }
 }

@@ -744,6 +744,82 @@ static void test_group_views(void **state)
     env_close(&e);
 }
 
+/* E21: resolved and archived messages older than the retention period go
+ * with their groups, bodies and orphaned comments; unresolved ones and
+ * recent ones stay; the period is checked. */
+static void test_retention(void **state)
+{
+    (void)state;
+    sb_errors_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.max_body_size = 4; /* bodies go to the body store */
+    env e;
+    env_open_opts(&e, &o);
+    for (int i = 1; i <= 3; i++) {
+        char mid[16], queue[16], extra[64];
+        snprintf(mid, sizeof mid, "r-%d", i);
+        snprintf(queue, sizeof queue, "qr%d", i);
+        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ur-%d\"", i);
+        dead_letter(&e, mid, queue, "2026-01-02T00:00:01Z", "X",
+                    "a long body", extra);
+    }
+    ingest(&e);
+    /* ur-1 resolved long ago, ur-2 archived long ago, ur-3 unresolved long
+     * ago: only the first two may go. The comment is on ur-2's own queue
+     * group, which then has no message left. */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE %sfailed_messages SET status = CASE unique_message_id "
+             "WHEN 'ur-1' THEN 2 WHEN 'ur-2' THEN 3 ELSE 0 END, "
+             "status_changed_at = status_changed_at - 7200000000",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    sb_failure_group *g = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED,
+                            &g, &n, &err),
+           &err, "groups");
+    assert_int_equal(n, 1);
+    sbt_ok(sb_errors_group_comment(e.store, g[0].id, "gone soon", &err), &err,
+           "comment");
+    sb_free(g);
+    int64_t deleted = -1;
+    assert_int_equal(sb_errors_expire(e.store, 60000, &deleted, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "retention_ms");
+    sbt_ok(sb_errors_expire(e.store, 3 * 3600 * 1000LL, &deleted, &err), &err,
+           "expire 3h");
+    assert_int_equal(deleted, 0); /* not old enough yet */
+    sbt_ok(sb_errors_expire(e.store, 3600 * 1000LL, &deleted, &err), &err,
+           "expire 1h");
+    assert_int_equal(deleted, 2);
+    sb_failed_message *m = NULL;
+    assert_int_equal(sb_errors_get(e.store, "ur-1", &m, &err), SB_NOTFOUND);
+    assert_int_equal(sb_errors_get(e.store, "ur-2", &m, &err), SB_NOTFOUND);
+    m = get(&e, "ur-3");
+    size_t len = 0;
+    sb_failed_body(m, &len);
+    assert_int_equal(len, 11);
+    sb_failed_message_free(m);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %smessage_bodies WHERE unique_message_id "
+             "<> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "ur-3"), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_groups WHERE "
+             "unique_message_id <> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "ur-3"), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sgroup_comments WHERE comment <> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, ""), 0);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -759,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_retry_round_trip),
         cmocka_unit_test(test_retry_selection_rules),
         cmocka_unit_test(test_group_views),
+        cmocka_unit_test(test_retention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
