@@ -854,9 +854,9 @@ SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
                            const char **id, const char **type,
                            const char **title);
 
-/* E14: which failed messages to retry; set exactly one selector. Only
- * unresolved messages are retried. */
-typedef struct sb_retry_selection {
+/* E14, E19: which failed messages an operation applies to; set exactly
+ * one selector. */
+typedef struct sb_failed_selection {
     size_t size;
     const char *const *ids;   /* these unique ids (up to 10,000) */
     size_t n_ids;
@@ -864,7 +864,7 @@ typedef struct sb_retry_selection {
     const char *failed_queue; /* every message that failed on a queue */
     const char *endpoint;     /* every message of a processing endpoint */
     int all;                  /* every unresolved message */
-} sb_retry_selection;
+} sb_failed_selection;
 
 /* E14, E15: re-publish the selected messages to their failed queues (body
  * and headers as stored, without the failure headers, with sb-retry-of =
@@ -875,7 +875,7 @@ typedef struct sb_retry_selection {
  * the next ingestion pass turns into "resolved" (E16); if it fails again,
  * ingestion folds it into the same row. `*retried` counts the messages
  * sent. */
-SB_API int sb_errors_retry(sb_errors *e, const sb_retry_selection *sel,
+SB_API int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
                            int64_t *retried, sb_error *err);
 
 /* E13: a failure group with its messages of one status. */
@@ -901,6 +901,12 @@ SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
  * with NULL or "". */
 SB_API int sb_errors_group_comment(sb_errors *e, const char *group_id,
                                    const char *comment, sb_error *err);
+
+/* E19: archive the selected unresolved messages (archive = 1), or make
+ * the selected archived ones unresolved again (archive = 0), 1,000 per
+ * transaction; `*changed` counts them. */
+SB_API int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
+                             int archive, int64_t *changed, sb_error *err);
 
 /* E21: delete resolved and archived messages whose status changed more
  * than `retention_ms` ago (1 hour to 365 days), with their bodies and

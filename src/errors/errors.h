@@ -15,7 +15,7 @@ enum {
     ER_DDL, ER_UPSERT, ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS,
     ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS, ER_FAILED_IMPORT,
     ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY,
-    ER_RETRY_CANDIDATES, ER_CLAIM, ER_RETRY_SOURCE, ER_MARK_RETRIED,
+    ER_SELECT, ER_CLAIM, ER_RETRY_SOURCE, ER_SET_STATUS,
     ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
     ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_N
 };
@@ -63,6 +63,18 @@ typedef struct sb_folded {
     int64_t attempts;
     int64_t first_us, last_us;
 } sb_folded;
+
+/* select.c: run `fn` on each batch (at most 1,000) of the messages of
+ * `status` that `sel` picks, in unique-id order, one transaction per
+ * batch; `ids` is the batch as a JSON array of unique ids. A failing
+ * batch rolls back alone and ends the walk. */
+typedef int (*sb_batch_fn)(sb_conn *c, sb_errors *e, const char *ids,
+                           size_t n, void *user, int64_t *changed,
+                           sb_error *err);
+int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
+int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
+                          int status, sb_batch_fn fn, void *user,
+                          int64_t *changed, sb_error *err);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
  * unique id); returns the count or -1 when out of memory. */

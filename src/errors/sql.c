@@ -269,11 +269,11 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
                         "WHERE unique_message_id = $1");
         break;
-    case ER_RETRY_CANDIDATES: /* $1 after id, $2 queue, $3 endpoint,
-                                 $4 group, $5 limit, $6 JSON ids ('' = any) */
+    case ER_SELECT: /* $1 after id, $2 queue, $3 endpoint, $4 group,
+                       $5 limit, $6 JSON ids ('' = any), $7 status */
         sb__buf_printf(b,
                        "SELECT unique_message_id FROM {p}failed_messages "
-                       "WHERE status = 0 AND unique_message_id > $1 AND "
+                       "WHERE status = $7 AND unique_message_id > $1 AND "
                        "($2 = '' OR failed_queue = $2) AND ($3 = '' OR "
                        "processing_endpoint = $3) AND ($4 = '' OR "
                        "unique_message_id IN (SELECT unique_message_id FROM "
@@ -299,8 +299,8 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "ON m.unique_message_id = f.unique_message_id WHERE "
                         "f.unique_message_id = $1");
         break;
-    case ER_MARK_RETRIED:
-        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = 1, "
+    case ER_SET_STATUS: /* $1 JSON ids, $2 now (SQLite), $3 status */
+        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = $3, "
                           "status_changed_at = %s, last_modified = %s",
                        d->now, d->now);
         build_in_ids(d, b, "");
