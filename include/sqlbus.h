@@ -916,6 +916,27 @@ SB_API int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
 SB_API int sb_errors_expire(sb_errors *e, int64_t retention_ms,
                             int64_t *deleted, sb_error *err);
 
+/* A failed message in a result list; longer strings are cut (on a UTF-8
+ * boundary). sb_errors_get reads the whole message. */
+typedef struct sb_failed_summary {
+    char unique_id[401];
+    int status;                 /* enum sb_failed_status */
+    int64_t attempts;
+    int64_t last_failure_us;
+    char message_type[256];
+    char failed_queue[201];
+    char exception_type[256];
+    char exception_message[512];
+} sb_failed_summary;
+
+/* E22: full-text search over message type, headers and body text. The
+ * words of `query` are ORed ('.' and '+' break words, so "Order" finds
+ * "Shop.Order"); results best first, at most `limit` (1 to 1000). `*out`
+ * is transferred (free with sb_free). */
+SB_API int sb_errors_search(sb_errors *e, const char *query, size_t limit,
+                            sb_failed_summary **out, size_t *n_out,
+                            sb_error *err);
+
 /* E3: dead-letter rows kept in failed_imports (they could not become a
  * failed message), for the dashboard and readiness. */
 SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,

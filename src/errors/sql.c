@@ -75,6 +75,32 @@ static const char ddl_tail[] =
     "  created_at BIGINT NOT NULL\n"
     ");\n";
 
+/* E22: full-text search, maintained in the ingestion transaction. */
+static const char search_pg[] =
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_search_idx\n"
+    "  ON {p}failed_messages USING gin (search);\n";
+static const char search_sqlite[] =
+    "CREATE VIRTUAL TABLE IF NOT EXISTS {p}failed_messages_fts USING fts5(\n"
+    "  message_type, headers, body_text, content = '{p}failed_messages',\n"
+    "  tokenize = \"unicode61 separators '.+'\");\n"
+    "CREATE TRIGGER IF NOT EXISTS {p}failed_messages_fts_ai AFTER INSERT ON\n"
+    "  {p}failed_messages BEGIN INSERT INTO {p}failed_messages_fts (rowid,\n"
+    "  message_type, headers, body_text) VALUES (new.rowid, "
+    "new.message_type,\n  new.headers, new.body_text); END;\n"
+    "CREATE TRIGGER IF NOT EXISTS {p}failed_messages_fts_ad AFTER DELETE ON\n"
+    "  {p}failed_messages BEGIN INSERT INTO {p}failed_messages_fts\n"
+    "  ({p}failed_messages_fts, rowid, message_type, headers, body_text)\n"
+    "  VALUES ('delete', old.rowid, old.message_type, old.headers,\n"
+    "  old.body_text); END;\n"
+    "CREATE TRIGGER IF NOT EXISTS {p}failed_messages_fts_au AFTER UPDATE OF\n"
+    "  message_type, headers, body_text ON {p}failed_messages BEGIN\n"
+    "  INSERT INTO {p}failed_messages_fts ({p}failed_messages_fts, rowid,\n"
+    "  message_type, headers, body_text) VALUES ('delete', old.rowid,\n"
+    "  old.message_type, old.headers, old.body_text);\n"
+    "  INSERT INTO {p}failed_messages_fts (rowid, message_type, headers,\n"
+    "  body_text) VALUES (new.rowid, new.message_type, new.headers,\n"
+    "  new.body_text); END;\n";
+
 typedef struct dialect {
     const char *text, *blob;   /* column types */
     const char *min, *max;     /* two-argument minimum / maximum */
@@ -126,10 +152,16 @@ static void build_ddl(const dialect *d, sb_buf *b)
                             "  status_changed_at BIGINT NOT NULL,\n"
                             "  last_modified BIGINT NOT NULL,\n");
     }
+    if (d->pg) /* E22: '.' and '+' break words, so Order finds Shop.Order */
+        sb__buf_puts(b, "  search tsvector GENERATED ALWAYS AS (to_tsvector("
+                        "'simple', translate(coalesce(message_type, '') || "
+                        "' ' || coalesce(headers, '') || ' ' || "
+                        "coalesce(body_text, ''), '.+', '  '))) STORED,\n");
     b->len -= 2; /* the last ",\n" */
     b->data[b->len] = '\0';
     sb__buf_puts(b, "\n);\n");
     sb__buf_puts(b, ddl_tail);
+    sb__buf_puts(b, d->pg ? search_pg : search_sqlite);
     sb__buf_printf(b,
                    "CREATE TABLE IF NOT EXISTS {p}message_bodies (\n"
                    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
@@ -340,6 +372,22 @@ static void build(const dialect *d, int k, sb_buf *b)
     case ER_ORPHAN_COMMENTS:
         sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id NOT IN "
                         "(SELECT group_id FROM {p}failed_message_groups)");
+        break;
+    case ER_SEARCH: /* $1 query (see search.c), $2 limit */
+        sb__buf_puts(b, "SELECT f.unique_message_id, f.status, "
+                        "f.number_of_processing_attempts, "
+                        "f.last_time_of_failure, f.message_type, "
+                        "f.failed_queue, f.exception_type, "
+                        "f.exception_message FROM ");
+        sb__buf_puts(b, d->pg ? "{p}failed_messages f, websearch_to_tsquery("
+                                "'simple', $1) q WHERE f.search @@ q ORDER BY "
+                                "ts_rank(f.search, q) DESC, "
+                                "f.last_time_of_failure DESC LIMIT $2"
+                              : "{p}failed_messages_fts s JOIN "
+                                "{p}failed_messages f ON f.rowid = s.rowid "
+                                "WHERE {p}failed_messages_fts MATCH $1 ORDER "
+                                "BY bm25({p}failed_messages_fts), "
+                                "f.last_time_of_failure DESC LIMIT $2");
         break;
     default: break;
     }

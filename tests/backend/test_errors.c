@@ -883,6 +883,74 @@ static void test_archive(void **state)
     env_close(&e);
 }
 
+static int found(const sb_failed_summary *s, size_t n, const char *uid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].unique_id, uid) == 0)
+            return 1;
+    return 0;
+}
+
+/* E22: words ORed over message type, headers and body text; '.' breaks
+ * words (Order finds Shop.PlaceOrder's parts, PlaceOrder finds it); a
+ * later attempt's data replaces what is searchable; bad queries named. */
+static void test_search(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:01Z", "X",
+                "{\"sku\":\"blue-widget\"}", ",\"sb-retry-of\":\"us-1\"");
+    dead_letter(&e, "s-2", "qs", "2026-01-02T00:00:01Z", "X",
+                "{\"sku\":\"red-gadget\"}", ",\"sb-retry-of\":\"us-2\"");
+    ingest(&e);
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    /* The message type is "Shop.PlaceOrder" (see dead_letter). */
+    sbt_ok(sb_errors_search(e.store, "PlaceOrder", 10, &s, &n, &err), &err,
+           "search type");
+    assert_int_equal(n, 2);
+    assert_string_equal(s[0].message_type, "Shop.PlaceOrder");
+    sb_free(s);
+    sbt_ok(sb_errors_search(e.store, "widget", 10, &s, &n, &err), &err,
+           "search body");
+    assert_int_equal(n, 1);
+    assert_true(found(s, n, "us-1"));
+    sb_free(s);
+    sbt_ok(sb_errors_search(e.store, "widget gadget", 10, &s, &n, &err),
+           &err, "OR");
+    assert_int_equal(n, 2);
+    sb_free(s);
+    sbt_ok(sb_errors_search(e.store, "nothing-like-this", 10, &s, &n, &err),
+           &err, "no hit");
+    assert_int_equal(n, 0);
+    sb_free(s);
+    /* A newer attempt replaces the searchable body. */
+    dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:09Z", "X",
+                "{\"sku\":\"green-sprocket\"}", ",\"sb-retry-of\":\"us-1\"");
+    ingest(&e);
+    sbt_ok(sb_errors_search(e.store, "widget", 10, &s, &n, &err), &err,
+           "old body");
+    assert_int_equal(n, 0);
+    sb_free(s);
+    sbt_ok(sb_errors_search(e.store, "sprocket", 10, &s, &n, &err), &err,
+           "new body");
+    assert_int_equal(n, 1);
+    sb_free(s);
+    assert_int_equal(sb_errors_search(e.store, "  ", 10, &s, &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "query");
+    assert_int_equal(sb_errors_search(e.store, "x", 0, &s, &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "limit");
+    /* Quotes and operators are words, never syntax. */
+    sbt_ok(sb_errors_search(e.store, "\"a\" -b OR (c", 10, &s, &n, &err),
+           &err, "odd query");
+    sb_free(s);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -900,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_group_views),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_archive),
+        cmocka_unit_test(test_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,121 @@
+/* search.c - full-text search (E22): SQLite FTS5 (an external-content
+ * table kept by triggers, so ingestion maintains it in its transaction)
+ * and a generated `simple` tsvector with a GIN index on PostgreSQL. The
+ * caller's words are ORed and ranked; '.' and '+' break words on both
+ * backends, so "Order" finds "Shop.Order". */
+#include "errors/errors.h"
+
+#include <string.h>
+
+#define MAX_QUERY 1000
+#define MAX_LIMIT 1000
+
+/* The query in each backend's syntax: SQLite '"w1" OR "w2"' (each word a
+ * quoted phrase, quotes doubled), PostgreSQL websearch 'w1 or w2' with
+ * '.', '+', '"' and a leading '-' turned into spaces. */
+static int build_query(const char *in, int pg, sb_buf *b)
+{
+    int words = 0;
+    const char *p = in;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        const char *start = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            p++;
+        if (p == start)
+            break;
+        sb__buf_puts(b, words++ ? (pg ? " or " : " OR ") : "");
+        if (!pg)
+            sb__buf_puts(b, "\"");
+        for (const char *q = start; q < p; q++) {
+            char c = *q;
+            if (!pg && c == '"')
+                sb__buf_puts(b, "\"\"");
+            else if (pg && (c == '.' || c == '+' || c == '"' ||
+                            (c == '-' && q == start)))
+                sb__buf_puts(b, " ");
+            else
+                sb__buf_append(b, &c, 1);
+        }
+        if (!pg)
+            sb__buf_puts(b, "\"");
+    }
+    return words;
+}
+
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--; /* never split a UTF-8 sequence */
+    }
+    if (n > 0)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+int sb_errors_search(sb_errors *e, const char *query, size_t limit,
+                     sb_failed_summary **out, size_t *n_out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || out == NULL || n_out == NULL)
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "out",
+                       "arguments must not be NULL");
+    *out = NULL;
+    *n_out = 0;
+    if (query == NULL || strlen(query) > MAX_QUERY ||
+        !sb__utf8_valid(query, strlen(query)))
+        return sb__err(err, SB_INVALID, "query",
+                       "query must be valid UTF-8 of at most %d bytes",
+                       MAX_QUERY);
+    if (limit < 1 || limit > MAX_LIMIT)
+        return sb__err(err, SB_INVALID, "limit",
+                       "limit must be 1 to %d (got %zu)", MAX_LIMIT, limit);
+    sb_buf q;
+    sb__buf_init(&q, MAX_QUERY * 3 + 64);
+    int words = build_query(query, e->bus->dialect == SB_DIALECT_POSTGRES, &q);
+    if (words == 0 || q.failed) {
+        sb__buf_free(&q);
+        return sb__err(err, SB_INVALID, "query",
+                       "query must contain at least one word");
+    }
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    sb_rows *rows = NULL;
+    if (rc == SB_OK) {
+        sb_value p[2] = {sb__v_text(q.data), sb__v_int((int64_t)limit)};
+        rc = sb__query(c, e->sql.s[ER_SEARCH], p, 2, &rows, NULL, err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    sb__buf_free(&q);
+    size_t n = rc == SB_OK ? rows->nrows : 0;
+    sb_failed_summary *s = n ? sb__calloc(n, sizeof *s) : NULL;
+    if (n > 0 && s == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t r = 0; rc == SB_OK && r < n; r++) {
+        copy_cut(s[r].unique_id, sizeof s[r].unique_id,
+                 sb__rows_text(rows, r, 0));
+        s[r].status = (int)sb__rows_int(rows, r, 1);
+        s[r].attempts = sb__rows_int(rows, r, 2);
+        s[r].last_failure_us = sb__rows_int(rows, r, 3);
+        copy_cut(s[r].message_type, sizeof s[r].message_type,
+                 sb__rows_text(rows, r, 4));
+        copy_cut(s[r].failed_queue, sizeof s[r].failed_queue,
+                 sb__rows_text(rows, r, 5));
+        copy_cut(s[r].exception_type, sizeof s[r].exception_type,
+                 sb__rows_text(rows, r, 6));
+        copy_cut(s[r].exception_message, sizeof s[r].exception_message,
+                 sb__rows_text(rows, r, 7));
+    }
+    sb__rows_free(rows);
+    if (rc != SB_OK) {
+        sb__free(s);
+        return rc;
+    }
+    *out = s;
+    *n_out = n;
+    return SB_OK;
+}
