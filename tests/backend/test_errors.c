@@ -842,7 +842,8 @@ static void test_archive(void **state)
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
                             SB_FAILED_UNRESOLVED, &g, &n, &err),
            &err, "groups");
-    const char *qa = strcmp(g[0].title, "qa") == 0 ? g[0].id : g[1].id;
+    char qa[37];
+    memcpy(qa, strcmp(g[0].title, "qa") == 0 ? g[0].id : g[1].id, sizeof qa);
     sb_failed_selection sel;
     memset(&sel, 0, sizeof sel);
     sel.size = sizeof sel;
