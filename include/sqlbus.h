@@ -929,6 +929,29 @@ typedef struct sb_failed_summary {
     char exception_message[512];
 } sb_failed_summary;
 
+/* E23: a page of failed messages, filtered and sorted. Filters are
+ * optional (NULL = any). */
+typedef struct sb_failed_query {
+    size_t size;
+    int status;               /* enum sb_failed_status, or -1 = any */
+    const char *failed_queue;
+    const char *endpoint;     /* processing endpoint */
+    const char *group_id;
+    const char *message_type;
+    const char *sort;         /* "time_of_failure" (default), "message_type",
+                                 "failed_queue", "attempts",
+                                 "status_changed" */
+    int ascending;            /* 0 = newest / largest first */
+    size_t page;              /* from 1 (0 = 1) */
+    size_t per_page;          /* 1 to 500 (0 = 50) */
+} sb_failed_query;
+
+/* `*out` is transferred (free with sb_free); `*total` (optional) is the
+ * number of matches over all pages. */
+SB_API int sb_errors_list(sb_errors *e, const sb_failed_query *q,
+                          sb_failed_summary **out, size_t *n_out,
+                          int64_t *total, sb_error *err);
+
 /* E22: full-text search over message type, headers and body text. The
  * words of `query` are ORed ('.' and '+' break words, so "Order" finds
  * "Shop.Order"); results best first, at most `limit` (1 to 1000). `*out`

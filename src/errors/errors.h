@@ -76,6 +76,11 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
                           int status, sb_batch_fn fn, void *user,
                           int64_t *changed, sb_error *err);
 
+/* list.c: summaries from rows of unique id, status, attempts, last
+ * failure, message type, failed queue, exception type and message. */
+int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
+                         size_t *n_out, sb_error *err);
+
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
  * unique id); returns the count or -1 when out of memory. */
 long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out);

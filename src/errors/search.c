@@ -44,19 +44,6 @@ static int build_query(const char *in, int pg, sb_buf *b)
     return words;
 }
 
-static void copy_cut(char *dst, size_t cap, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap) {
-        n = cap - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--; /* never split a UTF-8 sequence */
-    }
-    if (n > 0)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 int sb_errors_search(sb_errors *e, const char *query, size_t limit,
                      sb_failed_summary **out, size_t *n_out, sb_error *err)
 {
@@ -91,31 +78,8 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
         sb__pool_release(e->bus->pool, c);
     }
     sb__buf_free(&q);
-    size_t n = rc == SB_OK ? rows->nrows : 0;
-    sb_failed_summary *s = n ? sb__calloc(n, sizeof *s) : NULL;
-    if (n > 0 && s == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
-    for (size_t r = 0; rc == SB_OK && r < n; r++) {
-        copy_cut(s[r].unique_id, sizeof s[r].unique_id,
-                 sb__rows_text(rows, r, 0));
-        s[r].status = (int)sb__rows_int(rows, r, 1);
-        s[r].attempts = sb__rows_int(rows, r, 2);
-        s[r].last_failure_us = sb__rows_int(rows, r, 3);
-        copy_cut(s[r].message_type, sizeof s[r].message_type,
-                 sb__rows_text(rows, r, 4));
-        copy_cut(s[r].failed_queue, sizeof s[r].failed_queue,
-                 sb__rows_text(rows, r, 5));
-        copy_cut(s[r].exception_type, sizeof s[r].exception_type,
-                 sb__rows_text(rows, r, 6));
-        copy_cut(s[r].exception_message, sizeof s[r].exception_message,
-                 sb__rows_text(rows, r, 7));
-    }
+    if (rc == SB_OK)
+        rc = sb__errors_summaries(rows, out, n_out, err);
     sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(s);
-        return rc;
-    }
-    *out = s;
-    *n_out = n;
-    return SB_OK;
+    return rc;
 }

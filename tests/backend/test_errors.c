@@ -952,6 +952,78 @@ static void test_search(void **state)
     env_close(&e);
 }
 
+/* E23: filters, whitelisted sort keys, pages without repeats or gaps, the
+ * total for paging headers; bad input named. */
+static void test_list(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    for (int i = 0; i < 7; i++) {
+        char mid[16], when[40], extra[64];
+        snprintf(mid, sizeof mid, "l-%d", i);
+        snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + i);
+        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ul-%d\"", i);
+        dead_letter(&e, mid, i % 2 ? "odd" : "even", when, "X", "b", extra);
+    }
+    ingest(&e);
+    sb_failed_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.status = -1;
+    q.per_page = 3;
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    int64_t total = 0;
+    sb_error err;
+    char seen[7] = {0};
+    for (size_t page = 1; page <= 3; page++) {
+        q.page = page;
+        sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err,
+               "list");
+        assert_int_equal(total, 7);
+        assert_int_equal(n, page < 3 ? 3 : 1);
+        for (size_t i = 0; i < n; i++) {
+            int k = s[i].unique_id[3] - '0';
+            assert_false(seen[k]);
+            seen[k] = 1;
+            /* Newest failure first: ul-6 on page 1, ul-0 last. */
+            assert_int_equal(k, 6 - (int)((page - 1) * 3 + i));
+        }
+        sb_free(s);
+    }
+    /* A filter, ascending. */
+    q.page = 1;
+    q.per_page = 0;
+    q.failed_queue = "odd";
+    q.ascending = 1;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "odd");
+    assert_int_equal(total, 3);
+    assert_string_equal(s[0].unique_id, "ul-1");
+    assert_string_equal(s[2].unique_id, "ul-5");
+    assert_string_equal(s[0].failed_queue, "odd");
+    sb_free(s);
+    /* Status filter and another sort key. */
+    q.failed_queue = NULL;
+    q.status = SB_FAILED_ARCHIVED;
+    q.sort = "attempts";
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err,
+           "archived");
+    assert_int_equal(n, 0);
+    assert_int_equal(total, 0);
+    sb_free(s);
+    q.sort = "id; DROP TABLE x";
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "sort");
+    q.sort = NULL;
+    q.per_page = 501;
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "per_page");
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -970,6 +1042,7 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),
+        cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

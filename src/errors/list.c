@@ -1,0 +1,170 @@
+/* list.c - the failed-message list (E23): optional filters, one of a
+ * fixed set of sort keys (never caller text in SQL), offset pages with the
+ * total for paging headers, and the unique id as the tie-breaker so pages
+ * never repeat or skip a row between equal keys. */
+#include "errors/errors.h"
+
+#include <string.h>
+
+#define DEFAULT_PER_PAGE 50
+#define MAX_PER_PAGE 500
+#define MAX_PAGE 1000000
+
+typedef struct sort_key {
+    const char *name;
+    const char *column;
+} sort_key;
+
+static const sort_key sort_keys[] = {
+    {"time_of_failure", "last_time_of_failure"},
+    {"message_type", "message_type"},
+    {"failed_queue", "failed_queue"},
+    {"attempts", "number_of_processing_attempts"},
+    {"status_changed", "status_changed_at"},
+};
+
+/* $1 status (-1 = any), $2 queue, $3 endpoint, $4 group, $5 type ('' =
+ * any for each). */
+static const char filters[] =
+    " FROM {p}failed_messages WHERE ($1 < 0 OR status = $1) AND ($2 = '' "
+    "OR failed_queue = $2) AND ($3 = '' OR processing_endpoint = $3) AND "
+    "($4 = '' OR unique_message_id IN (SELECT unique_message_id FROM "
+    "{p}failed_message_groups WHERE group_id = $4)) AND ($5 = '' OR "
+    "message_type = $5)";
+
+static int check(const sb_failed_query *q, const sort_key **key,
+                 sb_error *err)
+{
+    if (q->size != 0 && q->size < sizeof *q)
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_failed_query.size is smaller than any version");
+    if (q->status < -1 || q->status > SB_FAILED_ARCHIVED)
+        return sb__err(err, SB_INVALID, "status",
+                       "status must be -1 (any) or 0 to 3 (got %d)",
+                       q->status);
+    if (q->per_page > MAX_PER_PAGE)
+        return sb__err(err, SB_INVALID, "per_page",
+                       "per_page must be 1 to %d (got %zu)", MAX_PER_PAGE,
+                       q->per_page);
+    if (q->page > MAX_PAGE)
+        return sb__err(err, SB_INVALID, "page",
+                       "page must be 1 to %d (got %zu)", MAX_PAGE, q->page);
+    *key = &sort_keys[0];
+    if (q->sort == NULL)
+        return SB_OK;
+    for (size_t i = 0; i < sizeof sort_keys / sizeof *sort_keys; i++)
+        if (strcmp(q->sort, sort_keys[i].name) == 0) {
+            *key = &sort_keys[i];
+            return SB_OK;
+        }
+    return sb__err(err, SB_INVALID, "sort",
+                   "sort must be time_of_failure, message_type, "
+                   "failed_queue, attempts or status_changed (got "
+                   "\"%.40s\")",
+                   q->sort);
+}
+
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--; /* never split a UTF-8 sequence */
+    }
+    if (n > 0)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
+                         size_t *n_out, sb_error *err)
+{
+    size_t n = rows->nrows;
+    sb_failed_summary *s = n ? sb__calloc(n, sizeof *s) : NULL;
+    if (n > 0 && s == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t r = 0; r < n; r++) {
+        copy_cut(s[r].unique_id, sizeof s[r].unique_id,
+                 sb__rows_text(rows, r, 0));
+        s[r].status = (int)sb__rows_int(rows, r, 1);
+        s[r].attempts = sb__rows_int(rows, r, 2);
+        s[r].last_failure_us = sb__rows_int(rows, r, 3);
+        copy_cut(s[r].message_type, sizeof s[r].message_type,
+                 sb__rows_text(rows, r, 4));
+        copy_cut(s[r].failed_queue, sizeof s[r].failed_queue,
+                 sb__rows_text(rows, r, 5));
+        copy_cut(s[r].exception_type, sizeof s[r].exception_type,
+                 sb__rows_text(rows, r, 6));
+        copy_cut(s[r].exception_message, sizeof s[r].exception_message,
+                 sb__rows_text(rows, r, 7));
+    }
+    *out = s;
+    *n_out = n;
+    return SB_OK;
+}
+
+int sb_errors_list(sb_errors *e, const sb_failed_query *q,
+                   sb_failed_summary **out, size_t *n_out, int64_t *total,
+                   sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || q == NULL || out == NULL || n_out == NULL)
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "query",
+                       "arguments must not be NULL");
+    *out = NULL;
+    *n_out = 0;
+    const sort_key *key = NULL;
+    int rc = check(q, &key, err);
+    if (rc != SB_OK)
+        return rc;
+    size_t per = q->per_page ? q->per_page : DEFAULT_PER_PAGE;
+    size_t page = q->page ? q->page : 1;
+    const char *dir = q->ascending ? "ASC" : "DESC";
+    sb_buf b;
+    sb__buf_init(&b, 4096);
+    sb__buf_puts(&b, "SELECT unique_message_id, status, "
+                     "number_of_processing_attempts, last_time_of_failure, "
+                     "message_type, failed_queue, exception_type, "
+                     "exception_message");
+    sb__buf_puts(&b, filters);
+    sb__buf_printf(&b, " ORDER BY %s %s, unique_message_id %s LIMIT $6 "
+                       "OFFSET $7",
+                   key->column, dir, dir);
+    char *page_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
+                                                      &rc);
+    sb__buf_reset(&b);
+    sb__buf_puts(&b, "SELECT count(*)");
+    sb__buf_puts(&b, filters);
+    char *count_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
+                                                       &rc);
+    sb__buf_free(&b);
+    sb_conn *c = NULL;
+    if (page_sql == NULL || count_sql == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    else
+        rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    sb_rows *rows = NULL, *count = NULL;
+    if (rc == SB_OK) {
+        sb_value p[7] = {sb__v_int(q->status),
+                         sb__v_text(q->failed_queue ? q->failed_queue : ""),
+                         sb__v_text(q->endpoint ? q->endpoint : ""),
+                         sb__v_text(q->group_id ? q->group_id : ""),
+                         sb__v_text(q->message_type ? q->message_type : ""),
+                         sb__v_int((int64_t)per),
+                         sb__v_int((int64_t)((page - 1) * per))};
+        rc = sb__query(c, page_sql, p, 7, &rows, NULL, err);
+        if (rc == SB_OK && total != NULL)
+            rc = sb__query(c, count_sql, p, 5, &count, NULL, err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    if (rc == SB_OK && total != NULL)
+        *total = count->nrows ? sb__rows_int(count, 0, 0) : 0;
+    if (rc == SB_OK)
+        rc = sb__errors_summaries(rows, out, n_out, err);
+    sb__rows_free(rows);
+    sb__rows_free(count);
+    sb__free(page_sql);
+    sb__free(count_sql);
+    return rc;
+}
