@@ -82,6 +82,17 @@ static void dead_letter(env *e, const char *mid, const char *queue,
            "publish to the dead-letter queue");
 }
 
+/* A dead letter whose unique id is `uid` (sent as sb-retry-of, the way a
+ * retried copy carries it) and whose message id is `uid` too. */
+static void dead_letter_as(env *e, const char *uid, const char *queue,
+                           const char *when, const char *exc_type,
+                           const char *body)
+{
+    char extra[128];
+    snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"%s\"", uid);
+    dead_letter(e, uid, queue, when, exc_type, body, extra);
+}
+
 static sb_ingest_stats ingest(env *e)
 {
     sb_ingest_stats s;
@@ -281,11 +292,9 @@ static void test_large_batch(void **state)
     env e;
     env_open(&e);
     for (int i = 0; i < 130; i++) {
-        char mid[32], extra[64];
-        snprintf(mid, sizeof mid, "big-%d", i);
-        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ub-%d\"", i);
-        dead_letter(&e, mid, "orders", "2026-01-02T00:00:01Z", "X", "a",
-                    extra);
+        char uid[16];
+        snprintf(uid, sizeof uid, "ub-%d", i);
+        dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
     }
     sb_ingest_stats s = ingest(&e);
     assert_int_equal(s.rows, 130);
@@ -399,12 +408,11 @@ static void test_concurrent_ingesters(void **state)
      * attempts of every message. */
     for (int k = 0; k < ATTEMPTS; k++)
         for (int i = 0; i < MESSAGES; i++) {
-            char mid[32], queue[16], when[64], extra[64];
-            snprintf(mid, sizeof mid, "c-%d", i);
+            char uid[16], queue[16], when[64];
+            snprintf(uid, sizeof uid, "uc-%d", i);
             snprintf(queue, sizeof queue, "q%d", k);
             snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + k);
-            snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"uc-%d\"", i);
-            dead_letter(&e, mid, queue, when, "X", "a", extra);
+            dead_letter_as(&e, uid, queue, when, "X", "a");
         }
     ingester g[2] = {{e.bus, 0, {0}}, {e.bus, 0, {0}}};
     pthread_t t[2];
@@ -465,11 +473,9 @@ static void test_killed_ingester(void **state)
     env e;
     env_open(&e);
     for (int i = 0; i < N; i++) {
-        char mid[32], extra[64];
-        snprintf(mid, sizeof mid, "k-%d", i);
-        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"uk-%d\"", i);
-        dead_letter(&e, mid, "orders", "2026-01-02T00:00:01Z", "X", "a",
-                    extra);
+        char uid[16];
+        snprintf(uid, sizeof uid, "uk-%d", i);
+        dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
     }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", e.prefix);
@@ -757,12 +763,11 @@ static void test_retention(void **state)
     env e;
     env_open_opts(&e, &o);
     for (int i = 1; i <= 3; i++) {
-        char mid[16], queue[16], extra[64];
-        snprintf(mid, sizeof mid, "r-%d", i);
+        char uid[16], queue[16];
+        snprintf(uid, sizeof uid, "ur-%d", i);
         snprintf(queue, sizeof queue, "qr%d", i);
-        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ur-%d\"", i);
-        dead_letter(&e, mid, queue, "2026-01-02T00:00:01Z", "X",
-                    "a long body", extra);
+        dead_letter_as(&e, uid, queue, "2026-01-02T00:00:01Z", "X",
+                       "a long body");
     }
     ingest(&e);
     /* ur-1 resolved long ago, ur-2 archived long ago, ur-3 unresolved long
@@ -829,11 +834,10 @@ static void test_archive(void **state)
     env e;
     env_open(&e);
     for (int i = 0; i < 5; i++) {
-        char mid[16], extra[64];
-        snprintf(mid, sizeof mid, "a-%d", i);
-        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ua-%d\"", i);
-        dead_letter(&e, mid, i < 3 ? "qa" : "qz", "2026-01-02T00:00:01Z", "X",
-                    "b", extra);
+        char uid[16];
+        snprintf(uid, sizeof uid, "ua-%d", i);
+        dead_letter_as(&e, uid, i < 3 ? "qa" : "qz", "2026-01-02T00:00:01Z",
+                       "X", "b");
     }
     ingest(&e);
     sb_failure_group *g = NULL;
@@ -960,11 +964,10 @@ static void test_list(void **state)
     env e;
     env_open(&e);
     for (int i = 0; i < 7; i++) {
-        char mid[16], when[40], extra[64];
-        snprintf(mid, sizeof mid, "l-%d", i);
+        char uid[16], when[40];
+        snprintf(uid, sizeof uid, "ul-%d", i);
         snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + i);
-        snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"ul-%d\"", i);
-        dead_letter(&e, mid, i % 2 ? "odd" : "even", when, "X", "b", extra);
+        dead_letter_as(&e, uid, i % 2 ? "odd" : "even", when, "X", "b");
     }
     ingest(&e);
     sb_failed_query q;
