@@ -902,6 +902,15 @@ SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
 SB_API int sb_errors_group_comment(sb_errors *e, const char *group_id,
                                    const char *comment, sb_error *err);
 
+/* E17: pending retries (status retry_issued; list them with
+ * sb_errors_list) sent again — claim and status reset first — or resolved
+ * by hand, with their claims removed. */
+SB_API int sb_errors_retry_pending(sb_errors *e,
+                                   const sb_failed_selection *sel,
+                                   int64_t *retried, sb_error *err);
+SB_API int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
+                             int64_t *resolved, sb_error *err);
+
 /* E19: archive the selected unresolved messages (archive = 1), or make
  * the selected archived ones unresolved again (archive = 0), 1,000 per
  * transaction; `*changed` counts them. */

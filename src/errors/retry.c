@@ -137,3 +137,63 @@ int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
         *retried = n;
     return rc;
 }
+
+/* E17: a pending retry sent again: its claim and status are reset first,
+ * so the retry batch claims it afresh. */
+static int retry_pending_batch(sb_conn *c, sb_errors *e, const char *ids,
+                               size_t n, void *user, int64_t *changed,
+                               sb_error *err)
+{
+    sb_value p[3] = {sb__v_text(ids), sb__v_int(sb__bus_now_us(e->bus)),
+                     sb__v_int(SB_FAILED_UNRESOLVED)};
+    int rc = sb__query(c, e->sql.s[ER_DROP_CLAIMS], p, 2, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__query(c, e->sql.s[ER_SET_STATUS], p, 3, NULL, NULL, err);
+    return rc == SB_OK ? retry_batch(c, e, ids, n, user, changed, err) : rc;
+}
+
+/* E17: a pending retry resolved by hand (the operator knows it worked). */
+static int resolve_batch(sb_conn *c, sb_errors *e, const char *ids,
+                         size_t n, void *user, int64_t *changed,
+                         sb_error *err)
+{
+    (void)user;
+    sb_value p[3] = {sb__v_text(ids), sb__v_int(sb__bus_now_us(e->bus)),
+                     sb__v_int(SB_FAILED_RESOLVED)};
+    int rc = sb__query(c, e->sql.s[ER_SET_STATUS], p, 3, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__query(c, e->sql.s[ER_DROP_CLAIMS], p, 2, NULL, NULL, err);
+    if (rc == SB_OK)
+        *changed += (int64_t)n;
+    return rc;
+}
+
+static int on_pending(sb_errors *e, const sb_failed_selection *sel,
+                      sb_batch_fn fn, int64_t *count, sb_error *err)
+{
+    sb_error_clear(err);
+    int64_t n = 0;
+    if (count != NULL)
+        *count = 0;
+    if (e == NULL)
+        return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
+    int rc = sb__errors_check_selection(sel, err);
+    if (rc == SB_OK)
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, fn, NULL,
+                                   &n, err);
+    if (count != NULL)
+        *count = n;
+    return rc;
+}
+
+int sb_errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
+                            int64_t *retried, sb_error *err)
+{
+    return on_pending(e, sel, retry_pending_batch, retried, err);
+}
+
+int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
+                      int64_t *resolved, sb_error *err)
+{
+    return on_pending(e, sel, resolve_batch, resolved, err);
+}

@@ -1027,6 +1027,66 @@ static void test_list(void **state)
     env_close(&e);
 }
 
+/* E17: pending retries listed, sent again (claim reset, a new copy
+ * published) and resolved by hand (claim removed). */
+static void test_pending_retries(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    dead_letter_as(&e, "up-1", "pq", "2026-01-02T00:00:01Z", "X", "b");
+    dead_letter_as(&e, "up-2", "pq", "2026-01-02T00:00:02Z", "X", "b");
+    ingest(&e);
+    sb_failed_selection sel;
+    memset(&sel, 0, sizeof sel);
+    sel.size = sizeof sel;
+    sel.all = 1;
+    int64_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry all");
+    assert_int_equal(n, 2);
+    assert_int_equal(sbt_count(e.bus, "pq"), 2);
+    /* Listed as pending. */
+    sb_failed_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.status = SB_FAILED_RETRY_ISSUED;
+    sb_failed_summary *s = NULL;
+    size_t got = 0;
+    int64_t total = 0;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &got, &total, &err), &err, "list");
+    assert_int_equal(total, 2);
+    sb_free(s);
+    /* Sent again: a second copy goes out, the message stays pending. */
+    const char *one[1] = {"up-1"};
+    memset(&sel, 0, sizeof sel);
+    sel.size = sizeof sel;
+    sel.ids = one;
+    sel.n_ids = 1;
+    sbt_ok(sb_errors_retry_pending(e.store, &sel, &n, &err), &err,
+           "retry pending");
+    assert_int_equal(n, 1);
+    assert_int_equal(sbt_count(e.bus, "pq"), 3);
+    assert_int_equal(status_of(&e, "up-1", NULL), SB_FAILED_RETRY_ISSUED);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sretry_claims WHERE unique_message_id = "
+             "$1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "up-1"), 1);
+    /* Resolved by hand. */
+    const char *two[1] = {"up-2"};
+    sel.ids = two;
+    sbt_ok(sb_errors_resolve(e.store, &sel, &n, &err), &err, "resolve");
+    assert_int_equal(n, 1);
+    assert_int_equal(status_of(&e, "up-2", NULL), SB_FAILED_RESOLVED);
+    assert_int_equal(sbt_native_scalar(sql, "up-2"), 0);
+    /* Neither applies to a message that is not pending. */
+    sbt_ok(sb_errors_retry_pending(e.store, &sel, &n, &err), &err, "again");
+    assert_int_equal(n, 0);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -1046,6 +1106,7 @@ int main(void)
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_pending_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
