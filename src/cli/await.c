@@ -21,6 +21,65 @@ int cli_open_channel(sb_bus *bus, sb_channel **out)
     return CLI_OK;
 }
 
+#define MAX_TIMEOUT_MS (7LL * 86400000)
+
+enum { OPT_KEY = CLI_OPT_FIRST_LOCAL, OPT_TIMEOUT, OPT_UNTIL, OPT_UNTIL_PREFIX };
+
+int cli_parse_await(cli_ctx *ctx, int argc, char **argv,
+                    const cli_await_spec *spec, cli_await_opts *o)
+{
+    const struct option longopts[] = {
+        {spec->key_flag + 2, required_argument, NULL, OPT_KEY},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"until-prefix", required_argument, NULL, OPT_UNTIL_PREFIX},
+        CLI_GLOBAL_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    int c, rc = CLI_OK;
+    opterr = 0;
+    optind = 0;
+    while (rc == CLI_OK && (c = getopt_long(argc, argv,
+                                            ":" CLI_GLOBAL_SHORTOPTS,
+                                            longopts, NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        switch (c) {
+        case 'h':
+            fputs(spec->usage, stdout);
+            return -1;
+        case OPT_KEY:
+            o->key = optarg;
+            rc = spec->check(ctx, spec->key_flag, optarg);
+            break;
+        case OPT_TIMEOUT:
+            rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
+                                    MAX_TIMEOUT_MS, &o->timeout_ms);
+            break;
+        case OPT_UNTIL:
+            rc = cli_until_set_expr(ctx, optarg, &o->until);
+            break;
+        case OPT_UNTIL_PREFIX:
+            rc = cli_until_set_prefix(ctx, optarg, &o->until);
+            break;
+        default:
+            return cli_bad_option(ctx, c, argv);
+        }
+    }
+    if (rc != CLI_OK)
+        return rc;
+    if (o->key == NULL)
+        return cli_usage_error(ctx, "%s is required", spec->key_flag);
+    if (spec->takes_file && optind < argc)
+        o->file = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"%s",
+                               argv[optind], spec->takes_file
+                                                 ? " (request reads one "
+                                                   "FILE or stdin)"
+                                                 : "");
+    return CLI_OK;
+}
+
 /* Write all of `n` bytes to `f`; 0 or -1. */
 static int write_all(FILE *f, const void *p, size_t n)
 {

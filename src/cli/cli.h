@@ -226,6 +226,26 @@ int cli_until_set_expr(const cli_ctx *ctx, const char *expr, cli_until *u);
  * is borrowed: it must outlive the wait. */
 void cli_until_apply(const cli_until *u, sb_wait_options *wo);
 
+/* await.c: the options `request` and `wait` share: the one that names
+ * what to wait on (`key_flag`, "--queue" or "--correlation-id", checked by
+ * `check`),
+ * --timeout (1ms..7d), --until / --until-prefix, and for request one FILE.
+ * Returns CLI_OK, an exit code, or -1 after --help. */
+typedef struct cli_await_spec {
+    const char *usage;
+    const char *key_flag;
+    int (*check)(const cli_ctx *ctx, const char *flag, const char *value);
+    int takes_file;
+} cli_await_spec;
+typedef struct cli_await_opts {
+    const char *key;
+    int64_t timeout_ms; /* set the default before parsing */
+    cli_until until;    /* none: the first reply completes */
+    const char *file;
+} cli_await_opts;
+int cli_parse_await(cli_ctx *ctx, int argc, char **argv,
+                    const cli_await_spec *spec, cli_await_opts *o);
+
 /* ---- signals.c: SIGINT/SIGTERM handled by a sigwait thread ---- */
 
 /* Block SIGINT and SIGTERM in every thread (call before any thread is

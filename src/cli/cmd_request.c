@@ -4,79 +4,15 @@
 
 #include <string.h>
 
-#define MAX_TIMEOUT_MS (7LL * 86400000)
-
-typedef struct req_opts {
-    const char *queue;
-    int64_t timeout_ms;
-    cli_until until; /* none: the first reply completes */
-    const char *file;
-} req_opts;
-
-enum {
-    OPT_QUEUE = CLI_OPT_FIRST_LOCAL,
-    OPT_TIMEOUT,
-    OPT_UNTIL,
-    OPT_UNTIL_PREFIX
-};
-
-static int parse(cli_ctx *ctx, int argc, char **argv, req_opts *o)
-{
-    static const struct option longopts[] = {
-        {"queue", required_argument, NULL, OPT_QUEUE},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"until", required_argument, NULL, OPT_UNTIL},
-        {"until-prefix", required_argument, NULL, OPT_UNTIL_PREFIX},
-        CLI_GLOBAL_LONGOPTS,
-        {NULL, 0, NULL, 0}};
-    int c, rc = CLI_OK;
-    opterr = 0;
-    optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
-        if (cli_global_option(ctx, c, optarg))
-            continue;
-        switch (c) {
-        case 'h':
-            fputs(cli_usage_request, stdout);
-            return -1;
-        case OPT_QUEUE:
-            o->queue = optarg;
-            rc = cli_check_queue(ctx, "--queue", optarg);
-            break;
-        case OPT_TIMEOUT:
-            rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
-                                    MAX_TIMEOUT_MS, &o->timeout_ms);
-            break;
-        case OPT_UNTIL:
-            rc = cli_until_set_expr(ctx, optarg, &o->until);
-            break;
-        case OPT_UNTIL_PREFIX:
-            rc = cli_until_set_prefix(ctx, optarg, &o->until);
-            break;
-        default:
-            return cli_bad_option(ctx, c, argv);
-        }
-    }
-    if (rc != CLI_OK)
-        return rc;
-    if (o->queue == NULL)
-        return cli_usage_error(ctx, "--queue is required");
-    if (optind < argc)
-        o->file = argv[optind++];
-    if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\" (request "
-                               "reads one FILE or stdin)", argv[optind]);
-    return CLI_OK;
-}
+static const cli_await_spec spec = {cli_usage_request, "--queue",
+                                    cli_check_queue, 1};
 
 /* `sqlbus request` (C25): exit 0 with the reply on stdout, 2 on an error
  * reply, 124 on timeout. */
 int cli_cmd_request(cli_ctx *ctx, int argc, char **argv)
 {
-    req_opts o = {.timeout_ms = 30000};
-    int rc = parse(ctx, argc, argv, &o);
+    cli_await_opts o = {.timeout_ms = 30000};
+    int rc = cli_parse_await(ctx, argc, argv, &spec, &o);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     sb_buf body;
@@ -99,7 +35,7 @@ int cli_cmd_request(cli_ctx *ctx, int argc, char **argv)
         sb_error err;
         sb_error_clear(&err);
         sb_waiter *w = NULL;
-        int src = sb_request_job(ch, o.queue, body.data, body.len, &wo, &w,
+        int src = sb_request_job(ch, o.key, body.data, body.len, &wo, &w,
                                  &err);
         if (src != SB_OK) {
             rc = cli_report(src, &err);

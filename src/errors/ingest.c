@@ -25,6 +25,7 @@ typedef struct batch {
     sb_folded *folded;
     long n_folded;
     int *won; /* per folded row: this batch's attempt is the stored one */
+    sb_body_place *place; /* per folded row: where its body goes (E7) */
     sb_buf json;
     sb_ingest_stats got;
 } batch;
@@ -37,6 +38,7 @@ static void batch_free(batch *x)
     sb__free(x->failures);
     sb__free(x->folded);
     sb__free(x->won);
+    sb__free(x->place);
     sb_msg_free_array(x->rows, x->n_rows);
     sb__buf_free(&x->json);
     sb_errors *e = x->e;
@@ -108,22 +110,12 @@ static int map_rows(batch *x, sb_error *err)
     return SB_OK;
 }
 
-/* Where the newest attempt's body goes (E7). */
-static sb_body_place place_of(const batch *x, const sb_attempt *a)
-{
-    size_t len = 0;
-    const void *body = sb_msg_payload(a->row, &len);
-    sb_body_place pl;
-    sb__body_place(body, len, a->content_type, x->e->max_body, &pl);
-    return pl;
-}
-
-static void row_json(const batch *x, const sb_folded *f, sb_buf *b)
+static void row_json(const sb_folded *f, const sb_body_place *pl,
+                     sb_buf *b)
 {
     const sb_attempt *a = f->newest;
     size_t len = 0;
     const char *body = sb_msg_payload(a->row, &len);
-    sb_body_place pl = place_of(x, a);
     sb__buf_puts(b, "{");
     json_text(b, "unique_message_id", a->unique_id, 0);
     json_int(b, "number_of_processing_attempts", f->attempts);
@@ -144,13 +136,13 @@ static void row_json(const batch *x, const sb_folded *f, sb_buf *b)
     json_text(b, "conversation_id", a->conversation_id, 1);
     json_int(b, "is_system", a->is_system);
     json_text(b, "headers", sb_msg_headers(a->row), 1);
-    if (pl.inline_text) {
+    if (pl->inline_text) {
         sb__buf_puts(b, ",\"body_text\":");
-        sb__buf_json_mem(b, body, pl.inline_len);
+        sb__buf_json_mem(b, body, pl->inline_len);
     }
     json_int(b, "body_size", (int64_t)len);
     json_text(b, "body_content_type", a->content_type, 1);
-    json_int(b, "body_stored_externally", pl.stored_externally);
+    json_int(b, "body_stored_externally", pl->stored_externally);
     sb__buf_puts(b, "}");
 }
 
@@ -167,7 +159,7 @@ static int upsert(batch *x, sb_error *err)
         for (long i = at; i < end; i++) {
             if (i > at)
                 sb__buf_puts(&x->json, ",");
-            row_json(x, &x->folded[i], &x->json);
+            row_json(&x->folded[i], &x->place[i], &x->json);
         }
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;
@@ -250,8 +242,7 @@ static int write_bodies(batch *x, sb_error *err)
         if (!x->won[i])
             continue;
         const sb_attempt *a = x->folded[i].newest;
-        sb_body_place pl = place_of(x, a);
-        if (!pl.stored_externally) {
+        if (!x->place[i].stored_externally) {
             sb__buf_puts(&x->json, any++ ? "," : "");
             sb__buf_json_str(&x->json, a->unique_id);
             continue;
@@ -341,10 +332,18 @@ static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
     rc = map_rows(x, err);
     if (rc == SB_OK) {
         x->n_folded = sb__fold(x->failures, x->n_failures, &x->folded);
-        x->won = sb__calloc(x->n_folded > 0 ? (size_t)x->n_folded : 1,
-                            sizeof *x->won);
-        if (x->n_folded < 0 || x->won == NULL)
+        size_t m = x->n_folded > 0 ? (size_t)x->n_folded : 1;
+        x->won = sb__calloc(m, sizeof *x->won);
+        x->place = sb__calloc(m, sizeof *x->place);
+        if (x->n_folded < 0 || x->won == NULL || x->place == NULL)
             rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
+        const sb_attempt *a = x->folded[i].newest;
+        size_t len = 0;
+        const void *body = sb_msg_payload(a->row, &len);
+        sb__body_place(body, len, a->content_type, x->e->max_body,
+                       &x->place[i]);
     }
     if (rc == SB_OK && x->n_folded > 0)
         rc = upsert(x, err);

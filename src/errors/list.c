@@ -2,6 +2,7 @@
  * fixed set of sort keys (never caller text in SQL), offset pages with the
  * total for paging headers, and the unique id as the tie-breaker so pages
  * never repeat or skip a row between equal keys. */
+#include "errors/classify.h"
 #include "errors/errors.h"
 
 #include <string.h>
@@ -64,17 +65,13 @@ static int check(const sb_failed_query *q, const sort_key **key,
                    q->sort);
 }
 
+/* `src` into `dst` of `cap` bytes, cut on a UTF-8 boundary. */
 static void copy_cut(char *dst, size_t cap, const char *src)
 {
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap) {
-        n = cap - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--; /* never split a UTF-8 sequence */
-    }
-    if (n > 0)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
+    sb_text t;
+    sb__text_init(&t, dst, cap);
+    if (src != NULL)
+        sb__text_put(&t, src, strlen(src));
 }
 
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,

@@ -1087,6 +1087,64 @@ static void test_pending_retries(void **state)
     env_close(&e);
 }
 
+/* E2, E6: a message dead-lettered by an NServiceBus endpoint: its fault
+ * headers map onto the same fields, the time uses NServiceBus's wire
+ * format, the message type is the first enclosed type without assembly
+ * qualification, and the unique id is ServiceControl's (message id +
+ * processing endpoint). */
+static void test_nservicebus_headers(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e);
+    sb_outgoing o;
+    memset(&o, 0, sizeof o);
+    o.payload = "<Order/>";
+    o.payload_len = 8;
+    o.headers_json =
+        "{\"NServiceBus.MessageId\":\"b1c2-77\","
+        "\"NServiceBus.FailedQ\":\"Sales@MACHINE1\","
+        "\"NServiceBus.ProcessingEndpoint\":\"Sales\","
+        "\"NServiceBus.TimeOfFailure\":\"2026-01-02 03:04:05:123456 Z\","
+        "\"NServiceBus.ExceptionInfo.ExceptionType\":"
+        "\"System.TimeoutException\","
+        "\"NServiceBus.ExceptionInfo.Message\":\"db slow\","
+        "\"NServiceBus.ExceptionInfo.StackTrace\":\"System.TimeoutException:"
+        " db slow\\r\\n   at Sales.Handler.Handle(PlaceOrder m) in "
+        "C:\\\\src\\\\Handler.cs:line 9\","
+        "\"NServiceBus.EnclosedMessageTypes\":\"Sales.PlaceOrder, Sales, "
+        "Version=1.0.0.0;Sales.IOrder, Sales\","
+        "\"NServiceBus.HostId\":\"0f5e\","
+        "\"NServiceBus.HostDisplayName\":\"MACHINE1\","
+        "\"NServiceBus.ConversationId\":\"conv-1\"}";
+    sb_error err;
+    sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err, "p");
+    sb_ingest_stats s = ingest(&e);
+    assert_int_equal(s.messages, 1);
+    char uid[37];
+    sb__deterministic_guid_str("b1c2-77", "Sales", uid);
+    sb_failed_message *m = get(&e, uid);
+    assert_string_equal(sb_failed_field(m, "message_id"), "b1c2-77");
+    assert_string_equal(sb_failed_field(m, "failed_queue"), "Sales@MACHINE1");
+    assert_string_equal(sb_failed_field(m, "processing_endpoint"), "Sales");
+    assert_string_equal(sb_failed_field(m, "message_type"), "Sales.PlaceOrder");
+    assert_string_equal(sb_failed_field(m, "exception_type"),
+                        "System.TimeoutException");
+    assert_string_equal(sb_failed_field(m, "host"), "MACHINE1");
+    assert_string_equal(sb_failed_field(m, "conversation_id"), "conv-1");
+    assert_int_equal(sb_failed_last_failure_us(m), 1767323045123456LL);
+    int frame = 0;
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *type, *title;
+        sb_failed_group(m, i, NULL, &type, &title);
+        frame += strcmp(type, "Exception Type and Stack Trace") == 0 &&
+                 strstr(title, "Sales.Handler.Handle") != NULL;
+    }
+    assert_int_equal(frame, 1);
+    sb_failed_message_free(m);
+    env_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -1107,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_pending_retries),
+        cmocka_unit_test(test_nservicebus_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
