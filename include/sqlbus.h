@@ -789,6 +789,7 @@ typedef struct sb_errors_options {
     size_t max_body_size;    /* E7: inline text cap in bytes (102400; at
                                 most 16 MiB); larger or binary bodies go to
                                 the body store */
+    int allow_edit;          /* E18: 1 = sb_errors_edit_retry is allowed */
 } sb_errors_options;
 
 /* Open the store of `bus` (borrowed; must outlive it): creates or checks
@@ -854,16 +855,24 @@ SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
                            const char **id, const char **type,
                            const char **title);
 
-/* E14, E19: which failed messages an operation applies to; set exactly
- * one selector. */
+/* E14, E17, E19: which failed messages an operation applies to; set
+ * exactly one selector, optionally narrowed by a last-modified range. */
 typedef struct sb_failed_selection {
     size_t size;
     const char *const *ids;   /* these unique ids (up to 10,000) */
     size_t n_ids;
-    const char *group_id;     /* every message of a group */
+    const char *group_id;     /* every message of a group (a resumable group
+                                 operation, see sb_errors_group_operation) */
     const char *failed_queue; /* every message that failed on a queue */
     const char *endpoint;     /* every message of a processing endpoint */
-    int all;                  /* every unresolved message */
+    int all;                  /* every message in the operation's status */
+    /* E17, E19: only messages last modified in [from, to] (microseconds
+     * since the epoch; 0 = open end). */
+    int64_t modified_from_us, modified_to_us;
+    /* Optional: called after each committed batch with the messages
+     * changed so far and the number selected when the operation started. */
+    sb_progress_fn progress;
+    void *progress_user;
 } sb_failed_selection;
 
 /* E14, E15: re-publish the selected messages to their failed queues (body
@@ -916,6 +925,88 @@ SB_API int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
  * transaction; `*changed` counts them. */
 SB_API int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
                              int archive, int64_t *changed, sb_error *err);
+
+/* E19: the latest retry, archive or unarchive of a whole group. One runs
+ * at a time per group: starting another while one is running answers
+ * SB_CONFLICT naming it. Each batch commits its progress with its changes;
+ * an operation whose process died ("interrupted": no batch for 60 s) is
+ * resumed by starting the same kind again. */
+typedef struct sb_group_operation {
+    char group_id[37];
+    char kind[16];     /* "retry", "archive", "unarchive" */
+    char state[16];    /* "running", "completed", "failed", "interrupted" */
+    int64_t total;     /* messages selected when it started */
+    int64_t done;      /* changed so far (committed) */
+    int64_t started_us, updated_us;
+    int64_t finished_us; /* 0 until it ends */
+} sb_group_operation;
+
+/* SB_NOTFOUND when the group never had an operation. */
+SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
+                                     sb_group_operation *out, sb_error *err);
+
+/* E18: edit and retry (only when sb_errors_options.allow_edit is set,
+ * else SB_MISUSE). Publishes a copy of an unresolved message with `body`
+ * and `headers_json` (a JSON object of strings: the whole new header set)
+ * under a new message id with sb-edit-of = the unique id, to its failed
+ * queue (or its redirect), and marks the original resolved, in one
+ * transaction. A locked header (sb_errors_locked_headers) given with a
+ * different value is refused (SB_INVALID naming it); locked headers left
+ * out keep their stored values. A second edit of the same message is
+ * ignored: SB_OK with *ignored = 1. `new_id` (optional, 37 bytes) receives
+ * the copy's message id. */
+SB_API int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
+                                const void *body, size_t len,
+                                const char *headers_json, int *ignored,
+                                char *new_id, sb_error *err);
+/* The headers an edit cannot change (static, NULL-terminated). */
+SB_API const char *const *sb_errors_locked_headers(void);
+
+/* E20: a retry redirect: retries (and edits) of messages that failed on
+ * `from_queue` go to `to_queue`. */
+typedef struct sb_redirect {
+    char id[37];          /* DeterministicGuid of from_queue */
+    char from_queue[201];
+    char to_queue[201];
+    int64_t last_modified_us;
+} sb_redirect;
+
+/* Add a redirect. The same one again is SB_OK; a queue already redirected
+ * elsewhere, or a chain (from_queue is another redirect's target, or
+ * to_queue is itself redirected), is SB_CONFLICT naming the field. `out`
+ * is optional. */
+SB_API int sb_errors_redirect_add(sb_errors *e, const char *from_queue,
+                                  const char *to_queue, sb_redirect *out,
+                                  sb_error *err);
+/* Change the target of redirect `id` (SB_NOTFOUND, SB_CONFLICT). */
+SB_API int sb_errors_redirect_update(sb_errors *e, const char *id,
+                                     const char *to_queue, sb_error *err);
+/* Remove redirect `id`; removing an absent one is SB_OK. */
+SB_API int sb_errors_redirect_remove(sb_errors *e, const char *id,
+                                     sb_error *err);
+/* Every redirect, by from_queue. `*out` is transferred (free with
+ * sb_free). */
+SB_API int sb_errors_redirects(sb_errors *e, sb_redirect **out, size_t *n_out,
+                               sb_error *err);
+
+/* E2: put one failed message into the dead-letter queue from outside (an
+ * import, the HTTP API): `headers_json` is a JSON object of strings that
+ * must carry what ingestion needs (a failed queue, or NServiceBus fault
+ * headers); it is checked first (SB_INVALID naming the header). The next
+ * ingestion pass stores it. `n` at most 1,000 per call, one transaction. */
+typedef struct sb_failed_submission {
+    const char *headers_json;
+    const void *body;
+    size_t len;
+} sb_failed_submission;
+SB_API int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
+                            size_t n, sb_error *err);
+
+/* E3: put every kept failed import back into the dead-letter queue (with
+ * its headers and body), 1,000 per transaction, for the next ingestion
+ * pass; `*moved` counts them. Rows still unusable come back with their
+ * reason. */
+SB_API int sb_errors_reimport(sb_errors *e, int64_t *moved, sb_error *err);
 
 /* E21: delete resolved and archived messages whose status changed more
  * than `retention_ms` ago (1 hour to 365 days), with their bodies and

@@ -30,7 +30,9 @@ int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
     int to = archive ? SB_FAILED_ARCHIVED : SB_FAILED_UNRESOLVED;
     int from = archive ? SB_FAILED_UNRESOLVED : SB_FAILED_ARCHIVED;
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, from, set_batch, &to, &n, err);
+        rc = sb__errors_each_batch(e, sel, from,
+                                   archive ? "archive" : "unarchive",
+                                   set_batch, &to, &n, err);
     if (changed != NULL)
         *changed = n;
     return rc;

@@ -17,7 +17,10 @@ enum {
     ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY,
     ER_SELECT, ER_CLAIM, ER_RETRY_SOURCE, ER_SET_STATUS,
     ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
-    ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_N
+    ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_SELECT_COUNT,
+    ER_OP_START, ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_EDIT_CLAIM,
+    ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
+    ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_N
 };
 
 typedef struct sb_errors_sql {
@@ -35,6 +38,7 @@ struct sb_errors {
     sb_errors_sql sql;
     int batch_size;
     size_t max_body;
+    int allow_edit;
 };
 
 /* One dead-letter row read as a failed processing attempt (E2, E5). The
@@ -67,14 +71,20 @@ typedef struct sb_folded {
 /* select.c: run `fn` on each batch (at most 1,000) of the messages of
  * `status` that `sel` picks, in unique-id order, one transaction per
  * batch; `ids` is the batch as a JSON array of unique ids. A failing
- * batch rolls back alone and ends the walk. */
+ * batch rolls back alone and ends the walk. With `kind` ("retry",
+ * "archive", "unarchive") and a group selector, the walk is that group's
+ * operation (E19): exclusive, resumable, with committed progress. */
 typedef int (*sb_batch_fn)(sb_conn *c, sb_errors *e, const char *ids,
                            size_t n, void *user, int64_t *changed,
                            sb_error *err);
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
-                          int status, sb_batch_fn fn, void *user,
-                          int64_t *changed, sb_error *err);
+                          int status, const char *kind, sb_batch_fn fn,
+                          void *user, int64_t *changed, sb_error *err);
+
+/* retry.c: the headers that describe a failure, which a re-published or
+ * edited copy drops (NULL-terminated; `*n` without the NULL). */
+const char *const *sb__errors_failure_headers(size_t *n);
 
 /* list.c: summaries from rows of unique id, status, attempts, last
  * failure, message type, failed queue, exception type and message. */

@@ -81,11 +81,14 @@ static void json_int(sb_buf *b, const char *key, int64_t v)
 static int keep_failed_import(batch *x, const sb_msg *row, const char *why,
                               sb_error *err)
 {
-    sb_value p[5] = {sb__v_text(sb_msg_id(row)), sb__v_int(now_us(x->e)),
+    size_t len = 0;
+    const void *body = sb_msg_payload(row, &len);
+    sb_value p[6] = {sb__v_text(sb_msg_id(row)), sb__v_int(now_us(x->e)),
                      sb__v_text(sb_msg_id(row)),
-                     sb__v_text(sb_msg_headers(row)), sb__v_text(why)};
+                     sb__v_text(sb_msg_headers(row)), sb__v_text(why),
+                     sb__v_blob(body ? body : "", len)};
     x->got.failed_imports++;
-    return sb__query(x->c, x->e->sql.s[ER_FAILED_IMPORT], p, 5, NULL, NULL,
+    return sb__query(x->c, x->e->sql.s[ER_FAILED_IMPORT], p, 6, NULL, NULL,
                      err);
 }
 

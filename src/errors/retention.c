@@ -46,7 +46,7 @@ static int expire_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = sb__err(err, ids.failed, NULL, "out of memory");
     sb_value d[2] = {sb__v_text(ids.data), sb__v_int(now)};
     const int steps[] = {ER_DROP_BODIES, ER_DELETE_GROUPS, ER_DROP_CLAIMS,
-                         ER_DELETE_MESSAGES};
+                         ER_DROP_EDITS, ER_DELETE_MESSAGES};
     for (size_t i = 0; rc == SB_OK && i < sizeof steps / sizeof *steps; i++)
         rc = sb__query(c, e->sql.s[steps[i]], d, 2, NULL, NULL, err);
     if (rc == SB_OK)

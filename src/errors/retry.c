@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-/* Failure headers a retried copy must not carry: they describe the
+/* Failure headers a re-published copy must not carry: they describe the
  * failure, not the message. */
 static const char *const failure_headers[] = {
     "sb-dead-letter-reason",
@@ -20,6 +20,7 @@ static const char *const failure_headers[] = {
     "sb-exception-message",
     "sb-exception-stacktrace",
     "sb-retry-of",
+    "sb-edit-of",
     "NServiceBus.FailedQ",
     "NServiceBus.TimeOfFailure",
     "NServiceBus.ExceptionInfo.ExceptionType",
@@ -27,7 +28,16 @@ static const char *const failure_headers[] = {
     "NServiceBus.ExceptionInfo.StackTrace",
     "NServiceBus.ExceptionInfo.Source",
     "NServiceBus.ExceptionInfo.HelpLink",
-    "ServiceControl.Retry.UniqueMessageId"};
+    "ServiceControl.Retry.UniqueMessageId",
+    "ServiceControl.EditOf",
+    NULL};
+
+const char *const *sb__errors_failure_headers(size_t *n)
+{
+    if (n != NULL)
+        *n = sizeof failure_headers / sizeof failure_headers[0] - 1;
+    return failure_headers;
+}
 
 /* Re-publish one claimed message: *sent = 1 if it went out, 0 if it
  * cannot be (an invalid failed queue): its claim is then removed (E15). */
@@ -59,7 +69,8 @@ static int republish(sb_conn *c, sb_errors *e, const char *uid, int *sent,
     if (ok)
         rc = sb__headers_without(headers ? headers : "{}", failure_headers,
                                  sizeof failure_headers /
-                                     sizeof failure_headers[0],
+                                         sizeof failure_headers[0] -
+                                     1,
                                  &clean, err);
     if (ok && rc == SB_OK)
         rc = sb__headers_merge(clean, kv, &out, err);
@@ -131,8 +142,8 @@ int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, SB_FAILED_UNRESOLVED, retry_batch,
-                                   NULL, &n, err);
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_UNRESOLVED, "retry",
+                                   retry_batch, NULL, &n, err);
     if (retried != NULL)
         *retried = n;
     return rc;
@@ -179,8 +190,8 @@ static int on_pending(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, fn, NULL,
-                                   &n, err);
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, NULL, fn,
+                                   NULL, &n, err);
     if (count != NULL)
         *count = n;
     return rc;

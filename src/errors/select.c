@@ -1,14 +1,21 @@
-/* select.c - walking the messages an operation selects (E14, E19): one
- * selector (ids, group, failed queue, endpoint or all) and a status, in
- * keyset order over unique ids, batches of at most 1,000, each in its own
- * transaction, so a long group operation commits as it goes and can be
- * resumed by running it again. */
+/* select.c - walking the messages an operation selects (E14, E17, E19):
+ * one selector (ids, group, failed queue, endpoint or all), a status and
+ * an optional last-modified range, in keyset order over unique ids,
+ * batches of at most 1,000, each in its own transaction, so a long
+ * operation commits as it goes. A retry, archive or unarchive of a whole
+ * group is also a row of group_operations: taken before the first batch
+ * (one operation per group at a time), advanced in each batch's
+ * transaction (so its progress is exactly what committed) and resumed
+ * from its cursor when its process died. */
 #include "errors/errors.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define BATCH 1000
 #define MAX_IDS 10000
+#define OP_LEASE_US (60LL * 1000 * 1000)
+#define NO_LIMIT 4000000000000000000LL
 
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
 {
@@ -38,6 +45,24 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
             strlen(s->ids[i]) > 400)
             return sb__err(err, SB_INVALID, "ids",
                            "ids[%zu] must be 1 to 400 bytes", i);
+    const char *const texts[] = {s->group_id, s->failed_queue, s->endpoint};
+    const char *const names[] = {"group_id", "failed_queue", "endpoint"};
+    for (size_t i = 0; i < 3; i++)
+        if (texts[i] != NULL && (texts[i][0] == '\0' || strlen(texts[i]) > 400))
+            return sb__err(err, SB_INVALID, names[i],
+                           "%s must be 1 to 400 bytes", names[i]);
+    if (s->modified_from_us < 0 || s->modified_to_us < 0)
+        return sb__err(err, SB_INVALID,
+                       s->modified_from_us < 0 ? "modified_from_us"
+                                               : "modified_to_us",
+                       "a modified time must be 0 (open) or microseconds "
+                       "since the epoch");
+    if (s->modified_to_us != 0 && s->modified_from_us > s->modified_to_us)
+        return sb__err(err, SB_INVALID, "modified_from_us",
+                       "modified_from_us (%lld) is after modified_to_us "
+                       "(%lld)",
+                       (long long)s->modified_from_us,
+                       (long long)s->modified_to_us);
     return SB_OK;
 }
 
@@ -45,6 +70,7 @@ typedef struct walk {
     sb_errors *e;
     const sb_failed_selection *sel;
     int status;
+    const char *kind;         /* a group operation's kind, or NULL */
     const char *ids_json;     /* the selection's ids, or "" */
     sb_batch_fn fn;
     void *user;
@@ -53,23 +79,127 @@ typedef struct walk {
     char batch_after[512];
     int64_t batch_changed;
     int done;
+    char owner[37];           /* this run's token on its group operation */
+    int64_t total;            /* selected when it started */
+    int64_t so_far;           /* changed, including a resumed run's */
 } walk;
+
+static void params(const walk *w, const char *after, int64_t limit,
+                   sb_value p[9])
+{
+    const sb_failed_selection *s = w->sel;
+    p[0] = sb__v_text(after);
+    p[1] = sb__v_text(s->failed_queue ? s->failed_queue : "");
+    p[2] = sb__v_text(s->endpoint ? s->endpoint : "");
+    p[3] = sb__v_text(s->group_id ? s->group_id : "");
+    p[4] = sb__v_int(limit);
+    p[5] = sb__v_text(w->ids_json);
+    p[6] = sb__v_int(w->status);
+    p[7] = sb__v_int(s->modified_from_us);
+    p[8] = sb__v_int(s->modified_to_us);
+}
+
+static int count_selected(sb_conn *c, walk *w, sb_error *err)
+{
+    sb_value p[9];
+    params(w, "", NO_LIMIT, p);
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, w->e->sql.s[ER_SELECT_COUNT], p, 9, &rows, NULL,
+                       err);
+    if (rc == SB_OK)
+        w->total = sb__rows_int(rows, 0, 0);
+    sb__rows_free(rows);
+    return rc;
+}
+
+static int count_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    return count_selected(c, vctx, err);
+}
+
+/* Take the group's operation row: start afresh, resume a stale one of the
+ * same kind, or refuse while another is running. */
+static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    walk *w = vctx;
+    const char *group = w->sel->group_id;
+    int rc = count_selected(c, w, err);
+    int64_t now = sb__bus_now_us(w->e->bus);
+    sb_value p[6] = {sb__v_text(group),    sb__v_text(w->kind),
+                     sb__v_text(w->owner), sb__v_int(w->total),
+                     sb__v_int(now),       sb__v_int(now - OP_LEASE_US)};
+    sb_rows *rows = NULL;
+    if (rc == SB_OK)
+        rc = sb__query(c, w->e->sql.s[ER_OP_START], p, 6, &rows, NULL, err);
+    if (rc == SB_OK && rows->nrows == 1) {
+        w->total = sb__rows_int(rows, 0, 0);
+        w->so_far = sb__rows_int(rows, 0, 1);
+        const char *cursor = sb__rows_text(rows, 0, 2);
+        sb__strlcpy(w->after, cursor ? cursor : "", sizeof w->after);
+    }
+    int taken = rc == SB_OK && rows->nrows == 1;
+    sb__rows_free(rows);
+    rows = NULL;
+    if (rc != SB_OK || taken)
+        return rc;
+    rc = sb__query(c, w->e->sql.s[ER_OP_GET], p, 1, &rows, NULL, err);
+    if (rc == SB_OK && rows->nrows == 1)
+        rc = sb__err(err, SB_CONFLICT, "group_id",
+                     "group %s has a %s running (%lld of %lld done); start "
+                     "this when it has finished, or 60 s after its last "
+                     "batch if its process stopped",
+                     group, sb__rows_text(rows, 0, 0),
+                     (long long)sb__rows_int(rows, 0, 3),
+                     (long long)sb__rows_int(rows, 0, 2));
+    else if (rc == SB_OK)
+        rc = sb__err(err, SB_CONFLICT, "group_id",
+                     "group %s: its operation changed while starting; try "
+                     "again",
+                     group);
+    sb__rows_free(rows);
+    return rc;
+}
+
+typedef struct op_end {
+    walk *w;
+    const char *state;
+} op_end;
+
+static int op_end_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    op_end *x = vctx;
+    int64_t now = sb__bus_now_us(x->w->e->bus);
+    sb_value p[4] = {sb__v_text(x->state), sb__v_int(now),
+                     sb__v_text(x->w->sel->group_id),
+                     sb__v_text(x->w->owner)};
+    return sb__query(c, x->w->e->sql.s[ER_OP_END], p, 4, NULL, NULL, err);
+}
+
+/* The batch's progress, fenced by this run's token. */
+static int op_step(sb_conn *c, walk *w, sb_error *err)
+{
+    int64_t changes = 0;
+    sb_value p[5] = {sb__v_int(w->batch_changed), sb__v_text(w->batch_after),
+                     sb__v_int(sb__bus_now_us(w->e->bus)),
+                     sb__v_text(w->sel->group_id), sb__v_text(w->owner)};
+    int rc = sb__query(c, w->e->sql.s[ER_OP_STEP], p, 5, NULL, &changes, err);
+    if (rc == SB_OK && changes != 1)
+        rc = sb__err(err, SB_CONFLICT, "group_id",
+                     "the %s of group %s was taken over by another process "
+                     "after 60 s without progress",
+                     w->kind, w->sel->group_id);
+    return rc;
+}
 
 static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     walk *w = vctx;
-    const sb_failed_selection *s = w->sel;
     memcpy(w->batch_after, w->after, sizeof w->after);
     w->batch_changed = 0;
-    sb_value p[7] = {sb__v_text(w->after),
-                     sb__v_text(s->failed_queue ? s->failed_queue : ""),
-                     sb__v_text(s->endpoint ? s->endpoint : ""),
-                     sb__v_text(s->group_id ? s->group_id : ""),
-                     sb__v_int(BATCH),
-                     sb__v_text(w->ids_json),
-                     sb__v_int(w->status)};
+    sb_value p[9];
+    params(w, w->after, BATCH, p);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, w->e->sql.s[ER_SELECT], p, 7, &rows, NULL, err);
+    int rc = sb__query(c, w->e->sql.s[ER_SELECT], p, 9, &rows, NULL, err);
     size_t n = rc == SB_OK ? rows->nrows : 0;
     w->done = rc == SB_OK && n < BATCH;
     sb_buf b;
@@ -87,21 +217,51 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = sb__err(err, b.failed, NULL, "out of memory");
     if (rc == SB_OK && n > 0)
         rc = w->fn(c, w->e, b.data, n, w->user, &w->batch_changed, err);
+    if (rc == SB_OK && n > 0 && w->owner[0] != '\0')
+        rc = op_step(c, w, err);
     sb__buf_free(&b);
     return rc;
 }
 
+static int run_walk(walk *w, int64_t *changed, sb_error *err)
+{
+    sb_errors *e = w->e;
+    int rc = SB_OK;
+    if (w->owner[0] != '\0')
+        rc = sb__db_run_tx(e->bus->pool, NULL, op_start_tx, w, err);
+    else if (w->sel->progress != NULL)
+        rc = sb__db_run_tx(e->bus->pool, NULL, count_tx, w, err);
+    if (rc != SB_OK) {
+        w->owner[0] = '\0';
+        return rc;
+    }
+    while (rc == SB_OK && !w->done) {
+        rc = sb__db_run_tx(e->bus->pool, NULL, walk_tx, w, err);
+        if (rc != SB_OK)
+            break;
+        memcpy(w->after, w->batch_after, sizeof w->after);
+        *changed += w->batch_changed;
+        w->so_far += w->batch_changed;
+        if (w->sel->progress != NULL)
+            w->sel->progress(w->so_far, w->total, w->sel->progress_user);
+    }
+    return rc;
+}
+
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
-                          int status, sb_batch_fn fn, void *user,
-                          int64_t *changed, sb_error *err)
+                          int status, const char *kind, sb_batch_fn fn,
+                          void *user, int64_t *changed, sb_error *err)
 {
     walk w;
     memset(&w, 0, sizeof w);
     w.e = e;
     w.sel = sel;
     w.status = status;
+    w.kind = kind;
     w.fn = fn;
     w.user = user;
+    if (kind != NULL && sel->group_id != NULL)
+        sb__uuid7_at(w.owner, sb__wall_us() / 1000);
     sb_buf ids;
     sb__buf_init(&ids, (size_t)MAX_IDS * 810);
     if (sel->n_ids > 0) {
@@ -116,15 +276,60 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
     if (json == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w.ids_json = json;
-    int rc = SB_OK;
-    while (rc == SB_OK && !w.done) {
-        rc = sb__db_run_tx(e->bus->pool, NULL, walk_tx, &w, err);
-        if (rc == SB_OK) {
-            memcpy(w.after, w.batch_after, sizeof w.after);
-            if (changed != NULL)
-                *changed += w.batch_changed;
-        }
+    int64_t n = 0;
+    int rc = run_walk(&w, &n, err);
+    if (changed != NULL)
+        *changed += n;
+    if (w.owner[0] != '\0' && (rc & 0xff) != SB_CONFLICT) {
+        /* Best effort: a run that cannot record its end shows as
+         * interrupted once its lease has passed. */
+        op_end x = {&w, rc == SB_OK ? "completed" : "failed"};
+        sb_error ignored;
+        (void)sb__db_run_tx(e->bus->pool, NULL, op_end_tx, &x, &ignored);
     }
     sb__free(json);
+    return rc;
+}
+
+int sb_errors_group_operation(sb_errors *e, const char *group_id,
+                              sb_group_operation *out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || group_id == NULL || out == NULL)
+        return sb__err(err, SB_INVALID,
+                       e == NULL ? "errors" : group_id ? "out" : "group_id",
+                       "arguments must not be NULL");
+    memset(out, 0, sizeof *out);
+    if (group_id[0] == '\0' || strlen(group_id) >= sizeof out->group_id)
+        return sb__err(err, SB_INVALID, "group_id",
+                       "group_id must be 1 to %zu bytes",
+                       sizeof out->group_id - 1);
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_value p = sb__v_text(group_id);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, e->sql.s[ER_OP_GET], &p, 1, &rows, NULL, err);
+    sb__pool_release(e->bus->pool, c);
+    if (rc == SB_OK && rows->nrows == 0)
+        rc = sb__err(err, SB_NOTFOUND, "group_id",
+                     "group %s has had no retry, archive or unarchive",
+                     group_id);
+    if (rc == SB_OK) {
+        sb__strlcpy(out->group_id, group_id, sizeof out->group_id);
+        sb__strlcpy(out->kind, sb__rows_text(rows, 0, 0), sizeof out->kind);
+        sb__strlcpy(out->state, sb__rows_text(rows, 0, 1),
+                    sizeof out->state);
+        out->total = sb__rows_int(rows, 0, 2);
+        out->done = sb__rows_int(rows, 0, 3);
+        out->started_us = sb__rows_int(rows, 0, 4);
+        out->updated_us = sb__rows_int(rows, 0, 5);
+        out->finished_us = sb__rows_int(rows, 0, 6);
+        if (strcmp(out->state, "running") == 0 &&
+            out->updated_us < sb__bus_now_us(e->bus) - OP_LEASE_US)
+            sb__strlcpy(out->state, "interrupted", sizeof out->state);
+    }
+    sb__rows_free(rows);
     return rc;
 }

@@ -67,12 +67,28 @@ static const char ddl_tail[] =
     "  batch_id TEXT,\n"
     "  created_at BIGINT NOT NULL\n"
     ");\n"
-    "CREATE TABLE IF NOT EXISTS {p}failed_imports (\n"
-    "  id TEXT NOT NULL PRIMARY KEY,\n"
-    "  dead_letter_id TEXT NOT NULL,\n"
-    "  headers TEXT NOT NULL,\n"
-    "  reason TEXT NOT NULL,\n"
+    "CREATE TABLE IF NOT EXISTS {p}group_operations (\n"
+    "  group_id TEXT NOT NULL PRIMARY KEY,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  owner TEXT NOT NULL,\n"
+    "  total BIGINT NOT NULL,\n"
+    "  done BIGINT NOT NULL,\n"
+    "  cursor_id TEXT NOT NULL,\n"
+    "  started_at BIGINT NOT NULL,\n"
+    "  updated_at BIGINT NOT NULL,\n"
+    "  finished_at BIGINT\n"
+    ");\n"
+    "CREATE TABLE IF NOT EXISTS {p}message_edits (\n"
+    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
+    "  edit_message_id TEXT NOT NULL,\n"
     "  created_at BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE IF NOT EXISTS {p}redirects (\n"
+    "  id TEXT NOT NULL PRIMARY KEY,\n"
+    "  from_queue TEXT NOT NULL UNIQUE,\n"
+    "  to_queue TEXT NOT NULL,\n"
+    "  last_modified BIGINT NOT NULL\n"
     ");\n";
 
 /* E22: full-text search, maintained in the ingestion transaction. */
@@ -167,8 +183,16 @@ static void build_ddl(const dialect *d, sb_buf *b)
                    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
                    "  body %s NOT NULL,\n"
                    "  content_type TEXT\n"
+                   ");\n"
+                   "CREATE TABLE IF NOT EXISTS {p}failed_imports (\n"
+                   "  id TEXT NOT NULL PRIMARY KEY,\n"
+                   "  dead_letter_id TEXT NOT NULL,\n"
+                   "  headers TEXT NOT NULL,\n"
+                   "  body %s NOT NULL,\n"
+                   "  reason TEXT NOT NULL,\n"
+                   "  created_at BIGINT NOT NULL\n"
                    ");\n",
-                   d->blob);
+                   d->blob, d->blob);
 }
 
 /* E10: one set-based conditional upsert; RETURNING the stored newest
@@ -242,6 +266,31 @@ static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
                             "json_each($1))");
 }
 
+/* E14, E17, E19: the messages a selection picks after keyset $1. */
+static void build_select(const dialect *d, sb_buf *b, const char *what,
+                         const char *order)
+{
+    sb__buf_printf(b,
+                   "SELECT %s FROM {p}failed_messages WHERE status = $7 AND "
+                   "unique_message_id > $1 AND ($2 = '' OR failed_queue = "
+                   "$2) AND ($3 = '' OR processing_endpoint = $3) AND ($4 = "
+                   "'' OR unique_message_id IN (SELECT unique_message_id "
+                   "FROM {p}failed_message_groups WHERE group_id = $4)) AND "
+                   "($6 = '' OR unique_message_id IN (SELECT %s)) AND ($8 = "
+                   "0 OR last_modified >= $8) AND ($9 = 0 OR last_modified "
+                   "<= $9)%s LIMIT $5",
+                   what,
+                   d->pg ? "json_array_elements_text($6::json)"
+                         : "value FROM json_each($6)",
+                   order);
+}
+
+/* ER_OP_START: the existing operation is the same kind, left running by a
+ * process that stopped (the WHERE admits only stale running ones). */
+#define OP_RESUMES                                                           \
+    "({p}group_operations.state = 'running' AND {p}group_operations.kind = " \
+    "excluded.kind)"
+
 static void build(const dialect *d, int k, sb_buf *b)
 {
     switch (k) {
@@ -277,10 +326,18 @@ static void build(const dialect *d, int k, sb_buf *b)
         build_in_ids(d, b, "DELETE FROM {p}retry_claims");
         break;
     case ER_FAILED_IMPORT: /* $1 id, $2 now, $3 dead-letter id, $4 headers,
-                              $5 reason */
+                              $5 reason, $6 body */
         sb__buf_printf(b, "INSERT INTO {p}failed_imports VALUES ($1, $3, $4, "
-                          "$5, %s) ON CONFLICT (id) DO NOTHING",
+                          "$6, $5, %s) ON CONFLICT (id) DO NOTHING",
                        d->now);
+        break;
+    case ER_IMPORTS_TAKE: /* $1 limit */
+        sb__buf_printf(b, "SELECT id, headers, body FROM {p}failed_imports "
+                          "ORDER BY created_at, id LIMIT $1%s",
+                       d->pg ? " FOR UPDATE SKIP LOCKED" : "");
+        break;
+    case ER_IMPORTS_DELETE:
+        sb__buf_puts(b, "DELETE FROM {p}failed_imports WHERE id = $1");
         break;
     case ER_COUNT_IMPORTS:
         sb__buf_puts(b, "SELECT count(*) FROM {p}failed_imports");
@@ -302,18 +359,75 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "WHERE unique_message_id = $1");
         break;
     case ER_SELECT: /* $1 after id, $2 queue, $3 endpoint, $4 group,
-                       $5 limit, $6 JSON ids ('' = any), $7 status */
-        sb__buf_printf(b,
-                       "SELECT unique_message_id FROM {p}failed_messages "
-                       "WHERE status = $7 AND unique_message_id > $1 AND "
-                       "($2 = '' OR failed_queue = $2) AND ($3 = '' OR "
-                       "processing_endpoint = $3) AND ($4 = '' OR "
-                       "unique_message_id IN (SELECT unique_message_id FROM "
-                       "{p}failed_message_groups WHERE group_id = $4)) AND "
-                       "($6 = '' OR unique_message_id IN (SELECT %s)) "
-                       "ORDER BY unique_message_id LIMIT $5",
-                       d->pg ? "json_array_elements_text($6::json)"
-                             : "value FROM json_each($6)");
+                       $5 limit, $6 JSON ids ('' = any), $7 status,
+                       $8 modified from, $9 modified to (0 = open) */
+        build_select(d, b, "unique_message_id", " ORDER BY "
+                                                "unique_message_id");
+        break;
+    case ER_SELECT_COUNT: /* the same parameters */
+        sb__buf_puts(b, "SELECT count(*) FROM (");
+        build_select(d, b, "1", "");
+        sb__buf_puts(b, ") s");
+        break;
+    case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
+                         $6 stale before: resumes a stale running operation
+                         of the same kind, else starts afresh */
+        sb__buf_puts(b,
+                     "INSERT INTO {p}group_operations VALUES ($1, $2, "
+                     "'running', $3, $4, 0, '', $5, $5, NULL) ON CONFLICT "
+                     "(group_id) DO UPDATE SET owner = excluded.owner, "
+                     "updated_at = excluded.updated_at, finished_at = NULL, "
+                     "total = CASE WHEN " OP_RESUMES " THEN "
+                     "{p}group_operations.total ELSE excluded.total END, "
+                     "done = CASE WHEN " OP_RESUMES " THEN "
+                     "{p}group_operations.done ELSE 0 END, cursor_id = CASE "
+                     "WHEN " OP_RESUMES " THEN {p}group_operations.cursor_id "
+                     "ELSE '' END, started_at = CASE WHEN " OP_RESUMES
+                     " THEN {p}group_operations.started_at ELSE "
+                     "excluded.started_at END, kind = excluded.kind, state = "
+                     "'running' WHERE {p}group_operations.state <> 'running' "
+                     "OR {p}group_operations.updated_at < $6 RETURNING "
+                     "total, done, cursor_id");
+        break;
+    case ER_OP_STEP: /* $1 changed, $2 cursor, $3 now, $4 group, $5 owner */
+        sb__buf_puts(b, "UPDATE {p}group_operations SET done = done + $1, "
+                        "cursor_id = $2, updated_at = $3 WHERE group_id = $4 "
+                        "AND owner = $5");
+        break;
+    case ER_OP_END: /* $1 state, $2 now, $3 group, $4 owner */
+        sb__buf_puts(b, "UPDATE {p}group_operations SET state = $1, "
+                        "finished_at = $2, updated_at = $2 WHERE group_id = "
+                        "$3 AND owner = $4");
+        break;
+    case ER_OP_GET:
+        sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
+                        "updated_at, finished_at FROM {p}group_operations "
+                        "WHERE group_id = $1");
+        break;
+    case ER_EDIT_CLAIM: /* $1 unique id, $2 now, $3 edit message id */
+        sb__buf_puts(b, "INSERT INTO {p}message_edits VALUES ($1, $3, $2) "
+                        "ON CONFLICT (unique_message_id) DO NOTHING");
+        break;
+    case ER_DROP_EDITS:
+        build_in_ids(d, b, "DELETE FROM {p}message_edits");
+        break;
+    case ER_REDIRECTS_LOCK: /* the chain check reads the whole table */
+        sb__buf_puts(b, d->pg ? "LOCK TABLE {p}redirects IN SHARE ROW "
+                                "EXCLUSIVE MODE"
+                              : "SELECT 1");
+        break;
+    case ER_REDIRECTS:
+        sb__buf_puts(b, "SELECT id, from_queue, to_queue, last_modified FROM "
+                        "{p}redirects ORDER BY from_queue");
+        break;
+    case ER_REDIRECT_PUT: /* $1 id, $2 from, $3 to, $4 now */
+        sb__buf_puts(b, "INSERT INTO {p}redirects VALUES ($1, $2, $3, $4) ON "
+                        "CONFLICT (id) DO UPDATE SET to_queue = "
+                        "excluded.to_queue, last_modified = "
+                        "excluded.last_modified");
+        break;
+    case ER_REDIRECT_DELETE:
+        sb__buf_puts(b, "DELETE FROM {p}redirects WHERE id = $1");
         break;
     case ER_CLAIM: /* $1 JSON ids, $2 now (SQLite), $3 batch id */
         sb__buf_printf(b,
@@ -324,12 +438,14 @@ static void build(const dialect *d, int k, sb_buf *b)
                        d->pg ? "json_array_elements_text($1::json) AS x"
                              : "json_each($1)");
         break;
-    case ER_RETRY_SOURCE:
-        sb__buf_puts(b, "SELECT f.headers, f.failed_queue, f.body_text, "
-                        "f.body_stored_externally, m.body FROM "
+    case ER_RETRY_SOURCE: /* E20: to the redirect's target if any */
+        sb__buf_puts(b, "SELECT f.headers, coalesce(r.to_queue, "
+                        "f.failed_queue), f.body_text, "
+                        "f.body_stored_externally, m.body, f.status FROM "
                         "{p}failed_messages f LEFT JOIN {p}message_bodies m "
-                        "ON m.unique_message_id = f.unique_message_id WHERE "
-                        "f.unique_message_id = $1");
+                        "ON m.unique_message_id = f.unique_message_id LEFT "
+                        "JOIN {p}redirects r ON r.from_queue = "
+                        "f.failed_queue WHERE f.unique_message_id = $1");
         break;
     case ER_SET_STATUS: /* $1 JSON ids, $2 now (SQLite), $3 status */
         sb__buf_printf(b, "UPDATE {p}failed_messages SET status = $3, "

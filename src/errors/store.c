@@ -52,6 +52,7 @@ int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
     e->batch_size = o->ingest_batch_size ? o->ingest_batch_size
                                          : DEFAULT_BATCH;
     e->max_body = o->max_body_size ? o->max_body_size : DEFAULT_BODY;
+    e->allow_edit = o->allow_edit != 0;
     rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);
     if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
         rc = sb__db_run_tx(bus->pool, NULL, create_tx, e, err);

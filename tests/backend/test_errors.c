@@ -3,7 +3,7 @@
  * E1-E11): the acceptance list of the seed's relational persister, as our
  * own tests, plus failed imports and body placement through ingestion.
  */
-#include "harness.h"
+#include "harness_errors.h"
 
 #include "errors/ids.h"
 
@@ -16,115 +16,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef struct env {
-    char prefix[64];
-    sb_bus *bus;
-    sb_errors *store;
-} env;
-
-static void env_open_opts(env *e, const sb_errors_options *o)
-{
-    memset(e, 0, sizeof *e);
-    snprintf(e->prefix, sizeof e->prefix, "%s", sbt_new_prefix());
-    e->bus = sbt_open(e->prefix, NULL);
-    sb_error err;
-    sbt_ok(sb_errors_open(e->bus, o, &e->store, &err), &err, "errors open");
-}
-
-static void env_open(env *e)
-{
-    env_open_opts(e, NULL);
-}
-
-static void env_close(env *e)
-{
-    sb_errors_close(e->store);
-    if (sbt_is_pg()) {
-        static const char *tables[] = {
-            "failed_messages", "failed_message_groups", "group_comments",
-            "known_endpoints", "retry_claims",          "failed_imports",
-            "message_bodies"};
-        for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
-            char sql[256];
-            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s%s",
-                     e->prefix, tables[i]);
-            sbt_exec(e->bus, sql);
-        }
-    }
-    sbt_drop(e->bus, e->prefix);
-    sb_close(e->bus);
-}
-
-/* A dead-letter row as the transport writes one: sqlbus failure headers
- * for message `mid` that failed on `queue` at `when` (ISO 8601). */
-static void dead_letter(env *e, const char *mid, const char *queue,
-                        const char *when, const char *exc_type,
-                        const char *body, const char *extra)
-{
-    char headers[2048];
-    snprintf(headers, sizeof headers,
-             "{\"sb-message-id\":\"%s\",\"sb-failed-queue\":\"%s\","
-             "\"sb-time-of-failure\":\"%s\",\"sb-processing-endpoint\":"
-             "\"Sales\",\"sb-exception-type\":\"%s\","
-             "\"sb-exception-message\":\"boom at %s\","
-             "\"sb-exception-stacktrace\":\"System.Exception: boom\\n   at "
-             "Shop.Orders.Place(Order o) in /src/Orders.cs:line 42\","
-             "\"sb-message-type\":\"Shop.PlaceOrder, Shop, Version=1.0\""
-             "%s}",
-             mid, queue, when, exc_type, when, extra ? extra : "");
-    sb_outgoing o;
-    memset(&o, 0, sizeof o);
-    o.payload = body;
-    o.payload_len = strlen(body);
-    o.headers_json = headers;
-    sb_error err;
-    sbt_ok(sb_publish(e->bus, NULL, "deadletter", &o, NULL, &err), &err,
-           "publish to the dead-letter queue");
-}
-
-/* A dead letter whose unique id is `uid` (sent as sb-retry-of, the way a
- * retried copy carries it) and whose message id is `uid` too. */
-static void dead_letter_as(env *e, const char *uid, const char *queue,
-                           const char *when, const char *exc_type,
-                           const char *body)
-{
-    char extra[128];
-    snprintf(extra, sizeof extra, ",\"sb-retry-of\":\"%s\"", uid);
-    dead_letter(e, uid, queue, when, exc_type, body, extra);
-}
-
-static sb_ingest_stats ingest(env *e)
-{
-    sb_ingest_stats s;
-    memset(&s, 0, sizeof s);
-    s.size = sizeof s;
-    sb_error err;
-    sbt_ok(sb_errors_ingest(e->store, &s, &err), &err, "ingest");
-    return s;
-}
-
-static sb_failed_message *get(env *e, const char *uid)
-{
-    sb_failed_message *m = NULL;
-    sb_error err;
-    sbt_ok(sb_errors_get(e->store, uid, &m, &err), &err, uid);
-    return m;
-}
-
 /* "First failure stored" (E4, E5, E6). */
 static void test_first_failure_stored(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
-    dead_letter(&e, "m-1", "orders", "2026-01-02T03:04:05.000001Z",
+    sbe_env e;
+    sbe_open(&e);
+    sbe_dead_letter(&e, "m-1", "orders", "2026-01-02T03:04:05.000001Z",
                 "System.InvalidOperationException", "{\"id\":1}",
                 ",\"sb-retry-of\":\"u-1\"");
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.rows, 1);
     assert_int_equal(s.messages, 1);
     assert_int_equal(sbt_count(e.bus, "deadletter"), 0); /* E1 */
-    sb_failed_message *m = get(&e, "u-1");
+    sb_failed_message *m = sbe_get(&e, "u-1");
     assert_int_equal(sb_failed_status(m), SB_FAILED_UNRESOLVED);
     assert_int_equal(sb_failed_attempts(m), 1);
     assert_string_equal(sb_failed_field(m, "message_id"), "m-1");
@@ -154,7 +59,7 @@ static void test_first_failure_stored(void **state)
     }
     assert_true(saw_stack);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* "A later attempt replaces the data"; "two attempts in one batch fold";
@@ -163,23 +68,23 @@ static void test_first_failure_stored(void **state)
 static void test_attempts_fold_and_guard(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     const char *retry = ",\"sb-retry-of\":\"u-2\"";
-    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:02Z", "First", "a",
+    sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:02Z", "First", "a",
                 retry);
-    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
+    sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
                 retry);
-    ingest(&e);
-    sb_failed_message *m = get(&e, "u-2");
+    sbe_ingest(&e);
+    sb_failed_message *m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 2);
     assert_string_equal(sb_failed_field(m, "exception_type"), "Second");
     sb_failed_message_free(m);
     /* An older attempt: counted, overwrites nothing. */
-    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:01Z", "Older", "c",
+    sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:01Z", "Older", "c",
                 retry);
-    ingest(&e);
-    m = get(&e, "u-2");
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 3);
     assert_string_equal(sb_failed_field(m, "exception_type"), "Second");
     assert_int_equal(sb_failed_first_failure_us(m), 1767312001000000LL);
@@ -192,17 +97,17 @@ static void test_attempts_fold_and_guard(void **state)
     }
     sb_failed_message_free(m);
     /* The newest attempt delivered again: not a new attempt. */
-    dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
+    sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
                 retry);
-    ingest(&e);
-    m = get(&e, "u-2");
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 3);
     sb_failed_message_free(m);
     /* A later attempt replaces the data and the groups. */
-    dead_letter(&e, "m-2", "payments", "2026-01-02T00:00:09Z", "Third", "d",
+    sbe_dead_letter(&e, "m-2", "payments", "2026-01-02T00:00:09Z", "Third", "d",
                 retry);
-    ingest(&e);
-    m = get(&e, "u-2");
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 4);
     assert_string_equal(sb_failed_field(m, "exception_type"), "Third");
     assert_string_equal(sb_failed_field(m, "failed_queue"), "payments");
@@ -217,7 +122,7 @@ static void test_attempts_fold_and_guard(void **state)
     }
     assert_int_equal(third, 1);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* "Re-failure of a resolved message restarts its retention clock, of an
@@ -226,18 +131,18 @@ static void test_attempts_fold_and_guard(void **state)
 static void test_status_and_confirmation(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     const char *retry = ",\"sb-retry-of\":\"u-3\"";
-    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:01Z", "X", "a", retry);
-    ingest(&e);
-    sb_failed_message *m = get(&e, "u-3");
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:01Z", "X", "a", retry);
+    sbe_ingest(&e);
+    sb_failed_message *m = sbe_get(&e, "u-3");
     int64_t changed = sb_failed_status_changed_us(m);
     sb_failed_message_free(m);
     sbt_sleep_ms(5);
-    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:02Z", "X", "a", retry);
-    ingest(&e);
-    m = get(&e, "u-3");
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:02Z", "X", "a", retry);
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status_changed_us(m), changed); /* kept */
     sb_failed_message_free(m);
     /* A retry acknowledgement resolves it; a claim row goes with it. */
@@ -252,9 +157,9 @@ static void test_status_and_confirmation(void **state)
     sb_error err;
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &ack, NULL, &err), &err,
            "ack");
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.confirmations, 1);
-    m = get(&e, "u-3");
+    m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status(m), SB_FAILED_RESOLVED);
     int64_t resolved_at = sb_failed_status_changed_us(m);
     assert_true(resolved_at > changed);
@@ -266,22 +171,22 @@ static void test_status_and_confirmation(void **state)
     assert_int_equal(sbt_native_scalar(sql, "u-3"), 0);
     sbt_sleep_ms(5);
     /* Fails again: unresolved, and the retention clock restarts. */
-    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:05Z", "X", "a", retry);
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:05Z", "X", "a", retry);
     /* ... and in the same batch a confirmation: it ends resolved. */
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &ack, NULL, &err), &err,
            "ack");
-    ingest(&e);
-    m = get(&e, "u-3");
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status(m), SB_FAILED_RESOLVED);
     assert_int_equal(sb_failed_attempts(m), 3);
     sb_failed_message_free(m);
-    dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:07Z", "X", "a", retry);
-    ingest(&e);
-    m = get(&e, "u-3");
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:07Z", "X", "a", retry);
+    sbe_ingest(&e);
+    m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status(m), SB_FAILED_UNRESOLVED);
     assert_true(sb_failed_status_changed_us(m) > resolved_at);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* "A batch larger than one statement's budget" (E11): 130 messages in a
@@ -289,21 +194,21 @@ static void test_status_and_confirmation(void **state)
 static void test_large_batch(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     for (int i = 0; i < 130; i++) {
         char uid[16];
         snprintf(uid, sizeof uid, "ub-%d", i);
-        dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
+        sbe_dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
     }
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.rows, 130);
     assert_int_equal(s.messages, 130);
     assert_int_equal(s.batches, 1);
-    sb_failed_message *m = get(&e, "ub-129");
+    sb_failed_message *m = sbe_get(&e, "ub-129");
     assert_int_equal(sb_failed_attempts(m), 1);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E3: a row without a failed queue is kept in failed_imports with the
@@ -312,8 +217,8 @@ static void test_large_batch(void **state)
 static void test_failed_import_and_derived_id(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     sb_outgoing o;
     memset(&o, 0, sizeof o);
     o.payload = "x";
@@ -321,9 +226,9 @@ static void test_failed_import_and_derived_id(void **state)
     o.headers_json = "{\"sb-message-id\":\"lost\"}";
     sb_error err;
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err, "p");
-    dead_letter(&e, "derived-1", "orders@host", "2026-01-02T00:00:01Z", "X",
+    sbe_dead_letter(&e, "derived-1", "orders@host", "2026-01-02T00:00:01Z", "X",
                 "a", NULL);
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.failed_imports, 1);
     assert_int_equal(s.messages, 1);
     int64_t n = 0;
@@ -333,10 +238,10 @@ static void test_failed_import_and_derived_id(void **state)
     /* E6: a deterministic UUID of message id + processing endpoint. */
     char uid[37];
     sb__deterministic_guid_str("derived-1", "Sales", uid);
-    sb_failed_message *m = get(&e, uid);
+    sb_failed_message *m = sbe_get(&e, uid);
     assert_string_equal(sb_failed_field(m, "failed_queue"), "orders@host");
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E7 through ingestion: a body over the cap is served whole from the body
@@ -348,18 +253,18 @@ static void test_body_placement(void **state)
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     o.max_body_size = 10;
-    env e;
-    env_open_opts(&e, &o);
-    dead_letter(&e, "b-1", "orders", "2026-01-02T00:00:01Z", "X",
+    sbe_env e;
+    sbe_open_opts(&e, &o);
+    sbe_dead_letter(&e, "b-1", "orders", "2026-01-02T00:00:01Z", "X",
                 "0123456789", ",\"sb-retry-of\":\"ub-1\"");
-    dead_letter(&e, "b-2", "orders", "2026-01-02T00:00:01Z", "X",
+    sbe_dead_letter(&e, "b-2", "orders", "2026-01-02T00:00:01Z", "X",
                 "012345678\xc3\xa4", ",\"sb-retry-of\":\"ub-2\"");
-    ingest(&e);
-    sb_failed_message *m = get(&e, "ub-1");
+    sbe_ingest(&e);
+    sb_failed_message *m = sbe_get(&e, "ub-1");
     assert_false(sb_failed_body_stored_externally(m));
     assert_string_equal(sb_failed_body_text(m), "0123456789");
     sb_failed_message_free(m);
-    m = get(&e, "ub-2");
+    m = sbe_get(&e, "ub-2");
     assert_true(sb_failed_body_stored_externally(m));
     assert_string_equal(sb_failed_body_text(m), "012345678");
     size_t len = 0;
@@ -367,7 +272,7 @@ static void test_body_placement(void **state)
     assert_int_equal(len, 11);
     assert_memory_equal(body, "012345678\xc3\xa4", 11);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 typedef struct ingester {
@@ -401,8 +306,8 @@ static void test_concurrent_ingesters(void **state)
 {
     (void)state;
     enum { MESSAGES = 12, ATTEMPTS = 6 };
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     /* Attempt k of message i fails on queue q<k>: the newest (k = 5) must
      * own the Endpoint Address group. Interleaved so both ingesters see
      * attempts of every message. */
@@ -412,7 +317,7 @@ static void test_concurrent_ingesters(void **state)
             snprintf(uid, sizeof uid, "uc-%d", i);
             snprintf(queue, sizeof queue, "q%d", k);
             snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + k);
-            dead_letter_as(&e, uid, queue, when, "X", "a");
+            sbe_dead_letter_as(&e, uid, queue, when, "X", "a");
         }
     ingester g[2] = {{e.bus, 0, {0}}, {e.bus, 0, {0}}};
     pthread_t t[2];
@@ -427,7 +332,7 @@ static void test_concurrent_ingesters(void **state)
     for (int i = 0; i < MESSAGES; i++) {
         char uid[32];
         snprintf(uid, sizeof uid, "uc-%d", i);
-        sb_failed_message *m = get(&e, uid);
+        sb_failed_message *m = sbe_get(&e, uid);
         assert_int_equal(sb_failed_attempts(m), ATTEMPTS);
         assert_string_equal(sb_failed_field(m, "failed_queue"), "q5");
         int addresses = 0;
@@ -451,15 +356,15 @@ static void test_concurrent_ingesters(void **state)
     snprintf(sql, sizeof sql, "UPDATE %sknown_endpoints SET monitored = 1",
              e.prefix);
     sbt_exec(e.bus, sql);
-    dead_letter(&e, "c-0", "q9", "2026-01-02T00:01:00Z", "X", "a",
+    sbe_dead_letter(&e, "c-0", "q9", "2026-01-02T00:01:00Z", "X", "a",
                 ",\"sb-retry-of\":\"uc-0\"");
-    ingest(&e);
+    sbe_ingest(&e);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM %sknown_endpoints WHERE name = $1 AND "
              "monitored = 1",
              e.prefix);
     assert_int_equal(sbt_native_scalar(sql, "Sales"), 1);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* "Ingestion killed mid-batch loses and duplicates nothing" (E1): a child
@@ -470,12 +375,12 @@ static void test_killed_ingester(void **state)
 {
     (void)state;
     enum { N = 400 };
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     for (int i = 0; i < N; i++) {
         char uid[16];
         snprintf(uid, sizeof uid, "uk-%d", i);
-        dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
+        sbe_dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
     }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", e.prefix);
@@ -511,7 +416,7 @@ static void test_killed_ingester(void **state)
     left = sbt_count(e.bus, "deadletter");
     printf("killed ingester: %ld stored, %ld left\n", stored, left);
     assert_int_equal(stored + left, N); /* nothing lost, nothing twice */
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.rows, left);
     assert_int_equal(sbt_native_scalar(sql, ""), N);
     snprintf(sql, sizeof sql,
@@ -519,7 +424,7 @@ static void test_killed_ingester(void **state)
              "number_of_processing_attempts <> 1 AND unique_message_id <> $1",
              e.prefix);
     assert_int_equal(sbt_native_scalar(sql, ""), 0);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 typedef struct flaky {
@@ -539,7 +444,7 @@ static int flaky_handler(sb_delivery *d, void *user)
 }
 
 /* Run a worker on `queue` until it is idle. */
-static void drain(env *e, const char *queue, flaky *f)
+static void drain(sbe_env *e, const char *queue, flaky *f)
 {
     sb_worker_options o;
     memset(&o, 0, sizeof o);
@@ -556,7 +461,7 @@ static void drain(env *e, const char *queue, flaky *f)
 }
 
 /* The unique id ingestion derives for the only dead-letter row (E6). */
-static void dead_letter_uid(env *e, char out[37])
+static void dead_letter_uid(sbe_env *e, char out[37])
 {
     sb_msg **d = NULL;
     size_t n = 0;
@@ -569,16 +474,6 @@ static void dead_letter_uid(env *e, char out[37])
     sb_msg_free_array(d, n);
 }
 
-static int status_of(env *e, const char *uid, int64_t *attempts)
-{
-    sb_failed_message *m = get(e, uid);
-    int st = sb_failed_status(m);
-    if (attempts != NULL)
-        *attempts = sb_failed_attempts(m);
-    sb_failed_message_free(m);
-    return st;
-}
-
 /* The full round trip through a real worker (E14-E16): fail ->
  * dead-letter -> ingest -> retry -> fails again -> same row, attempts + 1
  * -> retry -> the worker succeeds -> the ack's confirmation is ingested ->
@@ -586,8 +481,8 @@ static int status_of(env *e, const char *uid, int64_t *attempts)
 static void test_retry_round_trip(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     flaky f;
     atomic_init(&f.fail, 1);
     atomic_init(&f.runs, 0);
@@ -601,9 +496,9 @@ static void test_retry_round_trip(void **state)
     drain(&e, "shop", &f);
     char uid[37];
     dead_letter_uid(&e, uid);
-    ingest(&e);
+    sbe_ingest(&e);
     int64_t attempts = 0;
-    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
+    assert_int_equal(sbe_status(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
     assert_int_equal(attempts, 1);
 
     /* Retry by queue; a second retry finds nothing unresolved. */
@@ -614,15 +509,15 @@ static void test_retry_round_trip(void **state)
     int64_t n = 0;
     sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry");
     assert_int_equal(n, 1);
-    assert_int_equal(status_of(&e, uid, NULL), SB_FAILED_RETRY_ISSUED);
+    assert_int_equal(sbe_status(&e, uid, NULL), SB_FAILED_RETRY_ISSUED);
     sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry again");
     assert_int_equal(n, 0);
     assert_int_equal(sbt_count(e.bus, "shop"), 1);
 
     /* It fails again: the same row, one more attempt, no claim left. */
     drain(&e, "shop", &f);
-    ingest(&e);
-    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
+    sbe_ingest(&e);
+    assert_int_equal(sbe_status(&e, uid, &attempts), SB_FAILED_UNRESOLVED);
     assert_int_equal(attempts, 2);
     char sql[256];
     snprintf(sql, sizeof sql,
@@ -642,21 +537,21 @@ static void test_retry_round_trip(void **state)
     assert_int_equal(sbt_native_scalar(sql, uid), 1);
     atomic_store(&f.fail, 0);
     drain(&e, "shop", &f);
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.confirmations, 1);
-    assert_int_equal(status_of(&e, uid, &attempts), SB_FAILED_RESOLVED);
+    assert_int_equal(sbe_status(&e, uid, &attempts), SB_FAILED_RESOLVED);
     assert_int_equal(attempts, 2);
     assert_int_equal(sbt_native_scalar(sql, uid), 0);
     assert_int_equal(atomic_load(&f.runs), 3);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E14: exactly one selector, named in the error. */
 static void test_retry_selection_rules(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     sb_failed_selection sel;
     memset(&sel, 0, sizeof sel);
     sel.size = sizeof sel;
@@ -671,7 +566,7 @@ static void test_retry_selection_rules(void **state)
     int64_t n = -1;
     sbt_ok(sb_errors_retry(e.store, &sel, &n, &err), &err, "retry all");
     assert_int_equal(n, 0);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E13: group views per classifier with counts and failure windows, newest
@@ -679,18 +574,18 @@ static void test_retry_selection_rules(void **state)
 static void test_group_views(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     /* Three messages on queue a (two with exception X), one on b. */
-    dead_letter(&e, "g-1", "qa", "2026-01-02T00:00:01Z", "X", "1",
+    sbe_dead_letter(&e, "g-1", "qa", "2026-01-02T00:00:01Z", "X", "1",
                 ",\"sb-retry-of\":\"ug-1\"");
-    dead_letter(&e, "g-2", "qa", "2026-01-02T00:00:05Z", "X", "2",
+    sbe_dead_letter(&e, "g-2", "qa", "2026-01-02T00:00:05Z", "X", "2",
                 ",\"sb-retry-of\":\"ug-2\"");
-    dead_letter(&e, "g-3", "qa", "2026-01-02T00:00:03Z", "Y", "3",
+    sbe_dead_letter(&e, "g-3", "qa", "2026-01-02T00:00:03Z", "Y", "3",
                 ",\"sb-retry-of\":\"ug-3\"");
-    dead_letter(&e, "g-4", "qb", "2026-01-02T00:00:09Z", "Y", "4",
+    sbe_dead_letter(&e, "g-4", "qb", "2026-01-02T00:00:09Z", "Y", "4",
                 ",\"sb-retry-of\":\"ug-4\"");
-    ingest(&e);
+    sbe_ingest(&e);
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
@@ -747,7 +642,7 @@ static void test_group_views(void **state)
     assert_int_equal(sb_errors_groups(e.store, NULL, 9, &g, &n, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "status");
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E21: resolved and archived messages older than the retention period go
@@ -760,16 +655,16 @@ static void test_retention(void **state)
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     o.max_body_size = 4; /* bodies go to the body store */
-    env e;
-    env_open_opts(&e, &o);
+    sbe_env e;
+    sbe_open_opts(&e, &o);
     for (int i = 1; i <= 3; i++) {
         char uid[16], queue[16];
         snprintf(uid, sizeof uid, "ur-%d", i);
         snprintf(queue, sizeof queue, "qr%d", i);
-        dead_letter_as(&e, uid, queue, "2026-01-02T00:00:01Z", "X",
+        sbe_dead_letter_as(&e, uid, queue, "2026-01-02T00:00:01Z", "X",
                        "a long body");
     }
-    ingest(&e);
+    sbe_ingest(&e);
     /* ur-1 resolved long ago, ur-2 archived long ago, ur-3 unresolved long
      * ago: only the first two may go. The comment is on ur-2's own queue
      * group, which then has no message left. */
@@ -803,7 +698,7 @@ static void test_retention(void **state)
     sb_failed_message *m = NULL;
     assert_int_equal(sb_errors_get(e.store, "ur-1", &m, &err), SB_NOTFOUND);
     assert_int_equal(sb_errors_get(e.store, "ur-2", &m, &err), SB_NOTFOUND);
-    m = get(&e, "ur-3");
+    m = sbe_get(&e, "ur-3");
     size_t len = 0;
     sb_failed_body(m, &len);
     assert_int_equal(len, 11);
@@ -822,7 +717,7 @@ static void test_retention(void **state)
              "SELECT count(*) FROM %sgroup_comments WHERE comment <> $1",
              e.prefix);
     assert_int_equal(sbt_native_scalar(sql, ""), 0);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E19: archive a whole group (in batches that commit), see it in the
@@ -831,15 +726,15 @@ static void test_retention(void **state)
 static void test_archive(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     for (int i = 0; i < 5; i++) {
         char uid[16];
         snprintf(uid, sizeof uid, "ua-%d", i);
-        dead_letter_as(&e, uid, i < 3 ? "qa" : "qz", "2026-01-02T00:00:01Z",
+        sbe_dead_letter_as(&e, uid, i < 3 ? "qa" : "qz", "2026-01-02T00:00:01Z",
                        "X", "b");
     }
-    ingest(&e);
+    sbe_ingest(&e);
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
@@ -873,7 +768,7 @@ static void test_archive(void **state)
     int64_t retried = 0;
     sbt_ok(sb_errors_retry(e.store, &sel, &retried, &err), &err, "retry all");
     assert_int_equal(retried, 2);
-    assert_int_equal(status_of(&e, "ua-0", NULL), SB_FAILED_ARCHIVED);
+    assert_int_equal(sbe_status(&e, "ua-0", NULL), SB_FAILED_ARCHIVED);
     /* Unarchive two by id. */
     const char *ids[2] = {"ua-0", "ua-1"};
     memset(&sel, 0, sizeof sel);
@@ -883,9 +778,9 @@ static void test_archive(void **state)
     sbt_ok(sb_errors_archive(e.store, &sel, 0, &changed, &err), &err,
            "unarchive");
     assert_int_equal(changed, 2);
-    assert_int_equal(status_of(&e, "ua-0", NULL), SB_FAILED_UNRESOLVED);
-    assert_int_equal(status_of(&e, "ua-2", NULL), SB_FAILED_ARCHIVED);
-    env_close(&e);
+    assert_int_equal(sbe_status(&e, "ua-0", NULL), SB_FAILED_UNRESOLVED);
+    assert_int_equal(sbe_status(&e, "ua-2", NULL), SB_FAILED_ARCHIVED);
+    sbe_close(&e);
 }
 
 static int found(const sb_failed_summary *s, size_t n, const char *uid)
@@ -902,13 +797,13 @@ static int found(const sb_failed_summary *s, size_t n, const char *uid)
 static void test_search(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
-    dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:01Z", "X",
+    sbe_env e;
+    sbe_open(&e);
+    sbe_dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:01Z", "X",
                 "{\"sku\":\"blue-widget\"}", ",\"sb-retry-of\":\"us-1\"");
-    dead_letter(&e, "s-2", "qs", "2026-01-02T00:00:01Z", "X",
+    sbe_dead_letter(&e, "s-2", "qs", "2026-01-02T00:00:01Z", "X",
                 "{\"sku\":\"red-gadget\"}", ",\"sb-retry-of\":\"us-2\"");
-    ingest(&e);
+    sbe_ingest(&e);
     sb_failed_summary *s = NULL;
     size_t n = 0;
     sb_error err;
@@ -932,9 +827,9 @@ static void test_search(void **state)
     assert_int_equal(n, 0);
     sb_free(s);
     /* A newer attempt replaces the searchable body. */
-    dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:09Z", "X",
+    sbe_dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:09Z", "X",
                 "{\"sku\":\"green-sprocket\"}", ",\"sb-retry-of\":\"us-1\"");
-    ingest(&e);
+    sbe_ingest(&e);
     sbt_ok(sb_errors_search(e.store, "widget", 10, &s, &n, &err), &err,
            "old body");
     assert_int_equal(n, 0);
@@ -953,7 +848,7 @@ static void test_search(void **state)
     sbt_ok(sb_errors_search(e.store, "\"a\" -b OR (c", 10, &s, &n, &err),
            &err, "odd query");
     sb_free(s);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E23: filters, whitelisted sort keys, pages without repeats or gaps, the
@@ -961,15 +856,15 @@ static void test_search(void **state)
 static void test_list(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     for (int i = 0; i < 7; i++) {
         char uid[16], when[40];
         snprintf(uid, sizeof uid, "ul-%d", i);
         snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 + i);
-        dead_letter_as(&e, uid, i % 2 ? "odd" : "even", when, "X", "b");
+        sbe_dead_letter_as(&e, uid, i % 2 ? "odd" : "even", when, "X", "b");
     }
-    ingest(&e);
+    sbe_ingest(&e);
     sb_failed_query q;
     memset(&q, 0, sizeof q);
     q.size = sizeof q;
@@ -1024,7 +919,7 @@ static void test_list(void **state)
     assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "per_page");
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E17: pending retries listed, sent again (claim reset, a new copy
@@ -1032,11 +927,11 @@ static void test_list(void **state)
 static void test_pending_retries(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
-    dead_letter_as(&e, "up-1", "pq", "2026-01-02T00:00:01Z", "X", "b");
-    dead_letter_as(&e, "up-2", "pq", "2026-01-02T00:00:02Z", "X", "b");
-    ingest(&e);
+    sbe_env e;
+    sbe_open(&e);
+    sbe_dead_letter_as(&e, "up-1", "pq", "2026-01-02T00:00:01Z", "X", "b");
+    sbe_dead_letter_as(&e, "up-2", "pq", "2026-01-02T00:00:02Z", "X", "b");
+    sbe_ingest(&e);
     sb_failed_selection sel;
     memset(&sel, 0, sizeof sel);
     sel.size = sizeof sel;
@@ -1067,7 +962,7 @@ static void test_pending_retries(void **state)
            "retry pending");
     assert_int_equal(n, 1);
     assert_int_equal(sbt_count(e.bus, "pq"), 3);
-    assert_int_equal(status_of(&e, "up-1", NULL), SB_FAILED_RETRY_ISSUED);
+    assert_int_equal(sbe_status(&e, "up-1", NULL), SB_FAILED_RETRY_ISSUED);
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM %sretry_claims WHERE unique_message_id = "
@@ -1079,12 +974,12 @@ static void test_pending_retries(void **state)
     sel.ids = two;
     sbt_ok(sb_errors_resolve(e.store, &sel, &n, &err), &err, "resolve");
     assert_int_equal(n, 1);
-    assert_int_equal(status_of(&e, "up-2", NULL), SB_FAILED_RESOLVED);
+    assert_int_equal(sbe_status(&e, "up-2", NULL), SB_FAILED_RESOLVED);
     assert_int_equal(sbt_native_scalar(sql, "up-2"), 0);
     /* Neither applies to a message that is not pending. */
     sbt_ok(sb_errors_retry_pending(e.store, &sel, &n, &err), &err, "again");
     assert_int_equal(n, 0);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 /* E2, E6: a message dead-lettered by an NServiceBus endpoint: its fault
@@ -1095,8 +990,8 @@ static void test_pending_retries(void **state)
 static void test_nservicebus_headers(void **state)
 {
     (void)state;
-    env e;
-    env_open(&e);
+    sbe_env e;
+    sbe_open(&e);
     sb_outgoing o;
     memset(&o, 0, sizeof o);
     o.payload = "<Order/>";
@@ -1119,11 +1014,11 @@ static void test_nservicebus_headers(void **state)
         "\"NServiceBus.ConversationId\":\"conv-1\"}";
     sb_error err;
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err, "p");
-    sb_ingest_stats s = ingest(&e);
+    sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.messages, 1);
     char uid[37];
     sb__deterministic_guid_str("b1c2-77", "Sales", uid);
-    sb_failed_message *m = get(&e, uid);
+    sb_failed_message *m = sbe_get(&e, uid);
     assert_string_equal(sb_failed_field(m, "message_id"), "b1c2-77");
     assert_string_equal(sb_failed_field(m, "failed_queue"), "Sales@MACHINE1");
     assert_string_equal(sb_failed_field(m, "processing_endpoint"), "Sales");
@@ -1142,7 +1037,7 @@ static void test_nservicebus_headers(void **state)
     }
     assert_int_equal(frame, 1);
     sb_failed_message_free(m);
-    env_close(&e);
+    sbe_close(&e);
 }
 
 int main(void)

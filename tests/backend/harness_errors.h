@@ -1,0 +1,39 @@
+/*
+ * harness_errors.h - helpers of the error store's conformance tests: a
+ * bus and a store on a fresh prefix, dead-letter rows as the transport
+ * writes them, one ingestion pass, reading a message back.
+ */
+#ifndef SBT_HARNESS_ERRORS_H
+#define SBT_HARNESS_ERRORS_H
+
+#include "harness.h"
+
+typedef struct sbe_env {
+    char prefix[64];
+    sb_bus *bus;
+    sb_errors *store;
+} sbe_env;
+
+/* Open a bus and a store (`o` may be NULL) on a fresh prefix. */
+void sbe_open_opts(sbe_env *e, const sb_errors_options *o);
+void sbe_open(sbe_env *e);
+/* Close both and drop every table of the prefix. */
+void sbe_close(sbe_env *e);
+/* A dead-letter row as the transport writes one: sqlbus failure headers
+ * for message `mid` that failed on `queue` at `when` (ISO 8601), endpoint
+ * Sales; `extra` (may be NULL) is appended to the headers object. */
+void sbe_dead_letter(sbe_env *e, const char *mid, const char *queue,
+                     const char *when, const char *exc_type,
+                     const char *body, const char *extra);
+/* A dead letter whose unique id is `uid` (as sb-retry-of). */
+void sbe_dead_letter_as(sbe_env *e, const char *uid, const char *queue,
+                        const char *when, const char *exc_type,
+                        const char *body);
+/* One ingestion pass; asserts success. */
+sb_ingest_stats sbe_ingest(sbe_env *e);
+/* The stored message `uid`; asserts it exists. */
+sb_failed_message *sbe_get(sbe_env *e, const char *uid);
+/* Its status, and its attempts when `attempts` is not NULL. */
+int sbe_status(sbe_env *e, const char *uid, int64_t *attempts);
+
+#endif
