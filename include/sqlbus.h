@@ -950,16 +950,18 @@ SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
  * and `headers_json` (a JSON object of strings: the whole new header set)
  * under a new message id with sb-edit-of = the unique id, to its failed
  * queue (or its redirect), and marks the original resolved, in one
- * transaction. A locked header (sb_errors_locked_headers) given with a
- * different value is refused (SB_INVALID naming it); locked headers left
- * out keep their stored values. A second edit of the same message is
+ * transaction. A locked header (sb_errors_locked_headers) given with any
+ * value but its stored one is refused (SB_INVALID naming it); locked
+ * headers left out keep their stored values. A second edit of the same message is
  * ignored: SB_OK with *ignored = 1. `new_id` (optional, 37 bytes) receives
  * the copy's message id. */
 SB_API int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
                                 const void *body, size_t len,
                                 const char *headers_json, int *ignored,
                                 char *new_id, sb_error *err);
-/* The headers an edit cannot change (static, NULL-terminated). */
+/* The headers an edit cannot change — identity, correlation and every
+ * failure header (static, NULL-terminated). An edit may give one only
+ * with its stored value; a copy never carries the failure headers. */
 SB_API const char *const *sb_errors_locked_headers(void);
 
 /* E20: a retry redirect: retries (and edits) of messages that failed on
@@ -1001,6 +1003,11 @@ typedef struct sb_failed_submission {
 } sb_failed_submission;
 SB_API int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
                             size_t n, sb_error *err);
+/* The checks of sb_errors_submit alone, writing nothing (any `n`): an
+ * import can be checked whole before any of it is submitted. */
+SB_API int sb_errors_submit_check(sb_errors *e,
+                                  const sb_failed_submission *msgs, size_t n,
+                                  sb_error *err);
 
 /* E3: put every kept failed import back into the dead-letter queue (with
  * its headers and body), 1,000 per transaction, for the next ingestion

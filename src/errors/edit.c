@@ -8,35 +8,13 @@
 #include <string.h>
 #include <strings.h>
 
-/* Identity and correlation headers; the failure headers are locked too. */
-static const char *const locked[] = {
-    "sb-message-id",         "sb-correlation-id",
-    "sb-conversation-id",    "sb-reply-to",
-    "NServiceBus.MessageId", "NServiceBus.CorrelationId",
-    "NServiceBus.ConversationId", "NServiceBus.RelatedTo",
-    "NServiceBus.MessageIntent",  "NServiceBus.ControlMessage",
-    "NServiceBus.OriginatingSagaId", "NServiceBus.SagaId",
-    "NServiceBus.Version",   "NServiceBus.Retries",
-    "NServiceBus.FLRetries", "NServiceBus.ProcessingStarted",
-    "NServiceBus.ProcessingEnded", NULL};
-
-/* Every locked header: the list above, then the failure headers. */
+/* Room for every locked header the stored message carries. */
 #define MAX_LOCKED 64
-
-const char *const *sb_errors_locked_headers(void)
-{
-    return locked;
-}
 
 static int is_locked(const char *key)
 {
-    size_t nf = 0;
-    const char *const *f = sb__errors_failure_headers(&nf);
-    for (size_t i = 0; locked[i] != NULL; i++)
-        if (strcasecmp(locked[i], key) == 0)
-            return 1;
-    for (size_t i = 0; i < nf; i++)
-        if (strcasecmp(f[i], key) == 0)
+    for (const char *const *l = sb_errors_locked_headers(); *l != NULL; l++)
+        if (strcasecmp(*l, key) == 0)
             return 1;
     return 0;
 }
@@ -52,7 +30,7 @@ typedef struct edit_ctx {
 } edit_ctx;
 
 /* SB_INVALID naming the first locked header the edit gives a value other
- * than the stored one (adding one the message lacked is allowed). */
+ * than the stored one, or gives when the message has none. */
 static int refused_change(const char *stored, const char *edited,
                           sb_error *err)
 {
@@ -65,9 +43,10 @@ static int refused_change(const char *stored, const char *edited,
         if (!is_locked(kv[2 * i]))
             continue;
         char *was = sb__headers_get(stored, kv[2 * i]);
-        if (was != NULL && strcmp(was, kv[2 * i + 1]) != 0)
+        if (was == NULL || strcmp(was, kv[2 * i + 1]) != 0)
             rc = sb__err(err, SB_INVALID, kv[2 * i],
-                         "header %s is locked: an edit cannot change it",
+                         "header %s is locked: an edit may give it only "
+                         "with its stored value",
                          kv[2 * i]);
         sb__free(was);
     }
@@ -127,7 +106,7 @@ static int edit_tx(sb_conn *c, void *vctx, sb_error *err)
     if (rc == SB_OK && src->nrows == 0)
         rc = sb__err(err, SB_NOTFOUND, "unique_message_id",
                      "no failed message %s", x->uid);
-    int64_t now = sb__bus_now_us(e->bus);
+    int64_t now = sb__wall_us();
     int64_t claimed = 0;
     sb_value cp[3] = {id, sb__v_int(now), sb__v_text(x->new_id)};
     if (rc == SB_OK)

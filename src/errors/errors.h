@@ -82,7 +82,7 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
                           int status, const char *kind, sb_batch_fn fn,
                           void *user, int64_t *changed, sb_error *err);
 
-/* retry.c: the headers that describe a failure, which a re-published or
+/* headers.c: the headers that describe a failure, which a re-published or
  * edited copy drops (NULL-terminated; `*n` without the NULL). */
 const char *const *sb__errors_failure_headers(size_t *n);
 

@@ -8,37 +8,6 @@
 
 #include <string.h>
 
-/* Failure headers a re-published copy must not carry: they describe the
- * failure, not the message. */
-static const char *const failure_headers[] = {
-    "sb-dead-letter-reason",
-    "sb-failed-queue",
-    "sb-time-of-failure",
-    "sb-processing-endpoint",
-    "sb-attempts",
-    "sb-exception-type",
-    "sb-exception-message",
-    "sb-exception-stacktrace",
-    "sb-retry-of",
-    "sb-edit-of",
-    "NServiceBus.FailedQ",
-    "NServiceBus.TimeOfFailure",
-    "NServiceBus.ExceptionInfo.ExceptionType",
-    "NServiceBus.ExceptionInfo.Message",
-    "NServiceBus.ExceptionInfo.StackTrace",
-    "NServiceBus.ExceptionInfo.Source",
-    "NServiceBus.ExceptionInfo.HelpLink",
-    "ServiceControl.Retry.UniqueMessageId",
-    "ServiceControl.EditOf",
-    NULL};
-
-const char *const *sb__errors_failure_headers(size_t *n)
-{
-    if (n != NULL)
-        *n = sizeof failure_headers / sizeof failure_headers[0] - 1;
-    return failure_headers;
-}
-
 /* Re-publish one claimed message: *sent = 1 if it went out, 0 if it
  * cannot be (an invalid failed queue): its claim is then removed (E15). */
 static int republish(sb_conn *c, sb_errors *e, const char *uid, int *sent,
@@ -63,14 +32,13 @@ static int republish(sb_conn *c, sb_errors *e, const char *uid, int *sent,
     }
     sb_error why;
     char *clean = NULL, *out = NULL;
+    size_t nf = 0;
+    const char *const *failure = sb__errors_failure_headers(&nf);
     const char *kv[] = {"sb-retry-of", uid, NULL};
     int ok = queue != NULL && sb_validate_queue_name(queue, &why) == SB_OK &&
              (body != NULL || len == 0);
     if (ok)
-        rc = sb__headers_without(headers ? headers : "{}", failure_headers,
-                                 sizeof failure_headers /
-                                         sizeof failure_headers[0] -
-                                     1,
+        rc = sb__headers_without(headers ? headers : "{}", failure, nf,
                                  &clean, err);
     if (ok && rc == SB_OK)
         rc = sb__headers_merge(clean, kv, &out, err);

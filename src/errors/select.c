@@ -124,7 +124,7 @@ static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
     walk *w = vctx;
     const char *group = w->sel->group_id;
     int rc = count_selected(c, w, err);
-    int64_t now = sb__bus_now_us(w->e->bus);
+    int64_t now = sb__wall_us();
     sb_value p[6] = {sb__v_text(group),    sb__v_text(w->kind),
                      sb__v_text(w->owner), sb__v_int(w->total),
                      sb__v_int(now),       sb__v_int(now - OP_LEASE_US)};
@@ -145,9 +145,9 @@ static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
     rc = sb__query(c, w->e->sql.s[ER_OP_GET], p, 1, &rows, NULL, err);
     if (rc == SB_OK && rows->nrows == 1)
         rc = sb__err(err, SB_CONFLICT, "group_id",
-                     "group %s has a %s running (%lld of %lld done); start "
-                     "this when it has finished, or 60 s after its last "
-                     "batch if its process stopped",
+                     "group %s has an operation running: %s, %lld of %lld "
+                     "done; start this when it has finished, or 60 s after "
+                     "its last batch if its process stopped",
                      group, sb__rows_text(rows, 0, 0),
                      (long long)sb__rows_int(rows, 0, 3),
                      (long long)sb__rows_int(rows, 0, 2));
@@ -168,7 +168,7 @@ typedef struct op_end {
 static int op_end_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     op_end *x = vctx;
-    int64_t now = sb__bus_now_us(x->w->e->bus);
+    int64_t now = sb__wall_us();
     sb_value p[4] = {sb__v_text(x->state), sb__v_int(now),
                      sb__v_text(x->w->sel->group_id),
                      sb__v_text(x->w->owner)};
@@ -180,7 +180,7 @@ static int op_step(sb_conn *c, walk *w, sb_error *err)
 {
     int64_t changes = 0;
     sb_value p[5] = {sb__v_int(w->batch_changed), sb__v_text(w->batch_after),
-                     sb__v_int(sb__bus_now_us(w->e->bus)),
+                     sb__v_int(sb__wall_us()),
                      sb__v_text(w->sel->group_id), sb__v_text(w->owner)};
     int rc = sb__query(c, w->e->sql.s[ER_OP_STEP], p, 5, NULL, &changes, err);
     if (rc == SB_OK && changes != 1)
@@ -327,7 +327,7 @@ int sb_errors_group_operation(sb_errors *e, const char *group_id,
         out->updated_us = sb__rows_int(rows, 0, 5);
         out->finished_us = sb__rows_int(rows, 0, 6);
         if (strcmp(out->state, "running") == 0 &&
-            out->updated_us < sb__bus_now_us(e->bus) - OP_LEASE_US)
+            out->updated_us < sb__wall_us() - OP_LEASE_US)
             sb__strlcpy(out->state, "interrupted", sizeof out->state);
     }
     sb__rows_free(rows);

@@ -88,9 +88,7 @@ int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
         return sb__err(err, SB_INVALID, "n",
                        "at most %d messages per call (got %zu)", MAX_SUBMIT,
                        n);
-    int rc = SB_OK;
-    for (size_t i = 0; rc == SB_OK && i < n; i++)
-        rc = check_submission(e, &msgs[i], i, err);
+    int rc = sb_errors_submit_check(e, msgs, n, err);
     if (rc != SB_OK)
         return rc;
     sb_outgoing *out = sb__calloc(n, sizeof *out);
@@ -109,6 +107,20 @@ int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
         rc = sb__db_run_tx(e->bus->pool, NULL, submit_tx, &x, err);
     sb__free(out);
     sb__free(ids);
+    return rc;
+}
+
+int sb_errors_submit_check(sb_errors *e, const sb_failed_submission *msgs,
+                           size_t n, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL)
+        return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
+    if (n > 0 && msgs == NULL)
+        return sb__err(err, SB_INVALID, "msgs", "msgs must not be NULL");
+    int rc = SB_OK;
+    for (size_t i = 0; rc == SB_OK && i < n; i++)
+        rc = check_submission(e, &msgs[i], i, err);
     return rc;
 }
 

@@ -83,6 +83,13 @@ static sb_failed_selection group_sel(const char *group)
     return s;
 }
 
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 typedef struct probe {
     sbe_env *e;
     const char *group;
@@ -140,6 +147,9 @@ static void test_group_operation_excludes(void **state)
     assert_int_equal(op.done, 1500);
     assert_int_equal(op.total, 1500);
     assert_true(op.finished_us >= op.started_us);
+    /* Times from the host's clock on every backend. */
+    assert_true(op.started_us > now_us() - 300000000LL);
+    assert_true(op.started_us <= now_us());
     /* Once it has finished, the other kind may start. */
     s.progress = NULL;
     sbt_ok(sb_errors_archive(e.store, &s, 0, &changed, &err), &err,
@@ -218,13 +228,6 @@ static void test_group_operation_resumes(void **state)
     assert_int_equal(op.total, 1500);
     assert_int_equal(count_status(&e, SB_FAILED_UNRESOLVED), 1500);
     sbe_close(&e);
-}
-
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static sb_failed_selection ids_sel(const char *const *ids, size_t n)
@@ -348,6 +351,12 @@ static void test_edit_and_retry(void **state)
                                           &ignored, NULL, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "sb-correlation-id");
+    /* ... and so is adding one the message lacks. */
+    assert_int_equal(sb_errors_edit_retry(e.store, uid, "{}", 2,
+                                          "{\"NServiceBus.MessageId\":\"x\"}",
+                                          &ignored, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "NServiceBus.MessageId");
     assert_int_equal(sbt_count(e.bus, "shop"), 0);
     assert_int_equal(sbe_status(&e, uid, NULL), SB_FAILED_UNRESOLVED);
     /* The edit: a new body and header; the correlation id left out is
@@ -428,6 +437,7 @@ static void test_redirects(void **state)
            "add");
     assert_string_equal(r.from_queue, "qa");
     assert_int_equal(strlen(r.id), 36);
+    assert_true(r.last_modified_us > now_us() - 300000000LL);
     sb_redirect again;
     sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", &again, &err), &err,
            "the same again");
@@ -478,6 +488,7 @@ static void test_redirects(void **state)
     assert_string_equal(all[0].from_queue, "qa");
     assert_string_equal(all[0].to_queue, "qc");
     assert_string_equal(all[1].from_queue, "qx");
+    assert_true(all[0].last_modified_us >= r.last_modified_us);
     sb_free(all);
     sbt_ok(sb_errors_redirect_remove(e.store, r.id, &err), &err, "remove");
     sbt_ok(sb_errors_redirect_remove(e.store, r.id, &err), &err, "again");
@@ -500,6 +511,9 @@ static void test_submit_and_reimport(void **state)
          "one", 3},
         {"{\"NServiceBus.MessageId\":\"s-2\"}", "two", 3}};
     sb_error err;
+    assert_int_equal(sb_errors_submit_check(e.store, m, 2, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].headers");
     assert_int_equal(sb_errors_submit(e.store, m, 2, &err), SB_INVALID);
     assert_string_equal(err.field, "msgs[1].headers");
     assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
@@ -507,6 +521,8 @@ static void test_submit_and_reimport(void **state)
                         "\"NServiceBus.FailedQ\":\"billing@host\","
                         "\"NServiceBus.TimeOfFailure\":"
                         "\"2026-01-02 03:04:05:678901 Z\"}";
+    sbt_ok(sb_errors_submit_check(e.store, m, 2, &err), &err, "check");
+    assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
     sbt_ok(sb_errors_submit(e.store, m, 2, &err), &err, "submit");
     assert_int_equal(sbt_count(e.bus, "deadletter"), 2);
     sb_ingest_stats st = sbe_ingest(&e);
