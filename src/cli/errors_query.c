@@ -157,13 +157,13 @@ static int parse_query(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
     static const char *const sorts[] = {"time_of_failure", "message_type",
                                         "failed_queue", "attempts",
                                         "status_changed"};
-    int c, rc = CLI_OK;
+    int c, rc = CLI_OK, li = 0;
     int64_t v = 0;
     opterr = 0;
     optind = 0;
     while (rc == CLI_OK && (c = getopt_long(argc, argv,
                                             ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+                                            longopts, &li)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         if (c == 'h') {
@@ -173,8 +173,8 @@ static int parse_query(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
         if (c < OPT_JSON || c > OPT_DELETE)
             return cli_bad_option(ctx, c, argv);
         if (!(allowed & (1u << (c - OPT_JSON))))
-            return cli_usage_error(ctx, "option %s is not valid here",
-                                   argv[optind - 1]);
+            return cli_usage_error(ctx, "option --%s is not valid here",
+                                   longopts[li].name);
         switch (c) {
         case OPT_JSON:
             o->json = 1;

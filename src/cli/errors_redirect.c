@@ -16,7 +16,7 @@ static void redirect_json(FILE *f, const sb_redirect *r)
     fputs(", \"to_queue\": ", f);
     cli_json_str(f, r->to_queue);
     fputs(", \"last_modified\": ", f);
-    cli_json_str(f, when);
+    cli_json_str(f, r->last_modified_us > 0 ? when : NULL);
     fputc('}', f);
 }
 
@@ -46,7 +46,7 @@ static int list(cli_ctx *ctx, sb_errors *store, int json)
             char when[40];
             cli_format_time(when, sizeof when, r[i].last_modified_us);
             const char *row[] = {r[i].id, r[i].from_queue, r[i].to_queue,
-                                 when};
+                                 r[i].last_modified_us > 0 ? when : "-"};
             cli_table_add(&t, row);
         }
         rc = cli_table_print(&t, stdout);
