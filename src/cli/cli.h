@@ -22,6 +22,9 @@ enum cli_exit {
     CLI_SCHEMA = 3,      /* schema missing or of the wrong shape */
     CLI_NOTFOUND = 4,    /* e.g. `dlq show` of an unknown id */
     CLI_UNAVAILABLE = 5, /* database unavailable after retries */
+    CLI_CONFLICT = 6,    /* refused by the state of the store: a group
+                            operation already running, a conflicting
+                            redirect, a reply id reused */
     CLI_REPLY_ERROR = 2, /* request/wait: the reply was an error reply */
     CLI_TIMEOUT = 124,   /* request/wait: no reply within --timeout */
     CLI_INTERRUPTED = 130 /* SIGINT during a non-work command */
@@ -33,6 +36,8 @@ typedef struct cli_ctx {
     const char *prefix;  /* --prefix, or NULL (library default) */
     int verbosity;       /* -1 with -q, 0 default, 1 per -v */
     const char *cmd;     /* "publish", "dlq list": used in messages */
+    int signal_stops;    /* 1: a SIGINT/SIGTERM is the normal way to stop
+                            this command (exit 0, not 130) */
 } cli_ctx;
 
 #define CLI_DEFAULT_DB "sqlite:./sqlbus.db"
@@ -104,6 +109,64 @@ int cli_dlq_show(cli_ctx *ctx, int argc, char **argv);
  * `with_payload`), lines after the first indented by `indent`. */
 void cli_dlq_json(FILE *f, const sb_msg *m, int with_payload, int indent);
 
+/* ---- the errors subcommands (cmd_errors.c, errors_*.c; rule E24) ---- */
+
+/* Open the bus and its error store (allow_edit for `errors edit`). On
+ * failure prints the error and returns its exit code; on success the
+ * caller closes both with cli_errors_close. */
+int cli_errors_open(const cli_ctx *ctx, int allow_edit, sb_bus **bus,
+                    sb_errors **store);
+void cli_errors_close(sb_bus *bus, sb_errors *store);
+/* Parse a subcommand taking only global options, --json (when `json` is
+ * not NULL) and, when `arg` is not NULL, one operand (`arg_name` names it
+ * in the error when missing). Returns CLI_OK, an exit code, or -1 after
+ * printing `usage` for --help. */
+int cli_errors_parse_plain(cli_ctx *ctx, int argc, char **argv,
+                           const char *usage, int *json, const char **arg,
+                           const char *arg_name);
+/* "unresolved", "retry_issued", "resolved", "archived" (static). */
+const char *cli_errors_status_name(int status);
+/* The status for a name, or -1 for "any", or -2 when unknown. */
+int cli_errors_status_parse(const char *name);
+
+int cli_errors_list(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_search(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_body(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_groups(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_retry(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_archive(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_unarchive(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_resolve(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_edit(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_redirect(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_import(cli_ctx *ctx, int argc, char **argv);
+int cli_errors_reimport(cli_ctx *ctx, int argc, char **argv);
+
+/* errors_line.c: one line of an import file (I/O free). */
+typedef struct cli_import_msg {
+    char *headers_json; /* compact JSON object of strings (sb__free) */
+    char *body;         /* decoded body (sb__free; may hold NUL bytes) */
+    size_t len;
+} cli_import_msg;
+/* Parse `line` (`n` bytes, no newline): a JSON object with "headers" (an
+ * object of strings, required) and exactly one of "body" (text) or
+ * "body_base64". On error returns SB_INVALID with err->field naming the
+ * field ("headers", "body_base64", ...) and err->message the problem;
+ * SB_NOMEM. `out` is filled only on SB_OK (free with cli_import_msg_free). */
+int cli_import_parse_line(const char *line, size_t n, cli_import_msg *out,
+                          sb_error *err);
+void cli_import_msg_free(cli_import_msg *m);
+/* Decode standard base64 (padding optional, no white space). Returns the
+ * decoded length, or -1 when the text is not base64. `out` must hold
+ * n / 4 * 3 + 3 bytes. */
+long long cli_base64_decode(const char *s, size_t n, unsigned char *out);
+
+/* timearg.c: a point in time given on the command line: ISO 8601 in UTC
+ * or with an offset (2026-01-02T03:04:05Z, 2026-01-02T03:04:05.5+02:00,
+ * 2026-01-02) or Unix seconds (1767323045). Microseconds since the epoch
+ * in *out; -1 when the text is neither (I/O free). */
+int cli_parse_time_us(const char *text, int64_t *out);
+
 /* Help texts (help.c). */
 extern const char cli_usage_main[];
 extern const char cli_usage_publish[];
@@ -122,6 +185,18 @@ extern const char cli_usage_recovery[];
 extern const char cli_usage_errors[];
 extern const char cli_usage_errors_ingest[];
 extern const char cli_usage_errors_show[];
+extern const char cli_usage_errors_list[];
+extern const char cli_usage_errors_search[];
+extern const char cli_usage_errors_body[];
+extern const char cli_usage_errors_groups[];
+extern const char cli_usage_errors_retry[];
+extern const char cli_usage_errors_archive[];
+extern const char cli_usage_errors_unarchive[];
+extern const char cli_usage_errors_resolve[];
+extern const char cli_usage_errors_edit[];
+extern const char cli_usage_errors_redirect[];
+extern const char cli_usage_errors_import[];
+extern const char cli_usage_errors_reimport[];
 extern const char cli_usage_recovery_list[];
 extern const char cli_usage_recovery_watchdog[];
 

@@ -102,6 +102,8 @@ int cli_exit_code(int rc)
     case SB_BUSY:
     case SB_UNAVAILABLE:
         return CLI_UNAVAILABLE;
+    case SB_CONFLICT:
+        return CLI_CONFLICT;
     default:
         return CLI_ERROR;
     }

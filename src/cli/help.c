@@ -19,7 +19,8 @@ const char cli_usage_main[] =
     "\n"
     "Exit codes: 0 ok, 1 runtime error, 2 usage error (request/wait: an\n"
     "error reply), 3 schema missing or wrong, 4 not found, 5 database\n"
-    "unavailable, 124 no reply in time (request/wait), 130 interrupted.\n";
+    "unavailable, 6 conflict (e.g. a group operation already running),\n"
+    "124 no reply in time (request/wait), 130 interrupted.\n";
 
 const char cli_usage_publish[] =
     "Usage: sqlbus publish --queue Q [OPTIONS] [FILE|-]\n"
@@ -240,22 +241,43 @@ const char cli_usage_recovery_watchdog[] =
     "\n" GLOBALS;
 
 const char cli_usage_errors[] =
-    "Usage: sqlbus errors ingest|show [OPTIONS]\n"
+    "Usage: sqlbus errors COMMAND [OPTIONS]\n"
     "\n"
-    "  ingest  move the dead-letter queue into the error store (one pass)\n"
-    "  show    one failed message with its groups\n"
+    "The error store: failed messages ingested from the dead-letter queue.\n"
+    "\n"
+    "  ingest     move the dead-letter queue into the store (--follow: keep\n"
+    "             going until SIGINT/SIGTERM)\n"
+    "  list       failed messages, filtered, sorted and paged\n"
+    "  show ID    one failed message with its groups\n"
+    "  body ID    the stored body of a message, raw, on stdout\n"
+    "  groups     failure groups with counts and operations; comments\n"
+    "  search     full-text search over types, headers and bodies\n"
+    "  retry      send messages back to their queues (--pending: again)\n"
+    "  archive    archive unresolved messages\n"
+    "  unarchive  make archived messages unresolved again\n"
+    "  resolve    mark pending retries resolved by hand\n"
+    "  edit ID    send an edited copy and resolve the original\n"
+    "  redirect   send the retries of one queue to another\n"
+    "  import     put failed messages from a JSON-lines file into the\n"
+    "             dead-letter queue\n"
+    "  reimport   send failed imports back through ingestion\n"
     "\n"
     "Run 'sqlbus errors COMMAND --help' for its options.\n";
 
 const char cli_usage_errors_ingest[] =
-    "Usage: sqlbus errors ingest [--json]\n"
+    "Usage: sqlbus errors ingest [--follow [--interval D]] [--json]\n"
     "\n"
     "Ingest the dead-letter queue into the error store until it is empty:\n"
     "each batch is written and removed from the queue in one transaction.\n"
     "Rows that cannot become a failed message are kept as failed imports\n"
-    "with the reason.\n"
+    "with the reason ('sqlbus errors reimport' retries them).\n"
     "\n"
-    "  --json  print the counts as a JSON object\n"
+    "  --follow      keep ingesting until SIGINT/SIGTERM (then exit 0),\n"
+    "                printing a line per pass that did something\n"
+    "  --interval D  pause between passes with --follow, 10ms..1h\n"
+    "                (default 1s)\n"
+    "  --json        print the counts as a JSON object (a JSON line per\n"
+    "                pass with --follow)\n"
     "\n" GLOBALS;
 
 const char cli_usage_errors_show[] =
@@ -263,7 +285,184 @@ const char cli_usage_errors_show[] =
     "\n"
     "Print one failed message: status, attempts, where and why it failed,\n"
     "its groups and the size of its body. Exit 4 if there is no such\n"
-    "message.\n"
+    "message. 'sqlbus errors body' prints the body itself.\n"
     "\n"
     "  --json  print a JSON object (with the headers)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_list[] =
+    "Usage: sqlbus errors list [--status S] [--queue Q] [--endpoint E]\n"
+    "                          [--group ID] [--type T] [--sort KEY] [--asc]\n"
+    "                          [--page N] [--per-page N] [--json]\n"
+    "\n"
+    "List failed messages, newest failure first, one page at a time.\n"
+    "\n"
+    "  --status S      unresolved (default), retry_issued, resolved,\n"
+    "                  archived or any\n"
+    "  --queue Q       only messages that failed on queue Q\n"
+    "  --endpoint E    only messages of processing endpoint E\n"
+    "  --group ID      only messages of this failure group\n"
+    "  --type T        only messages of this message type\n"
+    "  --sort KEY      time_of_failure (default), message_type,\n"
+    "                  failed_queue, attempts or status_changed\n"
+    "  --asc           oldest / smallest first\n"
+    "  --page N        page number, 1..1000000 (default 1)\n"
+    "  --per-page N    messages per page, 1..500 (default 50)\n"
+    "  --json          print {\"total\", \"page\", \"per_page\", \"items\"}\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_search[] =
+    "Usage: sqlbus errors search WORDS... [--limit N] [--json]\n"
+    "\n"
+    "Full-text search over message types, headers and body text. The words\n"
+    "are ORed; '.' and '+' break words, so Order finds Shop.Order. Best\n"
+    "matches first.\n"
+    "\n"
+    "  --limit N   at most N messages, 1..1000 (default 50)\n"
+    "  --json      print a JSON array\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_body[] =
+    "Usage: sqlbus errors body UNIQUE-ID\n"
+    "\n"
+    "Write the stored body of a failed message to stdout byte for byte\n"
+    "(binary-safe; from the body store when it is kept there). Exit 4 if\n"
+    "there is no such message.\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_groups[] =
+    "Usage: sqlbus errors groups [--classifier NAME] [--archived] [--json]\n"
+    "       sqlbus errors groups comment GROUP-ID TEXT\n"
+    "       sqlbus errors groups comment GROUP-ID --delete\n"
+    "\n"
+    "List the failure groups of one classifier, latest failure first (at\n"
+    "most 200): id, message count, failure window, the latest retry,\n"
+    "archive or unarchive of the whole group (kind, state, done/total) and\n"
+    "the comment. 'comment' sets (at most 1000 bytes) or deletes a group's\n"
+    "comment.\n"
+    "\n"
+    "  --classifier NAME  Exception Type and Stack Trace (default), Message\n"
+    "                     Type, Endpoint Address, Endpoint Instance or\n"
+    "                     Endpoint Name\n"
+    "  --archived         groups of archived messages instead of unresolved\n"
+    "  --json             print a JSON array\n"
+    "  --delete           (comment) delete the comment\n"
+    "\n" GLOBALS;
+
+#define SELECTION                                                             \
+    "Select exactly one of:\n"                                                \
+    "  UNIQUE-ID...    these messages\n"                                      \
+    "  --group ID      every message of a failure group (one retry, archive\n"\
+    "                  or unarchive per group at a time: another one running\n"\
+    "                  exits 6; an interrupted one is resumed by running the\n"\
+    "                  same command again)\n"                                 \
+    "  --queue Q       every message that failed on queue Q\n"               \
+    "  --endpoint E    every message of processing endpoint E\n"             \
+    "  --all           every message in the status the command acts on\n"    \
+    "optionally narrowed by the time each message last changed (a range\n"   \
+    "alone means --all within it):\n"                                         \
+    "  --from TIME     last modified at or after TIME\n"                      \
+    "  --to TIME       last modified at or before TIME\n"                     \
+    "TIME is ISO 8601 with a zone (2026-01-02T03:04:05Z, 2026-01-02) or\n"   \
+    "Unix seconds. Prints the count changed ('--json': {\"changed\": N}); a\n"\
+    "progress bar on a terminal. Runs in transactions of 1,000 messages.\n"  \
+    "\n"                                                                      \
+    "  --json          print {\"changed\": N}\n"
+
+const char cli_usage_errors_retry[] =
+    "Usage: sqlbus errors retry SELECTION [--pending] [--json]\n"
+    "\n"
+    "Send unresolved messages back to the queue they failed on (or its\n"
+    "redirect), body and headers as stored, marked retry_issued; a message\n"
+    "already in an outstanding retry is skipped. With --pending, retry\n"
+    "messages whose retry is still pending (retry_issued) once more.\n"
+    "\n" SELECTION "  --pending       act on pending retries (retry_issued)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_archive[] =
+    "Usage: sqlbus errors archive SELECTION [--json]\n"
+    "\n"
+    "Archive unresolved messages (they expire with the retention period).\n"
+    "\n" SELECTION "\n" GLOBALS;
+
+const char cli_usage_errors_unarchive[] =
+    "Usage: sqlbus errors unarchive SELECTION [--json]\n"
+    "\n"
+    "Make archived messages unresolved again.\n"
+    "\n" SELECTION "\n" GLOBALS;
+
+const char cli_usage_errors_resolve[] =
+    "Usage: sqlbus errors resolve SELECTION [--json]\n"
+    "\n"
+    "Mark pending retries (retry_issued) resolved by hand and drop their\n"
+    "retry claims.\n"
+    "\n" SELECTION "\n" GLOBALS;
+
+const char cli_usage_errors_edit[] =
+    "Usage: sqlbus errors edit UNIQUE-ID --allow-edit [--body TEXT |\n"
+    "                          --body-file FILE] [--header K=V]...\n"
+    "                          [--remove-header K]... [--headers-json FILE]\n"
+    "                          [--json]\n"
+    "\n"
+    "Send an edited copy of an unresolved message (new message id, header\n"
+    "sb-edit-of = the unique id) to its queue (or its redirect) and mark\n"
+    "the original resolved, in one transaction. The copy starts from the\n"
+    "stored headers (or the --headers-json object) and body; the failure\n"
+    "headers are dropped. Identity, correlation and failure headers are\n"
+    "locked: changing one is refused (exit 2). A second edit of the same\n"
+    "message is ignored. Prints the copy's message id.\n"
+    "\n"
+    "  --allow-edit       required (or SQLBUS_ALLOW_EDIT=1): edits are off\n"
+    "                     by default\n"
+    "  --body TEXT        the new body\n"
+    "  --body-file FILE   the new body from FILE (- for stdin)\n"
+    "  --header K=V       set a header; repeat for more (up to 64)\n"
+    "  --remove-header K  drop a header; repeat for more\n"
+    "  --headers-json F   start from this JSON object of strings instead of\n"
+    "                     the stored headers\n"
+    "  --json             print {\"ignored\": BOOL, \"message_id\": ID}\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_redirect[] =
+    "Usage: sqlbus errors redirect add FROM-QUEUE TO-QUEUE [--json]\n"
+    "       sqlbus errors redirect update ID TO-QUEUE\n"
+    "       sqlbus errors redirect remove ID\n"
+    "       sqlbus errors redirect list [--json]\n"
+    "\n"
+    "Retries and edits of messages that failed on FROM-QUEUE go to\n"
+    "TO-QUEUE. No chains: a queue already redirected elsewhere, or a target\n"
+    "that is itself redirected, is refused (exit 6). 'add' prints the\n"
+    "redirect's id; adding the same redirect again changes nothing.\n"
+    "\n"
+    "  --json  print the redirect (add) or a JSON array (list)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_import[] =
+    "Usage: sqlbus errors import FILE.jsonl|- [--ingest] [--json]\n"
+    "\n"
+    "Put failed messages into the dead-letter queue, one JSON object per\n"
+    "line: {\"headers\": {...strings...}, \"body\": \"text\"} or with\n"
+    "\"body_base64\" instead of \"body\". The headers must say where the\n"
+    "message failed (sb-failed-queue, or NServiceBus fault headers such as\n"
+    "NServiceBus.FailedQ). The whole file is checked first: the first bad\n"
+    "line is reported as 'line N: FIELD: MESSAGE', nothing is imported and\n"
+    "the exit code is 2. Then it is written in transactions of 1,000, with\n"
+    "a progress bar on a terminal. Blank lines are skipped.\n"
+    "\n"
+    "  --ingest  run one ingestion pass afterwards (else the next\n"
+    "            'sqlbus errors ingest' stores them)\n"
+    "  --json    print {\"imported\": N} (and \"ingest\" counts)\n"
+    "\n" GLOBALS;
+
+const char cli_usage_errors_reimport[] =
+    "Usage: sqlbus errors reimport [--ingest] [--json]\n"
+    "\n"
+    "Send every failed import (a dead-letter row ingestion could not use)\n"
+    "back to the dead-letter queue with its headers and body, in\n"
+    "transactions of 1,000, and print how many moved. Rows still unusable\n"
+    "come back as failed imports with their reason on the next pass.\n"
+    "\n"
+    "  --ingest  run one ingestion pass afterwards\n"
+    "  --json    print {\"moved\": N, \"failed_imports\": LEFT} (and\n"
+    "            \"ingest\" counts)\n"
     "\n" GLOBALS;

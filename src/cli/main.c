@@ -24,7 +24,8 @@ static const cli_command commands[] = {
      cli_cmd_wait},
     {"recovery", "list recovery registrations; count the stale ones",
      cli_usage_recovery, cli_cmd_recovery},
-    {"errors", "ingest the dead-letter queue; show failed messages",
+    {"errors", "the error store: ingest, list, search, retry, archive, "
+               "import failed messages",
      cli_usage_errors, cli_cmd_errors},
 };
 
@@ -71,7 +72,19 @@ static int run_help(int argc, char **argv)
                 {"recovery", "list", cli_usage_recovery_list},
                 {"recovery", "watchdog", cli_usage_recovery_watchdog},
                 {"errors", "ingest", cli_usage_errors_ingest},
-                {"errors", "show", cli_usage_errors_show}};
+                {"errors", "show", cli_usage_errors_show},
+                {"errors", "list", cli_usage_errors_list},
+                {"errors", "search", cli_usage_errors_search},
+                {"errors", "body", cli_usage_errors_body},
+                {"errors", "groups", cli_usage_errors_groups},
+                {"errors", "retry", cli_usage_errors_retry},
+                {"errors", "archive", cli_usage_errors_archive},
+                {"errors", "unarchive", cli_usage_errors_unarchive},
+                {"errors", "resolve", cli_usage_errors_resolve},
+                {"errors", "edit", cli_usage_errors_edit},
+                {"errors", "redirect", cli_usage_errors_redirect},
+                {"errors", "import", cli_usage_errors_import},
+                {"errors", "reimport", cli_usage_errors_reimport}};
     for (size_t i = 0; argc >= 3 && i < sizeof subs / sizeof subs[0]; i++) {
         if (strcmp(subs[i].cmd, c->name) == 0 &&
             strcmp(subs[i].name, argv[2]) == 0) {
@@ -153,7 +166,7 @@ int main(int argc, char **argv)
         cli_errorf("cannot write the output");
         rc = CLI_ERROR;
     }
-    if (!is_work && cli_first_signal() != 0)
+    if (!is_work && !ctx.signal_stops && cli_first_signal() != 0)
         rc = CLI_INTERRUPTED;
     exit(rc);
 }
