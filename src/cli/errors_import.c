@@ -2,21 +2,17 @@
  * `sqlbus errors reimport` (rule E3).
  *
  * An import is all or nothing for bad input: the whole file is checked
- * before anything is written, and the first bad line is reported as
- * "line N: FIELD: MESSAGE". The library accepts at most 1,000 submissions
- * per call (one transaction each) and has no check-only mode, so the
- * check runs twice over: the line's shape here (errors_line.c), then the
- * library's own check of what ingestion needs, by submitting each chunk
- * to a scratch SQLite store in a private temporary directory that is
- * removed afterwards. Only then is the file read again and submitted to
- * the real store, in chunks of 1,000, with progress. stdin is spooled to
- * a temporary file so it can be read twice. */
+ * before anything is written — each line's shape here (errors_line.c),
+ * then the library's check of what ingestion needs
+ * (sb_errors_submit_check) — and the first bad line is reported as
+ * "line N: FIELD: MESSAGE". Only then is the file read again and
+ * submitted in chunks of 1,000 (one transaction each), with progress.
+ * stdin is spooled to a temporary file so it can be read twice. */
 #include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { OPT_JSON = CLI_OPT_FIRST_LOCAL, OPT_INGEST };
 
@@ -169,86 +165,19 @@ static int report_refused(const chunk *c, int src, const sb_error *err,
     return cli_report(src, err);
 }
 
-/* ---- the scratch store used to check ---- */
-
-typedef struct scratch {
-    char dir[256];
-    char path[300];
-    sb_bus *bus;
-    sb_errors *store;
-} scratch;
-
-static void scratch_close(scratch *s)
-{
-    cli_errors_close(s->bus, s->store);
-    s->bus = NULL;
-    s->store = NULL;
-    if (s->dir[0] == '\0')
-        return;
-    static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
-        char p[320];
-        snprintf(p, sizeof p, "%s%s", s->path, ext[i]);
-        unlink(p);
-    }
-    rmdir(s->dir);
-    s->dir[0] = '\0';
-}
-
-static int scratch_open(const cli_ctx *ctx, scratch *s)
-{
-    memset(s, 0, sizeof s[0]);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/sqlbus-import.XXXXXX",
-             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-    if (mkdtemp(s->dir) == NULL) {
-        cli_errorf("cannot create a temporary directory under %s: %s",
-                   tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
-                   strerror(errno));
-        s->dir[0] = '\0';
-        return CLI_ERROR;
-    }
-    snprintf(s->path, sizeof s->path, "%s/check.db", s->dir);
-    char url[320];
-    snprintf(url, sizeof url, "sqlite:%s", s->path);
-    sb_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.url = url;
-    o.schema_mode = SB_SCHEMA_AUTO;
-    o.durability = SB_DURABILITY_NORMAL;
-    o.pool_size = 1;
-    o.notify = -1;
-    o.log = cli_log;
-    o.log_user = (void *)ctx;
-    o.log_level = SB_LOG_ERROR;
-    sb_error err;
-    sb_error_clear(&err);
-    int src = sb_open(&o, &s->bus, &err);
-    if (src == SB_OK)
-        src = sb_errors_open(s->bus, NULL, &s->store, &err);
-    if (src != SB_OK) {
-        int rc = cli_report(src, &err);
-        scratch_close(s);
-        return rc;
-    }
-    return CLI_OK;
-}
-
 /* ---- the two passes ---- */
 
 /* Check every line; *count receives the number of messages. */
-static int check_all(const cli_ctx *ctx, reader *r, chunk *c,
+static int check_all(sb_errors *store, reader *r, chunk *c,
                      long long *count)
 {
-    scratch s;
-    int rc = scratch_open(ctx, &s);
+    int rc = CLI_OK;
     *count = 0;
     int got = 0;
     while (rc == CLI_OK && (got = fill(r, c)) > 0) {
         sb_error err;
         sb_error_clear(&err);
-        int src = sb_errors_submit(s.store, c->sub, c->n, &err);
+        int src = sb_errors_submit_check(store, c->sub, c->n, &err);
         if (src != SB_OK) {
             rc = report_refused(c, src, &err, "; nothing imported");
             break;
@@ -259,7 +188,6 @@ static int check_all(const cli_ctx *ctx, reader *r, chunk *c,
     }
     if (rc == CLI_OK && got < 0)
         rc = -got;
-    scratch_close(&s);
     chunk_clear(c);
     return rc;
 }
@@ -379,11 +307,11 @@ int cli_errors_import(cli_ctx *ctx, int argc, char **argv)
         return CLI_ERROR;
     }
     long long total = 0, done = 0;
-    rc = check_all(ctx, &r, c, &total);
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
+    rc = cli_errors_open(ctx, 0, &bus, &store);
     if (rc == CLI_OK)
-        rc = cli_errors_open(ctx, 0, &bus, &store);
+        rc = check_all(store, &r, c, &total);
     if (rc == CLI_OK) {
         rewind(r.f);
         r.lineno = 0;
