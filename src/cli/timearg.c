@@ -5,18 +5,6 @@
 
 #include <string.h>
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
- * (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* Exactly `n` digits at *p into *out; advances *p. 0 or -1. */
 static int digits(const char **p, int n, int64_t *out)
 {
@@ -93,7 +81,7 @@ static int parse_iso(const char *p, int64_t *out)
     if (*p != '\0')
         return -1;
 done:
-    *out = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) -
+    *out = ((sb__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) -
             off) * 1000000 + us;
     return 0;
 }

@@ -61,6 +61,9 @@ void sb__log(const sb_logger *lg, int level, const char *component,
 int64_t sb__mono_us(void);
 int64_t sb__wall_us(void);
 void sb__sleep_us(int64_t us);
+/* Days from 1970-01-01 to year-month-day in the proleptic Gregorian
+ * calendar (negative before 1970); the date is not checked. */
+int64_t sb__days_from_civil(int64_t y, int64_t m, int64_t d);
 
 /* ---- condition variables on the monotonic clock (sync.c) ---- */
 void sb__cond_init_monotonic(pthread_cond_t *cv);

@@ -60,17 +60,6 @@ static int digits(const char **p, int n, int *out)
     return 0;
 }
 
-/* Days from 1970-01-01 to a proleptic Gregorian date. */
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* "2026-12-01T05:10:00.123456Z" (sqlbus) or "2026-12-01 05:10:00:123456 Z"
  * (NServiceBus), with an optional fraction of up to 7 digits and a zone
  * of Z or +hh:mm / -hh:mm. Returns 0 and microseconds, or -1. */
@@ -118,7 +107,7 @@ static int parse_time(const char *s, int64_t *out_us)
     }
     if (*p != '\0')
         return -1;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+    int64_t secs = sb__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
                    se - offset_s;
     *out_us = secs * 1000000 + us;
     return 0;
