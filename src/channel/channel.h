@@ -49,7 +49,8 @@ typedef struct sb_channel_templates {
     const char *registration; /* $1 corr, $2 reg -> handler, context */
     const char *subscribe_many; /* $1 JSON [{"c":corr,"r":reg}], $2 inst,
                                    $3 ttl_ms, $4 now_us */
-    const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit:
+    const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit,
+                                 $4 JSON array of ids to leave alone:
                                  claim unconfirmed replies -> id, corr */
     const char *scan_many;    /* the scan for a JSON array of ids ($1) */
     const char *mark_dispatched; /* $1 corr, $2 reg, $3 now_us */
@@ -154,7 +155,8 @@ struct sb_waiter {
 typedef struct sb_pending {
     char id[37];
     char *corr;
-    int64_t due_us; /* monotonic */
+    int64_t created_us; /* the row's created_at */
+    int64_t due_us;     /* monotonic */
 } sb_pending;
 
 /* ingress.c: the response-ingress consumer (C24). */
@@ -218,6 +220,15 @@ void sb__ids_release(struct sb_channel *ch, sb_live_id *id);
 int sb__ids_pin_all(struct sb_channel *ch, sb_live_id ***out, size_t *n);
 void sb__ids_unpin_all(struct sb_channel *ch, sb_live_id **ids, size_t n);
 void sb__ids_free_all(struct sb_channel *ch);
+/* 1 if a waiter of this process that has not ended is waiting on `corr`
+ * and its watermark admits a reply created at `created_us`: that waiter
+ * is live and will claim the reply itself (C12 step 3). */
+int sb__ids_awaited(struct sb_channel *ch, const char *corr,
+                    int64_t created_us);
+/* Append to `b` a JSON array of the ids whose live waiters here still hold
+ * replies back (a delivery running, replies queued, or refused rows waiting
+ * for their rescan); b->failed if it did not fit. */
+int sb__ids_backlog_json(struct sb_channel *ch, sb_buf *b);
 
 /* executor.c (C16). Admit a reply for delivery to the waiters of `id`
  * (copied; channel lock held): 1 if queued or already handled, 0 if

@@ -2,7 +2,11 @@
  * for a live waiter gets confirmation_timeout_ms, on the monotonic clock,
  * for some waiter to claim it; then the recovery claim (`recovery_claimed
  * = true WHERE acked_at IS NULL`) decides, atomically, whether recovery
- * owns it. The responder is never held. If this process dies first, the
+ * owns it. A reply that a waiter of this process still awaits is not
+ * claimed while that waiter lives, however long its predicate or its
+ * full queue holds the reply back: the waiter itself is the confirmation
+ * (C12 step 3), and the entry waits another timeout. The responder is
+ * never held. If this process dies first, the
  * orphan scan of any process claims replies that stayed unconfirmed for
  * twice its confirmation timeout, so every reply still ends in delivery or
  * recovery. */
@@ -39,6 +43,7 @@ void sb__confirm_add(sb_channel *ch, const sb_reply *r)
     sb_pending *p = &ch->pend[(ch->pend_head + ch->pend_len) % ch->pend_cap];
     memcpy(p->id, r->id, 37);
     p->corr = corr;
+    p->created_us = r->created_at_us;
     p->due_us = sb__mono_us() + ch->o.confirmation_timeout_ms * 1000;
     if (ch->pend_len++ == 0)
         pthread_cond_broadcast(&ch->loop_cv);
@@ -49,12 +54,14 @@ typedef struct due_ctx {
     sb_channel *ch;
     sb_pending *due;
     size_t n;
-    int *settled; /* per entry: confirmed or claimed, drop it */
+    const int *awaited; /* per entry: a live waiter here still awaits it */
+    int *settled;       /* per entry: confirmed or claimed, drop it */
 } due_ctx;
 
 /* Due entries: the recovery claim, and recovery's jobs in the same
- * transaction (C21). While closing, entries not yet due are dropped as
- * soon as a waiter confirmed them. */
+ * transaction (C21). An entry a live local waiter still awaits, and while
+ * closing an entry not yet due, is dropped only once a waiter confirmed
+ * it. */
 static int due_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     due_ctx *x = vctx;
@@ -64,7 +71,7 @@ static int due_tx(sb_conn *c, void *vctx, sb_error *err)
     for (size_t i = 0; rc == SB_OK && i < x->n; i++) {
         sb_value id = sb__v_text(x->due[i].id);
         x->settled[i] = 0;
-        if (x->due[i].due_us > now) {
+        if (x->due[i].due_us > now || x->awaited[i]) {
             sb_rows *rows = NULL;
             rc = sb__query(c, CH_SQL(ch, CH_ACKED), &id, 1, &rows, NULL, err);
             x->settled[i] = rc == SB_OK && (rows->nrows == 0 ||
@@ -86,6 +93,7 @@ static int due_tx(sb_conn *c, void *vctx, sb_error *err)
 int64_t sb__confirm_run(sb_channel *ch, int64_t now)
 {
     sb_pending due[DUE_BATCH];
+    int awaited[DUE_BATCH];
     int settled[DUE_BATCH];
     pthread_mutex_lock(&ch->mu);
     int draining = ch->draining;
@@ -94,6 +102,8 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
         sb_pending *p = &ch->pend[(ch->pend_head + n) % ch->pend_cap];
         if (p->due_us > now && !draining)
             break;
+        /* Not while closing: the waiters end with the channel. */
+        awaited[n] = !draining && sb__ids_awaited(ch, p->corr, p->created_us);
         due[n++] = *p;
     }
     int64_t next = ch->pend_len > 0 ? ch->pend[ch->pend_head].due_us
@@ -101,7 +111,7 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
     pthread_mutex_unlock(&ch->mu);
     if (n == 0)
         return next;
-    due_ctx x = {ch, due, n, settled};
+    due_ctx x = {ch, due, n, awaited, settled};
     sb_error err;
     if (sb__db_run_tx(ch->bus->pool, NULL, due_tx, &x, &err) != SB_OK) {
         sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
@@ -109,9 +119,11 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
         return now + 100000;
     }
     /* Entries are only taken from the head, by this thread: the first n
-     * are still the ones read. Drop the settled prefix; while draining,
-     * rotate unsettled ones to the back. */
+     * are still the ones read. Drop the settled prefix; rotate unsettled
+     * ones to the back, an awaited one due again a timeout from now (due
+     * times still ascend: every other entry was added before now). */
     pthread_mutex_lock(&ch->mu);
+    int64_t again = sb__mono_us() + ch->o.confirmation_timeout_ms * 1000;
     for (size_t i = 0; i < n; i++) {
         sb_pending *p = &ch->pend[ch->pend_head];
         ch->pend_head = (ch->pend_head + 1) % ch->pend_cap;
@@ -120,6 +132,8 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
             sb__free(p->corr);
             continue;
         }
+        if (awaited[i])
+            p->due_us = again;
         ch->pend[(ch->pend_head + ch->pend_len) % ch->pend_cap] = *p;
         ch->pend_len++;
     }
@@ -130,6 +144,7 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
 
 typedef struct orphan_ctx {
     sb_channel *ch;
+    const char *backlog; /* JSON array: ids our live waiters hold back */
     size_t claimed;
 } orphan_ctx;
 
@@ -137,11 +152,11 @@ static int orphans_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     orphan_ctx *x = vctx;
     sb_channel *ch = x->ch;
-    sb_value p[3] = {sb__v_int(2 * ch->o.confirmation_timeout_ms),
+    sb_value p[4] = {sb__v_int(2 * ch->o.confirmation_timeout_ms),
                      sb__v_int(sb__bus_now_us(ch->bus)),
-                     sb__v_int(SB_ORPHAN_BATCH)};
+                     sb__v_int(SB_ORPHAN_BATCH), sb__v_text(x->backlog)};
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, CH_ORPHANS), p, 3, &rows, NULL, err);
+    int rc = sb__query(c, CH_SQL(ch, CH_ORPHANS), p, 4, &rows, NULL, err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         char id[37];
         const char *corr = sb__rows_text(rows, r, 1);
@@ -155,11 +170,27 @@ static int orphans_tx(sb_conn *c, void *vctx, sb_error *err)
     return rc;
 }
 
+/* Replies of ids whose live waiters here hold them back (a slow predicate,
+ * a full queue) are left alone: those waiters claim them themselves, and
+ * this process's confirmer recovers them if the waiters end first. */
 void sb__confirm_orphans(sb_channel *ch)
 {
-    orphan_ctx x = {ch, 0};
+    sb_buf b;
+    sb__buf_init(&b, (size_t)16 << 20);
+    pthread_mutex_lock(&ch->mu);
+    int failed = sb__ids_backlog_json(ch, &b);
+    pthread_mutex_unlock(&ch->mu);
+    if (failed) {
+        sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
+                "orphan scan postponed: too many ids with a backlog");
+        sb__buf_free(&b);
+        return;
+    }
+    orphan_ctx x = {ch, b.data, 0};
     sb_error err;
-    if (sb__db_run_tx(ch->bus->pool, NULL, orphans_tx, &x, &err) != SB_OK)
+    int rc = sb__db_run_tx(ch->bus->pool, NULL, orphans_tx, &x, &err);
+    sb__buf_free(&b);
+    if (rc != SB_OK)
         sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                 "orphan scan failed (retried later): %s", err.message);
     else if (x.claimed > 0)

@@ -169,6 +169,37 @@ void sb__ids_unpin_all(sb_channel *ch, sb_live_id **ids, size_t n)
     sb__free(ids);
 }
 
+int sb__ids_awaited(sb_channel *ch, const char *corr, int64_t created_us)
+{
+    sb_live_id *id = sb__ids_find(ch, corr);
+    for (sb_waiter *w = id ? id->waiters : NULL; w; w = w->id_next)
+        if (!w->ended && created_us >= w->started_at_us - TOLERANCE_US)
+            return 1;
+    return 0;
+}
+
+int sb__ids_backlog_json(sb_channel *ch, sb_buf *b)
+{
+    int first = 1;
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < ch->n_buckets; i++)
+        for (sb_live_id *id = ch->buckets[i]; id; id = id->hnext) {
+            if (!id->running && id->q_len == 0 && !id->gap)
+                continue;
+            const sb_waiter *w = id->waiters;
+            while (w != NULL && w->ended)
+                w = w->id_next;
+            if (w == NULL)
+                continue;
+            if (!first)
+                sb__buf_puts(b, ",");
+            sb__buf_json_str(b, id->corr);
+            first = 0;
+        }
+    sb__buf_puts(b, "]");
+    return b->failed;
+}
+
 void sb__ids_free_all(sb_channel *ch)
 {
     for (size_t b = 0; b < ch->n_buckets; b++)

@@ -130,9 +130,11 @@ const sb_channel_templates sb__channel_sql_postgres = {
     .orphans = "UPDATE {p}channel_messages SET recovery_claimed = true "
                "WHERE id IN (SELECT id FROM {p}channel_messages WHERE "
                "acked_at IS NULL AND NOT recovery_claimed AND created_at < "
-               "now() - $1::int8 " MS " AND expires_at > now() ORDER BY "
-               "created_at LIMIT $3 FOR UPDATE SKIP LOCKED) AND acked_at IS "
-               "NULL AND NOT recovery_claimed RETURNING id, correlation_id",
+               "now() - $1::int8 " MS " AND expires_at > now() AND NOT "
+               "correlation_id = ANY (ARRAY(SELECT json_array_elements_text("
+               "$4::json))) ORDER BY created_at LIMIT $3 FOR UPDATE SKIP "
+               "LOCKED) AND acked_at IS NULL AND NOT recovery_claimed "
+               "RETURNING id, correlation_id",
     .mark_dispatched = "UPDATE {p}recovery_state SET dispatched_at = now() "
                        "WHERE correlation_id = $1 AND registration_id = "
                        "$2::uuid",

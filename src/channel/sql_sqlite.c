@@ -126,7 +126,8 @@ const sb_channel_templates sb__channel_sql_sqlite = {
     .orphans = "UPDATE {p}channel_messages SET recovery_claimed = 1 WHERE id "
                "IN (SELECT id FROM {p}channel_messages WHERE acked_at IS NULL "
                "AND recovery_claimed = 0 AND created_at < $2 - $1 * 1000 AND "
-               "expires_at > $2 ORDER BY created_at LIMIT $3) "
+               "expires_at > $2 AND correlation_id NOT IN (SELECT value FROM "
+               "json_each($4)) ORDER BY created_at LIMIT $3) "
                "RETURNING id, correlation_id",
     .mark_dispatched = "UPDATE {p}recovery_state SET dispatched_at = $3 "
                        "WHERE correlation_id = $1 AND registration_id = $2",
