@@ -79,33 +79,98 @@ typedef struct walk {
     char batch_after[512];
     int64_t batch_changed;
     int done;
+    char *page_sql;           /* this selection's statements */
+    char *count_sql;
     char owner[37];           /* this run's token on its group operation */
     int64_t total;            /* selected when it started */
     int64_t so_far;           /* changed, including a resumed run's */
 } walk;
 
-static void params(const walk *w, const char *after, int64_t limit,
-                   sb_value p[9])
+/* The selection's statement: only the filters that are set, numbered
+ * after `first` fixed parameters, with their values appended to `p`
+ * (returns how many). A filter written for every call as "($n = '' OR
+ * column = $n)" gets one plan for all selections, and that plan reads
+ * the whole table (P11); a text per combination lets each filter use its
+ * index, and the statements stay parameterized and cached. With `b`
+ * NULL only the values are written. */
+static size_t filters(const walk *w, sb_buf *b, sb_value *p, size_t first)
 {
     const sb_failed_selection *s = w->sel;
-    p[0] = sb__v_text(after);
-    p[1] = sb__v_text(s->failed_queue ? s->failed_queue : "");
-    p[2] = sb__v_text(s->endpoint ? s->endpoint : "");
-    p[3] = sb__v_text(s->group_id ? s->group_id : "");
-    p[4] = sb__v_int(limit);
-    p[5] = sb__v_text(w->ids_json);
-    p[6] = sb__v_int(w->status);
-    p[7] = sb__v_int(s->modified_from_us);
-    p[8] = sb__v_int(s->modified_to_us);
+    int pg = w->e->bus->dialect == SB_DIALECT_POSTGRES;
+    size_t n = first;
+#define PUT(...)                                                             \
+    do {                                                                     \
+        if (b != NULL)                                                       \
+            sb__buf_printf(b, __VA_ARGS__);                                  \
+    } while (0)
+    if (s->failed_queue != NULL) {
+        p[n++] = sb__v_text(s->failed_queue);
+        PUT(" AND failed_queue = $%zu", n);
+    }
+    if (s->endpoint != NULL) {
+        p[n++] = sb__v_text(s->endpoint);
+        PUT(" AND processing_endpoint = $%zu", n);
+    }
+    if (s->group_id != NULL) {
+        p[n++] = sb__v_text(s->group_id);
+        PUT(" AND unique_message_id IN (SELECT unique_message_id FROM "
+            "{p}failed_message_groups WHERE group_id = $%zu)",
+            n);
+    }
+    if (s->n_ids > 0) {
+        p[n++] = sb__v_text(w->ids_json);
+        PUT(pg ? " AND unique_message_id = ANY (ARRAY(SELECT "
+                 "json_array_elements_text($%zu::json)))"
+               : " AND unique_message_id IN (SELECT value FROM "
+                 "json_each($%zu))",
+            n);
+    }
+    if (s->modified_from_us != 0) {
+        p[n++] = sb__v_int(s->modified_from_us);
+        PUT(" AND last_modified >= $%zu", n);
+    }
+    if (s->modified_to_us != 0) {
+        p[n++] = sb__v_int(s->modified_to_us);
+        PUT(" AND last_modified <= $%zu", n);
+    }
+#undef PUT
+    return n - first;
+}
+
+/* Both statements of the walk: a page after the keyset cursor ($1, limit
+ * $2, status $3), and the count of the whole selection (status $1). */
+static int build_sql(walk *w, sb_error *err)
+{
+    sb_value p[12];
+    const char *prefix = w->e->bus->prefix;
+    sb_buf b;
+    sb__buf_init(&b, 4096);
+    sb__buf_puts(&b, "SELECT unique_message_id FROM {p}failed_messages "
+                     "WHERE unique_message_id > $1 AND status = $3");
+    filters(w, &b, p, 3);
+    sb__buf_puts(&b, " ORDER BY unique_message_id LIMIT $2");
+    int rc = b.failed;
+    if (rc == SB_OK)
+        w->page_sql = sb__sql_subst(b.data, prefix, &rc);
+    sb__buf_reset(&b);
+    sb__buf_puts(&b, "SELECT count(*) FROM {p}failed_messages WHERE status "
+                     "= $1");
+    filters(w, &b, p, 1);
+    if (rc == SB_OK)
+        rc = b.failed;
+    if (rc == SB_OK)
+        w->count_sql = sb__sql_subst(b.data, prefix, &rc);
+    sb__buf_free(&b);
+    return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
 
 static int count_selected(sb_conn *c, walk *w, sb_error *err)
 {
-    sb_value p[9];
-    params(w, "", NO_LIMIT, p);
+    sb_value p[12];
+    p[0] = sb__v_int(w->status);
+    size_t n = 1 + filters(w, NULL, p, 1);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, w->e->sql.s[ER_SELECT_COUNT], p, 9, &rows, NULL,
-                       err);
+    int rc = sb__query(c, w->count_sql, p, n, &rows, NULL, err);
     if (rc == SB_OK)
         w->total = sb__rows_int(rows, 0, 0);
     sb__rows_free(rows);
@@ -196,10 +261,13 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
     walk *w = vctx;
     memcpy(w->batch_after, w->after, sizeof w->after);
     w->batch_changed = 0;
-    sb_value p[9];
-    params(w, w->after, BATCH, p);
+    sb_value p[12];
+    p[0] = sb__v_text(w->after);
+    p[1] = sb__v_int(BATCH);
+    p[2] = sb__v_int(w->status);
+    size_t np = 3 + filters(w, NULL, p, 3);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, w->e->sql.s[ER_SELECT], p, 9, &rows, NULL, err);
+    int rc = sb__query(c, w->page_sql, p, np, &rows, NULL, err);
     size_t n = rc == SB_OK ? rows->nrows : 0;
     w->done = rc == SB_OK && n < BATCH;
     sb_buf b;
@@ -277,7 +345,11 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w.ids_json = json;
     int64_t n = 0;
-    int rc = run_walk(&w, &n, err);
+    int rc = build_sql(&w, err);
+    if (rc == SB_OK)
+        rc = run_walk(&w, &n, err);
+    else
+        w.owner[0] = '\0';
     if (changed != NULL)
         *changed += n;
     if (w.owner[0] != '\0' && (rc & 0xff) != SB_CONFLICT) {
@@ -288,6 +360,8 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
         (void)sb__db_run_tx(e->bus->pool, NULL, op_end_tx, &x, &ignored);
     }
     sb__free(json);
+    sb__free(w.page_sql);
+    sb__free(w.count_sql);
     return rc;
 }
 

@@ -269,25 +269,6 @@ static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
                             "json_each($1))");
 }
 
-/* E14, E17, E19: the messages a selection picks after keyset $1. */
-static void build_select(const dialect *d, sb_buf *b, const char *what,
-                         const char *order)
-{
-    sb__buf_printf(b,
-                   "SELECT %s FROM {p}failed_messages WHERE status = $7 AND "
-                   "unique_message_id > $1 AND ($2 = '' OR failed_queue = "
-                   "$2) AND ($3 = '' OR processing_endpoint = $3) AND ($4 = "
-                   "'' OR unique_message_id IN (SELECT unique_message_id "
-                   "FROM {p}failed_message_groups WHERE group_id = $4)) AND "
-                   "($6 = '' OR unique_message_id IN (SELECT %s)) AND ($8 = "
-                   "0 OR last_modified >= $8) AND ($9 = 0 OR last_modified "
-                   "<= $9)%s LIMIT $5",
-                   what,
-                   d->pg ? "json_array_elements_text($6::json)"
-                         : "value FROM json_each($6)",
-                   order);
-}
-
 /* ER_OP_START: the existing operation is the same kind, left running by a
  * process that stopped (the WHERE admits only stale running ones). */
 #define OP_RESUMES                                                           \
@@ -360,17 +341,6 @@ static void build(const dialect *d, int k, sb_buf *b)
     case ER_GET_BODY:
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
                         "WHERE unique_message_id = $1");
-        break;
-    case ER_SELECT: /* $1 after id, $2 queue, $3 endpoint, $4 group,
-                       $5 limit, $6 JSON ids ('' = any), $7 status,
-                       $8 modified from, $9 modified to (0 = open) */
-        build_select(d, b, "unique_message_id", " ORDER BY "
-                                                "unique_message_id");
-        break;
-    case ER_SELECT_COUNT: /* the same parameters */
-        sb__buf_puts(b, "SELECT count(*) FROM (");
-        build_select(d, b, "1", "");
-        sb__buf_puts(b, ") s");
         break;
     case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
                          $6 stale before: resumes a stale running operation
