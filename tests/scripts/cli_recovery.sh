@@ -44,10 +44,12 @@ expect_exit 0 sb respond --correlation-id sent-1 <<<"late"
 jq_state() {
     sb recovery list --json "${@:2}" | jq -r --arg c "$1" '.[] | select(.correlation_id == $c) | .state'
 }
+# Both subscriber rows lapse 30 s after their last heartbeat, which differ
+# by the moments between the two waiters' starts: wait for both.
 i=0
-until [ "$(jq_state orphan-1)" = orphaned ]; do
+until [ "$(jq_state orphan-1)" = orphaned ] && [ "$(jq_state sent-1)" = dispatched ]; do
     i=$((i + 1))
-    [ $i -le 60 ] || fail "orphan-1 never became orphaned: $(sb recovery list 2>&1)"
+    [ $i -le 60 ] || fail "orphan-1 never orphaned or sent-1 never dispatched: $(sb recovery list 2>&1)"
     sleep 1
 done
 
