@@ -83,7 +83,8 @@ static int take_body(json_t *text, json_t *b64, cli_import_msg *m,
                    "must be a string");
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
-    m->body = sb__malloc(n / 4 * 3 + 4);
+    /* Text is copied whole; base64 decodes to at most 3 bytes per 4. */
+    m->body = sb__malloc(text != NULL ? n + 1 : n / 4 * 3 + 4);
     if (m->body == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     if (text != NULL) {
