@@ -952,9 +952,9 @@ SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
  * queue (or its redirect), and marks the original resolved, in one
  * transaction. A locked header (sb_errors_locked_headers) given with any
  * value but its stored one is refused (SB_INVALID naming it); locked
- * headers left out keep their stored values. A second edit of the same message is
- * ignored: SB_OK with *ignored = 1. `new_id` (optional, 37 bytes) receives
- * the copy's message id. */
+ * headers left out keep their stored values. A second edit of the same
+ * message is ignored: SB_OK with *ignored = 1 and "" in `new_id`.
+ * `new_id` (optional, 37 bytes) receives the copy's message id. */
 SB_API int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
                                 const void *body, size_t len,
                                 const char *headers_json, int *ignored,

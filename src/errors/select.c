@@ -9,13 +9,11 @@
  * from its cursor when its process died. */
 #include "errors/errors.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define BATCH 1000
 #define MAX_IDS 10000
 #define OP_LEASE_US (60LL * 1000 * 1000)
-#define NO_LIMIT 4000000000000000000LL
 
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
 {
@@ -48,7 +46,8 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
     const char *const texts[] = {s->group_id, s->failed_queue, s->endpoint};
     const char *const names[] = {"group_id", "failed_queue", "endpoint"};
     for (size_t i = 0; i < 3; i++)
-        if (texts[i] != NULL && (texts[i][0] == '\0' || strlen(texts[i]) > 400))
+        if (texts[i] != NULL &&
+            (texts[i][0] == '\0' || strlen(texts[i]) > 400))
             return sb__err(err, SB_INVALID, names[i],
                            "%s must be 1 to 400 bytes", names[i]);
     if (s->modified_from_us < 0 || s->modified_to_us < 0)
