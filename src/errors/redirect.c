@@ -20,6 +20,15 @@ static int read_all(sb_conn *c, sb_errors *e, sb_rows **rows, sb_error *err)
     return sb__query(c, e->sql.s[ER_REDIRECTS], NULL, 0, rows, NULL, err);
 }
 
+/* Every redirect, read under the table lock that serialises changes. */
+static int lock_and_read(sb_conn *c, sb_errors *e, sb_rows **rows,
+                         sb_error *err)
+{
+    int rc = sb__query(c, e->sql.s[ER_REDIRECTS_LOCK], NULL, 0, NULL, NULL,
+                       err);
+    return rc == SB_OK ? read_all(c, e, rows, err) : rc;
+}
+
 static void fill(sb_redirect *r, const sb_rows *rows, size_t i)
 {
     memset(r, 0, sizeof *r);
@@ -75,10 +84,7 @@ static int add_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     redirect_ctx *x = vctx;
     sb_rows *rows = NULL;
-    int rc = sb__query(c, x->e->sql.s[ER_REDIRECTS_LOCK], NULL, 0, NULL, NULL,
-                       err);
-    if (rc == SB_OK)
-        rc = read_all(c, x->e, &rows, err);
+    int rc = lock_and_read(c, x->e, &rows, err);
     for (size_t i = 0; rc == SB_OK && i < rows->nrows; i++)
         if (strcmp(sb__rows_text(rows, i, 1), x->from) == 0 &&
             strcmp(sb__rows_text(rows, i, 2), x->to) == 0) {
@@ -100,10 +106,7 @@ static int update_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     redirect_ctx *x = vctx;
     sb_rows *rows = NULL;
-    int rc = sb__query(c, x->e->sql.s[ER_REDIRECTS_LOCK], NULL, 0, NULL, NULL,
-                       err);
-    if (rc == SB_OK)
-        rc = read_all(c, x->e, &rows, err);
+    int rc = lock_and_read(c, x->e, &rows, err);
     size_t at = rows != NULL ? rows->nrows : 0;
     for (size_t i = 0; rc == SB_OK && i < rows->nrows; i++)
         if (strcmp(sb__rows_text(rows, i, 0), x->id) == 0)
