@@ -237,6 +237,20 @@ int cli_parse_duration(const cli_ctx *ctx, const char *flag, const char *text,
 int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
                   int64_t lo, int64_t hi, int64_t *out);
 
+/* Repeated --header KEY=VALUE flags (publish, errors edit): each key is
+ * copied, each value borrowed from argv; `kv` is the NULL-terminated
+ * key, value, ... list sb__headers_merge takes. */
+#define CLI_MAX_HEADER_FLAGS 256
+typedef struct cli_header_flags {
+    const char *kv[2 * CLI_MAX_HEADER_FLAGS + 1];
+    size_t n; /* pairs */
+} cli_header_flags;
+/* Add one KEY=VALUE (the value may contain '='), at most `max` pairs;
+ * CLI_USAGE naming the flag and its limit. */
+int cli_header_flag_add(const cli_ctx *ctx, cli_header_flags *h,
+                        const char *arg, size_t max);
+void cli_header_flags_free(cli_header_flags *h);
+
 /* Check a queue name given with --FLAG (rule T3); CLI_USAGE on error. */
 int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name);
 int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,

@@ -13,7 +13,6 @@
 /* Reading stops here; the library's own limit (max_payload_bytes) is
  * lower and names itself in the error. */
 #define READ_CAP ((size_t)256 * 1024 * 1024)
-#define MAX_HEADERS 256
 
 typedef struct pub_opts {
     const char *queue;
@@ -22,36 +21,11 @@ typedef struct pub_opts {
     int lines;
     int json;
     const char *file;
-    const char *kv[2 * MAX_HEADERS + 1]; /* key, value, ..., NULL */
-    size_t nkv;
+    cli_header_flags headers;
 } pub_opts;
 
 enum { OPT_QUEUE = CLI_OPT_FIRST_LOCAL, OPT_ID, OPT_DELAY, OPT_HEADER,
        OPT_LINES, OPT_JSON };
-
-/* Split "k=v" (the value may contain '='); the key is copied. */
-static int add_header(const cli_ctx *ctx, pub_opts *o, const char *arg)
-{
-    const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
-        return cli_usage_error(ctx, "--header must be KEY=VALUE with a "
-                               "non-empty key (got \"%s\")", arg);
-    if (o->nkv / 2 >= MAX_HEADERS)
-        return cli_usage_error(ctx, "--header may be given at most %d "
-                               "times", MAX_HEADERS);
-    char *key = sb__strndup(arg, (size_t)(eq - arg));
-    if (key == NULL)
-        return cli_usage_error(ctx, "out of memory");
-    o->kv[o->nkv++] = key;
-    o->kv[o->nkv++] = eq + 1;
-    return CLI_OK;
-}
-
-static void free_headers(pub_opts *o)
-{
-    for (size_t i = 0; i < o->nkv; i += 2)
-        sb__free((char *)o->kv[i]);
-}
 
 static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
 {
@@ -88,7 +62,8 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
                                     3650LL * 86400000, &o->delay_ms);
             break;
         case OPT_HEADER:
-            rc = add_header(ctx, o, optarg);
+            rc = cli_header_flag_add(ctx, &o->headers, optarg,
+                                     CLI_MAX_HEADER_FLAGS);
             break;
         case OPT_LINES:
             o->lines = 1;
@@ -306,17 +281,16 @@ int cli_cmd_publish(cli_ctx *ctx, int argc, char **argv)
     memset(&o, 0, sizeof o);
     int rc = parse(ctx, argc, argv, &o);
     if (rc != CLI_OK) {
-        free_headers(&o);
+        cli_header_flags_free(&o.headers);
         return rc < 0 ? CLI_OK : rc;
     }
     char *headers = NULL;
-    if (o.nkv > 0) {
+    if (o.headers.n > 0) {
         sb_error err;
         sb_error_clear(&err);
-        o.kv[o.nkv] = NULL;
-        int src = sb__headers_merge(NULL, o.kv, &headers, &err);
+        int src = sb__headers_merge(NULL, o.headers.kv, &headers, &err);
         if (src != SB_OK) {
-            free_headers(&o);
+            cli_header_flags_free(&o.headers);
             return cli_report(src, &err);
         }
     }
@@ -325,7 +299,7 @@ int cli_cmd_publish(cli_ctx *ctx, int argc, char **argv)
         fd = open(o.file, O_RDONLY);
         if (fd < 0) {
             cli_errorf("cannot open %s: %s", o.file, strerror(errno));
-            free_headers(&o);
+            cli_header_flags_free(&o.headers);
             sb__free(headers);
             return CLI_ERROR;
         }
@@ -346,7 +320,7 @@ int cli_cmd_publish(cli_ctx *ctx, int argc, char **argv)
     }
     if (fd != STDIN_FILENO)
         close(fd);
-    free_headers(&o);
+    cli_header_flags_free(&o.headers);
     sb__free(headers);
     return rc;
 }

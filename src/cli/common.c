@@ -181,6 +181,38 @@ int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
     return CLI_OK;
 }
 
+int cli_header_flag_add(const cli_ctx *ctx, cli_header_flags *h,
+                        const char *arg, size_t max)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return cli_usage_error(ctx, "--header must be KEY=VALUE with a "
+                               "non-empty key (got \"%s\")", arg);
+    if (max > CLI_MAX_HEADER_FLAGS)
+        max = CLI_MAX_HEADER_FLAGS;
+    if (h->n >= max)
+        return cli_usage_error(ctx, "--header may be given at most %zu "
+                               "times", max);
+    char *key = sb__strndup(arg, (size_t)(eq - arg));
+    if (key == NULL) {
+        cli_errorf("out of memory");
+        return CLI_ERROR;
+    }
+    h->kv[2 * h->n] = key;
+    h->kv[2 * h->n + 1] = eq + 1;
+    h->n++;
+    h->kv[2 * h->n] = NULL;
+    return CLI_OK;
+}
+
+void cli_header_flags_free(cli_header_flags *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        sb__free((char *)h->kv[2 * i]);
+    h->n = 0;
+    h->kv[0] = NULL;
+}
+
 /* Validate a queue name (T3) given with `flag`; CLI_USAGE naming the
  * limit. */
 int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name)

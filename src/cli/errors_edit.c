@@ -24,8 +24,7 @@ typedef struct edit_args {
     const char *body;
     const char *body_file;
     const char *headers_file;
-    const char *set[2 * MAX_HEADER_FLAGS + 1]; /* K, V, ..., NULL */
-    size_t n_set;
+    cli_header_flags set;
     const char *remove[MAX_HEADER_FLAGS];
     size_t n_remove;
     int allow;
@@ -37,36 +36,6 @@ static int env_allows(void)
     const char *v = getenv("SQLBUS_ALLOW_EDIT");
     return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
                          strcmp(v, "yes") == 0);
-}
-
-/* Record --header K=V: the key and value point into a copy of optarg. */
-static int add_header(const cli_ctx *ctx, edit_args *a, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    if (eq == NULL || eq == kv)
-        return cli_usage_error(ctx, "--header must be KEY=VALUE (got "
-                               "\"%s\")", kv);
-    if (a->n_set >= MAX_HEADER_FLAGS)
-        return cli_usage_error(ctx, "at most %d --header flags",
-                               MAX_HEADER_FLAGS);
-    char *copy = sb__strdup(kv);
-    if (copy == NULL) {
-        cli_errorf("out of memory");
-        return CLI_ERROR;
-    }
-    copy[eq - kv] = '\0';
-    /* The copies live until the command ends; chain them for freeing. */
-    a->set[2 * a->n_set] = copy;
-    a->set[2 * a->n_set + 1] = copy + (eq - kv) + 1;
-    a->n_set++;
-    a->set[2 * a->n_set] = NULL;
-    return CLI_OK;
-}
-
-static void free_args(edit_args *a)
-{
-    for (size_t i = 0; i < a->n_set; i++)
-        sb__free((void *)a->set[2 * i]);
 }
 
 static int parse(cli_ctx *ctx, int argc, char **argv, edit_args *a)
@@ -96,7 +65,9 @@ static int parse(cli_ctx *ctx, int argc, char **argv, edit_args *a)
         case OPT_JSON: a->json = 1; break;
         case OPT_BODY: a->body = optarg; break;
         case OPT_BODY_FILE: a->body_file = optarg; break;
-        case OPT_HEADER: rc = add_header(ctx, a, optarg); break;
+        case OPT_HEADER:
+            rc = cli_header_flag_add(ctx, &a->set, optarg, MAX_HEADER_FLAGS);
+            break;
         case OPT_REMOVE_HEADER:
             if (a->n_remove >= MAX_HEADER_FLAGS)
                 return cli_usage_error(ctx, "at most %d --remove-header "
@@ -148,7 +119,7 @@ static int build_headers(const edit_args *a, const char *stored, char **out)
     char *merged = NULL;
     sb_error err;
     sb_error_clear(&err);
-    int src = sb__headers_merge(base, a->set, &merged, &err);
+    int src = sb__headers_merge(base, a->set.kv, &merged, &err);
     if (src == SB_OK && a->n_remove > 0) {
         char *less = NULL;
         src = sb__headers_without(merged, a->remove, a->n_remove, &less,
@@ -172,14 +143,14 @@ int cli_errors_edit(cli_ctx *ctx, int argc, char **argv)
     memset(&a, 0, sizeof a);
     int rc = parse(ctx, argc, argv, &a);
     if (rc != CLI_OK) {
-        free_args(&a);
+        cli_header_flags_free(&a.set);
         return rc < 0 ? CLI_OK : rc;
     }
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
     rc = cli_errors_open(ctx, 1, &bus, &store);
     if (rc != CLI_OK) {
-        free_args(&a);
+        cli_header_flags_free(&a.set);
         return rc;
     }
     sb_failed_message *m = NULL;
@@ -230,6 +201,6 @@ int cli_errors_edit(cli_ctx *ctx, int argc, char **argv)
     sb__buf_free(&body);
     sb_failed_message_free(m);
     cli_errors_close(bus, store);
-    free_args(&a);
+    cli_header_flags_free(&a.set);
     return rc;
 }

@@ -417,7 +417,45 @@ static void test_edit_and_retry(void **state)
                                 &err),
            &err, "edit unarchived");
     assert_int_equal(ignored, 0);
+    /* E21: an edited message's record expires with it. */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %smessage_edits WHERE unique_message_id "
+             "= $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, uid), 1);
+    snprintf(sql, sizeof sql,
+             "UPDATE %sfailed_messages SET status_changed_at = "
+             "status_changed_at - 7200000000",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    int64_t deleted = 0;
+    sbt_ok(sb_errors_expire(e.store, 3600LL * 1000, &deleted, &err), &err,
+           "expire");
+    assert_int_equal(deleted, 2);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %smessage_edits WHERE unique_message_id "
+             "<> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, ""), 0);
     sbe_close(&e);
+}
+
+/* E18: the locked headers include identity and every failure header. */
+static void test_locked_headers(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"sb-message-id", "sb-correlation-id",
+                                       "NServiceBus.MessageId",
+                                       "sb-exception-type", "sb-failed-queue",
+                                       "NServiceBus.FailedQ"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int found = 0;
+        for (const char *const *l = sb_errors_locked_headers(); *l; l++)
+            found |= strcmp(*l, want[i]) == 0;
+        if (!found)
+            fail_msg("%s is not locked", want[i]);
+    }
 }
 
 /* E20: retries and edits follow a redirect; duplicates and chains are
@@ -575,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_group_operation_resumes),
         cmocka_unit_test(test_modified_range),
         cmocka_unit_test(test_edit_and_retry),
+        cmocka_unit_test(test_locked_headers),
         cmocka_unit_test(test_redirects),
         cmocka_unit_test(test_submit_and_reimport),
     };
