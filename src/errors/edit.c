@@ -203,6 +203,8 @@ int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
     x.headers = headers_json;
     sb__uuid7_at(x.new_id, sb__wall_us() / 1000);
     rc = sb__db_run_tx(e->bus->pool, NULL, edit_tx, &x, err);
+    if (rc == SB_OK && !x.ignored)
+        rc = sb__errors_refresh_windows(e, err);
     if (rc == SB_OK && ignored != NULL)
         *ignored = x.ignored;
     if (rc == SB_OK && new_id != NULL)

@@ -19,7 +19,8 @@ enum {
     ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
     ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_OP_START,
     ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
-    ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_N
+    ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_PRUNE_GROUPS,
+    ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX, ER_N
 };
 
 typedef struct sb_errors_sql {
@@ -89,6 +90,19 @@ const char *const *sb__errors_failure_headers(size_t *n);
  * failure, message type, failed queue, exception type and message. */
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                          size_t *n_out, sb_error *err);
+
+/* counts.c: the counts table and the triggers that keep it (appended to
+ * the DDL), the statements ER_GROUPS and ER_COUNTS_* / ER_STALE_*, the
+ * rebuild of an empty table over a store that has messages (at open), the
+ * refresh of stale group windows (writers call it after their changes)
+ * and one count: messages of `kind` (1 failed queue, 2 endpoint, 3
+ * message type, 4 group) with `item` (NULL: any) and `status` (-1: any). */
+void sb__errors_counts_ddl(int pg, const char *text_type, sb_buf *b);
+void sb__errors_counts_sql(int pg, int k, sb_buf *b);
+int sb__errors_counts_ensure(sb_conn *c, sb_errors *e, sb_error *err);
+int sb__errors_refresh_windows(sb_errors *e, sb_error *err);
+int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
+                     int status, int64_t *out, sb_error *err);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
  * unique id); returns the count or -1 when out of memory. */

@@ -27,6 +27,7 @@ typedef struct batch {
     int *won; /* per folded row: this batch's attempt is the stored one */
     sb_body_place *place; /* per folded row: where its body goes (E7) */
     sb_buf json;
+    sb_buf groups; /* the winning rows' groups, {u, g, t, c} */
     sb_ingest_stats got;
 } batch;
 
@@ -41,10 +42,12 @@ static void batch_free(batch *x)
     sb__free(x->place);
     sb_msg_free_array(x->rows, x->n_rows);
     sb__buf_free(&x->json);
+    sb__buf_free(&x->groups);
     sb_errors *e = x->e;
     memset(x, 0, sizeof *x);
     x->e = e;
     sb__buf_init(&x->json, JSON_MAX);
+    sb__buf_init(&x->groups, JSON_MAX);
 }
 
 static int64_t now_us(const sb_errors *e)
@@ -197,15 +200,16 @@ static void won_ids(batch *x)
 }
 
 /* E9 step 2: the groups of the messages whose newest attempt is ours are
- * recomputed from it (E12), replacing what was there. */
+ * recomputed from it (E12), replacing what was there: rows no longer
+ * classified go, new ones come, and the rows that stay are not touched
+ * (so their counts and windows do not move). */
 static int replace_groups(batch *x, sb_error *err)
 {
-    won_ids(x);
-    int rc = run_json(x, ER_DELETE_GROUPS, NULL, err);
-    sb__buf_reset(&x->json);
-    sb__buf_puts(&x->json, "[");
+    sb_buf *gb = &x->groups;
+    sb__buf_reset(gb);
+    sb__buf_puts(gb, "[");
     int any = 0;
-    for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
+    for (long i = 0; i < x->n_folded; i++) {
         if (!x->won[i])
             continue;
         const sb_attempt *a = x->folded[i].newest;
@@ -219,17 +223,28 @@ static int replace_groups(batch *x, sb_error *err)
         for (size_t k = 0; k < n; k++) {
             char id[37];
             sb__deterministic_guid_str(g[k].classifier, g[k].title, id);
-            sb__buf_puts(&x->json, any++ ? ",{" : "{");
-            json_text(&x->json, "u", a->unique_id, 0);
-            json_text(&x->json, "g", id, 1);
-            json_text(&x->json, "t", g[k].title, 1);
-            json_text(&x->json, "c", g[k].classifier, 1);
-            sb__buf_puts(&x->json, "}");
+            sb__buf_puts(gb, any++ ? ",{" : "{");
+            json_text(gb, "u", a->unique_id, 0);
+            json_text(gb, "g", id, 1);
+            json_text(gb, "t", g[k].title, 1);
+            json_text(gb, "c", g[k].classifier, 1);
+            sb__buf_puts(gb, "}");
         }
     }
-    sb__buf_puts(&x->json, "]");
-    if (rc == SB_OK && any)
-        rc = run_json(x, ER_INSERT_GROUPS, NULL, err);
+    sb__buf_puts(gb, "]");
+    won_ids(x);
+    if (x->json.failed || gb->failed)
+        return sb__err(err, SB_NOMEM, NULL,
+                       "a batch statement does not fit in memory");
+    sb_value p[2] = {sb__v_text(x->json.data), sb__v_text(gb->data)};
+    int rc = sb__query(x->c, x->e->sql.s[ER_PRUNE_GROUPS], p, 2, NULL, NULL,
+                       err);
+    if (rc == SB_OK && any) {
+        p[0] = sb__v_text(gb->data);
+        p[1] = sb__v_int(now_us(x->e));
+        rc = sb__query(x->c, x->e->sql.s[ER_INSERT_GROUPS], p, 2, NULL, NULL,
+                       err);
+    }
     return rc;
 }
 
@@ -375,11 +390,14 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     memset(&x, 0, sizeof x);
     x.e = e;
     sb__buf_init(&x.json, JSON_MAX);
+    sb__buf_init(&x.groups, JSON_MAX);
     int rc = SB_OK;
+    int changed = 0;
     for (;;) {
         rc = sb__db_run_tx(e->bus->pool, NULL, batch_tx, &x, err);
         if (rc != SB_OK || x.n_rows == 0)
             break;
+        changed = 1;
         if (stats != NULL) {
             stats->batches++;
             stats->rows += x.got.rows;
@@ -390,6 +408,9 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     }
     batch_free(&x);
     sb__buf_free(&x.json);
+    sb__buf_free(&x.groups);
+    if (rc == SB_OK && changed)
+        rc = sb__errors_refresh_windows(e, err);
     return rc;
 }
 

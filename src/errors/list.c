@@ -54,6 +54,29 @@ static size_t filters(const sb_failed_query *q, sb_buf *b, sb_value *p)
     return n;
 }
 
+/* Whether failed_counts holds the total: with at most one of the value
+ * filters set (and any status), it does; *kind and *item say which rows
+ * (no value filter: every failed queue's). Returns 0 when the total must
+ * be counted. */
+static int counted(const sb_failed_query *q, int *kind, const char **item)
+{
+    const char *v[4] = {q->failed_queue, q->endpoint, q->message_type,
+                        q->group_id};
+    const int kinds[4] = {1, 2, 3, 4};
+    int set = 0;
+    *kind = 1;
+    *item = NULL;
+    for (size_t i = 0; i < 4; i++)
+        if (v[i] != NULL && v[i][0] != '\0') {
+            set++;
+            *kind = kinds[i];
+            *item = v[i];
+        }
+    if (set > 1)
+        *kind = 0;
+    return *kind;
+}
+
 static int check(const sb_failed_query *q, const sort_key **key,
                  sb_error *err)
 {
@@ -154,25 +177,32 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     p[np + 1] = sb__v_int((int64_t)((page - 1) * per));
     char *page_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
                                                       &rc);
-    sb__buf_reset(&b);
-    sb__buf_puts(&b, "SELECT count(*)");
-    filters(q, &b, p);
-    char *count_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
-                                                       &rc);
+    int kind = 0;
+    const char *item = NULL;
+    char *count_sql = NULL;
+    if (counted(q, &kind, &item) == 0) {
+        sb__buf_reset(&b);
+        sb__buf_puts(&b, "SELECT count(*)");
+        filters(q, &b, p);
+        count_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
+                                                    &rc);
+    }
     sb__buf_free(&b);
     sb_conn *c = NULL;
-    if (page_sql == NULL || count_sql == NULL)
+    if (page_sql == NULL || (kind == 0 && count_sql == NULL))
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     else
         rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
     sb_rows *rows = NULL, *count = NULL;
     if (rc == SB_OK) {
         rc = sb__query(c, page_sql, p, np + 2, &rows, NULL, err);
-        if (rc == SB_OK && total != NULL)
+        if (rc == SB_OK && total != NULL && kind != 0)
+            rc = sb__errors_count(c, e, kind, item, q->status, total, err);
+        else if (rc == SB_OK && total != NULL)
             rc = sb__query(c, count_sql, p, np, &count, NULL, err);
         sb__pool_release(e->bus->pool, c);
     }
-    if (rc == SB_OK && total != NULL)
+    if (rc == SB_OK && total != NULL && kind == 0)
         *total = count->nrows ? sb__rows_int(count, 0, 0) : 0;
     if (rc == SB_OK)
         rc = sb__errors_summaries(rows, out, n_out, err);

@@ -71,11 +71,15 @@ int sb_errors_expire(sb_errors *e, int64_t retention_ms, int64_t *deleted,
                        (long long)MIN_RETENTION_MS,
                        (long long)MAX_RETENTION_MS, (long long)retention_ms);
     expire_ctx x = {e, retention_ms, 0};
-    int rc;
+    int rc, swept = 0;
     do {
         rc = sb__db_run_tx(e->bus->pool, NULL, expire_tx, &x, err);
         if (rc == SB_OK && deleted != NULL)
             *deleted += x.batch;
+        if (rc == SB_OK && x.batch > 0)
+            swept = 1;
     } while (rc == SB_OK && x.batch == EXPIRE_BATCH);
+    if (rc == SB_OK && swept)
+        rc = sb__errors_refresh_windows(e, err);
     return rc;
 }

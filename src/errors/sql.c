@@ -181,6 +181,7 @@ static void build_ddl(const dialect *d, sb_buf *b)
     sb__buf_puts(b, "\n);\n");
     sb__buf_puts(b, ddl_tail);
     sb__buf_puts(b, d->pg ? search_pg : search_sqlite);
+    sb__errors_counts_ddl(d->pg, d->text, b);
     sb__buf_printf(b,
                    "CREATE TABLE IF NOT EXISTS {p}message_bodies (\n"
                    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
@@ -426,19 +427,6 @@ static void build(const dialect *d, int k, sb_buf *b)
                        d->now, d->now);
         build_in_ids(d, b, "");
         break;
-    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit */
-        sb__buf_puts(b, "SELECT g.group_id, g.type, g.title, count(*), "
-                        "min(f.first_time_of_failure), "
-                        "max(f.last_time_of_failure), "
-                        "(SELECT c.comment FROM {p}group_comments c WHERE "
-                        "c.group_id = g.group_id) FROM "
-                        "{p}failed_message_groups g JOIN {p}failed_messages f "
-                        "ON f.unique_message_id = g.unique_message_id WHERE "
-                        "g.type = $1 AND f.status = $2 GROUP BY g.group_id, "
-                        "g.type, g.title ORDER BY "
-                        "max(f.last_time_of_failure) DESC, g.group_id "
-                        "LIMIT $3");
-        break;
     case ER_SET_COMMENT: /* $1 group, $2 now (SQLite), $3 comment */
         sb__buf_printf(b, "INSERT INTO {p}group_comments VALUES ($1, $3, %s) "
                           "ON CONFLICT (group_id) DO UPDATE SET comment = "
@@ -478,7 +466,18 @@ static void build(const dialect *d, int k, sb_buf *b)
                                 "BY bm25({p}failed_messages_fts), "
                                 "f.last_time_of_failure DESC LIMIT $2");
         break;
-    default: break;
+    case ER_PRUNE_GROUPS: /* $1 JSON ids, $2 JSON {u, g} pairs to keep */
+        build_in_ids(d, b, "DELETE FROM {p}failed_message_groups");
+        sb__buf_puts(b, d->pg ? " AND NOT EXISTS (SELECT 1 FROM "
+                                "json_to_recordset($2::json) AS k(u text, g "
+                                "text) WHERE k.u = unique_message_id AND k.g "
+                                "= group_id)"
+                              : " AND NOT EXISTS (SELECT 1 FROM json_each($2) "
+                                "k WHERE json_extract(k.value, '$.u') = "
+                                "unique_message_id AND json_extract(k.value, "
+                                "'$.g') = group_id)");
+        break;
+    default: sb__errors_counts_sql(d->pg, k, b); break;
     }
 }
 

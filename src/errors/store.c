@@ -17,6 +17,8 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
         rc = sb__query(c, e->bus->sql->lock, NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
         rc = sb__exec(c, e->sql.s[ER_DDL], err);
+    if (rc == SB_OK)
+        rc = sb__errors_counts_ensure(c, e, err);
     return rc;
 }
 

@@ -18,19 +18,62 @@ void sbe_open(sbe_env *e)
     sbe_open_opts(e, NULL);
 }
 
+long sbe_count_mismatches(const sbe_env *e)
+{
+    /* The counts as they must be, computed from the rows themselves. */
+    char truth[2048], sql[6144];
+    const char *p = e->prefix;
+    snprintf(truth, sizeof truth,
+             "SELECT 1 AS kind, coalesce(failed_queue, '') AS item, status, "
+             "count(*) AS n, CAST(NULL AS BIGINT) AS f, CAST(NULL AS BIGINT) "
+             "AS l FROM %sfailed_messages GROUP BY coalesce(failed_queue, "
+             "''), status UNION ALL SELECT 2, coalesce(processing_endpoint, "
+             "''), status, count(*), NULL, NULL FROM %sfailed_messages GROUP "
+             "BY coalesce(processing_endpoint, ''), status UNION ALL SELECT "
+             "3, coalesce(message_type, ''), status, count(*), NULL, NULL "
+             "FROM %sfailed_messages GROUP BY coalesce(message_type, ''), "
+             "status UNION ALL SELECT 4, g.group_id, f.status, count(*), "
+             "min(f.first_time_of_failure), max(f.last_time_of_failure) FROM "
+             "%sfailed_message_groups g JOIN %sfailed_messages f ON "
+             "f.unique_message_id = g.unique_message_id GROUP BY g.group_id, "
+             "f.status",
+             p, p, p, p, p);
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM (%s EXCEPT SELECT kind, item, "
+             "status, n, first_us, last_us FROM %sfailed_counts WHERE n > 0) "
+             "a) + (SELECT count(*) FROM (SELECT kind, item, status, n, "
+             "first_us, last_us FROM %sfailed_counts WHERE n > 0 EXCEPT "
+             "SELECT * FROM (%s) t) b) + (SELECT count(*) FROM %sfailed_counts WHERE stale = 1 OR "
+             "n < 0) + (SELECT count(*) FROM %sfailed_counts WHERE n = 0 AND "
+             "(first_us IS NOT NULL OR last_us IS NOT NULL)) + "
+             "length($1) - length($1)",
+             truth, p, p, truth, p, p);
+    return sbt_native_scalar(sql, "x");
+}
+
 void sbe_close(sbe_env *e)
 {
     sb_errors_close(e->store);
+    /* E13, E23: every test ends with counts that match its rows. */
+    assert_int_equal(sbe_count_mismatches(e), 0);
     if (sbt_is_pg()) {
         static const char *const tables[] = {
             "failed_messages", "failed_message_groups", "group_comments",
             "known_endpoints", "retry_claims",          "failed_imports",
             "message_bodies",  "group_operations",      "message_edits",
-            "redirects"};
+            "redirects",       "failed_counts"};
+        static const char *const functions[] = {"fm_ins", "fm_upd", "fm_del",
+                                                "fg_ins", "fg_del"};
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
             char sql[256];
             snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s%s",
                      e->prefix, tables[i]);
+            sbt_exec(e->bus, sql);
+        }
+        for (size_t i = 0; i < sizeof functions / sizeof *functions; i++) {
+            char sql[256];
+            snprintf(sql, sizeof sql, "DROP FUNCTION IF EXISTS %sfc_%s()",
+                     e->prefix, functions[i]);
             sbt_exec(e->bus, sql);
         }
     }

@@ -17,7 +17,11 @@ typedef struct sbe_env {
 /* Open a bus and a store (`o` may be NULL) on a fresh prefix. */
 void sbe_open_opts(sbe_env *e, const sb_errors_options *o);
 void sbe_open(sbe_env *e);
-/* Close both and drop every table of the prefix. */
+/* Rows of failed_counts that differ from the counts of the rows
+ * themselves (and stale or negative ones); 0 when they agree. */
+long sbe_count_mismatches(const sbe_env *e);
+/* Check the counts (E13, E23), close both and drop every table of the
+ * prefix. */
 void sbe_close(sbe_env *e);
 /* A dead-letter row as the transport writes one: sqlbus failure headers
  * for message `mid` that failed on `queue` at `when` (ISO 8601), endpoint

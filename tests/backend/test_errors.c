@@ -645,6 +645,154 @@ static void test_group_views(void **state)
     sbe_close(&e);
 }
 
+/* The "Endpoint Address" group of `queue` in `status`: its count and
+ * window, or count -1 when the view does not list it. */
+static sb_failure_group address_group(sbe_env *e, const char *queue,
+                                      int status)
+{
+    sb_failure_group *g = NULL, out;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n,
+                            &err),
+           &err, "groups");
+    memset(&out, 0, sizeof out);
+    out.count = -1;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(g[i].title, queue) == 0)
+            out = g[i];
+    sb_free(g);
+    return out;
+}
+
+/* The list's total for one filter, and the same count made by the
+ * database from the rows themselves. */
+static void check_total(sbe_env *e, const sb_failed_query *q,
+                        const char *where, const char *value)
+{
+    int64_t total = -1;
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_list(e->store, q, &s, &n, &total, &err), &err, "list");
+    sb_free(s);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_messages WHERE %s", e->prefix,
+             where);
+    assert_int_equal(total, sbt_native_scalar(sql, value));
+}
+
+/* E13, E23: counts kept at write time. A group's window narrows when the
+ * message at its end leaves (archive) and widens again when it comes back
+ * (a new failure); a stale window is computed by the reader; every list
+ * total with at most one value filter comes from the counts and equals
+ * the rows' own count; a store whose counts are missing rebuilds them when
+ * it opens. */
+static void test_counts(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sbe_dead_letter_as(&e, "uc-1", "qa", "2026-01-02T00:00:01Z", "X", "1");
+    sbe_dead_letter_as(&e, "uc-2", "qa", "2026-01-02T00:00:05Z", "X", "2");
+    sbe_dead_letter_as(&e, "uc-3", "qa", "2026-01-02T00:00:03Z", "Y", "3");
+    sbe_dead_letter_as(&e, "uc-4", "qb", "2026-01-02T00:00:09Z", "Y", "4");
+    sbe_ingest(&e);
+    const int64_t t1 = 1767312001000000LL, t3 = 1767312003000000LL,
+                  t5 = 1767312005000000LL, t7 = 1767312007000000LL;
+    sb_failure_group g = address_group(&e, "qa", SB_FAILED_UNRESOLVED);
+    assert_int_equal(g.count, 3);
+    assert_int_equal(g.first_failure_us, t1);
+    assert_int_equal(g.last_failure_us, t5);
+
+    /* The newest of qa is archived: qa's window ends at the next one. */
+    const char *ids[] = {"uc-2"};
+    sb_failed_selection sel = {0};
+    sel.ids = ids;
+    sel.n_ids = 1;
+    int64_t changed = 0;
+    sb_error err;
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive");
+    assert_int_equal(changed, 1);
+    g = address_group(&e, "qa", SB_FAILED_UNRESOLVED);
+    assert_int_equal(g.count, 2);
+    assert_int_equal(g.first_failure_us, t1);
+    assert_int_equal(g.last_failure_us, t3);
+    g = address_group(&e, "qa", SB_FAILED_ARCHIVED);
+    assert_int_equal(g.count, 1);
+    assert_int_equal(g.first_failure_us, t5);
+    assert_int_equal(g.last_failure_us, t5);
+    assert_int_equal(sbe_count_mismatches(&e), 0);
+
+    /* A stale window (as a concurrent change leaves it) is read right. */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE %sfailed_counts SET stale = 1, first_us = 0, last_us = "
+             "0 WHERE kind = 4 AND title = 'qa' AND status = 0",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    g = address_group(&e, "qa", SB_FAILED_UNRESOLVED);
+    assert_int_equal(g.count, 2);
+    assert_int_equal(g.first_failure_us, t1);
+    assert_int_equal(g.last_failure_us, t3);
+
+    /* It fails again: unresolved, and the window widens to the new
+     * failure; the next writer has refreshed the stale row. */
+    sbe_dead_letter_as(&e, "uc-2", "qa", "2026-01-02T00:00:07Z", "X", "2");
+    sbe_ingest(&e);
+    g = address_group(&e, "qa", SB_FAILED_UNRESOLVED);
+    assert_int_equal(g.count, 3);
+    assert_int_equal(g.first_failure_us, t1);
+    assert_int_equal(g.last_failure_us, t7);
+    assert_int_equal(address_group(&e, "qa", SB_FAILED_ARCHIVED).count, -1);
+    assert_int_equal(sbe_count_mismatches(&e), 0);
+
+    /* Totals, from the counts, against the rows' own count. */
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive again");
+    sb_failed_query q = {0};
+    q.status = -1;
+    check_total(&e, &q, "length($1) > 0", "x");
+    q.status = SB_FAILED_UNRESOLVED;
+    check_total(&e, &q, "status = 0 AND length($1) > 0", "x");
+    q.failed_queue = "qa";
+    check_total(&e, &q, "status = 0 AND failed_queue = $1", "qa");
+    q.status = -1;
+    check_total(&e, &q, "failed_queue = $1", "qa");
+    q.failed_queue = NULL;
+    q.endpoint = "Sales";
+    check_total(&e, &q, "processing_endpoint = $1", "Sales");
+    q.endpoint = NULL;
+    sb_failed_message *m = sbe_get(&e, "uc-1");
+    char type[256];
+    const char *mt = sb_failed_field(m, "message_type");
+    snprintf(type, sizeof type, "%s", mt ? mt : "none");
+    sb_failed_message_free(m);
+    q.message_type = type;
+    check_total(&e, &q, "message_type = $1", type);
+    q.message_type = NULL;
+    g = address_group(&e, "qa", SB_FAILED_UNRESOLVED);
+    q.group_id = g.id;
+    q.status = SB_FAILED_UNRESOLVED;
+    check_total(&e, &q, "status = 0 AND failed_queue = $1", "qa");
+    /* Two value filters: counted from the rows. */
+    q.failed_queue = "qa";
+    check_total(&e, &q, "status = 0 AND failed_queue = $1", "qa");
+
+    /* A store without its counts (made before they existed) rebuilds them
+     * when it opens. */
+    snprintf(sql, sizeof sql, "DELETE FROM %sfailed_counts", e.prefix);
+    sbt_exec(e.bus, sql);
+    assert_true(sbe_count_mismatches(&e) > 0);
+    sb_errors_close(e.store);
+    sbt_ok(sb_errors_open(e.bus, NULL, &e.store, &err), &err, "reopen");
+    assert_int_equal(sbe_count_mismatches(&e), 0);
+    assert_int_equal(address_group(&e, "qa", SB_FAILED_UNRESOLVED).count, 2);
+    sbe_close(&e);
+}
+
 /* E21: resolved and archived messages older than the retention period go
  * with their groups, bodies and orphaned comments; unresolved ones and
  * recent ones stay; the period is checked. */
@@ -1055,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_retry_round_trip),
         cmocka_unit_test(test_retry_selection_rules),
         cmocka_unit_test(test_group_views),
+        cmocka_unit_test(test_counts),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),

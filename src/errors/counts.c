@@ -1,0 +1,496 @@
+/* counts.c - counts kept at write time (E13, E23; G7): one row of
+ * failed_counts per (kind, item, status) with the number of messages,
+ * and for groups the failure window of those messages. Triggers keep it,
+ * in the transaction of whatever statement changes failed_messages or
+ * failed_message_groups, so no write path can forget it: row triggers on
+ * SQLite (one writer at a time), statement triggers over transition
+ * tables on PostgreSQL (one aggregated statement per change, keys in
+ * order). A window only widens while messages join; when a message at one
+ * of its ends leaves, the row is marked stale, readers compute a stale
+ * window from the group's rows, and writers refresh stale rows at the end
+ * of each ingestion pass and bulk operation. */
+#include "errors/errors.h"
+
+#include <string.h>
+
+#define C "{p}failed_counts"
+#define FM "{p}failed_messages"
+#define FG "{p}failed_message_groups"
+#define REFRESH_BATCH 50
+#define REFRESH_MAX 2000 /* rows per call: the rest waits for the next */
+
+/* The columns counted per value (kinds 1-3); kind 4 is a group. */
+static const char *const scalar_col[] = {NULL, "failed_queue",
+                                         "processing_endpoint",
+                                         "message_type"};
+#define N_SCALAR 3
+
+static const char table_ddl[] =
+    "CREATE TABLE IF NOT EXISTS " C " (\n"
+    "  kind INTEGER NOT NULL,\n"
+    "  item %s NOT NULL,\n"
+    "  status INTEGER NOT NULL,\n"
+    "  n BIGINT NOT NULL,\n"
+    "  first_us BIGINT,\n"
+    "  last_us BIGINT,\n"
+    "  stale INTEGER NOT NULL DEFAULT 0,\n"
+    "  group_type TEXT,\n"
+    "  title TEXT,\n"
+    "  PRIMARY KEY (kind, item, status)\n"
+    ");\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_counts_stale_idx ON " C
+    " (kind, item, status) WHERE stale = 1;\n";
+
+/* A member joins: add its count (excluded.n, 0 when it only widens) and
+ * widen the window; an empty row takes the member's window. `q` is the
+ * target's qualifier ("c." on PostgreSQL). */
+static void add_set(sb_buf *b, int pg)
+{
+    const char *q = pg ? "c." : "";
+    sb__buf_printf(b,
+                   "n = %sn + excluded.n, first_us = CASE WHEN %sn = 0 OR "
+                   "%sfirst_us IS NULL THEN excluded.first_us ELSE %s(%sfirst_us, "
+                   "excluded.first_us) END, last_us = CASE WHEN %sn = 0 OR "
+                   "%slast_us IS NULL THEN excluded.last_us ELSE %s(%slast_us, "
+                   "excluded.last_us) END",
+                   q, q, q, pg ? "LEAST" : "min", q, q, q,
+                   pg ? "GREATEST" : "max", q);
+}
+
+/* `k` members leave, the earliest first failure `f` and the latest last
+ * failure `l` among them: stale when one was at an end of the window;
+ * an emptied row forgets its window. */
+static void remove_set(sb_buf *b, int pg, const char *k, const char *f,
+                       const char *l)
+{
+    const char *q = pg ? "c." : "";
+    sb__buf_printf(b,
+                   "stale = CASE WHEN %sn = %s THEN 0 WHEN %s <= %sfirst_us OR "
+                   "%s >= %slast_us THEN 1 ELSE %sstale END, n = %sn - %s, "
+                   "first_us = CASE WHEN %sn = %s THEN NULL ELSE %sfirst_us "
+                   "END, last_us = CASE WHEN %sn = %s THEN NULL ELSE "
+                   "%slast_us END",
+                   q, k, f, q, l, q, q, q, k, q, k, q, q, k, q);
+}
+
+/* ---- SQLite: row triggers ---- */
+
+static void sqlite_scalar_move(sb_buf *b, int kind, int update)
+{
+    const char *col = scalar_col[kind];
+    sb__buf_printf(b,
+                   "  UPDATE " C " SET n = n - 1 WHERE kind = %d AND item = "
+                   "coalesce(old.%s, '') AND status = old.status",
+                   kind, col);
+    if (!update) {
+        sb__buf_puts(b, ";\n");
+        return;
+    }
+    sb__buf_printf(b,
+                   " AND (old.status <> new.status OR old.%s IS NOT new.%s);\n"
+                   "  INSERT INTO " C " (kind, item, status, n) SELECT %d, "
+                   "coalesce(new.%s, ''), new.status, 1 WHERE old.status <> "
+                   "new.status OR old.%s IS NOT new.%s ON CONFLICT (kind, "
+                   "item, status) DO UPDATE SET n = n + 1;\n",
+                   col, col, kind, col, col, col);
+}
+
+static void sqlite_ddl(sb_buf *b)
+{
+    /* A new message: its values, and any group rows already there. */
+    sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fm_ai AFTER INSERT "
+                    "ON " FM " BEGIN\n");
+    for (int k = 1; k <= N_SCALAR; k++)
+        sb__buf_printf(b,
+                       "  INSERT INTO " C " (kind, item, status, n) VALUES "
+                       "(%d, coalesce(new.%s, ''), new.status, 1) ON CONFLICT "
+                       "(kind, item, status) DO UPDATE SET n = n + 1;\n",
+                       k, scalar_col[k]);
+    sb__buf_puts(b, "  INSERT INTO " C " (kind, item, status, n, first_us, "
+                    "last_us, group_type, title) SELECT 4, group_id, "
+                    "new.status, 1, new.first_time_of_failure, "
+                    "new.last_time_of_failure, type, title FROM " FG
+                    " WHERE unique_message_id = new.unique_message_id ON "
+                    "CONFLICT (kind, item, status) DO UPDATE SET ");
+    add_set(b, 0);
+    sb__buf_puts(b, ";\nEND;\n");
+
+    /* A changed message: moved between values or statuses, or widened. */
+    sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fm_au AFTER UPDATE "
+                    "ON " FM " WHEN old.status <> new.status OR "
+                    "old.first_time_of_failure <> new.first_time_of_failure "
+                    "OR old.last_time_of_failure <> new.last_time_of_failure");
+    for (int k = 1; k <= N_SCALAR; k++)
+        sb__buf_printf(b, " OR old.%s IS NOT new.%s", scalar_col[k],
+                       scalar_col[k]);
+    sb__buf_puts(b, " BEGIN\n");
+    for (int k = 1; k <= N_SCALAR; k++)
+        sqlite_scalar_move(b, k, 1);
+    sb__buf_puts(b, "  UPDATE " C " SET ");
+    remove_set(b, 0, "1", "old.first_time_of_failure",
+               "old.last_time_of_failure");
+    sb__buf_puts(b, " WHERE old.status <> new.status AND kind = 4 AND status "
+                    "= old.status AND item IN (SELECT group_id FROM " FG
+                    " WHERE unique_message_id = old.unique_message_id);\n"
+                    "  INSERT INTO " C " (kind, item, status, n, first_us, "
+                    "last_us, group_type, title) SELECT 4, group_id, "
+                    "new.status, old.status <> new.status, "
+                    "new.first_time_of_failure, new.last_time_of_failure, "
+                    "type, title FROM " FG " WHERE unique_message_id = "
+                    "new.unique_message_id AND (old.status <> new.status OR "
+                    "old.first_time_of_failure <> new.first_time_of_failure "
+                    "OR old.last_time_of_failure <> "
+                    "new.last_time_of_failure) ON CONFLICT (kind, item, "
+                    "status) DO UPDATE SET ");
+    add_set(b, 0);
+    sb__buf_puts(b, ";\nEND;\n");
+
+    /* A deleted message: out of its values and its remaining groups. */
+    sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fm_ad AFTER DELETE "
+                    "ON " FM " BEGIN\n");
+    for (int k = 1; k <= N_SCALAR; k++)
+        sqlite_scalar_move(b, k, 0);
+    sb__buf_puts(b, "  UPDATE " C " SET ");
+    remove_set(b, 0, "1", "old.first_time_of_failure",
+               "old.last_time_of_failure");
+    sb__buf_puts(b, " WHERE kind = 4 AND status = old.status AND item IN "
+                    "(SELECT group_id FROM " FG " WHERE unique_message_id = "
+                    "old.unique_message_id);\nEND;\n");
+
+    /* Group rows: counted with their message's status and window. */
+    sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fg_ai AFTER INSERT "
+                    "ON " FG " BEGIN\n  INSERT INTO " C " (kind, item, "
+                    "status, n, first_us, last_us, group_type, title) SELECT "
+                    "4, new.group_id, status, 1, first_time_of_failure, "
+                    "last_time_of_failure, new.type, new.title FROM " FM
+                    " WHERE unique_message_id = new.unique_message_id ON "
+                    "CONFLICT (kind, item, status) DO UPDATE SET ");
+    add_set(b, 0);
+    sb__buf_puts(b, ";\nEND;\n");
+    sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fg_ad AFTER DELETE "
+                    "ON " FG " BEGIN\n  UPDATE " C " SET ");
+    remove_set(b, 0, "1",
+               "(SELECT first_time_of_failure FROM " FM
+               " WHERE unique_message_id = old.unique_message_id)",
+               "(SELECT last_time_of_failure FROM " FM
+               " WHERE unique_message_id = old.unique_message_id)");
+    sb__buf_puts(b, " WHERE kind = 4 AND item = old.group_id AND status = "
+                    "(SELECT status FROM " FM " WHERE unique_message_id = "
+                    "old.unique_message_id);\nEND;\n");
+}
+
+/* ---- PostgreSQL: statement triggers over transition tables ---- */
+
+/* The tuples a statement removes or adds, as SELECTs over the transition
+ * tables `od` (old rows) and `nw` (new rows). Removals are (kind, item,
+ * status, f, l); additions (kind, item, status, dn, f, l, type, title). */
+enum { PG_FM_INS, PG_FM_UPD, PG_FM_DEL, PG_FG_INS, PG_FG_DEL, PG_N };
+
+static const char *const pg_name[PG_N] = {"fm_ins", "fm_upd", "fm_del",
+                                          "fg_ins", "fg_del"};
+#define PAIRS "od JOIN nw ON nw.unique_message_id = od.unique_message_id"
+#define TIMES(t) t ".first_time_of_failure, " t ".last_time_of_failure"
+
+static void union_all(sb_buf *b, int *first)
+{
+    sb__buf_puts(b, *first ? "" : " UNION ALL ");
+    *first = 0;
+}
+
+static int pg_removals(sb_buf *b, int t)
+{
+    int first = 1;
+    if (t == PG_FM_UPD || t == PG_FM_DEL)
+        for (int k = 1; k <= N_SCALAR; k++) {
+            union_all(b, &first);
+            sb__buf_printf(b,
+                           "SELECT %d AS kind, coalesce(od.%s, '') AS item, "
+                           "od.status, NULL::int8 AS f, NULL::int8 AS l "
+                           "FROM %s",
+                           k, scalar_col[k], t == PG_FM_UPD ? PAIRS : "od");
+            if (t == PG_FM_UPD)
+                sb__buf_printf(b,
+                               " WHERE od.status <> nw.status OR od.%s IS "
+                               "DISTINCT FROM nw.%s",
+                               scalar_col[k], scalar_col[k]);
+        }
+    if (t == PG_FM_UPD || t == PG_FM_DEL) {
+        union_all(b, &first);
+        sb__buf_printf(b,
+                       "SELECT 4, g.group_id, od.status, " TIMES("od")
+                       " FROM %s JOIN " FG " g ON g.unique_message_id = "
+                       "od.unique_message_id%s",
+                       t == PG_FM_UPD ? PAIRS : "od",
+                       t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
+    }
+    if (t == PG_FG_DEL) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
+                        "f.first_time_of_failure AS f, "
+                        "f.last_time_of_failure AS l FROM od JOIN " FM
+                        " f ON f.unique_message_id = od.unique_message_id");
+    }
+    return !first;
+}
+
+static int pg_additions(sb_buf *b, int t)
+{
+    int first = 1;
+    if (t == PG_FM_INS || t == PG_FM_UPD)
+        for (int k = 1; k <= N_SCALAR; k++) {
+            union_all(b, &first);
+            sb__buf_printf(b,
+                           "SELECT %d AS kind, coalesce(nw.%s, '') AS item, "
+                           "nw.status, 1 AS dn, NULL::int8 AS f, NULL::int8 "
+                           "AS l, NULL::text AS gt, NULL::text AS ti FROM %s",
+                           k, scalar_col[k], t == PG_FM_UPD ? PAIRS : "nw");
+            if (t == PG_FM_UPD)
+                sb__buf_printf(b,
+                               " WHERE od.status <> nw.status OR od.%s IS "
+                               "DISTINCT FROM nw.%s",
+                               scalar_col[k], scalar_col[k]);
+        }
+    if (t == PG_FM_INS) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
+                        ", g.type, g.title FROM nw JOIN " FG " g ON "
+                        "g.unique_message_id = nw.unique_message_id");
+    }
+    if (t == PG_FM_UPD) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
+                        "od.status <> nw.status THEN 1 ELSE 0 END, "
+                        TIMES("nw") ", g.type, g.title FROM " PAIRS
+                        " JOIN " FG " g ON g.unique_message_id = "
+                        "nw.unique_message_id WHERE od.status <> nw.status "
+                        "OR od.first_time_of_failure <> "
+                        "nw.first_time_of_failure OR od.last_time_of_failure "
+                        "<> nw.last_time_of_failure");
+    }
+    if (t == PG_FG_INS) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, 1 "
+                        "AS dn, f.first_time_of_failure AS f, "
+                        "f.last_time_of_failure AS l, nw.type AS gt, "
+                        "nw.title AS ti FROM nw JOIN " FM " f ON "
+                        "f.unique_message_id = nw.unique_message_id");
+    }
+    return !first;
+}
+
+static void pg_function(sb_buf *b, int t)
+{
+    sb__buf_printf(b,
+                   "CREATE OR REPLACE FUNCTION {p}fc_%s() RETURNS trigger "
+                   "LANGUAGE plpgsql AS $fn$\nBEGIN\n",
+                   pg_name[t]);
+    size_t mark = b->len;
+    sb__buf_puts(b, "  UPDATE " C " c SET ");
+    remove_set(b, 1, "r.k", "r.rf", "r.rl");
+    sb__buf_puts(b, " FROM (SELECT kind, item, status, count(*) AS k, "
+                    "min(f) AS rf, max(l) AS rl FROM (");
+    if (pg_removals(b, t))
+        sb__buf_puts(b, ") t GROUP BY kind, item, status) r WHERE c.kind = "
+                        "r.kind AND c.item = r.item AND c.status = "
+                        "r.status;\n");
+    else
+        b->len = mark;
+    mark = b->len;
+    sb__buf_puts(b, "  INSERT INTO " C " AS c (kind, item, status, n, "
+                    "first_us, last_us, group_type, title) SELECT kind, "
+                    "item, status, sum(dn), min(f), max(l), max(gt), "
+                    "max(ti) FROM (");
+    if (pg_additions(b, t)) {
+        sb__buf_puts(b, ") t GROUP BY kind, item, status ORDER BY kind, "
+                        "item, status ON CONFLICT (kind, item, status) DO "
+                        "UPDATE SET ");
+        add_set(b, 1);
+        sb__buf_puts(b, ";\n");
+    } else {
+        b->len = mark;
+    }
+    if (b->data != NULL)
+        b->data[b->len] = '\0';
+    sb__buf_puts(b, "  RETURN NULL;\nEND $fn$;\n");
+}
+
+static void pg_ddl(sb_buf *b)
+{
+    for (int t = 0; t < PG_N; t++)
+        pg_function(b, t);
+    /* CREATE TRIGGER has no IF NOT EXISTS before PostgreSQL 14. */
+    sb__buf_puts(b, "DO $do$ BEGIN\n");
+    for (int t = 0; t < PG_N; t++) {
+        int fm = t <= PG_FM_DEL;
+        const char *ev = t == PG_FM_INS || t == PG_FG_INS   ? "INSERT"
+                         : t == PG_FM_UPD                    ? "UPDATE"
+                                                             : "DELETE";
+        const char *ref = t == PG_FM_UPD ? "OLD TABLE AS od NEW TABLE AS nw"
+                          : t == PG_FM_INS || t == PG_FG_INS
+                              ? "NEW TABLE AS nw"
+                              : "OLD TABLE AS od";
+        sb__buf_printf(b,
+                       "IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid "
+                       "= '%s'::regclass AND tgname = '{p}fc_%s') THEN\n"
+                       "  CREATE TRIGGER {p}fc_%s AFTER %s ON %s REFERENCING "
+                       "%s FOR EACH STATEMENT EXECUTE FUNCTION {p}fc_%s();\n"
+                       "END IF;\n",
+                       fm ? FM : FG, pg_name[t], pg_name[t], ev,
+                       fm ? FM : FG, ref, pg_name[t]);
+    }
+    sb__buf_puts(b, "END $do$;\n");
+}
+
+void sb__errors_counts_ddl(int pg, const char *text_type, sb_buf *b)
+{
+    sb__buf_printf(b, table_ddl, text_type);
+    if (pg)
+        pg_ddl(b);
+    else
+        sqlite_ddl(b);
+}
+
+/* ---- statements ---- */
+
+void sb__errors_counts_sql(int pg, int k, sb_buf *b)
+{
+    switch (k) {
+    case ER_COUNTS_STATE: /* is a rebuild needed? */
+        sb__buf_puts(b, "SELECT (SELECT count(*) FROM (SELECT 1 FROM " C
+                        " LIMIT 1) a), (SELECT count(*) FROM (SELECT 1 FROM "
+                        FM " LIMIT 1) b)");
+        break;
+    case ER_COUNTS_REBUILD:
+        sb__buf_puts(b, "DELETE FROM " C ";\n");
+        for (int kind = 1; kind <= N_SCALAR; kind++)
+            sb__buf_printf(b,
+                           "INSERT INTO " C " (kind, item, status, n) SELECT "
+                           "%d, coalesce(%s, ''), status, count(*) FROM " FM
+                           " GROUP BY coalesce(%s, ''), status;\n",
+                           kind, scalar_col[kind], scalar_col[kind]);
+        sb__buf_puts(b, "INSERT INTO " C " (kind, item, status, n, first_us, "
+                        "last_us, group_type, title) SELECT 4, g.group_id, "
+                        "f.status, count(*), min(f.first_time_of_failure), "
+                        "max(f.last_time_of_failure), max(g.type), "
+                        "max(g.title) FROM " FG " g JOIN " FM " f ON "
+                        "f.unique_message_id = g.unique_message_id GROUP BY "
+                        "g.group_id, f.status;\n");
+        break;
+    case ER_STALE_TAKE:
+        sb__buf_printf(b,
+                       "SELECT item, status FROM " C " WHERE stale = 1 AND "
+                       "kind = 4 ORDER BY kind, item, status LIMIT %d%s",
+                       REFRESH_BATCH, pg ? " FOR UPDATE SKIP LOCKED" : "");
+        break;
+    case ER_STALE_FIX: /* $1 group, $2 status */
+        sb__buf_puts(b, "UPDATE " C " SET (first_us, last_us) = (SELECT "
+                        "min(f.first_time_of_failure), "
+                        "max(f.last_time_of_failure) FROM " FG " g JOIN " FM
+                        " f ON f.unique_message_id = g.unique_message_id "
+                        "WHERE g.type = " C ".group_type AND g.group_id = $1 "
+                        "AND f.status = $2), stale = 0 WHERE kind = 4 AND "
+                        "item = $1 AND status = $2");
+        break;
+    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit: stale windows
+                       computed from the group's rows */
+        sb__buf_puts(b,
+                     "SELECT item, group_type, title, n, fu, lu, (SELECT "
+                     "comment FROM {p}group_comments WHERE group_id = "
+                     "w.item) FROM (SELECT c.item, c.group_type, c.title, "
+                     "c.n, CASE WHEN c.stale = 1 THEN (SELECT "
+                     "min(f.first_time_of_failure) FROM " FG " g JOIN " FM
+                     " f ON f.unique_message_id = g.unique_message_id WHERE "
+                     "g.type = c.group_type AND g.group_id = c.item AND "
+                     "f.status = c.status) ELSE c.first_us END AS fu, CASE "
+                     "WHEN c.stale = 1 THEN (SELECT "
+                     "max(f.last_time_of_failure) FROM " FG " g JOIN " FM
+                     " f ON f.unique_message_id = g.unique_message_id WHERE "
+                     "g.type = c.group_type AND g.group_id = c.item AND "
+                     "f.status = c.status) ELSE c.last_us END AS lu FROM " C
+                     " c WHERE c.kind = 4 AND c.group_type = $1 AND c.status "
+                     "= $2 AND c.n > 0) w ORDER BY lu DESC, item LIMIT $3");
+        break;
+    default: break;
+    }
+}
+
+int sb__errors_counts_ensure(sb_conn *c, sb_errors *e, sb_error *err)
+{
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, e->sql.s[ER_COUNTS_STATE], NULL, 0, &rows, NULL,
+                       err);
+    int rebuild = rc == SB_OK && rows->nrows == 1 &&
+                  sb__rows_int(rows, 0, 0) == 0 &&
+                  sb__rows_int(rows, 0, 1) != 0;
+    sb__rows_free(rows);
+    if (rc == SB_OK && rebuild)
+        rc = sb__exec(c, e->sql.s[ER_COUNTS_REBUILD], err);
+    return rc;
+}
+
+typedef struct refresh_ctx {
+    sb_errors *e;
+    size_t fixed;
+} refresh_ctx;
+
+static int refresh_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    refresh_ctx *x = vctx;
+    x->fixed = 0;
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, x->e->sql.s[ER_STALE_TAKE], NULL, 0, &rows, NULL,
+                       err);
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        sb_value p[2] = {sb__v_text(sb__rows_text(rows, r, 0)),
+                         sb__v_int(sb__rows_int(rows, r, 1))};
+        rc = sb__query(c, x->e->sql.s[ER_STALE_FIX], p, 2, NULL, NULL, err);
+    }
+    if (rc == SB_OK)
+        x->fixed = rows->nrows;
+    sb__rows_free(rows);
+    return rc;
+}
+
+int sb__errors_refresh_windows(sb_errors *e, sb_error *err)
+{
+    refresh_ctx x = {e, 0};
+    size_t done = 0;
+    int rc;
+    do {
+        rc = sb__db_run_tx(e->bus->pool, NULL, refresh_tx, &x, err);
+        done += x.fixed;
+    } while (rc == SB_OK && x.fixed == REFRESH_BATCH && done < REFRESH_MAX);
+    return rc;
+}
+
+int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
+                     int status, int64_t *out, sb_error *err)
+{
+    sb_buf b;
+    sb__buf_init(&b, 1024);
+    sb_value p[3];
+    size_t np = 0;
+    p[np++] = sb__v_int(kind);
+    sb__buf_printf(&b, "SELECT coalesce(sum(n), 0)%s FROM " C " WHERE kind = $1",
+                   e->bus->dialect == SB_DIALECT_POSTGRES ? "::int8" : "");
+    if (item != NULL) {
+        p[np++] = sb__v_text(item);
+        sb__buf_printf(&b, " AND item = $%zu", np);
+    }
+    if (status >= 0) {
+        p[np++] = sb__v_int(status);
+        sb__buf_printf(&b, " AND status = $%zu", np);
+    }
+    int rc = b.failed;
+    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
+                            : NULL;
+    sb__buf_free(&b);
+    if (sql == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_rows *rows = NULL;
+    rc = sb__query(c, sql, p, np, &rows, NULL, err);
+    *out = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0) : 0;
+    sb__rows_free(rows);
+    sb__free(sql);
+    return rc;
+}
