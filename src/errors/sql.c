@@ -157,6 +157,19 @@ static void field(const dialect *d, sb_buf *b, const char *name)
         sb__buf_printf(b, "json_extract(value, '$.%s')", name);
 }
 
+/* `ddl` with each TEXT column typed for the dialect: on PostgreSQL every
+ * unique id and group id compares under COLLATE "C", so a join between
+ * two tables can use either side's index (mixed collations cannot). */
+static void put_ddl(const dialect *d, sb_buf *b, const char *ddl)
+{
+    const char *p = ddl;
+    for (const char *hit; (hit = strstr(p, "TEXT")) != NULL; p = hit + 4) {
+        sb__buf_append(b, p, (size_t)(hit - p));
+        sb__buf_puts(b, d->text);
+    }
+    sb__buf_puts(b, p);
+}
+
 static void build_ddl(const dialect *d, sb_buf *b)
 {
     sb__buf_puts(b, "CREATE TABLE IF NOT EXISTS {p}failed_messages (\n");
@@ -179,10 +192,11 @@ static void build_ddl(const dialect *d, sb_buf *b)
     b->len -= 2; /* the last ",\n" */
     b->data[b->len] = '\0';
     sb__buf_puts(b, "\n);\n");
-    sb__buf_puts(b, ddl_tail);
+    put_ddl(d, b, ddl_tail);
     sb__buf_puts(b, d->pg ? search_pg : search_sqlite);
-    sb__errors_counts_ddl(d->pg, d->text, b);
-    sb__buf_printf(b,
+    sb_buf tables;
+    sb__buf_init(&tables, 4096);
+    sb__buf_printf(&tables,
                    "CREATE TABLE IF NOT EXISTS {p}message_bodies (\n"
                    "  unique_message_id TEXT NOT NULL PRIMARY KEY,\n"
                    "  body %s NOT NULL,\n"
@@ -197,6 +211,12 @@ static void build_ddl(const dialect *d, sb_buf *b)
                    "  created_at BIGINT NOT NULL\n"
                    ");\n",
                    d->blob, d->blob);
+    if (tables.failed)
+        b->failed = tables.failed;
+    else
+        put_ddl(d, b, tables.data);
+    sb__buf_free(&tables);
+    sb__errors_counts_ddl(d->pg, d->text, b);
 }
 
 /* E10: one set-based conditional upsert; RETURNING the stored newest
@@ -466,16 +486,14 @@ static void build(const dialect *d, int k, sb_buf *b)
                                 "BY bm25({p}failed_messages_fts), "
                                 "f.last_time_of_failure DESC LIMIT $2");
         break;
-    case ER_PRUNE_GROUPS: /* $1 JSON ids, $2 JSON {u, g} pairs to keep */
+    case ER_PRUNE_GROUPS: /* $1 JSON ids, $2 JSON "unique id|group id"
+                             pairs to keep */
         build_in_ids(d, b, "DELETE FROM {p}failed_message_groups");
-        sb__buf_puts(b, d->pg ? " AND NOT EXISTS (SELECT 1 FROM "
-                                "json_to_recordset($2::json) AS k(u text, g "
-                                "text) WHERE k.u = unique_message_id AND k.g "
-                                "= group_id)"
-                              : " AND NOT EXISTS (SELECT 1 FROM json_each($2) "
-                                "k WHERE json_extract(k.value, '$.u') = "
-                                "unique_message_id AND json_extract(k.value, "
-                                "'$.g') = group_id)");
+        sb__buf_puts(b, d->pg ? " AND unique_message_id || '|' || group_id "
+                                "NOT IN (SELECT json_array_elements_text($2::"
+                                "json))"
+                              : " AND unique_message_id || '|' || group_id "
+                                "NOT IN (SELECT value FROM json_each($2))");
         break;
     default: sb__errors_counts_sql(d->pg, k, b); break;
     }
