@@ -95,6 +95,22 @@ static void sqlite_scalar_move(sb_buf *b, int kind, int update)
                    col, col, kind, col, col, col);
 }
 
+/* The old row leaves its values, and its groups' status (on an update,
+ * only what changed). */
+static void sqlite_leave(sb_buf *b, int update)
+{
+    for (int k = 1; k <= N_SCALAR; k++)
+        sqlite_scalar_move(b, k, update);
+    sb__buf_puts(b, "  UPDATE " C " SET ");
+    remove_set(b, 0, "1", "old.first_time_of_failure",
+               "old.last_time_of_failure");
+    sb__buf_printf(b,
+                   " WHERE %skind = 4 AND status = old.status AND item IN "
+                   "(SELECT group_id FROM " FG " WHERE unique_message_id = "
+                   "old.unique_message_id);\n",
+                   update ? "old.status <> new.status AND " : "");
+}
+
 static void sqlite_ddl(sb_buf *b)
 {
     /* A new message: its values, and any group rows already there. */
@@ -124,15 +140,8 @@ static void sqlite_ddl(sb_buf *b)
         sb__buf_printf(b, " OR old.%s IS NOT new.%s", scalar_col[k],
                        scalar_col[k]);
     sb__buf_puts(b, " BEGIN\n");
-    for (int k = 1; k <= N_SCALAR; k++)
-        sqlite_scalar_move(b, k, 1);
-    sb__buf_puts(b, "  UPDATE " C " SET ");
-    remove_set(b, 0, "1", "old.first_time_of_failure",
-               "old.last_time_of_failure");
-    sb__buf_puts(b, " WHERE old.status <> new.status AND kind = 4 AND status "
-                    "= old.status AND item IN (SELECT group_id FROM " FG
-                    " WHERE unique_message_id = old.unique_message_id);\n"
-                    "  INSERT INTO " C " (kind, item, status, n, first_us, "
+    sqlite_leave(b, 1);
+    sb__buf_puts(b, "  INSERT INTO " C " (kind, item, status, n, first_us, "
                     "last_us, group_type, title) SELECT 4, group_id, "
                     "new.status, old.status <> new.status, "
                     "new.first_time_of_failure, new.last_time_of_failure, "
@@ -148,14 +157,8 @@ static void sqlite_ddl(sb_buf *b)
     /* A deleted message: out of its values and its remaining groups. */
     sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fm_ad AFTER DELETE "
                     "ON " FM " BEGIN\n");
-    for (int k = 1; k <= N_SCALAR; k++)
-        sqlite_scalar_move(b, k, 0);
-    sb__buf_puts(b, "  UPDATE " C " SET ");
-    remove_set(b, 0, "1", "old.first_time_of_failure",
-               "old.last_time_of_failure");
-    sb__buf_puts(b, " WHERE kind = 4 AND status = old.status AND item IN "
-                    "(SELECT group_id FROM " FG " WHERE unique_message_id = "
-                    "old.unique_message_id);\nEND;\n");
+    sqlite_leave(b, 0);
+    sb__buf_puts(b, "END;\n");
 
     /* Group rows: counted with their message's status and window. */
     sb__buf_puts(b, "CREATE TRIGGER IF NOT EXISTS {p}fc_fg_ai AFTER INSERT "
@@ -197,23 +200,34 @@ static void union_all(sb_buf *b, int *first)
     *first = 0;
 }
 
+/* The value kinds (1-3) of a message leaving (`add` 0: the old row) or
+ * joining (1: the new row) its values; an update moves only the rows
+ * whose status or value changed. */
+static void pg_scalar(sb_buf *b, int t, int add, int *first)
+{
+    const char *r = add ? "nw" : "od";
+    for (int k = 1; k <= N_SCALAR; k++) {
+        union_all(b, first);
+        sb__buf_printf(b,
+                       "SELECT %d AS kind, coalesce(%s.%s, '') AS item, "
+                       "%s.status, %sNULL::int8 AS f, NULL::int8 AS l%s "
+                       "FROM %s",
+                       k, r, scalar_col[k], r, add ? "1 AS dn, " : "",
+                       add ? ", NULL::text AS gt, NULL::text AS ti" : "",
+                       t == PG_FM_UPD ? PAIRS : r);
+        if (t == PG_FM_UPD)
+            sb__buf_printf(b,
+                           " WHERE od.status <> nw.status OR od.%s IS "
+                           "DISTINCT FROM nw.%s",
+                           scalar_col[k], scalar_col[k]);
+    }
+}
+
 static int pg_removals(sb_buf *b, int t)
 {
     int first = 1;
     if (t == PG_FM_UPD || t == PG_FM_DEL)
-        for (int k = 1; k <= N_SCALAR; k++) {
-            union_all(b, &first);
-            sb__buf_printf(b,
-                           "SELECT %d AS kind, coalesce(od.%s, '') AS item, "
-                           "od.status, NULL::int8 AS f, NULL::int8 AS l "
-                           "FROM %s",
-                           k, scalar_col[k], t == PG_FM_UPD ? PAIRS : "od");
-            if (t == PG_FM_UPD)
-                sb__buf_printf(b,
-                               " WHERE od.status <> nw.status OR od.%s IS "
-                               "DISTINCT FROM nw.%s",
-                               scalar_col[k], scalar_col[k]);
-        }
+        pg_scalar(b, t, 0, &first);
     if (t == PG_FM_UPD || t == PG_FM_DEL) {
         union_all(b, &first);
         sb__buf_printf(b,
@@ -237,19 +251,7 @@ static int pg_additions(sb_buf *b, int t)
 {
     int first = 1;
     if (t == PG_FM_INS || t == PG_FM_UPD)
-        for (int k = 1; k <= N_SCALAR; k++) {
-            union_all(b, &first);
-            sb__buf_printf(b,
-                           "SELECT %d AS kind, coalesce(nw.%s, '') AS item, "
-                           "nw.status, 1 AS dn, NULL::int8 AS f, NULL::int8 "
-                           "AS l, NULL::text AS gt, NULL::text AS ti FROM %s",
-                           k, scalar_col[k], t == PG_FM_UPD ? PAIRS : "nw");
-            if (t == PG_FM_UPD)
-                sb__buf_printf(b,
-                               " WHERE od.status <> nw.status OR od.%s IS "
-                               "DISTINCT FROM nw.%s",
-                               scalar_col[k], scalar_col[k]);
-        }
+        pg_scalar(b, t, 1, &first);
     if (t == PG_FM_INS) {
         union_all(b, &first);
         sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
