@@ -393,8 +393,22 @@ void sb__errors_counts_sql(int pg, int k, sb_buf *b)
                         "AND f.status = $2), stale = 0 WHERE kind = 4 AND "
                         "item = $1 AND status = $2");
         break;
-    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit: stale windows
-                       computed from the group's rows */
+    case ER_GROUPS_STALE: /* $1 classifier, $2 status */
+        sb__buf_puts(b, "SELECT count(*) FROM (SELECT 1 FROM " C " WHERE "
+                        "stale = 1 AND kind = 4 AND group_type = $1 AND "
+                        "status = $2 LIMIT 1) s");
+        break;
+    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit */
+        sb__buf_puts(b, "SELECT item, group_type, title, n, first_us, "
+                        "last_us, (SELECT comment FROM {p}group_comments "
+                        "WHERE group_id = c.item) FROM " C " c WHERE c.kind "
+                        "= 4 AND c.group_type = $1 AND c.status = $2 AND c.n "
+                        "> 0 ORDER BY last_us DESC, item LIMIT $3");
+        break;
+    case ER_GROUPS_EXACT: /* the same, stale windows computed from the
+                             group's rows (a separate statement: its
+                             subplans' estimates would make PostgreSQL
+                             JIT-compile the plain one, ~240 ms) */
         sb__buf_puts(b,
                      "SELECT item, group_type, title, n, fu, lu, (SELECT "
                      "comment FROM {p}group_comments WHERE group_id = "

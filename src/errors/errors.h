@@ -24,7 +24,8 @@ enum {
     ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_OP_START,
     ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
     ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_PRUNE_GROUPS,
-    ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX, ER_N
+    ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX,
+    ER_GROUPS_STALE, ER_GROUPS_EXACT, ER_N
 };
 
 typedef struct sb_errors_sql {
@@ -96,7 +97,7 @@ int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                          size_t *n_out, sb_error *err);
 
 /* counts.c: the counts table and the triggers that keep it (appended to
- * the DDL), the statements ER_GROUPS and ER_COUNTS_* / ER_STALE_*, the
+ * the DDL), the statements ER_GROUPS* and ER_COUNTS_* / ER_STALE_*, the
  * rebuild of an empty table over a store that has messages (at open), the
  * refresh of stale group windows (writers call it after their changes)
  * and one count: messages of `kind` (1 failed queue, 2 endpoint, 3

@@ -1,7 +1,8 @@
 /* groups.c - group views (E13): per classifier, the groups over messages
  * of one status with their count and failure window, newest failure
- * first, capped at 200; and group comments. Aggregated at query time from
- * the group rows ingestion keeps (E9 step 2). */
+ * first, capped at 200; and group comments. Read from the counts kept at
+ * write time (counts.c); while a window there is stale, it is computed
+ * from the group's rows. */
 #include "errors/classify.h"
 #include "errors/errors.h"
 
@@ -32,7 +33,13 @@ int sb_errors_groups(sb_errors *e, const char *classifier, int status,
     sb_value p[3] = {sb__v_text(classifier), sb__v_int(status),
                      sb__v_int(MAX_GROUPS)};
     sb_rows *rows = NULL;
-    rc = sb__query(c, e->sql.s[ER_GROUPS], p, 3, &rows, NULL, err);
+    rc = sb__query(c, e->sql.s[ER_GROUPS_STALE], p, 2, &rows, NULL, err);
+    int stale = rc == SB_OK && rows->nrows == 1 && sb__rows_int(rows, 0, 0);
+    sb__rows_free(rows);
+    rows = NULL;
+    if (rc == SB_OK)
+        rc = sb__query(c, e->sql.s[stale ? ER_GROUPS_EXACT : ER_GROUPS], p, 3,
+                       &rows, NULL, err);
     sb__pool_release(e->bus->pool, c);
     size_t n = rc == SB_OK ? rows->nrows : 0;
     sb_failure_group *g = n ? sb__calloc(n, sizeof *g) : NULL;
