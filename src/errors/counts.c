@@ -16,6 +16,11 @@
 #define C "{p}failed_counts"
 #define FM "{p}failed_messages"
 #define FG "{p}failed_message_groups"
+/* The rows of group `id` (of type `type`) whose message has `status`. */
+#define GROUP_ROWS(type, id, status)                                        \
+    " FROM " FG " g JOIN " FM " f ON f.unique_message_id = "               \
+    "g.unique_message_id WHERE g.type = " type " AND g.group_id = " id     \
+    " AND f.status = " status
 #define REFRESH_BATCH 50
 #define REFRESH_MAX 2000 /* rows per call: the rest waits for the next */
 
@@ -226,9 +231,8 @@ static void pg_scalar(sb_buf *b, int t, int add, int *first)
 static int pg_removals(sb_buf *b, int t)
 {
     int first = 1;
-    if (t == PG_FM_UPD || t == PG_FM_DEL)
-        pg_scalar(b, t, 0, &first);
     if (t == PG_FM_UPD || t == PG_FM_DEL) {
+        pg_scalar(b, t, 0, &first);
         union_all(b, &first);
         sb__buf_printf(b,
                        "SELECT 4, g.group_id, od.status, " TIMES("od")
@@ -311,9 +315,7 @@ static void pg_function(sb_buf *b, int t)
     } else {
         b->len = mark;
     }
-    if (b->data != NULL)
-        b->data[b->len] = '\0';
-    sb__buf_puts(b, "  RETURN NULL;\nEND $fn$;\n");
+    sb__buf_puts(b, "  RETURN NULL;\nEND $fn$;\n"); /* terminates it again */
 }
 
 static void pg_ddl(sb_buf *b)
@@ -387,11 +389,10 @@ void sb__errors_counts_sql(int pg, int k, sb_buf *b)
     case ER_STALE_FIX: /* $1 group, $2 status */
         sb__buf_puts(b, "UPDATE " C " SET (first_us, last_us) = (SELECT "
                         "min(f.first_time_of_failure), "
-                        "max(f.last_time_of_failure) FROM " FG " g JOIN " FM
-                        " f ON f.unique_message_id = g.unique_message_id "
-                        "WHERE g.type = " C ".group_type AND g.group_id = $1 "
-                        "AND f.status = $2), stale = 0 WHERE kind = 4 AND "
-                        "item = $1 AND status = $2");
+                        "max(f.last_time_of_failure)"
+                        GROUP_ROWS(C ".group_type", "$1", "$2")
+                        "), stale = 0 WHERE kind = 4 AND item = $1 AND "
+                        "status = $2");
         break;
     case ER_GROUPS_STALE: /* $1 classifier, $2 status */
         sb__buf_puts(b, "SELECT count(*) FROM (SELECT 1 FROM " C " WHERE "
@@ -414,15 +415,12 @@ void sb__errors_counts_sql(int pg, int k, sb_buf *b)
                      "comment FROM {p}group_comments WHERE group_id = "
                      "w.item) FROM (SELECT c.item, c.group_type, c.title, "
                      "c.n, CASE WHEN c.stale = 1 THEN (SELECT "
-                     "min(f.first_time_of_failure) FROM " FG " g JOIN " FM
-                     " f ON f.unique_message_id = g.unique_message_id WHERE "
-                     "g.type = c.group_type AND g.group_id = c.item AND "
-                     "f.status = c.status) ELSE c.first_us END AS fu, CASE "
-                     "WHEN c.stale = 1 THEN (SELECT "
-                     "max(f.last_time_of_failure) FROM " FG " g JOIN " FM
-                     " f ON f.unique_message_id = g.unique_message_id WHERE "
-                     "g.type = c.group_type AND g.group_id = c.item AND "
-                     "f.status = c.status) ELSE c.last_us END AS lu FROM " C
+                     "min(f.first_time_of_failure)"
+                     GROUP_ROWS("c.group_type", "c.item", "c.status")
+                     ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
+                     "THEN (SELECT max(f.last_time_of_failure)"
+                     GROUP_ROWS("c.group_type", "c.item", "c.status")
+                     ") ELSE c.last_us END AS lu FROM " C
                      " c WHERE c.kind = 4 AND c.group_type = $1 AND c.status "
                      "= $2 AND c.n > 0) w ORDER BY lu DESC, item LIMIT $3");
         break;

@@ -27,7 +27,6 @@ typedef struct batch {
     int *won; /* per folded row: this batch's attempt is the stored one */
     sb_body_place *place; /* per folded row: where its body goes (E7) */
     sb_buf json;
-    sb_buf groups; /* the winning rows' groups, {u, g, t, c} */
     sb_ingest_stats got;
 } batch;
 
@@ -42,12 +41,10 @@ static void batch_free(batch *x)
     sb__free(x->place);
     sb_msg_free_array(x->rows, x->n_rows);
     sb__buf_free(&x->json);
-    sb__buf_free(&x->groups);
     sb_errors *e = x->e;
     memset(x, 0, sizeof *x);
     x->e = e;
     sb__buf_init(&x->json, JSON_MAX);
-    sb__buf_init(&x->groups, JSON_MAX);
 }
 
 static int64_t now_us(const sb_errors *e)
@@ -221,10 +218,12 @@ static void won_ids(batch *x)
  * (so their counts and windows do not move). */
 static int replace_groups(batch *x, sb_error *err)
 {
-    sb_buf *gb = &x->groups, keep, pair;
+    /* gb: the new group rows {u, g, t, c}; keep: "unique id|group id" of
+     * each, the rows the prune leaves alone. */
+    sb_buf groups, keep, pair, *gb = &groups;
+    sb__buf_init(gb, JSON_MAX);
     sb__buf_init(&keep, JSON_MAX);
     sb__buf_init(&pair, JSON_MAX);
-    sb__buf_reset(gb);
     sb__buf_puts(gb, "[");
     sb__buf_puts(&keep, "[");
     int any = 0;
@@ -273,6 +272,7 @@ static int replace_groups(batch *x, sb_error *err)
         rc = sb__query(x->c, x->e->sql.s[ER_INSERT_GROUPS], p, 2, NULL, NULL,
                        err);
     }
+    sb__buf_free(gb);
     return rc;
 }
 
@@ -418,7 +418,6 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     memset(&x, 0, sizeof x);
     x.e = e;
     sb__buf_init(&x.json, JSON_MAX);
-    sb__buf_init(&x.groups, JSON_MAX);
     int rc = SB_OK;
     int changed = 0;
     for (;;) {
@@ -436,7 +435,6 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     }
     batch_free(&x);
     sb__buf_free(&x.json);
-    sb__buf_free(&x.groups);
     if (rc == SB_OK && changed)
         rc = sb__errors_refresh_windows(e, err);
     return rc;
