@@ -113,7 +113,7 @@ static int map_rows(batch *x, sb_error *err)
     return SB_OK;
 }
 
-static void row_json(const sb_folded *f, const sb_body_place *pl,
+static void row_json(const sb_folded *f, const sb_body_place *pl, int pg,
                      sb_buf *b)
 {
     const sb_attempt *a = f->newest;
@@ -146,6 +146,15 @@ static void row_json(const sb_folded *f, const sb_body_place *pl,
     json_int(b, "body_size", (int64_t)len);
     json_text(b, "body_content_type", a->content_type, 1);
     json_int(b, "body_stored_externally", pl->stored_externally);
+    if (pg) { /* E22: what search finds; SQLite's FTS5 triggers cut their own */
+        const char *texts[3] = {a->message_type, sb_msg_headers(a->row),
+                                pl->inline_text ? body : NULL};
+        size_t lens[3] = {texts[0] ? strlen(texts[0]) : 0,
+                          texts[1] ? strlen(texts[1]) : 0, pl->inline_len};
+        sb__buf_puts(b, ",\"search\":\"");
+        sb__search_vector(b, texts, lens, 3);
+        sb__buf_puts(b, "\"");
+    }
     sb__buf_puts(b, "}");
 }
 
@@ -179,7 +188,8 @@ static int upsert(batch *x, sb_error *err)
         for (long i = at; i < end; i++) {
             if (i > at)
                 sb__buf_puts(&x->json, ",");
-            row_json(&x->folded[i], &x->place[i], &x->json);
+            row_json(&x->folded[i], &x->place[i],
+                     x->e->bus->dialect == SB_DIALECT_POSTGRES, &x->json);
         }
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;

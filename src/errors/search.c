@@ -1,8 +1,10 @@
 /* search.c - full-text search (E22): SQLite FTS5 (an external-content
  * table kept by triggers, so ingestion maintains it in its transaction)
- * and a generated `simple` tsvector with a GIN index on PostgreSQL. The
- * caller's words are ORed and ranked; '.' and '+' break words on both
- * backends, so "Order" finds "Shop.Order". */
+ * and a `simple` tsvector with a GIN index on PostgreSQL, written by the
+ * upsert from words.c's cut. The caller's words are ORed and ranked; '.'
+ * and '+' break words on both backends, so "Order" finds "Shop.Order",
+ * and the words of one caller's word are a phrase ("Shop.Order" finds
+ * only the two words in that order). */
 #include "errors/errors.h"
 
 #include <string.h>
@@ -10,10 +12,9 @@
 #define MAX_QUERY 1000
 #define MAX_LIMIT 1000
 
-/* The query in each backend's syntax: SQLite '"w1" OR "w2"' (each word a
- * quoted phrase, quotes doubled), PostgreSQL websearch 'w1 or w2' with
- * '.', '+', '"' and a leading '-' turned into spaces. */
-static int build_query(const char *in, int pg, sb_buf *b)
+/* The query in SQLite's syntax: '"w1" OR "w2"', each caller's word a
+ * quoted phrase (quotes doubled); returns the number of words. */
+static int fts5_query(const char *in, sb_buf *b)
 {
     int words = 0;
     const char *p = in;
@@ -25,21 +26,14 @@ static int build_query(const char *in, int pg, sb_buf *b)
             p++;
         if (p == start)
             break;
-        sb__buf_puts(b, words++ ? (pg ? " or " : " OR ") : "");
-        if (!pg)
-            sb__buf_puts(b, "\"");
+        sb__buf_puts(b, words++ ? " OR \"" : "\"");
         for (const char *q = start; q < p; q++) {
-            char c = *q;
-            if (!pg && c == '"')
+            if (*q == '"')
                 sb__buf_puts(b, "\"\"");
-            else if (pg && (c == '.' || c == '+' || c == '"' ||
-                            (c == '-' && q == start)))
-                sb__buf_puts(b, " ");
             else
-                sb__buf_append(b, &c, 1);
+                sb__buf_append(b, q, 1);
         }
-        if (!pg)
-            sb__buf_puts(b, "\"");
+        sb__buf_puts(b, "\"");
     }
     return words;
 }
@@ -63,7 +57,9 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
                        "limit must be 1 to %d (got %zu)", MAX_LIMIT, limit);
     sb_buf q;
     sb__buf_init(&q, MAX_QUERY * 3 + 64);
-    int words = build_query(query, e->bus->dialect == SB_DIALECT_POSTGRES, &q);
+    int words = e->bus->dialect == SB_DIALECT_POSTGRES
+                    ? sb__search_query(query, &q)
+                    : fts5_query(query, &q);
     if (words == 0 || q.failed) {
         sb__buf_free(&q);
         return sb__err(err, SB_INVALID, "query",

@@ -31,12 +31,18 @@ static const column columns[] = {
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 
 /* Times are microseconds since the epoch on both backends: they come from
- * failure headers, not from the database clock. */
+ * failure headers, not from the database clock. The indexes serve the
+ * list's pages (docs/errors.md, "Which pages are fast"); the queue index
+ * carries the message type and unique id so that one queue's page sorted
+ * by type reads only that page (P11), and it replaced (failed_queue,
+ * status), its prefix. */
 static const char ddl_tail[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_status_idx\n"
     "  ON {p}failed_messages (status, last_time_of_failure);\n"
-    "CREATE INDEX IF NOT EXISTS {p}failed_messages_queue_idx\n"
-    "  ON {p}failed_messages (failed_queue, status);\n"
+    "DROP INDEX IF EXISTS {p}failed_messages_queue_idx;\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_queue_type_idx\n"
+    "  ON {p}failed_messages (failed_queue, status, message_type,\n"
+    "  unique_message_id);\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_type_idx\n"
     "  ON {p}failed_messages (message_type);\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_attempts_idx\n"
@@ -98,6 +104,13 @@ static const char ddl_tail[] =
 static const char search_pg[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_search_idx\n"
     "  ON {p}failed_messages USING gin (search);\n";
+/* Stores made while the vector was a generated column (to_tsvector in
+ * the database) keep their vectors and take the upsert's from now on. */
+static const char search_pg_unbind[] =
+    "DO $do$ BEGIN IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =\n"
+    "  '{p}failed_messages'::regclass AND attname = 'search' AND\n"
+    "  attgenerated = 's') THEN ALTER TABLE {p}failed_messages ALTER\n"
+    "  COLUMN search DROP EXPRESSION; END IF; END $do$;\n";
 static const char search_sqlite[] =
     "CREATE VIRTUAL TABLE IF NOT EXISTS {p}failed_messages_fts USING fts5(\n"
     "  message_type, headers, body_text, content = '{p}failed_messages',\n"
@@ -136,7 +149,7 @@ static const dialect pg_dialect = {
 
 /* "FROM <the rows of the JSON array $1>" and how a field is read. */
 static void rows_from(const dialect *d, sb_buf *b, const column *cols,
-                      size_t n)
+                      size_t n, const char *extra)
 {
     if (!d->pg) {
         sb__buf_puts(b, " FROM json_each($1)");
@@ -146,7 +159,7 @@ static void rows_from(const dialect *d, sb_buf *b, const column *cols,
     for (size_t i = 0; i < n; i++)
         sb__buf_printf(b, "%s%s %s", i ? ", " : "", cols[i].name,
                        cols[i].type == 'i' ? "int8" : "text");
-    sb__buf_puts(b, ")");
+    sb__buf_printf(b, "%s)", extra);
 }
 
 static void field(const dialect *d, sb_buf *b, const char *name)
@@ -184,16 +197,15 @@ static void build_ddl(const dialect *d, sb_buf *b)
                             "  status_changed_at BIGINT NOT NULL,\n"
                             "  last_modified BIGINT NOT NULL,\n");
     }
-    if (d->pg) /* E22: '.' and '+' break words, so Order finds Shop.Order */
-        sb__buf_puts(b, "  search tsvector GENERATED ALWAYS AS (to_tsvector("
-                        "'simple', translate(coalesce(message_type, '') || "
-                        "' ' || coalesce(headers, '') || ' ' || "
-                        "coalesce(body_text, ''), '.+', '  '))) STORED,\n");
+    if (d->pg) /* E22: the words cut by words.c, written by the upsert */
+        sb__buf_puts(b, "  search tsvector,\n");
     b->len -= 2; /* the last ",\n" */
     b->data[b->len] = '\0';
     sb__buf_puts(b, "\n);\n");
     put_ddl(d, b, ddl_tail);
     sb__buf_puts(b, d->pg ? search_pg : search_sqlite);
+    if (d->pg)
+        sb__buf_puts(b, search_pg_unbind);
     sb_buf tables;
     sb__buf_init(&tables, 4096);
     sb__buf_printf(&tables,
@@ -228,12 +240,15 @@ static void build_upsert(const dialect *d, sb_buf *b)
                       "last_modified", t);
     for (size_t i = 0; i < N_COLUMNS; i++)
         sb__buf_printf(b, ", %s", columns[i].name);
-    sb__buf_printf(b, ") SELECT 0, %s, %s", d->now, d->now);
+    sb__buf_printf(b, "%s) SELECT 0, %s, %s", d->pg ? ", search" : "",
+                   d->now, d->now);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         sb__buf_puts(b, ", ");
         field(d, b, columns[i].name);
     }
-    rows_from(d, b, columns, N_COLUMNS);
+    if (d->pg) /* the literal of words.c; the database lowers the case */
+        sb__buf_puts(b, ", lower(x.search)::tsvector");
+    rows_from(d, b, columns, N_COLUMNS, ", search text");
     sb__buf_printf(b,
                    " WHERE true ON CONFLICT (unique_message_id) DO UPDATE SET "
                    "status = 0, status_changed_at = CASE WHEN %s.status <> 0 "
@@ -258,6 +273,12 @@ static void build_upsert(const dialect *d, sb_buf *b)
                            "END",
                            columns[i].name, t, columns[i].name, t,
                            columns[i].name);
+    if (d->pg)
+        sb__buf_printf(b,
+                       ", search = CASE WHEN excluded.last_attempted_at >= "
+                       "%s.last_attempted_at THEN excluded.search ELSE "
+                       "%s.search END",
+                       t, t);
     sb__buf_puts(b, " RETURNING unique_message_id, last_attempted_at");
 }
 
@@ -276,7 +297,7 @@ static void build_insert(const dialect *d, sb_buf *b, const char *table,
             sb__buf_puts(b, ", ");
         field(d, b, cols[i].name);
     }
-    rows_from(d, b, cols, n);
+    rows_from(d, b, cols, n, "");
     sb__buf_printf(b, " WHERE true %s", tail);
 }
 
@@ -476,9 +497,9 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "f.last_time_of_failure, f.message_type, "
                         "f.failed_queue, f.exception_type, "
                         "f.exception_message FROM ");
-        sb__buf_puts(b, d->pg ? "{p}failed_messages f, websearch_to_tsquery("
-                                "'simple', $1) q WHERE f.search @@ q ORDER BY "
-                                "ts_rank(f.search, q) DESC, "
+        sb__buf_puts(b, d->pg ? "{p}failed_messages f, (SELECT "
+                                "lower($1)::tsquery AS q) w WHERE f.search @@ "
+                                "w.q ORDER BY ts_rank(f.search, w.q) DESC, "
                                 "f.last_time_of_failure DESC LIMIT $2"
                               : "{p}failed_messages_fts s JOIN "
                                 "{p}failed_messages f ON f.rowid = s.rowid "

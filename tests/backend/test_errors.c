@@ -940,8 +940,9 @@ static int found(const sb_failed_summary *s, size_t n, const char *uid)
 }
 
 /* E22: words ORed over message type, headers and body text; '.' breaks
- * words (Order finds Shop.PlaceOrder's parts, PlaceOrder finds it); a
- * later attempt's data replaces what is searchable; bad queries named. */
+ * words (Order finds Shop.PlaceOrder's parts, PlaceOrder finds it) and the
+ * words of one query word are a phrase; case folds beyond ASCII; a later
+ * attempt's data replaces what is searchable; bad queries named. */
 static void test_search(void **state)
 {
     (void)state;
@@ -985,6 +986,25 @@ static void test_search(void **state)
     sbt_ok(sb_errors_search(e.store, "sprocket", 10, &s, &n, &err), &err,
            "new body");
     assert_int_equal(n, 1);
+    sb_free(s);
+    /* The words of one query word are a phrase, in order. */
+    sbt_ok(sb_errors_search(e.store, "green.sprocket", 10, &s, &n, &err),
+           &err, "phrase");
+    assert_int_equal(n, 1);
+    sb_free(s);
+    sbt_ok(sb_errors_search(e.store, "sprocket.green", 10, &s, &n, &err),
+           &err, "phrase order");
+    assert_int_equal(n, 0);
+    sb_free(s);
+    /* Case folds beyond ASCII; punctuation beyond ASCII breaks words. */
+    sbe_dead_letter(&e, "s-3", "qs", "2026-01-02T00:00:01Z", "X",
+                    "{\"note\":\"\xc2\xab\xc3\x84RGER\xc2\xbb\"}",
+                    ",\"sb-retry-of\":\"us-3\"");
+    sbe_ingest(&e);
+    sbt_ok(sb_errors_search(e.store, "\xc3\xa4rger", 10, &s, &n, &err), &err,
+           "non-ASCII case");
+    assert_int_equal(n, 1);
+    assert_true(found(s, n, "us-3"));
     sb_free(s);
     assert_int_equal(sb_errors_search(e.store, "  ", 10, &s, &n, &err),
                      SB_INVALID);

@@ -1,7 +1,8 @@
 /*
  * test_errors_model.c - unit tests of the error store's pure model code:
- * deterministic ids (rule E6, src/errors/guid.c) and body placement (rule
- * E7, src/errors/body.c). No database needed.
+ * deterministic ids (rule E6, src/errors/guid.c), body placement (rule
+ * E7, src/errors/body.c) and the words of PostgreSQL's search index (rule
+ * E22, src/errors/words.c). No database needed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "errors/body.h"
+#include "errors/errors.h"
 #include "errors/ids.h"
 
 /* ------------------------------------------------------------------ */
@@ -347,6 +349,109 @@ static void test_body_content_types(void **state)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* the search index's words (E22) */
+
+static void expect_vector(const char *const *texts, size_t n,
+                          const char *want)
+{
+    size_t lens[4];
+    for (size_t i = 0; i < n; i++)
+        lens[i] = texts[i] ? strlen(texts[i]) : 0;
+    sb_buf b;
+    sb__buf_init(&b, (size_t)8 << 20);
+    sb__search_vector(&b, texts, lens, n);
+    assert_int_equal(b.failed, 0);
+    assert_string_equal(b.len ? b.data : "", want);
+    sb__buf_free(&b);
+}
+
+static void expect_query(const char *in, int terms, const char *want)
+{
+    sb_buf b;
+    sb__buf_init(&b, 1 << 16);
+    assert_int_equal(sb__search_query(in, &b), terms);
+    assert_string_equal(b.len ? b.data : "", want);
+    sb__buf_free(&b);
+}
+
+/* E22: '.' and '+' break words, so Order is a word of Shop.Order; ASCII
+ * punctuation, Latin-1 and general punctuation, symbols and invalid UTF-8
+ * break words; letters and digits beyond ASCII are word characters; the
+ * case is left to the database; NULL texts are skipped; positions run on
+ * across the texts. */
+static void test_search_words(void **state)
+{
+    (void)state;
+    const char *t1[] = {"Shop.PlaceOrder", NULL, "{\"sku\":\"b+c\"}"};
+    expect_vector(t1, 3, "'Shop':1 'PlaceOrder':2 'sku':3 'b':4 'c':5");
+    const char *t2[] = {"\xc2\xabword\xc2\xbb\xe2\x80\x94" "done \xc3\x84rger "
+                        "5\xc2\xb5s x\xc2\xb2 ab\xff" "cd \xf0\x9f\x98\x80ok"};
+    expect_vector(t2, 1,
+                  "'word':1 'done':2 '\xc3\x84rger':3 '5\xc2\xb5s':4 "
+                  "'x\xc2\xb2':5 'ab':6 'cd':7 'ok':8");
+    const char *t3[] = {"", " .,;:!?()[]{}<>\"'\\/|-_=*&^%$#@~`\t\n"};
+    expect_vector(t3, 2, "");
+    /* A truncated sequence at the end is a break, never read past. */
+    const char *t4[] = {"ab\xe2\x80"};
+    expect_vector(t4, 1, "'ab':1");
+}
+
+/* E22: a word longer than PostgreSQL's lexeme limit is not indexed and
+ * takes no position; only the first SB_SEARCH_TEXT_MAX bytes are cut;
+ * positions stop at PostgreSQL's maximum. */
+static void test_search_word_limits(void **state)
+{
+    (void)state;
+    size_t big = SB_SEARCH_TEXT_MAX + 100;
+    char *s = malloc(big + 1);
+    assert_non_null(s);
+    memset(s, 'w', SB_SEARCH_WORD_MAX + 1);
+    memcpy(s + SB_SEARCH_WORD_MAX + 1, " ok", 4);
+    const char *t1[] = {s};
+    expect_vector(t1, 1, "'ok':1");
+    memset(s, 'w', SB_SEARCH_WORD_MAX);
+    memcpy(s + SB_SEARCH_WORD_MAX, " ok", 4);
+    size_t lens[1] = {strlen(s)};
+    sb_buf b;
+    sb__buf_init(&b, (size_t)8 << 20);
+    sb__search_vector(&b, t1, lens, 1);
+    assert_int_equal(b.len, 1 + SB_SEARCH_WORD_MAX + 3 + 7);
+    assert_string_equal(b.data + b.len - 7, " 'ok':2");
+    sb__buf_free(&b);
+    /* "a " repeated: 131,122 words in the text, the cut stops at the cap
+     * and the positions at 16383. */
+    for (size_t i = 0; i < big; i += 2)
+        memcpy(s + i, "a ", 2);
+    s[big] = '\0';
+    memcpy(s + SB_SEARCH_TEXT_MAX, "zz", 2);
+    lens[0] = big;
+    sb__buf_init(&b, (size_t)8 << 20);
+    sb__search_vector(&b, t1, lens, 1);
+    assert_int_equal(b.failed, 0);
+    assert_null(strstr(b.data, "zz"));
+    assert_string_equal(b.data + b.len - 10, " 'a':16383");
+    size_t words = 0;
+    for (const char *p = b.data; (p = strstr(p, "'a':")) != NULL; p += 4)
+        words++;
+    assert_int_equal(words, SB_SEARCH_TEXT_MAX / 2);
+    sb__buf_free(&b);
+    free(s);
+}
+
+/* E22: the caller's whitespace-separated terms are ORed; the words of one
+ * term are a phrase; quotes and operators are never syntax; a term
+ * without words adds nothing. */
+static void test_search_query(void **state)
+{
+    (void)state;
+    expect_query("Shop.Order  widget", 2, "('Shop' <-> 'Order') | ('widget')");
+    expect_query("\"a\" -b OR (c", 4, "('a') | ('b') | ('OR') | ('c')");
+    expect_query("... widget", 1, "('widget')");
+    expect_query(" . ! ", 0, "");
+    expect_query("x'y", 1, "('x' <-> 'y')");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +463,9 @@ int main(void)
         cmocka_unit_test(test_body_nul_is_binary),
         cmocka_unit_test(test_body_invalid_utf8_is_binary),
         cmocka_unit_test(test_body_content_types),
+        cmocka_unit_test(test_search_words),
+        cmocka_unit_test(test_search_word_limits),
+        cmocka_unit_test(test_search_query),
     };
     return cmocka_run_group_tests_name("errors_model", tests, NULL, NULL);
 }

@@ -1,0 +1,136 @@
+/* words.c - the words of PostgreSQL's search index (E22), cut by sqlbus
+ * itself: ingestion writes each message's tsvector as a literal
+ * ('word':position ...) and search builds its tsquery from the same cut,
+ * so an index and its queries always agree. PostgreSQL's text parser
+ * (to_tsvector) cost more than half of an ingested row's upsert.
+ *
+ * A word is a run of ASCII letters and digits and of code points from
+ * U+0080 up outside the punctuation, symbol and space blocks below, the
+ * way SQLite's unicode61 tokenizer (the FTS5 index) cuts ASCII text;
+ * everything else, '.' and '+' included, breaks words. The database
+ * lowers the case (lower() on both the literal and the query), so case
+ * folding follows the database's own rules on both sides. */
+#include "errors/errors.h"
+
+/* Code points that break words: Latin-1 punctuation and symbols (but
+ * the letters and digits among them), general punctuation, arrows to
+ * miscellaneous symbols, CJK punctuation, fullwidth punctuation, emoji. */
+static const struct {
+    unsigned lo, hi;
+} breaks[] = {
+    {0x80, 0xA9},     {0xAB, 0xB1},     {0xB4, 0xB4},     {0xB6, 0xB8},
+    {0xBB, 0xBB},     {0xBF, 0xBF},     {0xD7, 0xD7},     {0xF7, 0xF7},
+    {0x2000, 0x206F}, {0x20A0, 0x20CF}, {0x2190, 0x2BFF}, {0x3000, 0x3004},
+    {0x3008, 0x3020}, {0xFE30, 0xFE4F}, {0xFEFF, 0xFEFF}, {0xFF00, 0xFF0F},
+    {0xFF1A, 0xFF20}, {0xFF3B, 0xFF40}, {0xFF5B, 0xFF65}, {0x1F000, 0x1FAFF},
+};
+
+/* The code point at p (< end) and its length in *len; a byte that does
+ * not start a valid UTF-8 sequence is returned as 0 (a break), length 1. */
+static unsigned decode(const unsigned char *p, const unsigned char *end,
+                       size_t *len)
+{
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2
+                          : c >= 0xE0 && c < 0xF0  ? 3
+                          : c >= 0xF0 && c < 0xF5  ? 4
+                                                   : 0;
+    *len = 1;
+    if (n == 0 || (size_t)(end - p) < n)
+        return 0;
+    unsigned v = n == 1 ? c : c & (0x7Fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3Fu);
+    }
+    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
+        (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *len = n;
+    return v;
+}
+
+static int in_word(unsigned c)
+{
+    if (c < 0x80)
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+               (c >= 'A' && c <= 'Z');
+    for (size_t i = 0; i < sizeof breaks / sizeof breaks[0]; i++)
+        if (c >= breaks[i].lo && c <= breaks[i].hi)
+            return 0;
+    return 1;
+}
+
+/* The next word of [*p, end): its start in *word, its length returned
+ * (0: no more words); *p moves past it. */
+static size_t next_word(const char **p, const char *end, const char **word)
+{
+    const unsigned char *s = (const unsigned char *)*p;
+    const unsigned char *e = (const unsigned char *)end;
+    size_t len = 0;
+    while (s < e && !in_word(decode(s, e, &len)))
+        s += len;
+    const unsigned char *start = s;
+    while (s < e && in_word(decode(s, e, &len)))
+        s += len;
+    *word = (const char *)start;
+    *p = (const char *)s;
+    return (size_t)(s - start);
+}
+
+void sb__search_vector(sb_buf *b, const char *const *texts,
+                       const size_t *lens, size_t n)
+{
+    size_t budget = SB_SEARCH_TEXT_MAX;
+    unsigned pos = 1;
+    int any = 0;
+    for (size_t i = 0; i < n && budget > 0; i++) {
+        if (texts[i] == NULL)
+            continue;
+        size_t len = lens[i];
+        if (len > budget)
+            len = budget;
+        budget -= len;
+        const char *p = texts[i], *end = texts[i] + len;
+        const char *w = NULL;
+        for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
+            if (wl > SB_SEARCH_WORD_MAX)
+                continue;
+            sb__buf_puts(b, any++ ? " '" : "'");
+            sb__buf_append(b, w, wl);
+            sb__buf_printf(b, "':%u", pos);
+            if (pos < SB_SEARCH_MAX_POS)
+                pos++;
+        }
+    }
+}
+
+int sb__search_query(const char *in, sb_buf *b)
+{
+    int terms = 0;
+    const char *p = in;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        const char *end = p;
+        while (*end && *end != ' ' && *end != '\t' && *end != '\n' &&
+               *end != '\r')
+            end++;
+        int words = 0;
+        const char *w = NULL;
+        for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
+            if (wl > SB_SEARCH_WORD_MAX)
+                continue;
+            sb__buf_puts(b, words++ ? " <-> '" : terms ? " | ('" : "('");
+            sb__buf_append(b, w, wl);
+            sb__buf_puts(b, "'");
+        }
+        if (words > 0) {
+            sb__buf_puts(b, ")");
+            terms++;
+        }
+        p = end;
+    }
+    return terms;
+}
