@@ -32,17 +32,17 @@ static const column columns[] = {
 
 /* Times are microseconds since the epoch on both backends: they come from
  * failure headers, not from the database clock. The indexes serve the
- * list's pages (docs/errors.md, "Which pages are fast"); the queue index
- * carries the message type and unique id so that one queue's page sorted
- * by type reads only that page (P11), and it replaced (failed_queue,
- * status), its prefix. */
+ * list's pages (docs/errors.md, "Which pages are fast"). The queue index
+ * is in (message type, unique id) order within a queue, so one queue's
+ * page sorted by type reads only that page (P11); the status at its end
+ * filters inside the index. It replaced (failed_queue, status). */
 static const char ddl_tail[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_status_idx\n"
     "  ON {p}failed_messages (status, last_time_of_failure);\n"
     "DROP INDEX IF EXISTS {p}failed_messages_queue_idx;\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_queue_type_idx\n"
-    "  ON {p}failed_messages (failed_queue, status, message_type,\n"
-    "  unique_message_id);\n"
+    "  ON {p}failed_messages (failed_queue, message_type,\n"
+    "  unique_message_id, status);\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_type_idx\n"
     "  ON {p}failed_messages (message_type);\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_attempts_idx\n"
