@@ -112,18 +112,23 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
 /* words.c, E22 on PostgreSQL: the search index's words, cut by sqlbus.
  * A message's vector covers the first SB_SEARCH_TEXT_MAX bytes of its
  * searchable text; a word longer than SB_SEARCH_WORD_MAX bytes is not
- * indexed (PostgreSQL's lexeme limit); positions stop at its maximum.
+ * indexed (PostgreSQL's lexeme limit); positions stop at PostgreSQL's
+ * maximum, and a word keeps its first SB_SEARCH_MAX_POSITIONS.
  * sb__search_vector appends the tsvector literal of `texts` (`lens` bytes
- * each; NULL entries skipped) to `b`: quotes, colons, digits, spaces and
- * the words only, so it needs no escaping inside a JSON string.
- * sb__search_query appends the tsquery of a caller's query: its
- * whitespace-separated terms ORed, the words of one term a phrase
- * ('shop' <-> 'order'); returns the number of terms. */
+ * each; NULL entries skipped) to `b`, ASCII lowered, each word once with
+ * its positions: quotes, colons, commas, digits, spaces and the words
+ * only, so it needs no escaping inside a JSON string. Returns 1 when a
+ * word holds a byte beyond ASCII (the database must lower the literal),
+ * else 0; out of memory marks `b` failed. sb__search_query appends the
+ * tsquery of a caller's query, ASCII lowered: its whitespace-separated
+ * terms ORed, the words of one term a phrase ('shop' <-> 'order');
+ * returns the number of terms. */
 #define SB_SEARCH_TEXT_MAX ((size_t)256 << 10)
 #define SB_SEARCH_WORD_MAX 2046
 #define SB_SEARCH_MAX_POS 16383u
-void sb__search_vector(sb_buf *b, const char *const *texts,
-                       const size_t *lens, size_t n);
+#define SB_SEARCH_MAX_POSITIONS 255
+int sb__search_vector(sb_buf *b, const char *const *texts,
+                      const size_t *lens, size_t n);
 int sb__search_query(const char *in, sb_buf *b);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by

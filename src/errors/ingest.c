@@ -152,8 +152,8 @@ static void row_json(const sb_folded *f, const sb_body_place *pl, int pg,
         size_t lens[3] = {texts[0] ? strlen(texts[0]) : 0,
                           texts[1] ? strlen(texts[1]) : 0, pl->inline_len};
         sb__buf_puts(b, ",\"search\":\"");
-        sb__search_vector(b, texts, lens, 3);
-        sb__buf_puts(b, "\"");
+        int wide = sb__search_vector(b, texts, lens, 3);
+        sb__buf_puts(b, wide ? "\",\"search_wide\":1" : "\"");
     }
     sb__buf_puts(b, "}");
 }

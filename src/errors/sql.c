@@ -246,9 +246,10 @@ static void build_upsert(const dialect *d, sb_buf *b)
         sb__buf_puts(b, ", ");
         field(d, b, columns[i].name);
     }
-    if (d->pg) /* the literal of words.c; the database lowers the case */
-        sb__buf_puts(b, ", lower(x.search)::tsvector");
-    rows_from(d, b, columns, N_COLUMNS, ", search text");
+    if (d->pg) /* words.c's literal; the database lowers what is not ASCII */
+        sb__buf_puts(b, ", (CASE WHEN x.search_wide = 1 THEN lower(x.search) "
+                        "ELSE x.search END)::tsvector");
+    rows_from(d, b, columns, N_COLUMNS, ", search text, search_wide int8");
     sb__buf_printf(b,
                    " WHERE true ON CONFLICT (unique_message_id) DO UPDATE SET "
                    "status = 0, status_changed_at = CASE WHEN %s.status <> 0 "

@@ -7,10 +7,15 @@
  * A word is a run of ASCII letters and digits and of code points from
  * U+0080 up outside the punctuation, symbol and space blocks below, the
  * way SQLite's unicode61 tokenizer (the FTS5 index) cuts ASCII text;
- * everything else, '.' and '+' included, breaks words. The database
- * lowers the case (lower() on both the literal and the query), so case
- * folding follows the database's own rules on both sides. */
+ * everything else, '.' and '+' included, breaks words. ASCII letters are
+ * lowered here; a vector or query holding other letters is lowered by
+ * the database too (lower()), so case folding beyond ASCII follows the
+ * database's own rules on both sides. Each word is written once, with
+ * its positions, in byte order. */
 #include "errors/errors.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* Code points that break words: Latin-1 punctuation and symbols (but
  * the letters and digits among them), general punctuation, arrows to
@@ -79,31 +84,86 @@ static size_t next_word(const char **p, const char *end, const char **word)
     return (size_t)(s - start);
 }
 
-void sb__search_vector(sb_buf *b, const char *const *texts,
-                       const size_t *lens, size_t n)
+/* One word of a text, lowered (ASCII) in the scratch copy, and its
+ * position. */
+typedef struct word_at {
+    const char *w;
+    unsigned len, pos;
+} word_at;
+
+static int by_word_then_pos(const void *pa, const void *pb)
 {
-    size_t budget = SB_SEARCH_TEXT_MAX;
+    const word_at *a = pa, *b = pb;
+    int c = memcmp(a->w, b->w, a->len < b->len ? a->len : b->len);
+    if (c == 0 && a->len != b->len)
+        c = a->len < b->len ? -1 : 1;
+    if (c == 0)
+        c = a->pos < b->pos ? -1 : a->pos > b->pos;
+    return c;
+}
+
+int sb__search_vector(sb_buf *b, const char *const *texts,
+                      const size_t *lens, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (texts[i] != NULL)
+            total += lens[i] < SB_SEARCH_TEXT_MAX - total
+                         ? lens[i]
+                         : SB_SEARCH_TEXT_MAX - total;
+    /* The texts' bytes, ASCII letters lowered, and at most one word per
+     * two bytes. */
+    char *low = sb__malloc(total + 1);
+    word_at *at = sb__malloc((total / 2 + 1) * sizeof *at);
+    if (low == NULL || at == NULL) {
+        sb__free(low);
+        sb__free(at);
+        b->failed = SB_NOMEM;
+        return 0;
+    }
+    size_t used = 0, words = 0;
     unsigned pos = 1;
-    int any = 0;
-    for (size_t i = 0; i < n && budget > 0; i++) {
+    int wide = 0;
+    for (size_t i = 0; i < n && used < total; i++) {
         if (texts[i] == NULL)
             continue;
-        size_t len = lens[i];
-        if (len > budget)
-            len = budget;
-        budget -= len;
-        const char *p = texts[i], *end = texts[i] + len;
-        const char *w = NULL;
+        size_t len = lens[i] < total - used ? lens[i] : total - used;
+        char *t = low + used;
+        for (size_t k = 0; k < len; k++) {
+            char c = texts[i][k];
+            t[k] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        used += len;
+        const char *p = t, *end = t + len, *w = NULL;
         for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
             if (wl > SB_SEARCH_WORD_MAX)
                 continue;
-            sb__buf_puts(b, any++ ? " '" : "'");
-            sb__buf_append(b, w, wl);
-            sb__buf_printf(b, "':%u", pos);
+            at[words].w = w;
+            at[words].len = (unsigned)wl;
+            at[words++].pos = pos;
             if (pos < SB_SEARCH_MAX_POS)
                 pos++;
         }
     }
+    qsort(at, words, sizeof *at, by_word_then_pos);
+    for (size_t i = 0; i < words;) {
+        size_t j = i, kept = 0;
+        sb__buf_puts(b, i ? " '" : "'");
+        sb__buf_append(b, at[i].w, at[i].len);
+        sb__buf_puts(b, "':");
+        for (; j < words && at[j].len == at[i].len &&
+               memcmp(at[j].w, at[i].w, at[i].len) == 0;
+             j++)
+            if (kept < SB_SEARCH_MAX_POSITIONS &&
+                (kept == 0 || at[j].pos != at[j - 1].pos))
+                sb__buf_printf(b, kept++ ? ",%u" : "%u", at[j].pos);
+        for (size_t k = 0; k < at[i].len && !wide; k++)
+            wide = (unsigned char)at[i].w[k] >= 0x80;
+        i = j;
+    }
+    sb__free(low);
+    sb__free(at);
+    return wide;
 }
 
 int sb__search_query(const char *in, sb_buf *b)
@@ -123,7 +183,11 @@ int sb__search_query(const char *in, sb_buf *b)
             if (wl > SB_SEARCH_WORD_MAX)
                 continue;
             sb__buf_puts(b, words++ ? " <-> '" : terms ? " | ('" : "('");
-            sb__buf_append(b, w, wl);
+            for (size_t k = 0; k < wl; k++) {
+                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
+                                                    : w[k];
+                sb__buf_append(b, &c, 1);
+            }
             sb__buf_puts(b, "'");
         }
         if (words > 0) {

@@ -352,7 +352,7 @@ static void test_body_content_types(void **state)
 /* ------------------------------------------------------------------ */
 /* the search index's words (E22) */
 
-static void expect_vector(const char *const *texts, size_t n,
+static void expect_vector(const char *const *texts, size_t n, int wide,
                           const char *want)
 {
     size_t lens[4];
@@ -360,7 +360,7 @@ static void expect_vector(const char *const *texts, size_t n,
         lens[i] = texts[i] ? strlen(texts[i]) : 0;
     sb_buf b;
     sb__buf_init(&b, (size_t)8 << 20);
-    sb__search_vector(&b, texts, lens, n);
+    assert_int_equal(sb__search_vector(&b, texts, lens, n), wide);
     assert_int_equal(b.failed, 0);
     assert_string_equal(b.len ? b.data : "", want);
     sb__buf_free(&b);
@@ -377,29 +377,33 @@ static void expect_query(const char *in, int terms, const char *want)
 
 /* E22: '.' and '+' break words, so Order is a word of Shop.Order; ASCII
  * punctuation, Latin-1 and general punctuation, symbols and invalid UTF-8
- * break words; letters and digits beyond ASCII are word characters; the
- * case is left to the database; NULL texts are skipped; positions run on
- * across the texts. */
+ * break words; letters and digits beyond ASCII are word characters; ASCII
+ * is lowered, the rest left to the database (and said so); each word once
+ * in byte order with its positions, which run on across the texts; NULL
+ * texts are skipped. */
 static void test_search_words(void **state)
 {
     (void)state;
     const char *t1[] = {"Shop.PlaceOrder", NULL, "{\"sku\":\"b+c\"}"};
-    expect_vector(t1, 3, "'Shop':1 'PlaceOrder':2 'sku':3 'b':4 'c':5");
-    const char *t2[] = {"\xc2\xabword\xc2\xbb\xe2\x80\x94" "done \xc3\x84rger "
+    expect_vector(t1, 3, 0, "'b':4 'c':5 'placeorder':2 'shop':1 'sku':3");
+    const char *t2[] = {"Order order", "ORDER x"};
+    expect_vector(t2, 2, 0, "'order':1,2,3 'x':4");
+    const char *t3[] = {"\xc2\xabword\xc2\xbb\xe2\x80\x94" "done \xc3\x84rger "
                         "5\xc2\xb5s x\xc2\xb2 ab\xff" "cd \xf0\x9f\x98\x80ok"};
-    expect_vector(t2, 1,
-                  "'word':1 'done':2 '\xc3\x84rger':3 '5\xc2\xb5s':4 "
-                  "'x\xc2\xb2':5 'ab':6 'cd':7 'ok':8");
-    const char *t3[] = {"", " .,;:!?()[]{}<>\"'\\/|-_=*&^%$#@~`\t\n"};
-    expect_vector(t3, 2, "");
+    expect_vector(t3, 1, 1,
+                  "'5\xc2\xb5s':4 'ab':6 'cd':7 'done':2 'ok':8 'word':1 "
+                  "'x\xc2\xb2':5 '\xc3\x84rger':3");
+    const char *t4[] = {"", " .,;:!?()[]{}<>\"'\\/|-_=*&^%$#@~`\t\n"};
+    expect_vector(t4, 2, 0, "");
     /* A truncated sequence at the end is a break, never read past. */
-    const char *t4[] = {"ab\xe2\x80"};
-    expect_vector(t4, 1, "'ab':1");
+    const char *t5[] = {"ab\xe2\x80"};
+    expect_vector(t5, 1, 0, "'ab':1");
 }
 
 /* E22: a word longer than PostgreSQL's lexeme limit is not indexed and
- * takes no position; only the first SB_SEARCH_TEXT_MAX bytes are cut;
- * positions stop at PostgreSQL's maximum. */
+ * takes no position; only the first SB_SEARCH_TEXT_MAX bytes are cut; a
+ * word keeps its first SB_SEARCH_MAX_POSITIONS positions; positions stop
+ * at PostgreSQL's maximum. */
 static void test_search_word_limits(void **state)
 {
     (void)state;
@@ -409,18 +413,18 @@ static void test_search_word_limits(void **state)
     memset(s, 'w', SB_SEARCH_WORD_MAX + 1);
     memcpy(s + SB_SEARCH_WORD_MAX + 1, " ok", 4);
     const char *t1[] = {s};
-    expect_vector(t1, 1, "'ok':1");
+    expect_vector(t1, 1, 0, "'ok':1");
     memset(s, 'w', SB_SEARCH_WORD_MAX);
     memcpy(s + SB_SEARCH_WORD_MAX, " ok", 4);
     size_t lens[1] = {strlen(s)};
     sb_buf b;
     sb__buf_init(&b, (size_t)8 << 20);
     sb__search_vector(&b, t1, lens, 1);
-    assert_int_equal(b.len, 1 + SB_SEARCH_WORD_MAX + 3 + 7);
-    assert_string_equal(b.data + b.len - 7, " 'ok':2");
+    assert_int_equal(b.len, 6 + 2 + SB_SEARCH_WORD_MAX + 3);
+    assert_memory_equal(b.data, "'ok':2 'ww", 10);
     sb__buf_free(&b);
-    /* "a " repeated: 131,122 words in the text, the cut stops at the cap
-     * and the positions at 16383. */
+    /* "a " repeated past the cap: one word with 255 positions; "zz" past
+     * the cap is not cut. */
     for (size_t i = 0; i < big; i += 2)
         memcpy(s + i, "a ", 2);
     s[big] = '\0';
@@ -430,26 +434,37 @@ static void test_search_word_limits(void **state)
     sb__search_vector(&b, t1, lens, 1);
     assert_int_equal(b.failed, 0);
     assert_null(strstr(b.data, "zz"));
-    assert_string_equal(b.data + b.len - 10, " 'a':16383");
-    size_t words = 0;
-    for (const char *p = b.data; (p = strstr(p, "'a':")) != NULL; p += 4)
-        words++;
-    assert_int_equal(words, SB_SEARCH_TEXT_MAX / 2);
+    assert_memory_equal(b.data, "'a':1,2,3,", 10);
+    assert_string_equal(b.data + b.len - 8, ",254,255");
+    size_t commas = 0;
+    for (const char *p = b.data; (p = strchr(p, ',')) != NULL; p++)
+        commas++;
+    assert_int_equal(commas, SB_SEARCH_MAX_POSITIONS - 1);
+    sb__buf_free(&b);
+    /* 16,400 words, then "zq": positions stop at 16383. */
+    size_t at = 0;
+    for (size_t i = 0; i < 16400; i++, at += 2)
+        memcpy(s + at, "a ", 2);
+    memcpy(s + at, "zq", 3);
+    lens[0] = at + 2;
+    sb__buf_init(&b, (size_t)8 << 20);
+    sb__search_vector(&b, t1, lens, 1);
+    assert_string_equal(b.data + b.len - 11, " 'zq':16383");
     sb__buf_free(&b);
     free(s);
 }
 
 /* E22: the caller's whitespace-separated terms are ORed; the words of one
- * term are a phrase; quotes and operators are never syntax; a term
- * without words adds nothing. */
+ * term are a phrase; ASCII is lowered; quotes and operators are never
+ * syntax; a term without words adds nothing. */
 static void test_search_query(void **state)
 {
     (void)state;
-    expect_query("Shop.Order  widget", 2, "('Shop' <-> 'Order') | ('widget')");
-    expect_query("\"a\" -b OR (c", 4, "('a') | ('b') | ('OR') | ('c')");
+    expect_query("Shop.Order  widget", 2, "('shop' <-> 'order') | ('widget')");
+    expect_query("\"a\" -b OR (c", 4, "('a') | ('b') | ('or') | ('c')");
     expect_query("... widget", 1, "('widget')");
     expect_query(" . ! ", 0, "");
-    expect_query("x'y", 1, "('x' <-> 'y')");
+    expect_query("x'y \xc3\x84RGER", 2, "('x' <-> 'y') | ('\xc3\x84rger')");
 }
 
 int main(void)
