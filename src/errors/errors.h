@@ -122,7 +122,9 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
  * else 0; out of memory marks `b` failed. sb__search_query appends the
  * tsquery of a caller's query, ASCII lowered: its whitespace-separated
  * terms ORed, the words of one term a phrase ('shop' <-> 'order');
- * returns the number of terms. */
+ * returns the number of terms. sb__search_term: the next
+ * whitespace-separated term of *p (its start in *term, its length
+ * returned, 0 at the end); *p moves past it. */
 #define SB_SEARCH_TEXT_MAX ((size_t)256 << 10)
 #define SB_SEARCH_WORD_MAX 2046
 #define SB_SEARCH_MAX_POS 16383u
@@ -130,6 +132,7 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
 int sb__search_vector(sb_buf *b, const char *const *texts,
                       const size_t *lens, size_t n);
 int sb__search_query(const char *in, sb_buf *b);
+size_t sb__search_term(const char **p, const char **term);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
  * unique id); returns the count or -1 when out of memory. */

@@ -17,17 +17,10 @@
 static int fts5_query(const char *in, sb_buf *b)
 {
     int words = 0;
-    const char *p = in;
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-            p++;
-        const char *start = p;
-        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-            p++;
-        if (p == start)
-            break;
+    const char *rest = in, *start = NULL;
+    for (size_t len; (len = sb__search_term(&rest, &start)) > 0;) {
         sb__buf_puts(b, words++ ? " OR \"" : "\"");
-        for (const char *q = start; q < p; q++) {
+        for (const char *q = start; q < start + len; q++) {
             if (*q == '"')
                 sb__buf_puts(b, "\"\"");
             else

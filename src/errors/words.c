@@ -166,17 +166,29 @@ int sb__search_vector(sb_buf *b, const char *const *texts,
     return wide;
 }
 
+static int blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+size_t sb__search_term(const char **p, const char **term)
+{
+    const char *s = *p;
+    while (blank(*s))
+        s++;
+    *term = s;
+    while (*s && !blank(*s))
+        s++;
+    *p = s;
+    return (size_t)(s - *term);
+}
+
 int sb__search_query(const char *in, sb_buf *b)
 {
     int terms = 0;
-    const char *p = in;
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-            p++;
-        const char *end = p;
-        while (*end && *end != ' ' && *end != '\t' && *end != '\n' &&
-               *end != '\r')
-            end++;
+    const char *rest = in, *p = NULL;
+    for (size_t tl; (tl = sb__search_term(&rest, &p)) > 0;) {
+        const char *end = p + tl;
         int words = 0;
         const char *w = NULL;
         for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
@@ -194,7 +206,6 @@ int sb__search_query(const char *in, sb_buf *b)
             sb__buf_puts(b, ")");
             terms++;
         }
-        p = end;
     }
     return terms;
 }
