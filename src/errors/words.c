@@ -111,10 +111,10 @@ int sb__search_vector(sb_buf *b, const char *const *texts,
             total += lens[i] < SB_SEARCH_TEXT_MAX - total
                          ? lens[i]
                          : SB_SEARCH_TEXT_MAX - total;
-    /* The texts' bytes, ASCII letters lowered, and at most one word per
-     * two bytes. */
+    /* The texts' bytes, ASCII letters lowered, and their words: a text
+     * of L bytes holds at most (L + 1) / 2 of them. */
     char *low = sb__malloc(total + 1);
-    word_at *at = sb__malloc((total / 2 + 1) * sizeof *at);
+    word_at *at = sb__malloc((total / 2 + n + 1) * sizeof *at);
     if (low == NULL || at == NULL) {
         sb__free(low);
         sb__free(at);

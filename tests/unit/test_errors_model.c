@@ -398,6 +398,9 @@ static void test_search_words(void **state)
     /* A truncated sequence at the end is a break, never read past. */
     const char *t5[] = {"ab\xe2\x80"};
     expect_vector(t5, 1, 0, "'ab':1");
+    /* One-byte texts: a word each (more words than half the bytes). */
+    const char *t6[] = {"a", "b", "c", "d"};
+    expect_vector(t6, 4, 0, "'a':1 'b':2 'c':3 'd':4");
 }
 
 /* E22: a word longer than PostgreSQL's lexeme limit is not indexed and
