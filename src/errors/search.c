@@ -50,9 +50,13 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
                        "limit must be 1 to %d (got %zu)", MAX_LIMIT, limit);
     sb_buf q;
     sb__buf_init(&q, MAX_QUERY * 3 + 64);
-    int words = e->bus->dialect == SB_DIALECT_POSTGRES
-                    ? sb__search_query(query, &q)
-                    : fts5_query(query, &q);
+    /* A query with no word (only punctuation, say) is refused on both
+     * backends alike, by words.c's cut. */
+    int words = sb__search_query(query, &q);
+    if (words > 0 && e->bus->dialect != SB_DIALECT_POSTGRES) {
+        sb__buf_reset(&q);
+        words = fts5_query(query, &q);
+    }
     if (words == 0 || q.failed) {
         sb__buf_free(&q);
         return sb__err(err, SB_INVALID, "query",

@@ -1009,6 +1009,9 @@ static void test_search(void **state)
     assert_int_equal(sb_errors_search(e.store, "  ", 10, &s, &n, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "query");
+    assert_int_equal(sb_errors_search(e.store, " . !? ", 10, &s, &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "query");
     assert_int_equal(sb_errors_search(e.store, "x", 0, &s, &n, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "limit");
