@@ -1,0 +1,290 @@
+/*
+ * test_router.c - unit tests of the HTTP API's router and query-string
+ * parser (src/server/router.c; rules S4, S6, S8, S10): every route by a
+ * sample request, precedence between routes that could both match, 404
+ * against 405, percent-decoding, and every limit named in its error.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/router.h"
+
+static void expect_route(const char *method, const char *path,
+                         sb_route_id want, const char *cap0,
+                         const char *cap1)
+{
+    sb_route_match m;
+    sb_error err;
+    int rc = sb__route(method, path, &m, &err);
+    if (rc != SB_OK)
+        fail_msg("%s %s: rc %d (%s)", method, path, rc, err.message);
+    if (m.route != want)
+        fail_msg("%s %s: route %d, want %d", method, path, m.route, want);
+    assert_int_equal(m.n_captures, (cap0 != NULL) + (cap1 != NULL));
+    if (cap0 != NULL)
+        assert_string_equal(m.captures[0], cap0);
+    if (cap1 != NULL)
+        assert_string_equal(m.captures[1], cap1);
+    assert_non_null(m.pattern);
+}
+
+/* S4, S6, S8, S13: one sample request per route. */
+static void test_every_route(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *method, *path;
+        sb_route_id id;
+        const char *c0, *c1;
+    } cases[] = {
+        {"GET", "/api/errors", SB_R_ERRORS, NULL, NULL},
+        {"HEAD", "/api/errors", SB_R_ERRORS, NULL, NULL},
+        {"GET", "/api/errors/u-1", SB_R_ERROR, "u-1", NULL},
+        {"GET", "/api/errors/last/u-1", SB_R_ERROR_LAST, "u-1", NULL},
+        {"GET", "/api/errors/summary", SB_R_ERRORS_SUMMARY, NULL, NULL},
+        {"GET", "/api/errors/queues/addresses", SB_R_ERRORS_QUEUE_ADDRESSES,
+         NULL, NULL},
+        {"GET", "/api/endpoints/Sales/errors", SB_R_ENDPOINT_ERRORS, "Sales",
+         NULL},
+        {"POST", "/api/errors/u-1/retry", SB_R_ERROR_RETRY, "u-1", NULL},
+        {"POST", "/api/errors/retry", SB_R_ERRORS_RETRY, NULL, NULL},
+        {"POST", "/api/errors/queues/orders/retry", SB_R_ERRORS_QUEUE_RETRY,
+         "orders", NULL},
+        {"POST", "/api/errors/retry/all", SB_R_ERRORS_RETRY_ALL, NULL, NULL},
+        {"POST", "/api/errors/Sales/retry/all", SB_R_ENDPOINT_RETRY_ALL,
+         "Sales", NULL},
+        {"POST", "/api/errors/u-1/archive", SB_R_ERROR_ARCHIVE, "u-1", NULL},
+        {"PATCH", "/api/errors/u-1/archive", SB_R_ERROR_ARCHIVE, "u-1", NULL},
+        {"PATCH", "/api/errors/archive", SB_R_ERRORS_ARCHIVE, NULL, NULL},
+        {"PATCH", "/api/errors/unarchive", SB_R_ERRORS_UNARCHIVE, NULL, NULL},
+        {"PATCH", "/api/errors/2026-01-01...2026-02-01/unarchive",
+         SB_R_ERRORS_UNARCHIVE_RANGE, "2026-01-01", "2026-02-01"},
+        {"GET", "/api/recoverability/classifiers", SB_R_CLASSIFIERS, NULL,
+         NULL},
+        {"GET", "/api/recoverability/groups/Exception%20Type", SB_R_GROUPS,
+         "Exception Type", NULL},
+        {"GET", "/api/recoverability/groups/id/g-1", SB_R_GROUP, "g-1", NULL},
+        {"GET", "/api/recoverability/groups/g-1/errors", SB_R_GROUP_ERRORS,
+         "g-1", NULL},
+        {"POST", "/api/recoverability/groups/g-1/errors/retry",
+         SB_R_GROUP_RETRY, "g-1", NULL},
+        {"POST", "/api/recoverability/groups/g-1/errors/archive",
+         SB_R_GROUP_ARCHIVE, "g-1", NULL},
+        {"POST", "/api/recoverability/groups/g-1/errors/unarchive",
+         SB_R_GROUP_UNARCHIVE, "g-1", NULL},
+        {"POST", "/api/recoverability/groups/g-1/comment", SB_R_GROUP_COMMENT,
+         "g-1", NULL},
+        {"DELETE", "/api/recoverability/groups/g-1/comment",
+         SB_R_GROUP_COMMENT, "g-1", NULL},
+        {"GET", "/api/recoverability/history", SB_R_HISTORY, NULL, NULL},
+        {"GET", "/api/errors/groups/Exception%20Type", SB_R_ARCHIVED_GROUPS,
+         "Exception Type", NULL},
+        {"POST", "/api/pendingretries/retry", SB_R_PENDING_RETRY, NULL, NULL},
+        {"PATCH", "/api/pendingretries/resolve", SB_R_PENDING_RESOLVE, NULL,
+         NULL},
+        {"POST", "/api/pendingretries/queues/retry", SB_R_PENDING_QUEUE_RETRY,
+         NULL, NULL},
+        {"PATCH", "/api/pendingretries/queues/resolve",
+         SB_R_PENDING_QUEUE_RESOLVE, NULL, NULL},
+        {"GET", "/api/edit/config", SB_R_EDIT_CONFIG, NULL, NULL},
+        {"POST", "/api/edit/u-1", SB_R_EDIT, "u-1", NULL},
+        {"GET", "/api/redirects", SB_R_REDIRECTS, NULL, NULL},
+        {"POST", "/api/redirects", SB_R_REDIRECTS, NULL, NULL},
+        {"PUT", "/api/redirects/r-1", SB_R_REDIRECT, "r-1", NULL},
+        {"DELETE", "/api/redirects/r-1", SB_R_REDIRECT, "r-1", NULL},
+        {"GET", "/api/messages/search", SB_R_SEARCH, NULL, NULL},
+        {"GET", "/api/messages/u-1/body", SB_R_MESSAGE_BODY, "u-1", NULL},
+        {"GET", "/api/endpoints/known", SB_R_KNOWN_ENDPOINTS, NULL, NULL},
+        {"GET", "/api/configuration", SB_R_CONFIGURATION, NULL, NULL},
+        {"GET", "/api/queues", SB_R_QUEUES, NULL, NULL},
+        {"GET", "/api/queues/orders/messages", SB_R_QUEUE_MESSAGES, "orders",
+         NULL},
+        {"POST", "/api/queues/orders/messages", SB_R_QUEUE_MESSAGES, "orders",
+         NULL},
+        {"POST", "/api/failed-messages", SB_R_FAILED_MESSAGES, NULL, NULL},
+        {"GET", "/api/recovery", SB_R_RECOVERY, NULL, NULL},
+        {"GET", "/api/stats", SB_R_STATS, NULL, NULL},
+        {"GET", "/api/operations/op-1", SB_R_OPERATION, "op-1", NULL},
+        {"GET", "/health", SB_R_HEALTH, NULL, NULL},
+        {"GET", "/health/ready", SB_R_HEALTH_READY, NULL, NULL},
+        {"GET", "/metrics", SB_R_METRICS, NULL, NULL},
+        {"GET", "/", SB_R_UI, NULL, NULL},
+        {"GET", "/ui/app.js", SB_R_UI_ASSET, "app.js", NULL},
+    };
+    int seen[SB_R_COUNT] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        expect_route(cases[i].method, cases[i].path, cases[i].id, cases[i].c0,
+                     cases[i].c1);
+        seen[cases[i].id] = 1;
+    }
+    for (int id = SB_R_NONE + 1; id < SB_R_COUNT; id++)
+        if (!seen[id])
+            fail_msg("route %d has no case", id);
+}
+
+/* Where two patterns match, a fixed segment beats a capture, leftmost
+ * first; a fixed word is never taken as an id. */
+static void test_precedence(void **state)
+{
+    (void)state;
+    expect_route("GET", "/api/recoverability/groups/id/errors", SB_R_GROUP,
+                 "errors", NULL);
+    expect_route("GET", "/api/recoverability/groups/idx/errors",
+                 SB_R_GROUP_ERRORS, "idx", NULL);
+    expect_route("GET", "/api/errors/summary", SB_R_ERRORS_SUMMARY, NULL,
+                 NULL);
+    expect_route("POST", "/api/errors/queues/retry/all",
+                 SB_R_ENDPOINT_RETRY_ALL, "queues", NULL);
+    expect_route("POST", "/api/errors/queues/retry/retry",
+                 SB_R_ERRORS_QUEUE_RETRY, "retry", NULL);
+    expect_route("POST", "/api/errors/retry/all", SB_R_ERRORS_RETRY_ALL, NULL,
+                 NULL);
+    expect_route("GET", "/api/endpoints/known", SB_R_KNOWN_ENDPOINTS, NULL,
+                 NULL);
+}
+
+static void expect_missing(const char *method, const char *path,
+                           int allowed)
+{
+    sb_route_match m;
+    sb_error err;
+    assert_int_equal(sb__route(method, path, &m, &err), SB_NOTFOUND);
+    assert_int_equal(m.route, SB_R_NONE);
+    assert_int_equal(m.allowed, allowed);
+    assert_int_equal(m.n_captures, 0);
+}
+
+/* 404 when no route has the path, 405 (the path's methods in `allowed`)
+ * when one has it for other methods; HEAD goes wherever GET does. */
+static void test_not_found_and_method(void **state)
+{
+    (void)state;
+    int get = SB_HTTP_GET | SB_HTTP_HEAD;
+    expect_missing("GET", "/api/nothing", 0);
+    expect_missing("GET", "/api/errors/", 0);
+    expect_missing("GET", "/api//errors", 0);
+    expect_missing("GET", "/a/b/c/d/e/f/g/h/i", 0);
+    expect_missing("PATCH", "/api/errors/...2026/unarchive", 0);
+    expect_missing("PATCH", "/api/errors/2026.../unarchive", 0);
+    expect_missing("POST", "/api/errors", get);
+    expect_missing("TRACE", "/api/errors", get);
+    expect_missing("GET", "/api/errors/retry", SB_HTTP_POST);
+    expect_missing("HEAD", "/api/redirects/r-1",
+                   SB_HTTP_PUT | SB_HTTP_DELETE);
+    assert_int_equal(sb__http_method("PATCH"), SB_HTTP_PATCH);
+    assert_int_equal(sb__http_method("get"), 0);
+    assert_int_equal(sb__http_method(NULL), 0);
+}
+
+static void expect_bad_path(const char *path, const char *words)
+{
+    sb_route_match m;
+    sb_error err;
+    assert_int_equal(sb__route("GET", path, &m, &err), SB_INVALID);
+    assert_string_equal(err.field, "path");
+    if (strstr(err.message, words) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", err.message, words);
+}
+
+/* S10: percent-decoding of captures; every path limit named. */
+static void test_path_decoding_and_limits(void **state)
+{
+    (void)state;
+    expect_route("GET", "/api/errors/a%2Fb%20c", SB_R_ERROR, "a/b c", NULL);
+    expect_route("GET", "/api/errors/a+b", SB_R_ERROR, "a+b", NULL);
+    expect_route("GET", "/api/errors/%C3%A4", SB_R_ERROR, "\xc3\xa4", NULL);
+    expect_route("GET", "/%61pi/errors", SB_R_ERRORS, NULL, NULL);
+    expect_bad_path("api/errors", "start with '/'");
+    expect_bad_path("/api/errors/%00", "percent escape");
+    expect_bad_path("/api/errors/%zz", "percent escape");
+    expect_bad_path("/api/errors/%4", "percent escape");
+    expect_bad_path("/api/errors/%ff", "UTF-8");
+    char path[SB_PATH_MAX + 2];
+    memcpy(path, "/api/errors/", 12);
+    memset(path + 12, 'x', SB_SEGMENT_MAX);
+    path[12 + SB_SEGMENT_MAX] = '\0';
+    expect_route("GET", path, SB_R_ERROR, path + 12, NULL);
+    memcpy(path + 12 + SB_SEGMENT_MAX, "x", 2);
+    expect_bad_path(path, "at most 400 bytes");
+    memset(path + 1, 'x', SB_PATH_MAX);
+    path[SB_PATH_MAX + 1] = '\0';
+    expect_bad_path(path, "at most 2048 bytes");
+}
+
+static void expect_bad_query(const char *qs, const char *field,
+                             const char *words)
+{
+    sb_query_params q;
+    sb_error err;
+    assert_int_equal(sb__query_parse(qs, &q, &err), SB_INVALID);
+    assert_string_equal(err.field, field);
+    if (strstr(err.message, words) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", err.message, words);
+}
+
+/* S10: query strings: decoding, empty parts, and every limit named. */
+static void test_query_strings(void **state)
+{
+    (void)state;
+    static sb_query_params q;
+    sb_error err;
+    assert_int_equal(sb__query_parse("page=2&per_page=50&q=a+b%2Bc&flag&&",
+                                     &q, &err),
+                     SB_OK);
+    assert_int_equal(q.n, 4);
+    assert_string_equal(sb__query_get(&q, "page"), "2");
+    assert_string_equal(sb__query_get(&q, "per_page"), "50");
+    assert_string_equal(sb__query_get(&q, "q"), "a b+c");
+    assert_string_equal(sb__query_get(&q, "flag"), "");
+    assert_null(sb__query_get(&q, "sort"));
+    assert_int_equal(sb__query_parse(NULL, &q, &err), SB_OK);
+    assert_int_equal(q.n, 0);
+    assert_int_equal(sb__query_parse("", &q, &err), SB_OK);
+    assert_int_equal(q.n, 0);
+    expect_bad_query("page=1&page=2", "page", "given twice");
+    expect_bad_query("=x", "query", "no name");
+    expect_bad_query("q=%zz", "q", "percent escape");
+    expect_bad_query("q=%00", "q", "percent escape");
+    expect_bad_query("%ff=1", "query", "UTF-8");
+    static char big[SB_QUERY_MAX + 2];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    expect_bad_query(big, "query", "at most 8192 bytes");
+    char many[SB_QUERY_PARAMS * 8 + 16] = "";
+    for (int i = 0; i <= SB_QUERY_PARAMS; i++) {
+        char one[8];
+        snprintf(one, sizeof one, "%sk%d", i ? "&" : "", i);
+        strncat(many, one, sizeof many - strlen(many) - 1);
+    }
+    expect_bad_query(many, "query", "at most 32 query parameters");
+    char key[SB_QUERY_KEY_MAX + 4];
+    memset(key, 'k', SB_QUERY_KEY_MAX + 1);
+    memcpy(key + SB_QUERY_KEY_MAX + 1, "=1", 3);
+    expect_bad_query(key, "query", "at most 64 bytes");
+    static char value[SB_QUERY_VALUE_MAX + 8];
+    memcpy(value, "q=", 2);
+    memset(value + 2, 'v', SB_QUERY_VALUE_MAX);
+    value[2 + SB_QUERY_VALUE_MAX] = '\0';
+    assert_int_equal(sb__query_parse(value, &q, &err), SB_OK);
+    memcpy(value + 2 + SB_QUERY_VALUE_MAX, "v", 2);
+    expect_bad_query(value, "q", "at most 1024 bytes");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_route),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_not_found_and_method),
+        cmocka_unit_test(test_path_decoding_and_limits),
+        cmocka_unit_test(test_query_strings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
