@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang
       libsqlite3-dev sqlite3 libpq-dev libjansson-dev libcmocka-dev
-      postgresql postgresql-contrib jq python3)
+      libmicrohttpd-dev curl postgresql postgresql-contrib jq python3)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \

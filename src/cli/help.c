@@ -80,6 +80,20 @@ const char cli_usage_queues[] =
     "  --json           print a JSON array of objects\n"
     "\n" GLOBALS;
 
+const char cli_usage_serve[] =
+    "Usage: sqlbus serve [--listen HOST:PORT] [--token-file FILE]\n"
+    "\n"
+    "Serve the HTTP API until SIGINT or SIGTERM. Being built: /health and\n"
+    "/health/ready answer; every other route of the API answers 501.\n"
+    "\n"
+    "  --listen HOST:PORT  address to listen on (127.0.0.1:8080; port 0\n"
+    "                      takes a free one). Any address but loopback\n"
+    "                      needs an admin token\n"
+    "  --token-file FILE   lines admin:TOKEN and read:TOKEN; requests then\n"
+    "                      need Authorization: Bearer TOKEN (read: GET and\n"
+    "                      HEAD only). SQLBUS_TOKEN sets the admin token too\n"
+    "\n" GLOBALS;
+
 const char cli_usage_dlq[] =
     "Usage: sqlbus dlq list|show|requeue|purge [OPTIONS]\n"
     "\n"

@@ -27,6 +27,8 @@ static const cli_command commands[] = {
     {"errors", "the error store: ingest, list, search, retry, archive, "
                "import failed messages",
      cli_usage_errors, cli_cmd_errors},
+    {"serve", "serve the HTTP API (being built: health routes so far)",
+     cli_usage_serve, cli_cmd_serve},
 };
 
 static const cli_command *find_command(const char *name)

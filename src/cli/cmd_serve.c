@@ -1,0 +1,125 @@
+/* cmd_serve.c - `sqlbus serve` (S1, S9): open the bus, read the tokens,
+ * serve HTTP until SIGINT/SIGTERM. */
+#include "cli.h"
+#include "server/server.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_LISTEN = CLI_OPT_FIRST_LOCAL, OPT_TOKEN_FILE };
+
+#define TOKEN_LINE_MAX (SB_SERVER_TOKEN_MAX + 16)
+
+/* S9: a token file holds "admin:TOKEN" and "read:TOKEN" lines (blank
+ * lines and lines starting with '#' aside). Prints its errors. */
+static int read_tokens(const char *path, char *admin, char *read)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        cli_errorf("cannot read the token file %s", path);
+        return CLI_USAGE;
+    }
+    char line[TOKEN_LINE_MAX + 2];
+    int n = 0, rc = CLI_OK;
+    while (rc == CLI_OK && fgets(line, sizeof line, f) != NULL) {
+        n++;
+        size_t len = strcspn(line, "\r\n");
+        if (line[len] == '\0' && !feof(f)) {
+            cli_errorf("%s:%d: a line must be at most %d bytes", path, n,
+                       TOKEN_LINE_MAX);
+            rc = CLI_USAGE;
+            break;
+        }
+        line[len] = '\0';
+        if (len == 0 || line[0] == '#')
+            continue;
+        char *dst = strncmp(line, "admin:", 6) == 0  ? admin
+                    : strncmp(line, "read:", 5) == 0 ? read
+                                                     : NULL;
+        const char *tok = dst == admin ? line + 6 : line + 5;
+        if (dst == NULL || tok[0] == '\0' ||
+            strlen(tok) > SB_SERVER_TOKEN_MAX) {
+            cli_errorf("%s:%d: expected admin:TOKEN or read:TOKEN (a token "
+                       "of 1 to %d bytes)",
+                       path, n, SB_SERVER_TOKEN_MAX);
+            rc = CLI_USAGE;
+            break;
+        }
+        memcpy(dst, tok, strlen(tok) + 1);
+    }
+    fclose(f);
+    return rc;
+}
+
+int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        CLI_GLOBAL_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
+    int c;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        switch (c) {
+        case 'h':
+            fputs(cli_usage_serve, stdout);
+            return CLI_OK;
+        case OPT_LISTEN:
+            listen = optarg;
+            break;
+        case OPT_TOKEN_FILE:
+            token_file = optarg;
+            break;
+        default:
+            return cli_bad_option(ctx, c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"",
+                               argv[optind]);
+    char admin[SB_SERVER_TOKEN_MAX + 1] = "", read[SB_SERVER_TOKEN_MAX + 1] = "";
+    const char *env = getenv("SQLBUS_TOKEN");
+    if (env != NULL && strlen(env) > SB_SERVER_TOKEN_MAX)
+        return cli_usage_error(ctx, "SQLBUS_TOKEN must be at most %d bytes",
+                               SB_SERVER_TOKEN_MAX);
+    if (env != NULL)
+        memcpy(admin, env, strlen(env) + 1);
+    if (token_file != NULL) {
+        int rc = read_tokens(token_file, admin, read);
+        if (rc != CLI_OK)
+            return rc;
+    }
+    sb_bus *bus = NULL;
+    int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    sb_server_options o = {.listen = listen, .admin_token = admin,
+                           .read_token = read};
+    sb_server *srv = NULL;
+    sb_error err;
+    int src = sb__server_start(bus, &o, &srv, &err);
+    if (src != SB_OK) {
+        rc = cli_report(src, &err);
+        sb_close(bus);
+        return rc;
+    }
+    ctx->signal_stops = 1;
+    cli_notef(ctx, "http: listening on port %d (%s, %s)",
+              sb__server_port(srv), listen,
+              admin[0] || read[0] ? "tokens required" : "loopback, no token");
+    while (cli_signal_count() == 0) {
+        struct pollfd p = {.fd = cli_signal_fd(), .events = POLLIN};
+        poll(&p, 1, 1000);
+    }
+    sb__server_stop(srv);
+    sb_close(bus);
+    cli_notef(ctx, "stopped");
+    return CLI_OK;
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# cli_serve.sh - `sqlbus serve` over real HTTP on loopback (rules S1, S3,
+# S7, S8, S9, S10, S11): the health routes, JSON errors with their status
+# and field, 404 against 405, the body cap, JSON-only mutations, the
+# security headers, tokens, the loopback rule, and a graceful stop on
+# SIGTERM and SIGINT.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/cli_common.bash
+. "$here/lib/cli_common.bash"
+
+command -v curl >/dev/null || fail "these tests need curl (apt-get install curl)"
+
+# start_server NAME ARGS...: `sqlbus serve` on a free loopback port; sets
+# $pid and $base.
+start_server() {
+    local name=$1
+    shift
+    "$SQLBUS" --prefix "$prefix" serve --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" &
+    pid=$!
+    bg_pids+=("$pid")
+    local i port=""
+    for i in $(seq 1 100); do
+        port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$tmp/$name.err")
+        [ -n "$port" ] && break
+        is_alive "$pid" || fail "serve exited: $(cat "$tmp/$name.err")"
+        sleep 0.1
+    done
+    [ -n "$port" ] || fail "serve did not report its port: $(cat "$tmp/$name.err")"
+    base="http://127.0.0.1:$port"
+}
+
+# req NAME CURL-ARGS...: the response's status in $tmp/NAME.status,
+# headers in $tmp/NAME.h, body in $tmp/NAME.json.
+req() {
+    local name=$1
+    shift
+    curl -s -o "$tmp/$name.json" -D "$tmp/$name.h" -w '%{http_code}' "$@" >"$tmp/$name.status" ||
+        fail "curl $*"
+}
+
+# expect NAME STATUS [JQ-FILTER VALUE]...
+expect() {
+    local name=$1 status=$2
+    shift 2
+    [ "$(cat "$tmp/$name.status")" = "$status" ] ||
+        fail "$name: status $(cat "$tmp/$name.status"), want $status: $(cat "$tmp/$name.json")"
+    while [ $# -ge 2 ]; do
+        local got
+        got=$(jq -r "$1" "$tmp/$name.json")
+        [ "$got" = "$2" ] || fail "$name: $1 is \"$got\", want \"$2\""
+        shift 2
+    done
+}
+
+header() { tr -d '\r' <"$tmp/$1.h" | sed -n "s/^$2: //Ip" | head -n1; }
+
+start_server plain
+
+# S8: liveness and readiness.
+req health "$base/health"
+expect health 200 .status ok
+req ready "$base/health/ready"
+expect ready 200 .status ready
+ok "health and readiness"
+
+# S11: every response says nosniff, a restrictive CSP and JSON.
+[ "$(header health X-Content-Type-Options)" = nosniff ] || fail "no nosniff header"
+header health Content-Security-Policy | grep -q "default-src 'none'" || fail "no CSP header"
+header health Content-Type | grep -q '^application/json' || fail "not JSON"
+grep -qi '^set-cookie' "$tmp/health.h" && fail "a cookie was set"
+ok "security headers, no cookies"
+
+# S7: 404, 405 with Allow, 400 naming the field, routes not built yet 501.
+req nf "$base/api/nothing"
+expect nf 404 .error not_found
+req na -X DELETE "$base/api/errors"
+expect na 405 .error method_not_allowed
+[ "$(header na Allow)" = "GET, HEAD" ] || fail "Allow: $(header na Allow)"
+req badpath "$base/api/errors/%zz"
+expect badpath 400 .error invalid .field path
+req twice "$base/api/errors?page=1&page=2"
+expect twice 400 .field page
+long=$(head -c 1100 /dev/zero | tr '\0' x)
+req longq "$base/api/errors?q=$long"
+expect longq 400 .field q
+jq -r .message "$tmp/longq.json" | grep -q '1024 bytes' || fail "the limit is not named: $(cat "$tmp/longq.json")"
+req later "$base/api/errors"
+expect later 501 .error not_implemented
+ok "JSON errors: 404, 405, 400 naming the field and limit, 501"
+
+# S11: a mutation must be JSON (415); S10: bodies over 1 MiB are 413.
+req form -X POST -d 'a=1' "$base/api/errors/retry"
+expect form 415 .error unsupported_media_type
+head -c 1100000 /dev/zero | tr '\0' a >"$tmp/big"
+req big -X POST -H 'Content-Type: application/json' --data-binary @"$tmp/big" "$base/api/errors/retry"
+expect big 413 .error too_large .field body
+ok "JSON-only mutations, body cap"
+
+# S3: SIGTERM stops it, exit 0.
+kill -TERM "$pid"
+wait_exit "$pid" 10
+[ "$wait_rc" -eq 0 ] || fail "serve exited $wait_rc after SIGTERM: $(cat "$tmp/plain.err")"
+ok "SIGTERM stops serve"
+
+# S9: tokens. Admin may do anything, read only GET/HEAD; /health is open.
+printf '# tokens\nadmin:adm-secret\nread:read-secret\n' >"$tmp/tokens"
+start_server tokens --token-file "$tmp/tokens"
+req open "$base/health"
+expect open 200
+req none "$base/api/errors"
+expect none 401 .error unauthorized
+[ "$(header none WWW-Authenticate)" = Bearer ] || fail "no WWW-Authenticate"
+req wrong -H 'Authorization: Bearer adm-secreT' "$base/api/errors"
+expect wrong 401
+req reader -H 'Authorization: Bearer read-secret' "$base/api/errors"
+expect reader 501
+req readpost -X POST -H 'Authorization: Bearer read-secret' -H 'Content-Type: application/json' -d '{}' "$base/api/errors/retry"
+expect readpost 403 .error forbidden
+req adminpost -X POST -H 'Authorization: Bearer adm-secret' -H 'Content-Type: application/json' -d '{}' "$base/api/errors/retry"
+expect adminpost 501
+set -m
+kill -INT "$pid"
+set +m
+wait_exit "$pid" 10
+[ "$wait_rc" -eq 0 ] || fail "serve exited $wait_rc after SIGINT"
+ok "tokens: admin, read-only, none; SIGINT stops serve"
+
+# S9: any address but loopback needs a token; bad listen values named.
+expect_exit 2 sb serve --listen 0.0.0.0:0
+expect_err "needs an admin token"
+expect_exit 2 sb serve --listen 127.0.0.1:99999
+expect_err "port must be 0 to 65535"
+expect_exit 2 sb serve --listen nowhere:80
+expect_err "is not an IPv4 address"
+printf 'root:x\n' >"$tmp/badtokens"
+expect_exit 2 sb serve --token-file "$tmp/badtokens"
+expect_err "expected admin:TOKEN or read:TOKEN"
+ok "loopback rule and bad options named"
