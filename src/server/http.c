@@ -137,7 +137,7 @@ static unsigned check_token(const sb_server *s, struct MHD_Connection *c,
         return 0;
     const char *h =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
         return 401;
     const char *tok = h + 7;
     size_t len = strlen(tok);
@@ -179,11 +179,14 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
-static enum MHD_Result health(struct MHD_Connection *c)
+/* A fixed JSON body: {"status": status}. */
+static enum MHD_Result send_status(struct MHD_Connection *c, const char *st)
 {
     sb_buf b;
     sb__buf_init(&b, 64);
-    sb__buf_puts(&b, "{\"status\":\"ok\"}");
+    sb__buf_puts(&b, "{\"status\":");
+    sb__buf_json_str(&b, st);
+    sb__buf_puts(&b, "}");
     enum MHD_Result rc = send_json(c, 200, &b, NULL, 0);
     sb__buf_free(&b);
     return rc;
@@ -200,12 +203,7 @@ static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
                               ? "the database schema is missing or wrong"
                               : "the database cannot be reached",
                           NULL, NULL);
-    sb_buf b;
-    sb__buf_init(&b, 64);
-    sb__buf_puts(&b, "{\"status\":\"ready\"}");
-    enum MHD_Result r = send_json(c, 200, &b, NULL, 0);
-    sb__buf_free(&b);
-    return r;
+    return send_status(c, "ready");
 }
 
 static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
@@ -266,7 +264,7 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
     if (rc != SB_OK)
         return send_error(c, 400, "invalid", err.message, err.field, NULL);
     switch (m.route) {
-    case SB_R_HEALTH: return health(c);
+    case SB_R_HEALTH: return send_status(c, "ok");
     case SB_R_HEALTH_READY: return ready(s, c);
     default: break;
     }
