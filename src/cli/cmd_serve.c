@@ -1,5 +1,6 @@
-/* cmd_serve.c - `sqlbus serve` (S1, S9): open the bus, read the tokens,
- * serve HTTP until SIGINT/SIGTERM. */
+/* cmd_serve.c - `sqlbus serve` (S1, S3, S9): open the bus and the error
+ * store, read the tokens, run ingestion and housekeeping, serve HTTP
+ * until SIGINT/SIGTERM. */
 #include "cli.h"
 #include "server/server.h"
 
@@ -7,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_LISTEN = CLI_OPT_FIRST_LOCAL, OPT_TOKEN_FILE };
+enum { OPT_LISTEN = CLI_OPT_FIRST_LOCAL, OPT_TOKEN_FILE, OPT_RETENTION };
+
+#define RETENTION_MIN_MS (3600LL * 1000)
+#define RETENTION_MAX_MS (365LL * 24 * 3600 * 1000)
 
 #define TOKEN_LINE_MAX (SB_SERVER_TOKEN_MAX + 16)
 
@@ -57,9 +61,11 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"error-retention", required_argument, NULL, OPT_RETENTION},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
+    int64_t retention_ms = SB_RETENTION_DEFAULT_MS;
     int c;
     opterr = 0;
     optind = 0;
@@ -77,6 +83,17 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         case OPT_TOKEN_FILE:
             token_file = optarg;
             break;
+        case OPT_RETENTION: {
+            sb_error perr;
+            if (sb_parse_duration_ms(optarg, &retention_ms, &perr) != SB_OK ||
+                retention_ms < RETENTION_MIN_MS ||
+                retention_ms > RETENTION_MAX_MS)
+                return cli_usage_error(ctx,
+                                       "--error-retention must be a duration "
+                                       "from 1h to 365d (got \"%s\")",
+                                       optarg);
+            break;
+        }
         default:
             return cli_bad_option(ctx, c, argv);
         }
@@ -97,20 +114,31 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
             return rc;
     }
     sb_bus *bus = NULL;
-    int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    sb_errors *store = NULL;
+    int rc = cli_errors_open(ctx, 0, &bus, &store);
     if (rc != CLI_OK)
         return rc;
-    sb_server_options o = {.listen = listen, .admin_token = admin,
-                           .read_token = read};
-    sb_server *srv = NULL;
     sb_error err;
-    int src = sb__server_start(bus, &o, &srv, &err);
+    sb_loops_options lo = {.retention_ms = retention_ms, .log = cli_log,
+                           .log_user = ctx};
+    sb_loops *loops = NULL;
+    int src = sb__loops_start(bus, store, &lo, &loops, &err);
+    sb_server_options o = {.listen = listen, .admin_token = admin,
+                           .read_token = read, .store = store,
+                           .loops = loops};
+    sb_server *srv = NULL;
+    if (src == SB_OK)
+        src = sb__server_start(bus, &o, &srv, &err);
     if (src != SB_OK) {
         rc = cli_report(src, &err);
-        sb_close(bus);
+        sb__loops_stop(loops);
+        cli_errors_close(bus, store);
         return rc;
     }
     ctx->signal_stops = 1;
+    cli_notef(ctx, "ingest: following the dead-letter queue; housekeeping: "
+              "error retention %lld h, first run in 1 min, then hourly",
+              (long long)(retention_ms / 3600000));
     cli_notef(ctx, "http: listening on port %d (%s, %s)",
               sb__server_port(srv), listen,
               admin[0] || read[0] ? "tokens required" : "loopback, no token");
@@ -119,7 +147,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         poll(&p, 1, 1000);
     }
     sb__server_stop(srv);
-    sb_close(bus);
+    sb__loops_stop(loops);
+    cli_errors_close(bus, store);
     cli_notef(ctx, "stopped");
     return CLI_OK;
 }

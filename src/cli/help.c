@@ -82,10 +82,16 @@ const char cli_usage_queues[] =
 
 const char cli_usage_serve[] =
     "Usage: sqlbus serve [--listen HOST:PORT] [--token-file FILE]\n"
+    "                    [--error-retention D]\n"
     "\n"
-    "Serve the HTTP API until SIGINT or SIGTERM. Being built: /health and\n"
+    "Ingest the dead-letter queue into the error store, run housekeeping\n"
+    "(retention, dead-letter pruning, the recovery watchdog) and serve the\n"
+    "HTTP API until SIGINT or SIGTERM. Being built: /health and\n"
     "/health/ready answer; every other route of the API answers 501.\n"
     "\n"
+    "  --error-retention D resolved and archived failed messages are\n"
+    "                      deleted D after their status changed (15d;\n"
+    "                      1h to 365d)\n"
     "  --listen HOST:PORT  address to listen on (127.0.0.1:8080; port 0\n"
     "                      takes a free one). Any address but loopback\n"
     "                      needs an admin token\n"

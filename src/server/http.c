@@ -14,9 +14,15 @@
 #define HEADER_MEMORY ((size_t)64 << 10)
 #define QUERY_TEXT_MAX (SB_QUERY_MAX + 1)
 
+/* Readiness (S8): ingestion counts as failing after this many failed
+ * passes in a row without a good one for this long. */
+#define READY_FAILED_FOR_MS 30000
+
 struct sb_server {
     struct MHD_Daemon *daemon;
     sb_bus *bus;
+    sb_errors *store;
+    sb_loops *loops;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
     size_t max_body;
     int port;
@@ -192,7 +198,8 @@ static enum MHD_Result send_status(struct MHD_Connection *c, const char *st)
     return rc;
 }
 
-/* S8: the database reachable and its schema right. */
+/* S8: the database reachable and its schema right, ingestion not
+ * failing for READY_FAILED_FOR_MS, and the failed imports counted. */
 static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
 {
     sb_error err;
@@ -203,7 +210,36 @@ static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
                               ? "the database schema is missing or wrong"
                               : "the database cannot be reached",
                           NULL, NULL);
-    return send_status(c, "ready");
+    int64_t imports = -1;
+    if (s->store != NULL &&
+        sb_errors_failed_import_count(s->store, &imports, &err) != SB_OK)
+        return send_error(c, 503, "unavailable",
+                          "the error store cannot be read", NULL, NULL);
+    sb_loops_state st;
+    memset(&st, 0, sizeof st);
+    st.last_ok_age_ms = -1;
+    if (s->loops != NULL)
+        sb__loops_state(s->loops, &st);
+    int behind = s->loops != NULL && st.failing &&
+                 (st.last_ok_age_ms < 0 ||
+                  st.last_ok_age_ms > READY_FAILED_FOR_MS);
+    sb_buf b;
+    sb__buf_init(&b, 512);
+    sb__buf_printf(&b, "{\"status\":\"%s\"", behind ? "degraded" : "ready");
+    if (s->loops != NULL)
+        sb__buf_printf(&b,
+                       ",\"ingestion\":{\"passes\":%lld,\"rows\":%lld,"
+                       "\"failing\":%s,\"errors\":%lld,"
+                       "\"last_ok_age_ms\":%lld}",
+                       (long long)st.passes, (long long)st.rows,
+                       st.failing ? "true" : "false", (long long)st.errors,
+                       (long long)st.last_ok_age_ms);
+    if (imports >= 0)
+        sb__buf_printf(&b, ",\"failed_imports\":%lld", (long long)imports);
+    sb__buf_puts(&b, "}");
+    enum MHD_Result r = send_json(c, behind ? 503 : 200, &b, NULL, 0);
+    sb__buf_free(&b);
+    return r;
 }
 
 static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
@@ -330,6 +366,8 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     s->bus = bus;
+    s->store = opts->store;
+    s->loops = opts->loops;
     sb__strlcpy(s->admin, admin, sizeof s->admin);
     sb__strlcpy(s->read, read, sizeof s->read);
     s->max_body = opts->max_body ? opts->max_body : SB_SERVER_MAX_BODY;

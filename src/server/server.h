@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "server/loops.h"
 #include "sqlbus.h"
 
 #define SB_SERVER_LISTEN "127.0.0.1:8080"
@@ -25,6 +26,8 @@ typedef struct sb_server_options {
     size_t max_body;         /* S10: request body cap (0: 1 MiB) */
     unsigned threads;        /* request threads (0: 2) */
     unsigned timeout_s;      /* idle connection timeout (0: 30 s) */
+    sb_errors *store;        /* borrowed, optional: failed imports (S8) */
+    sb_loops *loops;         /* borrowed, optional: ingestion state (S8) */
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cli_serve.sh - `sqlbus serve` over real HTTP on loopback (rules S1, S3,
-# S7, S8, S9, S10, S11): the health routes, JSON errors with their status
-# and field, 404 against 405, the body cap, JSON-only mutations, the
-# security headers, tokens, the loopback rule, and a graceful stop on
-# SIGTERM and SIGINT.
+# S7, S8, S9, S10, S11): ingestion of the dead-letter queue while it
+# serves, the health routes, JSON errors with their status and field, 404
+# against 405, the body cap, JSON-only mutations, the security headers,
+# tokens, the loopback rule, and a graceful stop on SIGTERM and SIGINT.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -15,6 +15,7 @@ command -v curl >/dev/null || fail "these tests need curl (apt-get install curl)
 start_server() {
     local name=$1
     shift
+    : >"$tmp/$name.err"
     "$SQLBUS" --prefix "$prefix" serve --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" &
     pid=$!
     bg_pids+=("$pid")
@@ -62,6 +63,26 @@ expect health 200 .status ok
 req ready "$base/health/ready"
 expect ready 200 .status ready
 ok "health and readiness"
+
+# S1 + E1: serve follows the dead-letter queue: a failed message put there
+# while it runs lands in the store, and readiness counts the pass.
+printf '%s\n' '{"headers": {"sb-failed-queue": "orders", "sb-message-id": "m-1", "sb-exception-type": "Shop.OutOfStock"}, "body": "{\"order\":1}"}' >"$tmp/one.jsonl"
+sb errors import "$tmp/one.jsonl" >/dev/null || fail "errors import"
+found=""
+for i in $(seq 1 100); do
+    if sb errors list --json 2>/dev/null | jq -e '.total == 1' >/dev/null 2>&1; then
+        found=1
+        break
+    fi
+    sleep 0.1
+done
+[ -n "$found" ] || fail "serve did not ingest the dead letter: $(sb errors list --json 2>&1)"
+req ready2 "$base/health/ready"
+expect ready2 200 .status ready .ingestion.failing false .failed_imports 0
+jq -e '.ingestion.rows >= 1 and .ingestion.passes >= 1' "$tmp/ready2.json" >/dev/null ||
+    fail "readiness does not count the pass: $(cat "$tmp/ready2.json")"
+grep -q 'ingest: following the dead-letter queue' "$tmp/plain.err" || fail "no startup line for ingestion"
+ok "serve ingests the dead-letter queue; readiness reports it"
 
 # S11: every response says nosniff, a restrictive CSP and JSON.
 [ "$(header health X-Content-Type-Options)" = nosniff ] || fail "no nosniff header"
@@ -132,6 +153,8 @@ expect_exit 2 sb serve --listen 127.0.0.1:99999
 expect_err "port must be 0 to 65535"
 expect_exit 2 sb serve --listen nowhere:80
 expect_err "is not an IPv4 address"
+expect_exit 2 sb serve --error-retention 10m
+expect_err "--error-retention must be a duration from 1h to 365d"
 printf 'root:x\n' >"$tmp/badtokens"
 expect_exit 2 sb serve --token-file "$tmp/badtokens"
 expect_err "expected admin:TOKEN or read:TOKEN"
