@@ -14,8 +14,8 @@
 #define HEADER_MEMORY ((size_t)64 << 10)
 #define QUERY_TEXT_MAX (SB_QUERY_MAX + 1)
 
-/* Readiness (S8): ingestion counts as failing after this many failed
- * passes in a row without a good one for this long. */
+/* Readiness (S8): ingestion counts as failing when its last pass failed
+ * and none has worked for this long. */
 #define READY_FAILED_FOR_MS 30000
 
 struct sb_server {
@@ -165,22 +165,19 @@ static int json_content(struct MHD_Connection *c)
     return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
 }
 
-/* The query string as it came (the arguments were left escaped). */
-typedef struct query_text {
-    sb_buf b;
-} query_text;
-
+/* The query string as it came (the arguments were left escaped), rebuilt
+ * into the sb_buf `cls`. */
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
                                const char *key, const char *value)
 {
     (void)kind;
-    query_text *q = cls;
-    if (q->b.len > 0)
-        sb__buf_puts(&q->b, "&");
-    sb__buf_puts(&q->b, key);
+    sb_buf *b = cls;
+    if (b->len > 0)
+        sb__buf_puts(b, "&");
+    sb__buf_puts(b, key);
     if (value != NULL) {
-        sb__buf_puts(&q->b, "=");
-        sb__buf_puts(&q->b, value);
+        sb__buf_puts(b, "=");
+        sb__buf_puts(b, value);
     }
     return MHD_YES;
 }
@@ -284,16 +281,16 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                           "a request that changes something must be sent "
                           "as Content-Type: application/json",
                           "Content-Type", NULL);
-    query_text qt;
-    sb__buf_init(&qt.b, QUERY_TEXT_MAX);
+    sb_buf qt;
+    sb__buf_init(&qt, QUERY_TEXT_MAX);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qt);
     sb_query_params *q = sb__malloc(sizeof *q);
     rc = q == NULL   ? sb__err(&err, SB_NOMEM, NULL, "out of memory")
-         : qt.b.failed ? sb__err(&err, SB_INVALID, "query",
+         : qt.failed ? sb__err(&err, SB_INVALID, "query",
                                  "the query string must be at most %d bytes",
                                  SB_QUERY_MAX)
-                       : sb__query_parse(qt.b.len ? qt.b.data : "", q, &err);
-    sb__buf_free(&qt.b);
+                       : sb__query_parse(qt.len ? qt.data : "", q, &err);
+    sb__buf_free(&qt);
     sb__free(q);
     if (rc == SB_NOMEM)
         return send_error(c, 503, "unavailable", "out of memory", NULL, NULL);
