@@ -305,6 +305,9 @@ typedef struct sb_failure {
     const char *exception_type;    /* e.g. "exit:3", "timeout" */
     const char *exception_message;
     const char *stacktrace;
+    /* Since 0.2 (read when `size` covers it): the sb-processing-endpoint
+     * of the dead letter; NULL = the bus's endpoint (sb_options). */
+    const char *endpoint;
 } sb_failure;
 
 /* Move the message to the dead-letter queue with the failure headers and
@@ -328,6 +331,52 @@ typedef struct sb_queue_stats {
 SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
                          sb_error *err);
 
+/* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
+ * Other processes on the same database count their own: these are not
+ * totals of the database. */
+#define SB_METRICS_QUEUES 64  /* queues counted by name; the rest in `other` */
+#define SB_METRICS_BUCKETS 17 /* latency buckets, the last one +Inf */
+
+typedef struct sb_queue_counts {
+    char queue[201];       /* "" for `other` */
+    int64_t published;     /* messages accepted by publish calls (an id that
+                              already existed too), counted at commit */
+    int64_t acked;         /* acked (workers: handler succeeded, settled) */
+    int64_t naked;         /* released for redelivery */
+    int64_t dead_lettered; /* moved to the dead-letter queue */
+} sb_queue_counts;
+
+typedef struct sb_latency_histogram {
+    int64_t count;  /* observations: the sum of counts[] */
+    int64_t sum_us; /* their total duration */
+    /* Upper bounds in microseconds (100 us to 10 s); le_us[last] is
+     * INT64_MAX, the +Inf bucket. */
+    int64_t le_us[SB_METRICS_BUCKETS];
+    /* Observations in (le_us[i-1], le_us[i]]: per bucket, not cumulative. */
+    int64_t counts[SB_METRICS_BUCKETS];
+} sb_latency_histogram;
+
+typedef struct sb_bus_counters {
+    size_t size;                 /* set to sizeof(sb_bus_counters) */
+    int64_t opened_at_us;        /* Unix microseconds of sb_open */
+    char dead_letter_queue[201]; /* the bus's dead-letter queue */
+    size_t n_queues;             /* entries of queues[] in use */
+    sb_queue_counts queues[SB_METRICS_QUEUES]; /* in order of first use */
+    sb_queue_counts other;       /* every queue past the first 64, summed */
+    sb_latency_histogram claim;  /* claim statements (sb_claim, workers,
+                                    error ingestion), successful ones */
+    sb_latency_histogram handler; /* worker handler calls */
+} sb_bus_counters;
+
+/* Copy the counters into `*out` (caller-owned; set out->size first: at
+ * least sizeof(sb_bus_counters) of this version; only `size` bytes are
+ * written). Counting costs the message paths a few relaxed atomic adds
+ * and two clock reads per claim statement and handler call. SB_INVALID for
+ * NULL arguments or a short `size`. Thread-safe; the snapshot is not one
+ * instant: counters move while it is read. */
+SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out,
+                          sb_error *err);
+
 typedef struct sb_dlq_filter {
     size_t size;
     const char *failed_queue;  /* only letters from this queue, or NULL */
@@ -340,6 +389,21 @@ typedef struct sb_dlq_filter {
  * messages (sb_msg_free_array); lease fields are empty. */
 SB_API int sb_dlq_list(sb_bus *bus, const sb_dlq_filter *filter,
                        sb_msg ***out, size_t *n_out, sb_error *err);
+
+/* Read up to `limit` (1 to 500) messages of `queue` from `offset` (at most
+ * 1,000,000) in dequeue order, without claiming them: ready ones first,
+ * then delayed and leased ones by when they become available. `*out` is a
+ * transferred array (sb_msg_free_array); lease ids are empty, so a peeked
+ * message cannot be settled. SB_INVALID names `queue`, `limit` or
+ * `offset`. Thread-safe. */
+SB_API int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset,
+                         size_t limit, sb_msg ***out, size_t *n_out,
+                         sb_error *err);
+/* For a peeked message: when it is (or was) available, and the end of its
+ * lease (0 when not leased); Unix microseconds of the database clock.
+ * Other messages answer 0. */
+SB_API int64_t sb_msg_available_at_us(const sb_msg *msg);
+SB_API int64_t sb_msg_locked_until_us(const sb_msg *msg);
 
 /* Progress callback for bulk operations: done so far, total (or -1). */
 typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);
@@ -420,7 +484,14 @@ typedef struct sb_worker_options {
     int background_capacity;   /* required with SB_ACK_AFTER_ENQUEUE */
     int64_t drain_timeout_ms;  /* default 20000 */
     sb_background_failure_fn on_background_failure;
+    /* Since 0.2 (read when `size` covers it; copied): the endpoint this
+     * worker's dead letters name (sb-processing-endpoint), for a process
+     * that hosts several services; NULL = the bus's endpoint. At most 200
+     * bytes of UTF-8. */
+    const char *endpoint;
 } sb_worker_options;
+/* The size of the first sb_worker_options, which such callers pass. */
+#define SB_WORKER_OPTIONS_V1_SIZE offsetof(sb_worker_options, endpoint)
 
 /* Start a worker. The options are copied; `bus` is borrowed and must
  * outlive the worker. If this fails the handler never runs. */
@@ -837,6 +908,11 @@ SB_API int64_t sb_failed_attempts(const sb_failed_message *m);
 SB_API int64_t sb_failed_first_failure_us(const sb_failed_message *m);
 SB_API int64_t sb_failed_last_failure_us(const sb_failed_message *m);
 SB_API int64_t sb_failed_status_changed_us(const sb_failed_message *m);
+/* The row's last change of any kind; when the message was sent (0 when
+ * its headers carried no time); 1 for a system (control) message. */
+SB_API int64_t sb_failed_last_modified_us(const sb_failed_message *m);
+SB_API int64_t sb_failed_time_sent_us(const sb_failed_message *m);
+SB_API int sb_failed_is_system(const sb_failed_message *m);
 SB_API const char *sb_failed_field(const sb_failed_message *m,
                                    const char *name); /* "message_id",
     "message_type", "failed_queue", "processing_endpoint", "host",
@@ -1034,6 +1110,16 @@ typedef struct sb_failed_summary {
     char failed_queue[201];
     char exception_type[256];
     char exception_message[512];
+    /* Since 0.2: what a list view shows besides (ServiceControl's
+     * FailedMessageView). Empty / 0 when unknown. */
+    char message_id[201];
+    char processing_endpoint[201];
+    char host[201];
+    char host_id[201];
+    int64_t first_failure_us;
+    int64_t last_modified_us;   /* the row's last change (any kind) */
+    int64_t time_sent_us;       /* 0 when the headers carried none */
+    int is_system;              /* 1 for a system (control) message */
 } sb_failed_summary;
 
 /* E23: a page of failed messages, filtered and sorted. Filters are
@@ -1051,13 +1137,38 @@ typedef struct sb_failed_query {
     int ascending;            /* 0 = newest / largest first */
     size_t page;              /* from 1 (0 = 1) */
     size_t per_page;          /* 1 to 500 (0 = 50) */
+    /* Since 0.2 (read when `size` covers them, or `size` is 0): */
+    unsigned statuses;        /* SB_FAILED_BIT()s: any of these; 0 = use
+                                 `status` */
+    int64_t modified_from_us; /* last modified in [from, to] (microseconds */
+    int64_t modified_to_us;   /* since the epoch; 0 = open end) */
 } sb_failed_query;
+/* The bit of a status in sb_failed_query.statuses. */
+#define SB_FAILED_BIT(status) (1u << (status))
+/* The size of the first sb_failed_query, which such callers pass. */
+#define SB_FAILED_QUERY_V1_SIZE offsetof(sb_failed_query, statuses)
 
 /* `*out` is transferred (free with sb_free); `*total` (optional) is the
  * number of matches over all pages. */
 SB_API int sb_errors_list(sb_errors *e, const sb_failed_query *q,
                           sb_failed_summary **out, size_t *n_out,
                           int64_t *total, sb_error *err);
+
+/* E23: the number of failed messages per value of one column, read from
+ * the counts kept at write time (cheap at any size). */
+typedef struct sb_failed_count {
+    char name[401]; /* cut on a UTF-8 boundary */
+    int64_t count;
+} sb_failed_count;
+
+/* Counts per `by` ("failed_queue", "endpoint" — the processing endpoint —
+ * or "message_type") over messages of `status` (-1 = any), values without
+ * a name left out, largest first then by name, at most `limit` (1 to
+ * 1000). `*out` is transferred (free with sb_free). SB_INVALID names `by`,
+ * `status` or `limit`. Thread-safe. */
+SB_API int sb_errors_counts(sb_errors *e, const char *by, int status,
+                            size_t limit, sb_failed_count **out,
+                            size_t *n_out, sb_error *err);
 
 /* E22: full-text search over message type, headers and body text. The
  * words of `query` are ORed ('.' and '+' break words, so "Order" finds

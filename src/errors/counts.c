@@ -9,6 +9,7 @@
  * of its ends leaves, the row is marked stale, readers compute a stale
  * window from the group's rows, and writers refresh stale rows at the end
  * of each ingestion pass and bulk operation. */
+#include "errors/classify.h"
 #include "errors/errors.h"
 
 #include <string.h>
@@ -522,4 +523,80 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
     sb__rows_free(rows);
     sb__free(sql);
     return rc;
+}
+
+int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
+                     sb_failed_count **out, size_t *n_out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || by == NULL || out == NULL || n_out == NULL)
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "by",
+                       "arguments must not be NULL");
+    *out = NULL;
+    *n_out = 0;
+    static const char *const names[] = {"failed_queue", "endpoint",
+                                        "message_type"};
+    int kind = 0;
+    for (int k = 0; k < N_SCALAR; k++)
+        if (strcmp(by, names[k]) == 0)
+            kind = k + 1;
+    if (kind == 0)
+        return sb__err(err, SB_INVALID, "by",
+                       "by must be failed_queue, endpoint or message_type");
+    if (status < -1 || status > SB_FAILED_ARCHIVED)
+        return sb__err(err, SB_INVALID, "status",
+                       "status must be -1 (any) or 0 to 3 (got %d)", status);
+    if (limit < 1 || limit > 1000)
+        return sb__err(err, SB_INVALID, "limit",
+                       "limit must be 1 to 1000 (got %zu)", limit);
+    int pg = e->bus->dialect == SB_DIALECT_POSTGRES;
+    sb_buf b;
+    sb__buf_init(&b, 1024);
+    sb_value p[3];
+    size_t np = 0;
+    p[np++] = sb__v_int(kind);
+    sb__buf_printf(&b, "SELECT item, sum(n)%s FROM " C " WHERE kind = $1 AND "
+                       "item <> ''",
+                   pg ? "::int8" : "");
+    if (status >= 0) {
+        p[np++] = sb__v_int(status);
+        sb__buf_printf(&b, " AND status = $%zu", np);
+    }
+    p[np++] = sb__v_int((int64_t)limit);
+    sb__buf_printf(&b, " GROUP BY item HAVING sum(n) > 0 ORDER BY 2 DESC, "
+                       "item LIMIT $%zu",
+                   np);
+    int rc = b.failed;
+    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
+                            : NULL;
+    sb__buf_free(&b);
+    if (sql == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_conn *c = NULL;
+    sb_rows *rows = NULL;
+    rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    if (rc == SB_OK) {
+        rc = sb__query(c, sql, p, np, &rows, NULL, err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    sb__free(sql);
+    size_t n = rc == SB_OK ? rows->nrows : 0;
+    sb_failed_count *v = n ? sb__calloc(n, sizeof *v) : NULL;
+    if (n > 0 && v == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t r = 0; rc == SB_OK && r < n; r++) {
+        sb_text t;
+        sb__text_init(&t, v[r].name, sizeof v[r].name);
+        const char *name = sb__rows_text(rows, r, 0);
+        sb__text_put(&t, name, strlen(name));
+        v[r].count = sb__rows_int(rows, r, 1);
+    }
+    sb__rows_free(rows);
+    if (rc != SB_OK) {
+        sb__free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return SB_OK;
 }

@@ -91,8 +91,15 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
  * edited copy drops (NULL-terminated; `*n` without the NULL). */
 const char *const *sb__errors_failure_headers(size_t *n);
 
-/* list.c: summaries from rows of unique id, status, attempts, last
- * failure, message type, failed queue, exception type and message. */
+/* list.c: summaries from rows of SB__SUMMARY_COLUMNS (of failed_messages
+ * aliased f), in that order. */
+#define SB__SUMMARY_COLUMNS                                                 \
+    "f.unique_message_id, f.status, f.number_of_processing_attempts, "     \
+    "f.last_time_of_failure, f.message_type, f.failed_queue, "             \
+    "f.exception_type, f.exception_message, f.message_id, "                \
+    "f.processing_endpoint, f.host, f.host_id, f.first_time_of_failure, "  \
+    "f.last_modified, f.time_sent, f.is_system"
+
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                          size_t *n_out, sb_error *err);
 

@@ -6,7 +6,8 @@
 
 #define FAILURE_HEADERS                                                      \
     "sb-dead-letter-reason", "sb-failed-queue", "sb-time-of-failure",        \
-        "sb-processing-endpoint", "sb-attempts", "sb-exception-type",        \
+        "sb-processing-endpoint", "sb-host", "sb-attempts",                  \
+        "sb-exception-type",                                                 \
         "sb-exception-message", "sb-exception-stacktrace", "sb-retry-of",    \
         "sb-edit-of", "NServiceBus.FailedQ", "NServiceBus.TimeOfFailure",    \
         "NServiceBus.ExceptionInfo.ExceptionType",                           \

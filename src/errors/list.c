@@ -25,40 +25,57 @@ static const sort_key sort_keys[] = {
 };
 
 /* The set filters only, numbered from $1, with their values in `p` (up
- * to 5); returns how many. A filter written for every call as "($n = ''
+ * to 11); returns how many. A filter written for every call as "($n = ''
  * OR column = $n)" gives one plan for all of them, and it scans the whole
  * table (P11: 0.5 s and more at 1,000,000 messages); a text per set of
- * filters lets each use its index. The statements stay parameterized. */
+ * filters lets each use its index. The statements stay parameterized:
+ * statuses are numbers from the caller's mask, never its text. */
 static size_t filters(const sb_failed_query *q, sb_buf *b, sb_value *p)
 {
     static const char *const cond[] = {
-        "status = ", "failed_queue = ", "processing_endpoint = ",
+        "failed_queue = ", "processing_endpoint = ",
         "unique_message_id IN (SELECT unique_message_id FROM "
         "{p}failed_message_groups WHERE group_id = ",
         "message_type = "};
     const char *text[] = {q->failed_queue, q->endpoint, q->group_id,
                           q->message_type};
     size_t n = 0;
-    sb__buf_puts(b, " FROM {p}failed_messages WHERE true");
-    if (q->status >= 0) {
+    sb__buf_puts(b, " FROM {p}failed_messages f WHERE true");
+    if (q->statuses != 0) {
+        sb__buf_puts(b, " AND status IN (");
+        for (int st = 0, k = 0; st <= SB_FAILED_ARCHIVED; st++)
+            if (q->statuses & SB_FAILED_BIT(st)) {
+                p[n++] = sb__v_int(st);
+                sb__buf_printf(b, "%s$%zu", k++ ? ", " : "", n);
+            }
+        sb__buf_puts(b, ")");
+    } else if (q->status >= 0) {
         p[n++] = sb__v_int(q->status);
-        sb__buf_printf(b, " AND %s$%zu", cond[0], n);
+        sb__buf_printf(b, " AND status = $%zu", n);
     }
     for (size_t i = 0; i < 4; i++) {
         if (text[i] == NULL || text[i][0] == '\0')
             continue;
         p[n++] = sb__v_text(text[i]);
-        sb__buf_printf(b, " AND %s$%zu%s", cond[i + 1], n,
-                       i == 2 ? ")" : "");
+        sb__buf_printf(b, " AND %s$%zu%s", cond[i], n, i == 2 ? ")" : "");
+    }
+    if (q->modified_from_us != 0) {
+        p[n++] = sb__v_int(q->modified_from_us);
+        sb__buf_printf(b, " AND last_modified >= $%zu", n);
+    }
+    if (q->modified_to_us != 0) {
+        p[n++] = sb__v_int(q->modified_to_us);
+        sb__buf_printf(b, " AND last_modified <= $%zu", n);
     }
     return n;
 }
 
 /* Whether failed_counts holds the total: with at most one of the value
- * filters set (and any status), it does; *kind and *item say which rows
- * (no value filter: every failed queue's). Returns 0 when the total must
- * be counted. */
-static int counted(const sb_failed_query *q, int *kind, const char **item)
+ * filters set, one status or any, and no time range, it does; *kind and
+ * *item say which rows (no value filter: every failed queue's), *status
+ * which status (-1 any). Returns 0 when the total must be counted. */
+static int counted(const sb_failed_query *q, int *kind, const char **item,
+                   int *status)
 {
     const char *v[4] = {q->failed_queue, q->endpoint, q->message_type,
                         q->group_id};
@@ -66,13 +83,22 @@ static int counted(const sb_failed_query *q, int *kind, const char **item)
     int set = 0;
     *kind = 1;
     *item = NULL;
+    *status = q->status;
     for (size_t i = 0; i < 4; i++)
         if (v[i] != NULL && v[i][0] != '\0') {
             set++;
             *kind = kinds[i];
             *item = v[i];
         }
-    if (set > 1)
+    if (q->statuses != 0) {
+        *status = -1;
+        for (int st = 0; st <= SB_FAILED_ARCHIVED; st++)
+            if (q->statuses == SB_FAILED_BIT(st))
+                *status = st;
+        if (*status < 0 && q->statuses != 0xfu)
+            set = 2;
+    }
+    if (set > 1 || q->modified_from_us != 0 || q->modified_to_us != 0)
         *kind = 0;
     return *kind;
 }
@@ -80,9 +106,13 @@ static int counted(const sb_failed_query *q, int *kind, const char **item)
 static int check(const sb_failed_query *q, const sort_key **key,
                  sb_error *err)
 {
-    if (q->size != 0 && q->size < sizeof *q)
-        return sb__err(err, SB_INVALID, "size",
-                       "sb_failed_query.size is smaller than any version");
+    if (q->statuses > 0xfu)
+        return sb__err(err, SB_INVALID, "statuses",
+                       "statuses must be SB_FAILED_BIT()s of 0 to 3");
+    if (q->modified_from_us < 0 || q->modified_to_us < 0 ||
+        (q->modified_to_us != 0 && q->modified_from_us > q->modified_to_us))
+        return sb__err(err, SB_INVALID, "modified",
+                       "the modified range must be from <= to, both >= 0");
     if (q->status < -1 || q->status > SB_FAILED_ARCHIVED)
         return sb__err(err, SB_INVALID, "status",
                        "status must be -1 (any) or 0 to 3 (got %d)",
@@ -139,6 +169,17 @@ int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                  sb__rows_text(rows, r, 6));
         copy_cut(s[r].exception_message, sizeof s[r].exception_message,
                  sb__rows_text(rows, r, 7));
+        copy_cut(s[r].message_id, sizeof s[r].message_id,
+                 sb__rows_text(rows, r, 8));
+        copy_cut(s[r].processing_endpoint, sizeof s[r].processing_endpoint,
+                 sb__rows_text(rows, r, 9));
+        copy_cut(s[r].host, sizeof s[r].host, sb__rows_text(rows, r, 10));
+        copy_cut(s[r].host_id, sizeof s[r].host_id,
+                 sb__rows_text(rows, r, 11));
+        s[r].first_failure_us = sb__rows_int(rows, r, 12);
+        s[r].last_modified_us = sb__rows_int(rows, r, 13);
+        s[r].time_sent_us = sb__rows_int(rows, r, 14);
+        s[r].is_system = sb__rows_int(rows, r, 15) != 0;
     }
     *out = s;
     *n_out = n;
@@ -155,6 +196,15 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
                        "arguments must not be NULL");
     *out = NULL;
     *n_out = 0;
+    if (q->size != 0 && q->size < SB_FAILED_QUERY_V1_SIZE)
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_failed_query.size is smaller than any version");
+    /* A caller of the first version has no newer fields: read only its
+     * `size` bytes. */
+    sb_failed_query qv;
+    memset(&qv, 0, sizeof qv);
+    memcpy(&qv, q, q->size != 0 && q->size < sizeof qv ? q->size : sizeof qv);
+    q = &qv;
     const sort_key *key = NULL;
     int rc = check(q, &key, err);
     if (rc != SB_OK)
@@ -162,13 +212,10 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     size_t per = q->per_page ? q->per_page : DEFAULT_PER_PAGE;
     size_t page = q->page ? q->page : 1;
     const char *dir = q->ascending ? "ASC" : "DESC";
-    sb_value p[7];
+    sb_value p[13];
     sb_buf b;
     sb__buf_init(&b, 4096);
-    sb__buf_puts(&b, "SELECT unique_message_id, status, "
-                     "number_of_processing_attempts, last_time_of_failure, "
-                     "message_type, failed_queue, exception_type, "
-                     "exception_message");
+    sb__buf_puts(&b, "SELECT " SB__SUMMARY_COLUMNS);
     size_t np = filters(q, &b, p);
     sb__buf_printf(&b, " ORDER BY %s %s, unique_message_id %s LIMIT $%zu "
                        "OFFSET $%zu",
@@ -177,10 +224,10 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     p[np + 1] = sb__v_int((int64_t)((page - 1) * per));
     char *page_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
                                                       &rc);
-    int kind = 0;
+    int kind = 0, status = -1;
     const char *item = NULL;
     char *count_sql = NULL;
-    if (counted(q, &kind, &item) == 0) {
+    if (counted(q, &kind, &item, &status) == 0) {
         sb__buf_reset(&b);
         sb__buf_puts(&b, "SELECT count(*)");
         filters(q, &b, p);
@@ -197,7 +244,7 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     if (rc == SB_OK) {
         rc = sb__query(c, page_sql, p, np + 2, &rows, NULL, err);
         if (rc == SB_OK && total != NULL && kind != 0)
-            rc = sb__errors_count(c, e, kind, item, q->status, total, err);
+            rc = sb__errors_count(c, e, kind, item, status, total, err);
         else if (rc == SB_OK && total != NULL)
             rc = sb__query(c, count_sql, p, np, &count, NULL, err);
         sb__pool_release(e->bus->pool, c);

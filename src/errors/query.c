@@ -93,6 +93,21 @@ int64_t sb_failed_status_changed_us(const sb_failed_message *m)
     return sb__rows_int(m->row, 0, 1);
 }
 
+int64_t sb_failed_last_modified_us(const sb_failed_message *m)
+{
+    return sb__rows_int(m->row, 0, 2);
+}
+
+int64_t sb_failed_time_sent_us(const sb_failed_message *m)
+{
+    return integer(m, "time_sent");
+}
+
+int sb_failed_is_system(const sb_failed_message *m)
+{
+    return integer(m, "is_system") != 0;
+}
+
 int64_t sb_failed_attempts(const sb_failed_message *m)
 {
     return integer(m, "number_of_processing_attempts");

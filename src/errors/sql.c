@@ -32,13 +32,17 @@ static const column columns[] = {
 
 /* Times are microseconds since the epoch on both backends: they come from
  * failure headers, not from the database clock. The indexes serve the
- * list's pages (docs/errors.md, "Which pages are fast"). The queue index
+ * list's pages (docs/errors.md, "Which pages are fast"); the time index
+ * serves the pages of every status, or of several (the HTTP API's
+ * default and its status lists). The queue index
  * is in (message type, unique id) order within a queue, so one queue's
  * page sorted by type reads only that page (P11); the status at its end
  * filters inside the index. It replaced (failed_queue, status). */
 static const char ddl_tail[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_status_idx\n"
     "  ON {p}failed_messages (status, last_time_of_failure);\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_time_idx\n"
+    "  ON {p}failed_messages (last_time_of_failure, unique_message_id);\n"
     "DROP INDEX IF EXISTS {p}failed_messages_queue_idx;\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_queue_type_idx\n"
     "  ON {p}failed_messages (failed_queue, message_type,\n"
@@ -493,11 +497,7 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "(SELECT group_id FROM {p}failed_message_groups)");
         break;
     case ER_SEARCH: /* $1 query (see search.c), $2 limit */
-        sb__buf_puts(b, "SELECT f.unique_message_id, f.status, "
-                        "f.number_of_processing_attempts, "
-                        "f.last_time_of_failure, f.message_type, "
-                        "f.failed_queue, f.exception_type, "
-                        "f.exception_message FROM ");
+        sb__buf_puts(b, "SELECT " SB__SUMMARY_COLUMNS " FROM ");
         sb__buf_puts(b, d->pg ? "{p}failed_messages f, (SELECT "
                                 "lower($1)::tsquery AS q) w WHERE f.search @@ "
                                 "w.q ORDER BY ts_rank(f.search, w.q) DESC, "

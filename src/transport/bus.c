@@ -53,10 +53,12 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
     bus->prefix = sb__strdup(prefix);
     bus->dlq = sb__strdup(dlq);
     bus->endpoint = sb__strdup(o->endpoint ? o->endpoint : endpoint);
+    bus->host = sb__strdup(host);
     size_t n = strlen(prefix) + 16;
     bus->table = sb__malloc(n);
     bus->channel = sb__malloc(n);
-    if (!bus->prefix || !bus->dlq || !bus->endpoint || !bus->table ||
+    if (!bus->prefix || !bus->dlq || !bus->endpoint || !bus->host ||
+        !bus->table ||
         !bus->channel)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     snprintf(bus->table, n, "%smessages", prefix);
@@ -88,6 +90,8 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     pthread_mutex_init(&bus->wake_mu, NULL);
     int rc = copy_opts(bus, opts, err);
+    if (rc == SB_OK)
+        rc = sb__counters_new(bus->dlq, &bus->counters, err);
     sb_db_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (rc == SB_OK)
@@ -137,11 +141,13 @@ void sb_close(sb_bus *bus)
         return;
     sb__pool_free(bus->pool);
     sb__transport_sql_free(bus->sql);
+    sb__counters_free(bus->counters);
     sb__free(bus->prefix);
     sb__free(bus->table);
     sb__free(bus->channel);
     sb__free(bus->dlq);
     sb__free(bus->endpoint);
+    sb__free(bus->host);
     pthread_mutex_destroy(&bus->wake_mu);
     sb__free(bus);
 }

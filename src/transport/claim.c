@@ -14,8 +14,10 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
                      sb__v_int(lease_ms), sb__v_text(lock_id),
                      sb__v_int(max)};
     sb_rows *rows = NULL;
+    int64_t t0 = sb__mono_us();
     int rc = sb__query(c, delete_now ? bus->sql->claim_delete : bus->sql->claim,
                        p, 5, &rows, NULL, err);
+    sb__count_claim(bus, t0, rc);
     if (rc != SB_OK || rows->nrows == 0) {
         sb__rows_free(rows);
         return rc;

@@ -13,6 +13,7 @@ static const char *const failure_keys[] = {
     "sb-dead-letter-reason", "sb-failed-queue",        "sb-time-of-failure",
     "sb-processing-endpoint", "sb-attempts",           "sb-message-id",
     "sb-exception-type",     "sb-exception-message",   "sb-exception-stacktrace",
+    "sb-host",
 };
 
 static int check_filter(const sb_dlq_filter *f, sb_error *err)

@@ -51,9 +51,9 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
     return SB_OK;
 }
 
-int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
-                   const sb_outgoing *msgs, size_t n, char (*ids)[37],
-                   int *any_immediate, sb_error *err)
+static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
+                     const sb_outgoing *msgs, size_t n, char (*ids)[37],
+                     int *any_immediate, sb_error *err)
 {
     /* insert[] holds 1-, 10- and 100-row statements; use the largest that
      * fits, so at most 9 + 9 small statements follow the 100-row ones. */
@@ -92,6 +92,18 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
     return rc;
 }
 
+/* For other modules' transactions: counted (S8) when the rows are
+ * written, since their commit is out of sight; sb_publish_batch counts at
+ * its own commit. */
+int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
+                   const sb_outgoing *msgs, size_t n, char (*ids)[37],
+                   int *any_immediate, sb_error *err)
+{
+    return sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
+                     insert_on(bus, c, queue, msgs, n, ids, any_immediate,
+                               err));
+}
+
 typedef struct publish_ctx {
     sb_bus *bus;
     const char *queue;
@@ -105,8 +117,8 @@ static int publish_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     publish_ctx *x = vctx;
     x->any_immediate = 0;
-    return sb__publish_on(x->bus, c, x->queue, x->msgs, x->n, x->ids,
-                          &x->any_immediate, err);
+    return insert_on(x->bus, c, x->queue, x->msgs, x->n, x->ids,
+                     &x->any_immediate, err);
 }
 
 static void tx_note_queue(sb_tx *tx, const char *queue)
@@ -157,13 +169,14 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
         rc = sb__bus_ensure_schema(bus, err);
     if (rc == SB_OK && tx != NULL) {
         int immediate = 0;
-        rc = sb__publish_on(bus, tx->conn, queue, msgs, n, ids, &immediate,
-                            err);
+        rc = insert_on(bus, tx->conn, queue, msgs, n, ids, &immediate, err);
+        rc = sb__count_tx(tx, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
         if (rc == SB_OK && immediate)
             tx_note_queue(tx, queue);
     } else if (rc == SB_OK) {
         publish_ctx x = {bus, queue, msgs, n, ids, 0};
         rc = sb__db_run_tx(bus->pool, NULL, publish_tx, &x, err);
+        rc = sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
         if (rc == SB_OK && x.any_immediate)
             sb__bus_wake_local(bus, queue);
     }

@@ -116,6 +116,15 @@ int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
     return fenced(rc, changes, m, err);
 }
 
+const char *sb__failure_endpoint(const sb_bus *bus, const sb_failure *f)
+{
+    if (f != NULL && f->size >= offsetof(sb_failure, endpoint) +
+                                    sizeof f->endpoint &&
+        f->endpoint != NULL && f->endpoint[0] != '\0')
+        return f->endpoint;
+    return bus->endpoint;
+}
+
 /* The dead-letter headers of T21, merged over the message's own. */
 static int failure_headers(sb_bus *bus, const sb_msg *m, const sb_failure *f,
                            char **out, sb_error *err)
@@ -135,7 +144,8 @@ static int failure_headers(sb_bus *bus, const sb_msg *m, const sb_failure *f,
                         f && f->reason ? f->reason : "dead-lettered",
                         "sb-failed-queue", m->queue,
                         "sb-time-of-failure", when,
-                        "sb-processing-endpoint", bus->endpoint,
+                        "sb-processing-endpoint", sb__failure_endpoint(bus, f),
+                        "sb-host", bus->host,
                         "sb-attempts", attempts,
                         "sb-message-id", m->id,
                         "sb-exception-type", f ? f->exception_type : NULL,
@@ -305,17 +315,18 @@ int sb_ack(sb_bus *bus, sb_tx *tx, const sb_msg *msg, sb_error *err)
             return sb__err(err, SB_MISUSE, "msg",
                            "message %s was not claimed (it has no lease)",
                            msg->id);
-        return sb__ack_on(bus, tx->conn, msg, err);
+        return sb__count_tx_msg(tx, msg, SB_COUNT_ACKED,
+                                sb__ack_on(bus, tx->conn, msg, err));
     }
     settle_ctx x = {bus, msg, OP_ACK, 0, NULL, NULL};
-    return settle(&x, err);
+    return sb__count_msg(bus, msg, SB_COUNT_ACKED, settle(&x, err));
 }
 
 int sb_nak(sb_bus *bus, const sb_msg *msg, int64_t delay_ms,
            const char *error_text, sb_error *err)
 {
     settle_ctx x = {bus, msg, OP_NAK, delay_ms, error_text, NULL};
-    return settle(&x, err);
+    return sb__count_msg(bus, msg, SB_COUNT_NAKED, settle(&x, err));
 }
 
 int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms, sb_error *err)
@@ -331,5 +342,5 @@ int sb_dead_letter(sb_bus *bus, const sb_msg *msg, const sb_failure *failure,
                    sb_error *err)
 {
     settle_ctx x = {bus, msg, OP_DEAD, 0, NULL, failure};
-    return settle(&x, err);
+    return sb__count_msg(bus, msg, SB_COUNT_DEAD, settle(&x, err));
 }

@@ -87,6 +87,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->stats = sb__sql_subst(t->stats, prefix, &rc);
     s->dlq_stats = sb__sql_subst(t->dlq_stats, prefix, &rc);
     s->dlq_list = sb__sql_subst(t->dlq_list, prefix, &rc);
+    s->peek = sb__sql_subst(t->peek, prefix, &rc);
     s->prune = sb__sql_subst(t->prune, prefix, &rc);
     s->columns = sb__sql_subst(t->columns, prefix, &rc);
     s->indexes = sb__sql_subst(t->indexes, prefix, &rc);
@@ -110,7 +111,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->ack_many,  &s->renew_many,
                     &s->dlq_insert, &s->delete_any, &s->pending,
                     &s->stats,     &s->dlq_stats,   &s->dlq_list,
-                    &s->prune,     &s->columns,     &s->indexes,
+                    &s->peek,      &s->prune,       &s->columns,
+                    &s->indexes,
                     &s->notify};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);

@@ -13,7 +13,7 @@ typedef struct sb_sql_templates {
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     const char *ack_many, *renew_many; /* set-based forms, or NULL */
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
-    const char *stats, *dlq_stats, *dlq_list, *prune;
+    const char *stats, *dlq_stats, *dlq_list, *peek, *prune;
     const char *columns, *indexes, *notify;
 } sb_sql_templates;
 

@@ -104,6 +104,10 @@ const sb_sql_templates sb__sql_postgres = {
         "($3::int8 IS NULL OR created_at < now() - $3::int8 " MS ") AND "
         "($4::uuid IS NULL OR id = $4::uuid) ORDER BY created_at, id "
         "LIMIT $5::int8",
+    .peek = "SELECT id, payload, headers, attempts, NULL::uuid, created_at, "
+            "queue, available_at, locked_until FROM {p}messages WHERE "
+            "queue = $1 ORDER BY available_at, created_at, id LIMIT "
+            "$2::int8 OFFSET $3::int8",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
              "{p}messages WHERE queue = $1 AND created_at < now() - "
              "$2::int8 " MS " LIMIT $3::int8)",

@@ -90,6 +90,10 @@ const sb_sql_templates sb__sql_sqlite = {
         "($3 IS NULL OR created_at < $6 - $3 * 1000) AND "
         "($4 IS NULL OR id = $4) ORDER BY created_at, id "
         "LIMIT COALESCE($5, -1)",
+    .peek = "SELECT id, payload, headers, attempts, NULL, created_at, "
+            "queue, available_at, locked_until FROM {p}messages WHERE "
+            "queue = $1 ORDER BY available_at, created_at, id LIMIT $2 "
+            "OFFSET $3",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
              "{p}messages WHERE queue = $1 AND created_at < $4 - $2 * 1000 "
              "LIMIT $3)",

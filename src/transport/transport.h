@@ -6,6 +6,7 @@
 #define SB_TRANSPORT_H
 
 #include "db/db.h"
+#include "transport/metrics.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +35,8 @@ typedef struct sb_transport_sql {
     char *dlq_stats;    /* dead letters by failed queue: $1 dlq */
     char *dlq_list;     /* $1 dlq, $2 failed queue|NULL, $3 older-than ms
                            or NULL, $4 id|NULL, $5 limit|NULL, $6 now_us */
+    char *peek;         /* $1 queue, $2 limit, $3 offset: rows as
+                           dlq_list, then available_at, locked_until */
     char *dlq_delete;   /* $1 id, $2 dlq */
     char *prune;        /* $1 dlq, $2 retention ms, $3 batch, $4 now_us */
     char *columns;      /* catalog: name, type, notnull, collation by $1 */
@@ -77,6 +80,7 @@ struct sb_bus {
     char *channel;    /* NOTIFY channel: prefix + "wake" */
     char *dlq;
     char *endpoint;
+    char *host;       /* this host's name, for the dead letters' sb-host */
     uint64_t max_payload;
     int64_t retention_ms;
     int schema_mode;
@@ -92,6 +96,7 @@ struct sb_bus {
     int (*reply_hook)(void *user, const sb_msg *job, const void *data,
                       size_t len, const sb_failure *failure, int progress);
     void *reply_hook_user;
+    sb_counters *counters; /* this process's counts (metrics.c, S8) */
 };
 
 struct sb_msg {
@@ -103,6 +108,8 @@ struct sb_msg {
     char *headers;
     int attempts;
     int64_t created_at_us;
+    int64_t available_at_us; /* set by sb_queue_peek only */
+    int64_t locked_until_us; /* sb_queue_peek: 0 when not leased */
     char **kv; /* headers parsed on first lookup: key, value, key, ... */
     size_t n_kv;
 };
@@ -114,6 +121,7 @@ struct sb_tx {
     char *woken[8];
     int n_woken;
     int wake_all;
+    sb_tx_counts *counts; /* counted at commit (metrics.c) */
 };
 
 /* Make sure the schema exists / matches (per schema_mode) before use. */
@@ -126,8 +134,9 @@ void sb__bus_wake_local(sb_bus *bus, const char *queue);
 void sb__bus_add_waker(sb_bus *bus, sb_waker *w);
 void sb__bus_remove_waker(sb_bus *bus, sb_waker *w);
 
-/* Publish rows on an open transaction connection (shared by sb_tx and the
- * one-shot path). Adds NOTIFY for immediate rows on PostgreSQL. */
+/* Publish rows on an open transaction connection (other modules' and the
+ * transport's own bulk operations; counted for sb_bus_metrics when
+ * written). Adds NOTIFY for immediate rows on PostgreSQL. */
 int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    const sb_outgoing *msgs, size_t n, char (*ids)[37],
                    int *any_immediate, sb_error *err);
@@ -147,6 +156,9 @@ int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
                      sb_error *err);
 int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
                  sb_error *err);
+/* The sb-processing-endpoint a dead letter names: the failure's own
+ * (when its size covers the field and it is set), else the bus's. */
+const char *sb__failure_endpoint(const sb_bus *bus, const sb_failure *f);
 int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
                        const sb_failure *f, int fenced, sb_error *err);
 /* Ack or renew many messages: `lost[i]` is set for each whose fence no

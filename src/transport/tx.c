@@ -30,6 +30,7 @@ int sb_tx_begin(sb_bus *bus, sb_tx **out, sb_error *err)
 
 static void tx_free(sb_tx *tx)
 {
+    sb__count_tx_end(tx, 0);
     sb__pool_release(tx->bus->pool, tx->conn);
     for (int i = 0; i < tx->n_woken; i++)
         sb__free(tx->woken[i]);
@@ -41,6 +42,7 @@ int sb_tx_commit(sb_tx *tx, sb_error *err)
     if (tx == NULL)
         return sb__err(err, SB_INVALID, "tx", "tx must not be NULL");
     int rc = sb__commit(tx->conn, err);
+    sb__count_tx_end(tx, rc == SB_OK);
     if (rc == SB_OK) {
         if (tx->wake_all)
             sb__bus_wake_local(tx->bus, NULL);

@@ -31,6 +31,7 @@ struct sb_worker {
     sb_bus *bus;
     sb_worker_options o;
     char *queue;
+    char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
     int early; /* SB_ACK_AFTER_ENQUEUE */
     int slots; /* handler threads = max rows held at once */
     pthread_mutex_t mu;
@@ -57,6 +58,7 @@ struct sb_worker {
     int *renew_lost_buf, *lost_buf;
     sb_waker waker;
     atomic_llong acked, naked, dead, lost, handed_back;
+    sb_count_slot *counts; /* the queue's in sb_bus_metrics */
 };
 
 /* ---- helpers ---- */
@@ -134,7 +136,7 @@ typedef struct cycle {
 static sb_failure failure_of(const sb_delivery *d)
 {
     sb_failure f = {sizeof f, d->dl_reason, d->exc_type, d->exc_msg,
-                    d->exc_detail};
+                    d->exc_detail, d->w->endpoint};
     return f;
 }
 
@@ -152,7 +154,9 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
         char *headers = NULL;
         const char *kv[] = {"sb-dead-letter-reason", f.reason,
                             "sb-failed-queue", d->msg->queue,
-                            "sb-processing-endpoint", bus->endpoint,
+                            "sb-processing-endpoint",
+                            sb__failure_endpoint(bus, &f),
+                            "sb-host", bus->host,
                             "sb-message-id", d->msg->id,
                             "sb-exception-type", f.exception_type,
                             "sb-exception-message", f.exception_message,
@@ -252,6 +256,17 @@ static void push_settle(sb_worker *w, sb_delivery *d)
     w->settle_head = d;
 }
 
+/* The sb_bus_metrics count of a committed settlement. */
+static int count_kind(int outcome)
+{
+    switch (outcome) {
+    case OUT_ACK: return SB_COUNT_ACKED;
+    case OUT_NAK: return SB_COUNT_NAKED;
+    case OUT_DEAD: return SB_COUNT_DEAD;
+    default: return SB_COUNT_NONE; /* handed back, or the lease was lost */
+    }
+}
+
 /* Called with the lock held once a cycle committed. */
 static void after_commit(sb_worker *w, cycle *x)
 {
@@ -259,6 +274,7 @@ static void after_commit(sb_worker *w, cycle *x)
     sb_delivery *d = x->settle;
     while (d != NULL) {
         sb_delivery *next = d->next;
+        sb__counters_add(w->counts, count_kind(d->outcome), 1);
         switch (d->outcome) {
         case OUT_ACK: atomic_fetch_add(&w->acked, 1); break;
         case OUT_NAK: atomic_fetch_add(&w->naked, 1); break;
@@ -560,7 +576,8 @@ static void *handler_main(void *arg)
             d->exc_type = sb__strdup("max-attempts");
             outcome = finish(w, d, SB_ERROR);
         } else {
-            outcome = finish(w, d, w->o.handler(d, w->o.user));
+            outcome = finish(w, d, sb__count_handler(w->bus, w->o.handler,
+                                                     d, w->o.user));
         }
         send_reply(w, d, outcome);
 
@@ -584,9 +601,13 @@ static int check_options(const sb_worker_options *o, sb_error *err)
 {
     if (o == NULL)
         return sb__err(err, SB_INVALID, "opts", "options are required");
-    if (o->size != 0 && o->size < sizeof *o)
+    if (o->size != 0 && o->size < SB_WORKER_OPTIONS_V1_SIZE)
         return sb__err(err, SB_INVALID, "size",
                        "sb_worker_options.size is smaller than any version");
+    const char *ep = o->size == 0 || o->size >= sizeof *o ? o->endpoint : NULL;
+    if (ep != NULL && (strlen(ep) > 200 || !sb__utf8_valid(ep, strlen(ep))))
+        return sb__err(err, SB_INVALID, "endpoint",
+                       "endpoint must be at most 200 bytes of UTF-8");
     int rc = sb_validate_queue_name(o->queue, err);
     if (rc != SB_OK)
         return rc;
@@ -633,6 +654,7 @@ static void free_buffers(sb_worker *w)
 {
     sb__free(w->handlers);
     sb__free(w->queue);
+    sb__free(w->endpoint);
     sb__free(w->renew_buf);
     sb__free(w->ack_buf);
     sb__free(w->msgs_buf);
@@ -685,11 +707,24 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     if (w == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w->bus = bus;
-    w->o = *opts;
+    /* A caller of the first version has no endpoint: read only its
+     * `size` bytes. */
+    memcpy(&w->o, opts,
+           opts->size != 0 && opts->size < sizeof w->o ? opts->size
+                                                        : sizeof w->o);
     w->o.size = sizeof w->o;
+    if (w->o.endpoint != NULL && w->o.endpoint[0] != '\0') {
+        w->endpoint = sb__strdup(w->o.endpoint);
+        if (w->endpoint == NULL) {
+            sb__free(w);
+            return sb__err(err, SB_NOMEM, NULL, "out of memory");
+        }
+    }
+    w->o.endpoint = w->endpoint;
     apply_defaults(&w->o);
     w->queue = sb__strdup(opts->queue);
     w->o.queue = w->queue;
+    w->counts = sb__counters_slot(bus->counters, opts->queue);
     w->early = w->o.ack_mode == SB_ACK_AFTER_ENQUEUE;
     w->slots = w->early ? w->o.background_capacity : w->o.concurrency;
     w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* "First failure stored" (E4, E5, E6). */
@@ -1093,6 +1094,136 @@ static void test_list(void **state)
     sbe_close(&e);
 }
 
+/* E23 (the HTTP API's lists, S4): several statuses at once, a
+ * last-modified range, the view's fields, per-value counts, and a caller
+ * of the first sb_failed_query (whose newer fields are never read). */
+static void test_list_views(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    /* A second of slack: last_modified may come from the database's
+     * clock. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t before = ((int64_t)ts.tv_sec - 1) * 1000000;
+    for (int i = 0; i < 5; i++) {
+        char uid[16], when[40];
+        snprintf(uid, sizeof uid, "uv-%d", i);
+        snprintf(when, sizeof when, "2026-01-03T00:00:%02dZ", 10 + i);
+        sbe_dead_letter_as(&e, uid, i < 3 ? "qv-a" : "qv-b", when, "X", "b");
+    }
+    sbe_ingest(&e);
+    const char *ids[] = {"uv-0", "uv-3"};
+    sb_failed_selection sel = {0};
+    sel.ids = ids;
+    sel.n_ids = 2;
+    int64_t changed = 0;
+    sb_error err;
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive");
+    sb_failed_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.status = -1;
+    q.statuses = SB_FAILED_BIT(SB_FAILED_ARCHIVED) |
+                 SB_FAILED_BIT(SB_FAILED_RESOLVED);
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    int64_t total = 0;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "two");
+    assert_int_equal(total, 2);
+    assert_int_equal(n, 2);
+    assert_string_equal(s[0].unique_id, "uv-3");
+    assert_int_equal(s[0].status, SB_FAILED_ARCHIVED);
+    assert_true(s[0].first_failure_us > 0);
+    assert_true(s[0].last_modified_us >= before);
+    assert_string_equal(s[0].processing_endpoint, "Sales");
+    assert_string_equal(s[0].message_id, "uv-3");
+    /* The view's times are the message's own. */
+    sb_failed_message *m = sbe_get(&e, "uv-3");
+    assert_int_equal(sb_failed_last_modified_us(m), s[0].last_modified_us);
+    assert_int_equal(sb_failed_time_sent_us(m), s[0].time_sent_us);
+    assert_int_equal(sb_failed_is_system(m), s[0].is_system);
+    assert_true(sb_failed_last_modified_us(m) >=
+                sb_failed_status_changed_us(m));
+    sb_failed_message_free(m);
+    sb_free(s);
+    /* One status through the mask counts like `status`; all four too. */
+    q.statuses = SB_FAILED_BIT(SB_FAILED_UNRESOLVED);
+    check_total(&e, &q, "status = 0 AND length($1) > 0", "x");
+    q.statuses = 0xf;
+    check_total(&e, &q, "length($1) > 0", "x");
+    q.statuses = SB_FAILED_BIT(SB_FAILED_UNRESOLVED) |
+                 SB_FAILED_BIT(SB_FAILED_ARCHIVED);
+    q.failed_queue = "qv-a";
+    check_total(&e, &q, "status IN (0, 3) AND failed_queue = $1", "qv-a");
+    q.failed_queue = NULL;
+    /* The last-modified range: everything is newer than `before`. */
+    q.statuses = 0;
+    q.modified_from_us = before;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "from");
+    assert_int_equal(total, 5);
+    sb_free(s);
+    q.modified_from_us = 0;
+    q.modified_to_us = before - 1;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "to");
+    assert_int_equal(total, 0);
+    sb_free(s);
+    q.modified_from_us = before + 1000;
+    q.modified_to_us = before;
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "modified");
+    q.modified_from_us = q.modified_to_us = 0;
+    q.statuses = 1u << 4;
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "statuses");
+    /* A first-version caller: garbage after its size is never read. */
+    q.size = SB_FAILED_QUERY_V1_SIZE;
+    q.statuses = 0xdead;
+    q.modified_to_us = 1;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "v1");
+    assert_int_equal(total, 5);
+    sb_free(s);
+    q.size = SB_FAILED_QUERY_V1_SIZE - 1;
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "size");
+    /* Counts per failed queue: unresolved only, and every status. */
+    sb_failed_count *c = NULL;
+    sbt_ok(sb_errors_counts(e.store, "failed_queue", SB_FAILED_UNRESOLVED,
+                            10, &c, &n, &err),
+           &err, "counts");
+    assert_int_equal(n, 2);
+    assert_string_equal(c[0].name, "qv-a");
+    assert_int_equal(c[0].count, 2);
+    assert_string_equal(c[1].name, "qv-b");
+    assert_int_equal(c[1].count, 1);
+    sb_free(c);
+    sbt_ok(sb_errors_counts(e.store, "failed_queue", -1, 1, &c, &n, &err),
+           &err, "counts, any");
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].count, 3);
+    sb_free(c);
+    sbt_ok(sb_errors_counts(e.store, "endpoint", -1, 10, &c, &n, &err), &err,
+           "endpoints");
+    assert_int_equal(n, 1);
+    assert_string_equal(c[0].name, "Sales");
+    assert_int_equal(c[0].count, 5);
+    sb_free(c);
+    assert_int_equal(sb_errors_counts(e.store, "host; DROP", -1, 10, &c, &n,
+                                      &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "by");
+    assert_int_equal(sb_errors_counts(e.store, "message_type", -1, 1001, &c,
+                                      &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "limit");
+    sbe_close(&e);
+}
+
 /* E17: pending retries listed, sent again (claim reset, a new copy
  * published) and resolved by hand (claim removed). */
 static void test_pending_retries(void **state)
@@ -1231,6 +1362,7 @@ int main(void)
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_views),
         cmocka_unit_test(test_pending_retries),
         cmocka_unit_test(test_nservicebus_headers),
     };

@@ -147,6 +147,70 @@ static void test_delayed_publish(void **state)
     sb_msg_free(m);
 }
 
+/* T31 (S6, the dashboard's peek): a queue read in dequeue order without
+ * claiming, paged, each row's availability and lease shown and no lease
+ * id handed out; bad arguments named. */
+static void test_peek(void **state)
+{
+    fixture *f = *state;
+    char ready1[37], ready2[37], later[37];
+    publish_text(f->bus, "pq", "one", NULL, 0, ready1);
+    sbt_sleep_ms(5);
+    publish_text(f->bus, "pq", "two", NULL, 0, ready2);
+    publish_text(f->bus, "pq", "later", NULL, 60000, later);
+    publish_text(f->bus, "other", "x", NULL, 0, NULL);
+    sb_msg *leased = claim_one(f->bus, "pq", 30000);
+    assert_non_null(leased);
+    assert_string_equal(sb_msg_id(leased), ready1);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_queue_peek(f->bus, "pq", 0, 10, &m, &n, &err), &err, "peek");
+    assert_int_equal(n, 3);
+    /* Index order: ready2 before the delayed one; the leased one sits by
+     * its availability, which SQLite moves to the lease's end and
+     * PostgreSQL keeps. */
+    size_t at_ready = 3, at_leased = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(sb_msg_id(m[i]), ready2) == 0)
+            at_ready = i;
+        if (strcmp(sb_msg_id(m[i]), ready1) == 0)
+            at_leased = i;
+    }
+    assert_true(at_ready < 2 && at_leased < 2);
+    assert_int_equal(sb_msg_locked_until_us(m[at_ready]), 0);
+    assert_true(sb_msg_locked_until_us(m[at_leased]) >
+                sb_msg_created_at_us(m[at_leased]));
+    assert_int_equal(sb_msg_attempts(m[at_leased]), 1);
+    assert_string_equal(sb_msg_lock_id(m[at_leased]), "");
+    assert_string_equal(sb_msg_id(m[2]), later);
+    assert_true(sb_msg_available_at_us(m[2]) >
+                sb_msg_created_at_us(m[2]) + 50000000);
+    size_t len = 0;
+    const char *p = sb_msg_payload(m[2], &len);
+    assert_int_equal(len, 5);
+    assert_memory_equal(p, "later", 5);
+    sb_msg_free_array(m, n);
+    /* Pages. */
+    sbt_ok(sb_queue_peek(f->bus, "pq", 2, 10, &m, &n, &err), &err, "page");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_id(m[0]), later);
+    sb_msg_free_array(m, n);
+    sbt_ok(sb_queue_peek(f->bus, "pq", 5, 10, &m, &n, &err), &err, "past");
+    assert_int_equal(n, 0);
+    sb_msg_free_array(m, n);
+    /* Peeking claimed nothing: the leased row keeps its lease. */
+    sbt_ok(sb_ack(f->bus, NULL, leased, &err), &err, "ack");
+    sb_msg_free(leased);
+    assert_int_equal(sb_queue_peek(f->bus, "pq", 0, 0, &m, &n, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "limit");
+    assert_int_equal(sb_queue_peek(f->bus, "pq", 0, 501, &m, &n, &err),
+                     SB_INVALID);
+    assert_int_equal(sb_queue_peek(f->bus, "", 0, 1, &m, &n, &err),
+                     SB_INVALID);
+}
+
 /* T11: a batch is all or nothing; bad input stores nothing. */
 static void test_batch_all_or_nothing(void **state)
 {
@@ -285,8 +349,10 @@ static void test_dead_letter_headers(void **state)
     sb_error err;
     sbt_ok(sb_publish(f->bus, NULL, "jobs", &o, id, &err), &err, "publish");
     sb_msg *m = claim_one(f->bus, "jobs", 30000);
-    sb_failure fl = {sizeof fl, "poison", "ValueError", "bad value",
-                     "frame 1\nframe 2"};
+    sb_failure fl = {.size = sizeof fl, .reason = "poison",
+                     .exception_type = "ValueError",
+                     .exception_message = "bad value",
+                     .stacktrace = "frame 1\nframe 2"};
     sbt_ok(sb_dead_letter(f->bus, m, &fl, &err), &err, "dead letter");
     sb_msg_free(m);
     assert_int_equal(sbt_count(f->bus, "jobs"), 0);
@@ -304,6 +370,7 @@ static void test_dead_letter_headers(void **state)
     assert_string_equal(sb_msg_header(d, "sb-attempts"), "1");
     assert_non_null(sb_msg_header(d, "sb-time-of-failure"));
     assert_non_null(sb_msg_header(d, "sb-processing-endpoint"));
+    assert_true(strlen(sb_msg_header(d, "sb-host")) > 0);
     assert_string_equal(sb_msg_header(d, "app"), "v");
     size_t len;
     assert_memory_equal(sb_msg_payload(d, &len), "body", 4);
@@ -652,6 +719,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idempotent_publish, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delayed_publish, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_all_or_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_transactional_publish, setup,

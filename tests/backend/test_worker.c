@@ -240,6 +240,76 @@ static void test_explicit_dead_letter(void **state)
     sb_close(bus);
 }
 
+/* T21 (and S13's endpoint column): a worker names the endpoint its dead
+ * letters carry, for a process that hosts several services; a failure
+ * may name its own; a caller of the first sb_failure or
+ * sb_worker_options (smaller size) gets the bus's; a bad endpoint is
+ * refused, named. */
+static void test_dead_letter_endpoint(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.endpoint = "Shipping";
+    sb_worker *w = start(bus, "q", 1, poison_handler, NULL, &o);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_worker_free(w);
+    sb_msg **d = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_header(d[0], "sb-processing-endpoint"),
+                        "Shipping");
+    sb_msg_free_array(d, n);
+    sbt_ok(sb_dlq_purge(bus, NULL, NULL, NULL, NULL, &err), &err, "purge");
+    /* sb_dead_letter with the failure's endpoint, and with a first-version
+     * failure whose endpoint field is never read. */
+    sbt_publish_n(bus, "p", 2, NULL);
+    const char *want[2] = {"Billing", NULL};
+    for (int i = 0; i < 2; i++) {
+        sb_msg **m = NULL;
+        sbt_ok(sb_claim(bus, "p", 1, 30000, &m, &n, &err), &err, "claim");
+        assert_int_equal(n, 1);
+        sb_failure f;
+        memset(&f, 0, sizeof f);
+        f.size = i == 0 ? sizeof f : offsetof(sb_failure, endpoint);
+        f.reason = "poison";
+        f.endpoint = "Billing";
+        sbt_ok(sb_dead_letter(bus, m[0], &f, &err), &err, "dead letter");
+        sb_msg_free_array(m, n);
+        sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
+        assert_int_equal(n, 1);
+        const char *ep = sb_msg_header(d[0], "sb-processing-endpoint");
+        if (want[i] != NULL)
+            assert_string_equal(ep, want[i]);
+        else
+            assert_string_not_equal(ep, "Billing");
+        sb_msg_free_array(d, n);
+        sbt_ok(sb_dlq_purge(bus, NULL, NULL, NULL, NULL, &err), &err,
+               "purge");
+    }
+    char long_name[256];
+    memset(long_name, 'e', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = "q";
+    o.handler = poison_handler;
+    o.endpoint = long_name;
+    assert_int_equal(sb_worker_start(bus, &o, &w, &err), SB_INVALID);
+    assert_string_equal(err.field, "endpoint");
+    /* A first-version caller: the endpoint field is not read. */
+    o.size = SB_WORKER_OPTIONS_V1_SIZE;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "v1 options");
+    sb_worker_free(w);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -680,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_retries_then_dead_letter),
         cmocka_unit_test(test_max_attempts_checked_before_run),
         cmocka_unit_test(test_explicit_dead_letter),
+        cmocka_unit_test(test_dead_letter_endpoint),
         cmocka_unit_test(test_renewal_and_graceful_stop),
         cmocka_unit_test(test_ack_after_enqueue),
         cmocka_unit_test(test_processes_exactly_once),
