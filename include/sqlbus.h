@@ -1170,6 +1170,12 @@ SB_API int sb_errors_counts(sb_errors *e, const char *by, int status,
                             size_t limit, sb_failed_count **out,
                             size_t *n_out, sb_error *err);
 
+/* E23: the number of failed messages in each status (counts[status],
+ * enum sb_failed_status), in one read of the counts kept at write time.
+ * Thread-safe. */
+SB_API int sb_errors_status_counts(sb_errors *e, int64_t counts[4],
+                                   sb_error *err);
+
 /* E22: full-text search over message type, headers and body text. The
  * words of `query` are ORed ('.' and '+' break words, so "Order" finds
  * "Shop.Order"); results best first, at most `limit` (1 to 1000). `*out`

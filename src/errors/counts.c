@@ -600,3 +600,38 @@ int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
     *n_out = n;
     return SB_OK;
 }
+
+int sb_errors_status_counts(sb_errors *e, int64_t counts[4], sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || counts == NULL)
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "counts",
+                       "arguments must not be NULL");
+    int rc = SB_OK;
+    char *sql = sb__sql_subst(
+        e->bus->dialect == SB_DIALECT_POSTGRES
+            ? "SELECT status, coalesce(sum(n), 0)::int8 FROM " C
+              " WHERE kind = 1 GROUP BY status"
+            : "SELECT status, coalesce(sum(n), 0) FROM " C
+              " WHERE kind = 1 GROUP BY status",
+        e->bus->prefix, &rc);
+    if (sql == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_conn *c = NULL;
+    sb_rows *rows = NULL;
+    rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    if (rc == SB_OK) {
+        rc = sb__query(c, sql, NULL, 0, &rows, NULL, err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    sb__free(sql);
+    for (int st = 0; st < 4; st++)
+        counts[st] = 0;
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        int64_t st = sb__rows_int(rows, r, 0);
+        if (st >= 0 && st < 4)
+            counts[st] = sb__rows_int(rows, r, 1);
+    }
+    sb__rows_free(rows);
+    return rc;
+}

@@ -1191,6 +1191,14 @@ static void test_list_views(void **state)
     assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "size");
+    /* Every status at once: 3 unresolved, 2 archived. */
+    int64_t by_status[4] = {-1, -1, -1, -1};
+    sbt_ok(sb_errors_status_counts(e.store, by_status, &err), &err,
+           "status counts");
+    assert_int_equal(by_status[SB_FAILED_UNRESOLVED], 3);
+    assert_int_equal(by_status[SB_FAILED_RETRY_ISSUED], 0);
+    assert_int_equal(by_status[SB_FAILED_RESOLVED], 0);
+    assert_int_equal(by_status[SB_FAILED_ARCHIVED], 2);
     /* Counts per failed queue: unresolved only, and every status. */
     sb_failed_count *c = NULL;
     sbt_ok(sb_errors_counts(e.store, "failed_queue", SB_FAILED_UNRESOLVED,
