@@ -1,5 +1,9 @@
 # The README's commands. Each installs what is missing first.
-#   make run     - build and run a short end-to-end demo on sqlite:./sqlbus.db
+#   make serve   - build and run `sqlbus serve --demo` on sqlite:./sqlbus.db:
+#                  the dashboard at http://127.0.0.1:8080/ with a built-in
+#                  workload filling it, until Ctrl-C
+#   make run     - build and run a short end-to-end CLI demo on
+#                  sqlite:./sqlbus.db
 #   make check   - build and run the whole test suite (SQLite and PostgreSQL)
 # Others: build, check-asan, install (PREFIX=/usr/local), bench, clean.
 
@@ -9,7 +13,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run check check-asan install bench clean
+.PHONY: all deps build serve run check check-asan install bench clean
 
 all: build
 
@@ -22,6 +26,9 @@ $(BUILD)/build.ninja:
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+serve: build
+	$(BUILD)/sqlbus --db sqlite:./sqlbus.db serve --demo
 
 run: build
 	@bash scripts/demo.sh $(BUILD)/sqlbus

@@ -10,10 +10,25 @@ for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \
         || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "installing: ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The dashboard's browser tests (tests/ui, rule S15): Debian's chromium,
+# driven by playwright-core under node. node and npm count as present
+# whichever package brought them (a nodejs that bundles npm conflicts
+# with Debian's npm package).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# playwright-core, pinned by tests/ui/package-lock.json (it downloads no
+# browser; the tests use /usr/bin/chromium).
+ui="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/ui"
+if [ -f "$ui/package-lock.json" ] && [ ! -d "$ui/node_modules/playwright-core" ]; then
+    echo "installing tests/ui/node_modules (npm ci)"
+    (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,14 +1,21 @@
-/* cmd_serve.c - `sqlbus serve` (S1, S3, S9): open the bus and the error
- * store, read the tokens, run ingestion and housekeeping, serve HTTP
- * until SIGINT/SIGTERM. */
+/* cmd_serve.c - `sqlbus serve` (S1-S3, S9): open the bus and the error
+ * store, read the tokens, run ingestion and housekeeping, serve HTTP (and
+ * with --demo a built-in workload) until SIGINT/SIGTERM. */
 #include "cli.h"
+#include "server/demo.h"
 #include "server/server.h"
 
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_LISTEN = CLI_OPT_FIRST_LOCAL, OPT_TOKEN_FILE, OPT_RETENTION };
+enum {
+    OPT_LISTEN = CLI_OPT_FIRST_LOCAL,
+    OPT_TOKEN_FILE,
+    OPT_RETENTION,
+    OPT_ALLOW_EDIT,
+    OPT_DEMO
+};
 
 #define RETENTION_MIN_MS (3600LL * 1000)
 #define RETENTION_MAX_MS (365LL * 24 * 3600 * 1000)
@@ -56,17 +63,51 @@ static int read_tokens(const char *path, char *admin, char *read)
     return rc;
 }
 
+/* The log callback of the server's components: their informational
+ * lines read like serve's own ("sqlbus: demo: ..."), unless -q; debug
+ * lines only with -v; warnings and errors as the bus logs them. */
+static void serve_log(int level, const char *component, const char *message,
+                      void *user)
+{
+    const cli_ctx *ctx = user;
+    if (level >= SB_LOG_WARN)
+        cli_log(level, component, message, user);
+    else if (level >= SB_LOG_INFO || ctx->verbosity > 0)
+        cli_notef(ctx, "%s: %s", component != NULL ? component : "-",
+                  message);
+}
+
+/* The URL to open for `listen` bound on `port`: a wildcard address is
+ * reached through loopback. */
+static void listen_url(char *out, size_t cap, const char *listen, int port)
+{
+    const char *colon = strrchr(listen, ':');
+    size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
+    char host[128];
+    if (n >= sizeof host)
+        n = sizeof host - 1;
+    memcpy(host, listen, n);
+    host[n] = '\0';
+    const char *h = strcmp(host, "0.0.0.0") == 0 || host[0] == '\0'
+                        ? "127.0.0.1"
+                    : strcmp(host, "[::]") == 0 ? "[::1]"
+                                                : host;
+    snprintf(out, cap, "http://%s:%d/", h, port);
+}
+
 int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"error-retention", required_argument, NULL, OPT_RETENTION},
+        {"demo", no_argument, NULL, OPT_DEMO},
+        {"allow-edit", no_argument, NULL, OPT_ALLOW_EDIT},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
     int64_t retention_ms = SB_RETENTION_DEFAULT_MS;
-    int c;
+    int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
     while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
@@ -82,6 +123,12 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
             break;
         case OPT_TOKEN_FILE:
             token_file = optarg;
+            break;
+        case OPT_DEMO:
+            demo = 1;
+            break;
+        case OPT_ALLOW_EDIT:
+            allow_edit = 1;
             break;
         case OPT_RETENTION: {
             sb_error perr;
@@ -115,17 +162,19 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     }
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
-    int rc = cli_errors_open(ctx, 0, &bus, &store);
+    int rc = cli_errors_open(ctx, allow_edit, &bus, &store);
     if (rc != CLI_OK)
         return rc;
     sb_error err;
-    sb_loops_options lo = {.retention_ms = retention_ms, .log = cli_log,
+    sb_loops_options lo = {.retention_ms = retention_ms, .log = serve_log,
                            .log_user = ctx};
     sb_loops *loops = NULL;
     int src = sb__loops_start(bus, store, &lo, &loops, &err);
     sb_server_options o = {.listen = listen, .admin_token = admin,
                            .read_token = read, .store = store,
-                           .loops = loops};
+                           .loops = loops, .retention_ms = retention_ms,
+                           .edit_enabled = allow_edit, .log = serve_log,
+                           .log_user = ctx};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);
@@ -139,13 +188,29 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     cli_notef(ctx, "ingest: following the dead-letter queue; housekeeping: "
               "error retention %lld h, first run in 1 min, then hourly",
               (long long)(retention_ms / 3600000));
-    cli_notef(ctx, "http: listening on port %d (%s, %s)",
-              sb__server_port(srv), listen,
+    char url[200];
+    listen_url(url, sizeof url, listen, sb__server_port(srv));
+    cli_notef(ctx, "http: listening on port %d: %s (%s, %s)",
+              sb__server_port(srv), url, listen,
               admin[0] || read[0] ? "tokens required" : "loopback, no token");
+    sb_demo *dm = NULL;
+    if (demo) {
+        /* S2: after the server is up, so its first messages are served. */
+        sb_demo_options dopt = {.log = serve_log, .log_user = ctx};
+        src = sb__demo_start(bus, &dopt, &dm, &err);
+        if (src != SB_OK) {
+            rc = cli_report(src, &err);
+            sb__server_stop(srv);
+            sb__loops_stop(loops);
+            cli_errors_close(bus, store);
+            return rc;
+        }
+    }
     while (cli_signal_count() == 0) {
         struct pollfd p = {.fd = cli_signal_fd(), .events = POLLIN};
         poll(&p, 1, 1000);
     }
+    sb__demo_stop(dm);
     sb__server_stop(srv);
     sb__loops_stop(loops);
     cli_errors_close(bus, store);

@@ -27,7 +27,7 @@ static const cli_command commands[] = {
     {"errors", "the error store: ingest, list, search, retry, archive, "
                "import failed messages",
      cli_usage_errors, cli_cmd_errors},
-    {"serve", "serve the HTTP API (being built: health routes so far)",
+    {"serve", "serve the HTTP API, the dashboard and metrics",
      cli_usage_serve, cli_cmd_serve},
 };
 

@@ -1,10 +1,15 @@
 /* http.c - the HTTP layer of `sqlbus serve` over libmicrohttpd
  * (docs/internals/server.md, "Requests"): request bodies with a cap,
  * routing, tokens, JSON-only mutations, the security headers on every
- * response, JSON errors, and the health routes. Routes whose handlers are
- * not built yet answer 501. */
+ * response, JSON errors, ETags and 304, the health routes and the
+ * dashboard's files; every other route goes to the handlers (api.c). */
+#include "server/api.h"
+#include "server/metrics.h"
+#include "server/operations.h"
 #include "server/router.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/ui.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -17,21 +22,40 @@
 /* Readiness (S8): ingestion counts as failing when its last pass failed
  * and none has worked for this long. */
 #define READY_FAILED_FOR_MS 30000
+/* The sampler behind /api/stats: a point every 5 s, an hour kept. */
+#define STATS_INTERVAL_MS 5000
+
+/* The dashboard's policy (S11): its own scripts and styles only. */
+#define UI_CSP                                                               \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src "      \
+    "'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri "    \
+    "'none'; form-action 'none'"
+#define API_CSP "default-src 'none'; frame-ancestors 'none'; sandbox"
+#define JSON_TYPE "application/json; charset=utf-8"
 
 struct sb_server {
     struct MHD_Daemon *daemon;
     sb_bus *bus;
     sb_errors *store;
     sb_loops *loops;
+    sb_ops *ops;
+    sb_metrics *metrics;
+    sb_stats *stats;
+    sb_api api;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
     size_t max_body;
     int port;
 };
 
-/* One request in flight: its body so far. */
+/* One request in flight: its body so far, and for the metrics its route
+ * (the router's static pattern), the status sent and when it began. */
 typedef struct request {
     sb_buf body;
     int too_big;
+    sb_route_id route;
+    const char *pattern;
+    unsigned status;
+    int64_t start_us;
 } request;
 
 /* Keep the path as it came: the router decodes each segment itself, so
@@ -46,44 +70,72 @@ static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *uri)
 static void completed(void *cls, struct MHD_Connection *c, void **ctx,
                       enum MHD_RequestTerminationCode why)
 {
-    (void)cls;
     (void)c;
     (void)why;
+    sb_server *s = cls;
     request *r = *ctx;
     if (r != NULL) {
+        if (r->status != 0)
+            sb__metrics_http(s->metrics, r->route, r->pattern, r->status,
+                             sb__mono_us() - r->start_us);
         sb__buf_free(&r->body);
         sb__free(r);
         *ctx = NULL;
     }
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
-                                 const sb_buf *body, const char *allow,
-                                 int bearer)
+/* A response of `len` bytes (copied unless `persistent`) with its type,
+ * its caching rule and the headers every response carries (S11); NULL
+ * when libmicrohttpd has no memory. */
+static struct MHD_Response *response(const void *data, size_t len,
+                                     int persistent, const char *type,
+                                     const char *csp, const char *cache)
 {
-    const char *text = body->failed || body->data == NULL ? "{}" : body->data;
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+        len, (void *)data,
+        persistent ? MHD_RESPMEM_PERSISTENT : MHD_RESPMEM_MUST_COPY);
+    if (resp == NULL)
+        return NULL;
+    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Content-Security-Policy", csp);
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "Cache-Control", cache);
+    return resp;
+}
+
+/* Queue `resp` (NULL: none could be made) with `status`, kept for the
+ * metrics, and let it go. */
+static enum MHD_Result queue(request *r, struct MHD_Connection *c,
+                             unsigned status, struct MHD_Response *resp)
+{
     if (resp == NULL)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type",
-                            "application/json; charset=utf-8");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Content-Security-Policy",
-                            "default-src 'none'; frame-ancestors 'none'");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (allow != NULL)
-        MHD_add_response_header(resp, "Allow", allow);
-    if (bearer)
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    r->status = status;
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     return rc;
 }
 
+static enum MHD_Result send_json(request *r, struct MHD_Connection *c,
+                                 unsigned status,
+                                 const sb_buf *body, const char *allow,
+                                 int bearer)
+{
+    const char *text = body->failed || body->data == NULL ? "{}" : body->data;
+    struct MHD_Response *resp =
+        response(text, strlen(text), 0, JSON_TYPE, API_CSP, "no-store");
+    if (resp != NULL && allow != NULL)
+        MHD_add_response_header(resp, "Allow", allow);
+    if (resp != NULL && bearer)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    return queue(r, c, status, resp);
+}
+
 /* S7: {"error": code, "message": text, "field": name}, field omitted when
  * there is none. */
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+static enum MHD_Result send_error(request *r, struct MHD_Connection *c,
+                                  unsigned status,
                                   const char *code, const char *message,
                                   const char *field, const char *allow)
 {
@@ -98,7 +150,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
         sb__buf_json_str(&b, field);
     }
     sb__buf_puts(&b, "}");
-    enum MHD_Result rc = send_json(c, status, &b, allow, status == 401);
+    enum MHD_Result rc = send_json(r, c, status, &b, allow, status == 401);
     sb__buf_free(&b);
     return rc;
 }
@@ -139,7 +191,11 @@ static int token_is(const char *given, size_t given_len, const char *want)
 static unsigned check_token(const sb_server *s, struct MHD_Connection *c,
                             int method, sb_route_id route)
 {
-    if ((s->admin[0] == '\0' && s->read[0] == '\0') || route == SB_R_HEALTH)
+    /* Liveness and the dashboard's files hold no data; a browser cannot
+     * send a Bearer header when it loads a page, so they stay open and
+     * the page asks for the token its API calls need. */
+    if ((s->admin[0] == '\0' && s->read[0] == '\0') || route == SB_R_HEALTH ||
+        route == SB_R_UI || route == SB_R_UI_ASSET)
         return 0;
     const char *h =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -183,26 +239,28 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
 }
 
 /* A fixed JSON body: {"status": status}. */
-static enum MHD_Result send_status(struct MHD_Connection *c, const char *st)
+static enum MHD_Result send_status(request *r, struct MHD_Connection *c,
+                                   const char *st)
 {
     sb_buf b;
     sb__buf_init(&b, 64);
     sb__buf_puts(&b, "{\"status\":");
     sb__buf_json_str(&b, st);
     sb__buf_puts(&b, "}");
-    enum MHD_Result rc = send_json(c, 200, &b, NULL, 0);
+    enum MHD_Result rc = send_json(r, c, 200, &b, NULL, 0);
     sb__buf_free(&b);
     return rc;
 }
 
 /* S8: the database reachable and its schema right, ingestion not
  * failing for READY_FAILED_FOR_MS, and the failed imports counted. */
-static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
+static enum MHD_Result ready(request *r, const sb_server *s,
+                             struct MHD_Connection *c)
 {
     sb_error err;
     int rc = sb_schema_verify(s->bus, &err);
     if (rc != SB_OK)
-        return send_error(c, 503, "unavailable",
+        return send_error(r, c, 503, "unavailable",
                           (rc & 0xff) == SB_SCHEMA
                               ? "the database schema is missing or wrong"
                               : "the database cannot be reached",
@@ -210,7 +268,7 @@ static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
     int64_t imports = -1;
     if (s->store != NULL &&
         sb_errors_failed_import_count(s->store, &imports, &err) != SB_OK)
-        return send_error(c, 503, "unavailable",
+        return send_error(r, c, 503, "unavailable",
                           "the error store cannot be read", NULL, NULL);
     sb_loops_state st;
     memset(&st, 0, sizeof st);
@@ -234,9 +292,186 @@ static enum MHD_Result ready(const sb_server *s, struct MHD_Connection *c)
     if (imports >= 0)
         sb__buf_printf(&b, ",\"failed_imports\":%lld", (long long)imports);
     sb__buf_puts(&b, "}");
-    enum MHD_Result r = send_json(c, behind ? 503 : 200, &b, NULL, 0);
+    enum MHD_Result res = send_json(r, c, behind ? 503 : 200, &b, NULL, 0);
     sb__buf_free(&b);
-    return r;
+    return res;
+}
+
+/* FNV-1a (64 bits) of `len` bytes as a quoted strong ETag. */
+static void etag_of(const void *p, size_t len, char out[20])
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *u = p; len-- > 0; u++)
+        h = (h ^ *u) * 1099511628211ULL;
+    snprintf(out, 20, "\"%016llx\"", (unsigned long long)h);
+}
+
+/* Whether If-None-Match names `etag` (a list, "*", or weak forms). */
+static int not_modified(struct MHD_Connection *c, const char *etag)
+{
+    const char *h =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
+    if (h == NULL)
+        return 0;
+    size_t n = strlen(etag);
+    for (const char *p = h; *p;) {
+        p += strspn(p, " \t,");
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        if (*p == '*' || strncmp(p, etag, n) == 0)
+            return 1;
+        p += strcspn(p, ",");
+    }
+    return 0;
+}
+
+/* The dashboard (S13): embedded files with their ETags. */
+static enum MHD_Result ui(request *r, struct MHD_Connection *c,
+                          const char *name)
+{
+    const sb_ui_file *f = sb__ui_file(name);
+    if (f == NULL)
+        return send_error(r, c, 404, "not_found", "no such file", NULL, NULL);
+    int same = not_modified(c, f->etag);
+    struct MHD_Response *resp =
+        response(same ? (const void *)"" : f->data, same ? 0 : f->len, 1,
+                 f->content_type, UI_CSP, "no-cache");
+    if (resp != NULL) {
+        MHD_add_response_header(resp, "ETag", f->etag);
+        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    }
+    return queue(r, c, same ? 304 : 200, resp);
+}
+
+/* A handler's response on the wire: an error object, or its body with
+ * the paging headers; a 200 answer to GET or HEAD gets an ETag of its
+ * body, and a matching If-None-Match a 304 (S5). */
+static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
+                                int method,
+                                sb_api_resp *a)
+{
+    if (a->code != NULL)
+        return send_error(r, c, a->status, a->code, a->message, a->field, NULL);
+    if (a->body.failed)
+        return send_error(r, c, 503, "unavailable",
+                          "the response is too large or memory ran out",
+                          NULL, NULL);
+    const char *data = a->body.data ? a->body.data : "";
+    size_t len = a->body.len;
+    char etag[20] = "";
+    unsigned status = a->status;
+    if (status == 200 && (method & (SB_HTTP_GET | SB_HTTP_HEAD))) {
+        etag_of(data, len, etag);
+        if (not_modified(c, etag)) {
+            status = 304;
+            len = 0;
+        }
+    }
+    struct MHD_Response *resp =
+        response(data, len, 0, a->content_type[0] ? a->content_type : JSON_TYPE,
+                 API_CSP, "no-cache");
+    if (resp == NULL)
+        return MHD_NO;
+    if (etag[0])
+        MHD_add_response_header(resp, "ETag", etag);
+    char total[24];
+    if (a->total >= 0) {
+        snprintf(total, sizeof total, "%lld", (long long)a->total);
+        MHD_add_response_header(resp, "Total-Count", total);
+    }
+    if (a->link[0])
+        MHD_add_response_header(resp, "Link", a->link);
+    if (a->location[0])
+        MHD_add_response_header(resp, "Location", a->location);
+    return queue(r, c, status, resp);
+}
+
+/* S8: the Prometheus text exposition. */
+static enum MHD_Result metrics(request *r, sb_server *s,
+                               struct MHD_Connection *c)
+{
+    sb_buf b;
+    sb__buf_init(&b, SB_API_BODY_MAX);
+    sb_error err;
+    int rc = sb__metrics_render(s->metrics, s->bus, s->store, s->loops, &b,
+                                &err);
+    if (rc != SB_OK || b.failed) {
+        sb__buf_free(&b);
+        return send_error(r, c, 503, "unavailable",
+                          "the metrics could not be gathered", NULL, NULL);
+    }
+    struct MHD_Response *resp =
+        response(b.data ? b.data : "", b.len, 0,
+                 "text/plain; version=0.0.4; charset=utf-8", API_CSP,
+                 "no-store");
+    sb__buf_free(&b);
+    return queue(r, c, 200, resp);
+}
+
+/* S6: the sampler's series of the last `minutes` (1 to 60, default 60),
+ * with an ETag like every list. */
+static enum MHD_Result stats(request *r, sb_server *s, struct MHD_Connection *c,
+                             const sb_query_params *q)
+{
+    const char *v = sb__query_get(q, "minutes");
+    int minutes = 60;
+    if (v != NULL) {
+        minutes = 0;
+        for (const char *p = v; *p >= '0' && *p <= '9' && minutes <= 60; p++)
+            minutes = minutes * 10 + (*p - '0');
+        if (v[0] == '\0' || v[strspn(v, "0123456789")] != '\0' ||
+            minutes < 1 || minutes > 60)
+            return send_error(r, c, 400, "invalid",
+                              "minutes must be a whole number from 1 to 60",
+                              "minutes", NULL);
+    }
+    sb_api_resp *a = sb__calloc(1, sizeof *a);
+    if (a == NULL)
+        return send_error(r, c, 503, "unavailable", "out of memory", NULL,
+                          NULL);
+    sb__buf_init(&a->body, SB_API_BODY_MAX);
+    a->total = -1;
+    a->status = 200;
+    sb_error err;
+    if (sb__stats_json(s->stats, minutes, &a->body, &err) != SB_OK)
+        sb__api_fail(a, SB_NOMEM, &err);
+    enum MHD_Result rc = send_api(r, c, SB_HTTP_GET, a);
+    sb__buf_free(&a->body);
+    sb__free(a);
+    return rc;
+}
+
+static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
+                                int method, const sb_route_match *m,
+                                const sb_query_params *q, request *r)
+{
+    switch (m->route) {
+    case SB_R_HEALTH: return send_status(r, c, "ok");
+    case SB_R_HEALTH_READY: return ready(r, s, c);
+    case SB_R_UI: return ui(r, c, "");
+    case SB_R_UI_ASSET: return ui(r, c, m->captures[0]);
+    case SB_R_METRICS: return metrics(r, s, c);
+    case SB_R_STATS: return stats(r, s, c, q);
+    default: break;
+    }
+    sb_api_req req = {
+        .method = method,
+        .m = m,
+        .q = q,
+        .body = r->body.data && !r->body.failed ? r->body.data : "",
+        .body_len = r->body.failed ? 0 : r->body.len,
+        .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                       "Idempotency-Key")};
+    sb_api_resp *a = sb__calloc(1, sizeof *a);
+    if (a == NULL)
+        return send_error(r, c, 503, "unavailable", "out of memory", NULL, NULL);
+    sb__buf_init(&a->body, SB_API_BODY_MAX);
+    a->total = -1;
+    sb__api_handle(&s->api, &req, a);
+    enum MHD_Result rc = send_api(r, c, method, a);
+    sb__buf_free(&a->body);
+    sb__free(a);
+    return rc;
 }
 
 static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
@@ -247,24 +482,26 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
     sb_route_match m;
     sb_error err;
     int rc = sb__route(method_text, url, &m, &err);
+    r->route = rc == SB_OK ? m.route : SB_R_NONE;
+    r->pattern = rc == SB_OK ? m.pattern : NULL;
     if (rc == SB_INVALID)
-        return send_error(c, 400, "invalid", err.message, err.field, NULL);
+        return send_error(r, c, 400, "invalid", err.message, err.field, NULL);
     if (rc == SB_NOTFOUND && m.allowed == 0)
-        return send_error(c, 404, "not_found", "no such route", NULL, NULL);
+        return send_error(r, c, 404, "not_found", "no such route", NULL, NULL);
     unsigned denied = check_token(s, c, method, m.route);
     if (denied == 401)
-        return send_error(c, 401, "unauthorized",
+        return send_error(r, c, 401, "unauthorized",
                           "a valid token is required (Authorization: "
                           "Bearer TOKEN)",
                           NULL, NULL);
     if (denied == 403)
-        return send_error(c, 403, "forbidden",
+        return send_error(r, c, 403, "forbidden",
                           "the read-only token may only GET and HEAD", NULL,
                           NULL);
     if (rc == SB_NOTFOUND) {
         char allow[64] = "";
         allow_text(m.allowed, allow, sizeof allow);
-        return send_error(c, 405, "method_not_allowed",
+        return send_error(r, c, 405, "method_not_allowed",
                           "this route does not take that method", NULL,
                           allow);
     }
@@ -272,12 +509,12 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
         char msg[96];
         snprintf(msg, sizeof msg, "the request body must be at most %zu bytes",
                  s->max_body);
-        return send_error(c, 413, "too_large", msg, "body", NULL);
+        return send_error(r, c, 413, "too_large", msg, "body", NULL);
     }
     if ((method & (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH |
                    SB_HTTP_DELETE)) &&
         !json_content(c))
-        return send_error(c, 415, "unsupported_media_type",
+        return send_error(r, c, 415, "unsupported_media_type",
                           "a request that changes something must be sent "
                           "as Content-Type: application/json",
                           "Content-Type", NULL);
@@ -291,20 +528,15 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                                  SB_QUERY_MAX)
                        : sb__query_parse(qt.len ? qt.data : "", q, &err);
     sb__buf_free(&qt);
-    sb__free(q);
+    enum MHD_Result res;
     if (rc == SB_NOMEM)
-        return send_error(c, 503, "unavailable", "out of memory", NULL, NULL);
-    if (rc != SB_OK)
-        return send_error(c, 400, "invalid", err.message, err.field, NULL);
-    switch (m.route) {
-    case SB_R_HEALTH: return send_status(c, "ok");
-    case SB_R_HEALTH_READY: return ready(s, c);
-    default: break;
-    }
-    char msg[128];
-    snprintf(msg, sizeof msg, "%s %s is not built yet", method_text,
-             m.pattern);
-    return send_error(c, 501, "not_implemented", msg, NULL, NULL);
+        res = send_error(r, c, 503, "unavailable", "out of memory", NULL, NULL);
+    else if (rc != SB_OK)
+        res = send_error(r, c, 400, "invalid", err.message, err.field, NULL);
+    else
+        res = dispatch(s, c, method, &m, q, r);
+    sb__free(q);
+    return res;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -321,6 +553,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         if (r == NULL)
             return MHD_NO;
         sb__buf_init(&r->body, s->max_body);
+        r->start_us = sb__mono_us();
         *ctx = r;
         return MHD_YES;
     }
@@ -333,6 +566,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return MHD_YES;
     }
     return respond(s, c, url, method, r);
+}
+
+/* The server's parts, in reverse order of their start; NULL-safe. */
+static void release(sb_server *s)
+{
+    sb__ops_stop(s->ops);
+    sb__stats_stop(s->stats);
+    sb__metrics_free(s->metrics);
+    sb__free(s);
 }
 
 int sb__server_start(sb_bus *bus, const sb_server_options *opts,
@@ -368,6 +610,26 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     sb__strlcpy(s->admin, admin, sizeof s->admin);
     sb__strlcpy(s->read, read, sizeof s->read);
     s->max_body = opts->max_body ? opts->max_body : SB_SERVER_MAX_BODY;
+    rc = sb__metrics_new(&s->metrics, err);
+    sb_stats_options so = {.interval_ms = STATS_INTERVAL_MS,
+                           .log = opts->log,
+                           .log_user = opts->log_user};
+    if (rc == SB_OK)
+        rc = sb__stats_start(bus, s->store, s->loops, &so, &s->stats, err);
+    sb_ops_options oo = {.log = opts->log, .log_user = opts->log_user};
+    if (rc == SB_OK && s->store != NULL)
+        rc = sb__ops_start(bus, s->store, &oo, &s->ops, err);
+    if (rc != SB_OK) {
+        release(s);
+        return rc;
+    }
+    s->api = (sb_api){.bus = bus,
+                      .store = s->store,
+                      .ops = s->ops,
+                      .loops = s->loops,
+                      .backend = sb_backend_name(bus),
+                      .retention_ms = opts->retention_ms,
+                      .edit_enabled = opts->edit_enabled};
     unsigned threads = opts->threads ? opts->threads : 2;
     unsigned timeout = opts->timeout_s ? opts->timeout_s : 30;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
@@ -378,10 +640,10 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
-        sb__free(s);
+        release(s);
         return sb__err(err, SB_UNAVAILABLE, "listen",
                        "cannot listen on %s (in use, or not an address of "
                        "this host)",
@@ -404,5 +666,5 @@ void sb__server_stop(sb_server *s)
     if (s == NULL)
         return;
     MHD_stop_daemon(s->daemon);
-    sb__free(s);
+    release(s);
 }

@@ -49,7 +49,7 @@ typedef enum sb_route_id {
     SB_R_ERRORS_UNARCHIVE,       /* PATCH /api/errors/unarchive */
     SB_R_ERRORS_UNARCHIVE_RANGE, /* PATCH /api/errors/{from}...{to}/unarchive */
     SB_R_CLASSIFIERS,            /* GET /api/recoverability/classifiers */
-    SB_R_GROUPS,                 /* GET /api/recoverability/groups/{classifier} */
+    SB_R_GROUPS,                 /* GET /api/recoverability/groups[/{classifier}] */
     SB_R_GROUP,                  /* GET /api/recoverability/groups/id/{id} */
     SB_R_GROUP_ERRORS,           /* GET /api/recoverability/groups/{id}/errors */
     SB_R_GROUP_RETRY,            /* POST .../groups/{id}/errors/retry */
@@ -57,7 +57,7 @@ typedef enum sb_route_id {
     SB_R_GROUP_UNARCHIVE,        /* POST .../groups/{id}/errors/unarchive */
     SB_R_GROUP_COMMENT,          /* POST|DELETE .../groups/{id}/comment */
     SB_R_HISTORY,                /* GET /api/recoverability/history */
-    SB_R_ARCHIVED_GROUPS,        /* GET /api/errors/groups/{classifier} */
+    SB_R_ARCHIVED_GROUPS,        /* GET /api/errors/groups[/{classifier}] */
     SB_R_PENDING_RETRY,          /* POST /api/pendingretries/retry */
     SB_R_PENDING_RESOLVE,        /* PATCH /api/pendingretries/resolve */
     SB_R_PENDING_QUEUE_RETRY,    /* POST /api/pendingretries/queues/retry */
@@ -76,6 +76,7 @@ typedef enum sb_route_id {
     SB_R_RECOVERY,               /* GET /api/recovery */
     SB_R_STATS,                  /* GET /api/stats */
     SB_R_OPERATION,              /* GET /api/operations/{id} */
+    SB_R_OPERATIONS,             /* GET /api/operations */
     SB_R_HEALTH,                 /* GET /health */
     SB_R_HEALTH_READY,           /* GET /health/ready */
     SB_R_METRICS,                /* GET /metrics */

@@ -28,6 +28,10 @@ typedef struct sb_server_options {
     unsigned timeout_s;      /* idle connection timeout (0: 30 s) */
     sb_errors *store;        /* borrowed, optional: failed imports (S8) */
     sb_loops *loops;         /* borrowed, optional: ingestion state (S8) */
+    int64_t retention_ms;    /* E21, reported by /api/configuration */
+    int edit_enabled;        /* E18: the store was opened with allow_edit */
+    sb_log_fn log;           /* the operations worker's log, may be NULL */
+    void *log_user;
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address
@@ -36,7 +40,8 @@ typedef struct sb_server_options {
 int sb__listen_parse(const char *text, struct sockaddr_storage *out,
                      socklen_t *len, int *loopback, sb_error *err);
 
-/* http.c: start serving `bus` (borrowed; must outlive the server).
+/* http.c: start serving `bus` (borrowed; must outlive the server), with
+ * the durable operations worker (operations.c) when a store is given.
  * Refuses a non-loopback address without an admin token (S9). */
 int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                      sb_server **out, sb_error *err);

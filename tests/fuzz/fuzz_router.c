@@ -15,13 +15,17 @@
  * Of a query string: with SB_OK at most SB_QUERY_PARAMS parameters, keys
  * non-empty, unique, at most SB_QUERY_KEY_MAX bytes, values at most
  * SB_QUERY_VALUE_MAX, all well-formed UTF-8, each found by sb__query_get;
- * otherwise SB_INVALID with a field named.
+ * otherwise SB_INVALID with a field named. Each query value is also read
+ * as an ISO 8601 time and a FROM...TO range (src/server/isotime.c, the
+ * `modified` filter): a time read back from its own text is itself, cut
+ * to milliseconds; a range has FROM <= TO when both are set.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/isotime.h"
 #include "server/router.h"
 
 #include "fuzz_check.h"
@@ -67,6 +71,26 @@ static void check_route(const char *method, const char *path)
     }
 }
 
+static void check_time(const char *v)
+{
+    int64_t us = -1, again = -1, from = -1, to = -1;
+    if (sb__iso_parse(v, strlen(v), &us) == SB_OK) {
+        CHECK(us >= 0);
+        char text[SB_ISO_TIME_LEN];
+        sb__iso_time(us, text);
+        CHECK(strlen(text) == 24);
+        CHECK(sb__iso_parse(text, strlen(text), &again) == SB_OK);
+        CHECK(again == us - us % 1000);
+    } else {
+        CHECK(us == -1);
+    }
+    sb_error err;
+    if (sb__iso_range(v, "modified", &from, &to, &err) == SB_OK)
+        CHECK(from >= 0 && to >= 0 && (from == 0 || to == 0 || from <= to));
+    else
+        CHECK(strcmp(err.field, "modified") == 0);
+}
+
 static void check_query(const char *qs)
 {
     static sb_query_params q;
@@ -85,6 +109,7 @@ static void check_query(const char *qs)
         CHECK(ref_utf8((const unsigned char *)q.p[i].key, kl));
         CHECK(ref_utf8((const unsigned char *)q.p[i].value, vl));
         CHECK(sb__query_get(&q, q.p[i].key) == q.p[i].value);
+        check_time(q.p[i].value);
     }
 }
 

@@ -1,0 +1,118 @@
+/*
+ * api.h - the HTTP API's handlers (docs/http-api.md, rules S4-S7): what a
+ * handler gets (the request, routed and with its query parsed) and what it
+ * fills (a status, a JSON body, paging headers, or an error naming the
+ * field). http.c owns the wire; handlers call the library only and never
+ * see libmicrohttpd.
+ */
+#ifndef SB_SERVER_API_H
+#define SB_SERVER_API_H
+
+#include "server/router.h"
+#include "server/server.h"
+
+#define SB_API_BODY_MAX ((size_t)64 << 20) /* a response body's cap */
+#define SB_API_JSON_DEPTH 32               /* S10: request JSON nesting */
+#define SB_API_DEFAULT_PER_PAGE 50
+#define SB_API_MAX_PER_PAGE 500            /* S10 */
+
+typedef struct sb_ops sb_ops;
+
+/* What every handler may use; all borrowed from serve. */
+typedef struct sb_api {
+    sb_bus *bus;
+    sb_errors *store;
+    sb_ops *ops;           /* durable operations (operations.c) */
+    sb_loops *loops;       /* may be NULL */
+    const char *backend;   /* "sqlite" or "postgresql" */
+    int64_t retention_ms;  /* E21, for /api/configuration */
+    int edit_enabled;      /* E18 */
+} sb_api;
+
+typedef struct sb_api_req {
+    int method;                  /* SB_HTTP_* */
+    const sb_route_match *m;
+    const sb_query_params *q;
+    const char *body;            /* NUL-terminated; "" when none */
+    size_t body_len;
+    const char *idempotency_key; /* header, or NULL */
+} sb_api_req;
+
+typedef struct sb_api_resp {
+    unsigned status;
+    sb_buf body;              /* JSON unless content_type is set */
+    char content_type[128];   /* "" = application/json */
+    int64_t total;            /* >= 0: the Total-Count header */
+    char link[2048];          /* "" or the Link header */
+    char location[512];       /* "" or the Location header */
+    /* An error: http.c writes {"error", "message", "field"}. */
+    const char *code;
+    char message[512];
+    char field[64];
+} sb_api_resp;
+
+/* api.c: run the handler of r->m->route. Always fills `out` (an error
+ * status on failure). */
+void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+
+/* api.c, for the handlers: the response for a library failure (status by
+ * result code; the library's message only for 4xx, never for a backend
+ * fault), and for the handler's own refusals. Both return 0. */
+int sb__api_fail(sb_api_resp *out, int rc, const sb_error *err);
+int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
+                  const char *field, const char *fmt, ...) SB_PRINTF(5, 6);
+
+/* api.c: JSON writers. A member `,"name":` (the comma only after the
+ * first member, tracked in *first); strings NULL or "" are left out
+ * (nulls omitted); times 0 are left out. */
+void sb__json_key(sb_buf *b, int *first, const char *name);
+void sb__json_str_m(sb_buf *b, int *first, const char *name,
+                    const char *v);
+void sb__json_int_m(sb_buf *b, int *first, const char *name, int64_t v);
+void sb__json_time_m(sb_buf *b, int *first, const char *name, int64_t us);
+void sb__json_bool_m(sb_buf *b, int *first, const char *name, int v);
+
+/* api.c: parse the request body as JSON (jansson), at most
+ * SB_API_JSON_DEPTH deep; NULL with the 400 in `out` when it is not. The
+ * result is transferred (json_decref). */
+struct json_t;
+struct json_t *sb__api_body(const sb_api_req *r, sb_api_resp *out);
+/* 0 when `obj` has a member not in the NULL-terminated `known` (the 400
+ * naming it is in `out`), 1 otherwise. */
+int sb__api_known_fields(const struct json_t *obj, const char *const *known,
+                         sb_api_resp *out);
+
+/* api.c: status names of the API ("unresolved", "retryIssued",
+ * "resolved", "archived"), and back (case-insensitive; -1 if none). */
+const char *sb__api_status_name(int status);
+int sb__api_status_parse(const char *s, size_t len);
+
+/* paging.c: page and per_page from the query (defaults 1 and 50, per_page
+ * at most SB_API_MAX_PER_PAGE); 0 with the 400 in `out` when bad. */
+int sb__page_params(const sb_query_params *q, size_t *page, size_t *per_page,
+                    sb_api_resp *out);
+/* paging.c: `s` percent-encoded for a path segment or query value (RFC
+ * 3986's unreserved characters kept). */
+void sb__url_encode(sb_buf *b, const char *s);
+/* paging.c: Total-Count and the RFC 8288 Link header (first, prev, next,
+ * last) for `path` with the request's other parameters kept. */
+void sb__page_headers(sb_api_resp *out, const char *path,
+                      const sb_query_params *q, size_t page, size_t per_page,
+                      int64_t total);
+
+/* api_errors.c: the error store's read routes (S4). 1 when `route` is
+ * one of them (handled), else 0. */
+int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
+                        sb_api_resp *out);
+/* api_groups.c: classifiers, groups, comments, redirects, operations. */
+int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_groups.c: one operation's JSON (shared with the 202 answers). */
+struct sb_op_info;
+void sb__api_op_json(sb_buf *b, const struct sb_op_info *o);
+/* api_mutate.c: the error store's changes (S4, S5). */
+int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
+                         sb_api_resp *out);
+/* api_own.c: queues, publish, failed-messages, recovery, operations (S6). */
+int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+
+#endif

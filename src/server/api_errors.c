@@ -1,0 +1,476 @@
+/* api_errors.c - the error store's failed-message read routes (S4), in
+ * ServiceControl's shapes: lists of FailedMessageView with their filters
+ * and paging headers, one message in full, its body, search, the summary
+ * and the per-queue / per-endpoint counts. */
+#include "server/api.h"
+
+#include <jansson.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/isotime.h"
+
+#define SUMMARY_TOP 50
+#define COUNTS_MAX 1000
+#define SEARCH_DEFAULT 50
+
+/* One sb_failed_summary as a FailedMessageView object; `trace` (the
+ * detail's stack trace, or NULL) joins its exception. */
+static void view_with(sb_buf *b, const sb_failed_summary *s,
+                      const char *trace)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", s->unique_id);
+    sb__json_str_m(b, &f, "message_id", s->message_id);
+    sb__json_str_m(b, &f, "message_type", s->message_type);
+    sb__json_time_m(b, &f, "time_sent", s->time_sent_us);
+    sb__json_bool_m(b, &f, "is_system_message", s->is_system);
+    sb__json_key(b, &f, "exception");
+    int g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "exception_type", s->exception_type);
+    sb__json_str_m(b, &g, "message", s->exception_message);
+    sb__json_str_m(b, &g, "stack_trace", trace);
+    sb__buf_puts(b, "}");
+    sb__json_int_m(b, &f, "number_of_processing_attempts", s->attempts);
+    sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
+    if (s->processing_endpoint[0] != '\0') {
+        sb__json_key(b, &f, "receiving_endpoint");
+        g = 1;
+        sb__buf_puts(b, "{");
+        sb__json_str_m(b, &g, "name", s->processing_endpoint);
+        sb__json_str_m(b, &g, "host", s->host);
+        sb__json_str_m(b, &g, "host_id", s->host_id);
+        sb__buf_puts(b, "}");
+    }
+    sb__json_str_m(b, &f, "queue_address", s->failed_queue);
+    sb__json_time_m(b, &f, "time_of_failure", s->last_failure_us);
+    sb__json_time_m(b, &f, "first_time_of_failure", s->first_failure_us);
+    sb__json_time_m(b, &f, "last_modified", s->last_modified_us);
+    sb__buf_puts(b, "}");
+}
+
+static void view(sb_buf *b, const sb_failed_summary *s)
+{
+    view_with(b, s, NULL);
+}
+
+static void views(sb_buf *b, const sb_failed_summary *s, size_t n)
+{
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb__buf_puts(b, ",");
+        view(b, &s[i]);
+    }
+    sb__buf_puts(b, "]");
+}
+
+/* Sort keys of the API and the library's names for them (S12: a
+ * whitelist; anything else is a 400). */
+static const struct {
+    const char *api, *lib;
+} sorts[] = {{"time_of_failure", "time_of_failure"},
+             {"message_type", "message_type"},
+             {"queue_address", "failed_queue"},
+             {"number_of_processing_attempts", "attempts"},
+             {"modified", "status_changed"}};
+
+/* The filters and order of a list from the query: status (a comma
+ * list), modified (FROM...TO), queueaddress, messagetype, sort,
+ * direction. 0 with the 400 in `out` when one is bad. */
+static int list_query(const sb_query_params *qp, sb_failed_query *q,
+                      sb_api_resp *out)
+{
+    const char *v;
+    if ((v = sb__query_get(qp, "status")) != NULL && v[0] != '\0') {
+        for (const char *p = v; *p;) {
+            size_t n = strcspn(p, ",");
+            int st = sb__api_status_parse(p, n);
+            if (st < 0)
+                return sb__api_error(out, 400, "invalid", "status",
+                                     "status must be a comma list of "
+                                     "unresolved, retryIssued, resolved and "
+                                     "archived");
+            q->statuses |= SB_FAILED_BIT(st);
+            p += n + (p[n] == ',');
+        }
+    }
+    if ((v = sb__query_get(qp, "modified")) != NULL) {
+        sb_error err;
+        if (sb__iso_range(v, "modified", &q->modified_from_us,
+                          &q->modified_to_us, &err) != SB_OK)
+            return sb__api_fail(out, SB_INVALID, &err), 0;
+    }
+    if ((v = sb__query_get(qp, "queueaddress")) != NULL && v[0] != '\0')
+        q->failed_queue = v;
+    if ((v = sb__query_get(qp, "messagetype")) != NULL && v[0] != '\0')
+        q->message_type = v;
+    if ((v = sb__query_get(qp, "sort")) != NULL) {
+        q->sort = NULL;
+        for (size_t i = 0; i < sizeof sorts / sizeof *sorts; i++)
+            if (strcmp(v, sorts[i].api) == 0)
+                q->sort = sorts[i].lib;
+        if (q->sort == NULL)
+            return sb__api_error(out, 400, "invalid", "sort",
+                                 "sort must be time_of_failure, "
+                                 "message_type, queue_address, "
+                                 "number_of_processing_attempts or "
+                                 "modified");
+    }
+    if ((v = sb__query_get(qp, "direction")) != NULL) {
+        if (strcasecmp(v, "asc") != 0 && strcasecmp(v, "desc") != 0)
+            return sb__api_error(out, 400, "invalid", "direction",
+                                 "direction must be asc or desc");
+        q->ascending = strcasecmp(v, "asc") == 0;
+    }
+    return 1;
+}
+
+/* A page of failed messages: the query's filters narrowed by the route
+ * (an endpoint, a group), with the paging headers for `path`. */
+static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
+                const char *group_id, const char *path, sb_api_resp *out)
+{
+    sb_failed_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.status = -1;
+    q.endpoint = endpoint;
+    q.group_id = group_id;
+    if (!sb__page_params(r->q, &q.page, &q.per_page, out) ||
+        !list_query(r->q, &q, out))
+        return 1;
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    int64_t total = 0;
+    sb_error err;
+    int rc = sb_errors_list(a->store, &q, &s, &n, &total, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__page_headers(out, path, r->q, q.page, q.per_page, total);
+    out->status = 200;
+    if (r->method != SB_HTTP_HEAD)
+        views(&out->body, s, n);
+    sb__free(s);
+    return 1;
+}
+
+/* The newest attempt's stack trace from the headers, or NULL. */
+static const char *stack_trace(json_t *headers)
+{
+    static const char *const keys[] = {"sb-exception-stacktrace",
+                                       "NServiceBus.ExceptionInfo.StackTrace"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = json_string_value(json_object_get(headers, keys[i]));
+        if (v != NULL)
+            return v;
+    }
+    return NULL;
+}
+
+/* The body's content type from the headers, or NULL. */
+static const char *content_type(json_t *headers)
+{
+    static const char *const keys[] = {"sb-content-type", "Content-Type",
+                                       "NServiceBus.ContentType"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const char *v = json_string_value(json_object_get(headers, keys[i]));
+        if (v != NULL)
+            return v;
+    }
+    return NULL;
+}
+
+static int message(const sb_api *a, const char *id, int full,
+                   sb_api_resp *out)
+{
+    sb_failed_message *m = NULL;
+    sb_error err;
+    int rc = sb_errors_get(a->store, id, &m, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb_failed_summary s;
+    memset(&s, 0, sizeof s);
+    sb__strlcpy(s.unique_id, sb_failed_unique_id(m), sizeof s.unique_id);
+    s.status = sb_failed_status(m);
+    s.attempts = sb_failed_attempts(m);
+    s.last_failure_us = sb_failed_last_failure_us(m);
+    s.first_failure_us = sb_failed_first_failure_us(m);
+    s.last_modified_us = sb_failed_last_modified_us(m);
+    s.time_sent_us = sb_failed_time_sent_us(m);
+    s.is_system = sb_failed_is_system(m);
+    static const struct {
+        const char *name;
+        size_t off, cap;
+    } fields[] = {
+#define F(n, member)                                                         \
+    {n, offsetof(sb_failed_summary, member),                                 \
+     sizeof(((sb_failed_summary *)0)->member)}
+        F("message_id", message_id),
+        F("message_type", message_type),
+        F("failed_queue", failed_queue),
+        F("processing_endpoint", processing_endpoint),
+        F("host", host),
+        F("host_id", host_id),
+        F("exception_type", exception_type),
+        F("exception_message", exception_message),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        const char *v = sb_failed_field(m, fields[i].name);
+        if (v != NULL)
+            sb__strlcpy((char *)&s + fields[i].off, v, fields[i].cap);
+    }
+    const char *headers = sb_failed_headers(m);
+    json_t *hj = json_loads(headers ? headers : "{}", 0, NULL);
+    out->status = 200;
+    sb_buf *b = &out->body;
+    if (!full) {
+        view(b, &s);
+        json_decref(hj);
+        sb_failed_message_free(m);
+        return 1;
+    }
+    /* The view's members (the exception with its stack trace), then the
+     * detail's. */
+    const char *trace = stack_trace(hj);
+    view_with(b, &s, trace);
+    if (!b->failed && b->len > 0) /* reopen the object */
+        b->data[--b->len] = '\0';
+    int f = 0;
+    sb__json_str_m(b, &f, "content_type", content_type(hj));
+    sb__json_key(b, &f, "headers");
+    sb__buf_puts(b, hj != NULL ? headers : "{}");
+    sb__json_str_m(b, &f, "conversation_id",
+                   sb_failed_field(m, "conversation_id"));
+    sb__json_key(b, &f, "groups");
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *gid, *type, *title;
+        sb_failed_group(m, i, &gid, &type, &title);
+        int g = 1;
+        sb__buf_puts(b, i ? ",{" : "{");
+        sb__json_str_m(b, &g, "id", gid);
+        sb__json_str_m(b, &g, "type", type);
+        sb__json_str_m(b, &g, "title", title);
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
+    size_t blen = 0;
+    sb_failed_body(m, &blen);
+    sb__json_int_m(b, &f, "body_size", (int64_t)blen);
+    sb__json_bool_m(b, &f, "body_stored_externally",
+                    sb_failed_body_stored_externally(m));
+    sb__json_key(b, &f, "body_url");
+    sb__buf_puts(b, "\"/api/messages/");
+    sb__url_encode(b, s.unique_id);
+    sb__buf_puts(b, "/body\"}");
+    json_decref(hj);
+    sb_failed_message_free(m);
+    return 1;
+}
+
+/* Content types served as they are; any other body is served as
+ * application/octet-stream so a browser never renders it (S11). */
+static int safe_type(const char *t)
+{
+    static const char *const ok[] = {"application/json", "text/plain",
+                                     "application/xml", "text/xml"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (strncasecmp(t, ok[i], strlen(ok[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static int body(const sb_api *a, const char *id, sb_api_resp *out)
+{
+    sb_failed_message *m = NULL;
+    sb_error err;
+    int rc = sb_errors_get(a->store, id, &m, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    size_t len = 0;
+    const void *data = sb_failed_body(m, &len);
+    json_t *hj = json_loads(sb_failed_headers(m) ? sb_failed_headers(m)
+                                                 : "{}",
+                            0, NULL);
+    const char *type = content_type(hj);
+    if (type == NULL || !safe_type(type))
+        type = sb_failed_body_text(m) != NULL && data != NULL
+                   ? "text/plain; charset=utf-8"
+                   : "application/octet-stream";
+    sb__strlcpy(out->content_type, type, sizeof out->content_type);
+    json_decref(hj);
+    out->status = len == 0 ? 204 : 200;
+    if (len > 0)
+        sb__buf_append(&out->body, data, len);
+    sb_failed_message_free(m);
+    return 1;
+}
+
+static int search(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    const char *q = sb__query_get(r->q, "q");
+    if (q == NULL || q[0] == '\0')
+        return sb__api_error(out, 400, "invalid", "q",
+                             "q (the words to search for) is required"),
+               1;
+    size_t page = 1, per = SEARCH_DEFAULT;
+    if (!sb__page_params(r->q, &page, &per, out))
+        return 1;
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_errors_search(a->store, q, per, &s, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    out->total = (int64_t)n;
+    out->status = 200;
+    views(&out->body, s, n);
+    sb__free(s);
+    return 1;
+}
+
+static void counts_array(sb_buf *b, const sb_failed_count *c, size_t n,
+                         const char *name_key, const char *count_key)
+{
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        int f = 1;
+        sb__buf_puts(b, i ? ",{" : "{");
+        sb__json_str_m(b, &f, name_key, c[i].name);
+        sb__json_int_m(b, &f, count_key, c[i].count);
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
+}
+
+static int summary(const sb_api *a, sb_api_resp *out)
+{
+    sb_buf *b = &out->body;
+    sb_error err;
+    int64_t by_status[4] = {0, 0, 0, 0};
+    int rc = sb_errors_status_counts(a->store, by_status, &err);
+    sb__buf_puts(b, "{\"statuses\":{");
+    for (int st = 0; st <= SB_FAILED_ARCHIVED; st++)
+        sb__buf_printf(b, "%s\"%s\":%lld", st ? "," : "",
+                       sb__api_status_name(st), (long long)by_status[st]);
+    sb__buf_puts(b, "}");
+    static const struct {
+        const char *by, *key;
+    } by[] = {{"endpoint", "endpoints"},
+              {"message_type", "message_types"},
+              {"failed_queue", "queues"}};
+    for (size_t i = 0; rc == SB_OK && i < 3; i++) {
+        sb_failed_count *c = NULL;
+        size_t n = 0;
+        rc = sb_errors_counts(a->store, by[i].by, SB_FAILED_UNRESOLVED,
+                              SUMMARY_TOP, &c, &n, &err);
+        sb__buf_printf(b, ",\"%s\":", by[i].key);
+        counts_array(b, c, n, "name", "count");
+        sb__free(c);
+    }
+    sb__buf_puts(b, "}");
+    if (rc != SB_OK) {
+        sb__buf_reset(b);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    out->status = 200;
+    return 1;
+}
+
+/* Counts of one column over every status, paged in memory (at most
+ * COUNTS_MAX values). */
+static int counts(const sb_api *a, const sb_api_req *r, const char *by,
+                  const char *name_key, const char *count_key,
+                  const char *path, sb_api_resp *out)
+{
+    size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
+    if (!sb__page_params(r->q, &page, &per, out))
+        return 1;
+    sb_failed_count *c = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_errors_counts(a->store, by, -1, COUNTS_MAX, &c, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    size_t from = (page - 1) * per < n ? (page - 1) * per : n;
+    size_t k = n - from < per ? n - from : per;
+    sb__page_headers(out, path, r->q, page, per, (int64_t)n);
+    counts_array(&out->body, c + from, k, name_key, count_key);
+    sb__free(c);
+    out->status = 200;
+    return 1;
+}
+
+static int configuration(const sb_api *a, sb_api_resp *out)
+{
+    sb_buf *b = &out->body;
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "version", SB_VERSION_STRING);
+    sb__json_str_m(b, &f, "backend", a->backend);
+    sb__json_int_m(b, &f, "error_retention_ms", a->retention_ms);
+    sb__json_bool_m(b, &f, "edit_enabled", a->edit_enabled);
+    sb__json_int_m(b, &f, "max_per_page", SB_API_MAX_PER_PAGE);
+    sb__buf_puts(b, "}");
+    out->status = 200;
+    return 1;
+}
+
+static int edit_config(const sb_api *a, sb_api_resp *out)
+{
+    sb_buf *b = &out->body;
+    sb__buf_printf(b, "{\"enabled\":%s,\"locked_headers\":[",
+                   a->edit_enabled ? "true" : "false");
+    int i = 0;
+    for (const char *const *l = sb_errors_locked_headers(); *l; l++, i++) {
+        if (i > 0)
+            sb__buf_puts(b, ",");
+        sb__buf_json_str(b, *l);
+    }
+    sb__buf_puts(b, "],\"sensitive_headers\":[]}");
+    out->status = 200;
+    return 1;
+}
+
+int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
+                        sb_api_resp *out)
+{
+    const sb_route_match *m = r->m;
+    switch (m->route) {
+    case SB_R_ERRORS: return list(a, r, NULL, NULL, "/api/errors", out);
+    case SB_R_ENDPOINT_ERRORS:
+    case SB_R_GROUP_ERRORS: {
+        int ep = m->route == SB_R_ENDPOINT_ERRORS;
+        sb_buf path;
+        sb__buf_init(&path, SB_SEGMENT_MAX * 3 + 64);
+        sb__buf_puts(&path, ep ? "/api/endpoints/"
+                               : "/api/recoverability/groups/");
+        sb__url_encode(&path, m->captures[0]);
+        sb__buf_puts(&path, "/errors");
+        int rc = list(a, r, ep ? m->captures[0] : NULL,
+                      ep ? NULL : m->captures[0],
+                      path.failed ? "" : path.data, out);
+        sb__buf_free(&path);
+        return rc;
+    }
+    case SB_R_ERROR: return message(a, m->captures[0], 1, out);
+    case SB_R_ERROR_LAST: return message(a, m->captures[0], 0, out);
+    case SB_R_MESSAGE_BODY: return body(a, m->captures[0], out);
+    case SB_R_SEARCH: return search(a, r, out);
+    case SB_R_ERRORS_SUMMARY: return summary(a, out);
+    case SB_R_ERRORS_QUEUE_ADDRESSES:
+        return counts(a, r, "failed_queue", "physical_address",
+                      "failed_message_count", "/api/errors/queues/addresses",
+                      out);
+    case SB_R_KNOWN_ENDPOINTS:
+        return counts(a, r, "endpoint", "name", "failed_message_count",
+                      "/api/endpoints/known", out);
+    case SB_R_CONFIGURATION: return configuration(a, out);
+    case SB_R_EDIT_CONFIG: return edit_config(a, out);
+    default: return 0;
+    }
+}

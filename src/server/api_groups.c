@@ -1,0 +1,351 @@
+/* api_groups.c - failure groups and retry redirects (S4, E13, E19, E20):
+ * classifiers, the open and archived groups of a classifier with the
+ * overlay of their latest group operation, one group, the operation
+ * history, group comments, and the redirect routes. */
+#include "server/api.h"
+
+#include <jansson.h>
+#include <string.h>
+
+#include "server/operations.h"
+
+#define HISTORY_MAX 50
+
+static const char *const classifiers[] = {
+    "Exception Type and Stack Trace", "Message Type", "Endpoint Address",
+    "Endpoint Instance", "Endpoint Name"};
+
+static int known_classifier(const char *c)
+{
+    for (size_t i = 0; i < sizeof classifiers / sizeof *classifiers; i++)
+        if (strcmp(c, classifiers[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* One group with its operation overlay (ServiceControl's GroupOperation
+ * shape). */
+static void group_json(const sb_api *a, sb_buf *b, const sb_failure_group *g)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", g->id);
+    sb__json_str_m(b, &f, "title", g->title);
+    sb__json_str_m(b, &f, "type", g->type);
+    sb__json_int_m(b, &f, "count", g->count);
+    sb__json_time_m(b, &f, "first", g->first_failure_us);
+    sb__json_time_m(b, &f, "last", g->last_failure_us);
+    sb__json_str_m(b, &f, "comment", g->comment);
+    sb_group_operation op;
+    sb_error err;
+    if (sb_errors_group_operation(a->store, g->id, &op, &err) == SB_OK) {
+        sb__json_str_m(b, &f, "operation_kind", op.kind);
+        sb__json_str_m(b, &f, "operation_status", op.state);
+        sb__json_key(b, &f, "operation_progress");
+        sb__buf_printf(b, "%.3f",
+                       op.total > 0 ? (double)op.done / (double)op.total
+                                    : strcmp(op.state, "completed") == 0);
+        sb__json_int_m(b, &f, "operation_messages_completed_count", op.done);
+        sb__json_int_m(b, &f, "operation_remaining_count",
+                       op.total > op.done ? op.total - op.done : 0);
+        sb__json_time_m(b, &f, "operation_start_time", op.started_us);
+        sb__json_time_m(b, &f, "operation_completion_time", op.finished_us);
+    }
+    sb__buf_puts(b, "}");
+}
+
+static int groups(const sb_api *a, const char *classifier, int status,
+                  sb_api_resp *out)
+{
+    if (!known_classifier(classifier))
+        return sb__api_error(out, 404, "not_found", "classifier",
+                             "no classifier \"%.100s\" (see "
+                             "/api/recoverability/classifiers)",
+                             classifier),
+               1;
+    sb_failure_group *g = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_errors_groups(a->store, classifier, status, &g, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__buf_puts(&out->body, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb__buf_puts(&out->body, ",");
+        group_json(a, &out->body, &g[i]);
+    }
+    sb__buf_puts(&out->body, "]");
+    out->total = (int64_t)n;
+    out->status = 200;
+    sb__free(g);
+    return 1;
+}
+
+/* One group: its classifier and title from one of its messages, its
+ * counts and window from the classifier's list when it is among the 200
+ * newest, else counted. */
+static int group(const sb_api *a, const char *id, sb_api_resp *out)
+{
+    sb_failed_query q = {.size = sizeof q, .status = -1, .group_id = id,
+                         .per_page = 1};
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    int64_t total = 0;
+    sb_error err;
+    int rc = sb_errors_list(a->store, &q, &s, &n, &total, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    if (n == 0) {
+        sb__free(s);
+        return sb__api_error(out, 404, "not_found", "id",
+                             "no failure group %.100s", id),
+               1;
+    }
+    sb_failed_message *m = NULL;
+    rc = sb_errors_get(a->store, s[0].unique_id, &m, &err);
+    sb__free(s);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb_failure_group g;
+    memset(&g, 0, sizeof g);
+    sb__strlcpy(g.id, id, sizeof g.id);
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *gid, *type, *title;
+        sb_failed_group(m, i, &gid, &type, &title);
+        if (strcmp(gid, id) == 0) {
+            sb__strlcpy(g.type, type, sizeof g.type);
+            sb__strlcpy(g.title, title, sizeof g.title);
+        }
+    }
+    sb_failed_message_free(m);
+    g.count = total;
+    int found = 0;
+    for (int st = SB_FAILED_UNRESOLVED; !found && st <= SB_FAILED_ARCHIVED;
+         st += SB_FAILED_ARCHIVED) {
+        sb_failure_group *all = NULL;
+        size_t k = 0;
+        if (sb_errors_groups(a->store, g.type, st, &all, &k, &err) == SB_OK)
+            for (size_t i = 0; i < k && !found; i++)
+                if (strcmp(all[i].id, id) == 0) {
+                    g = all[i];
+                    found = 1;
+                }
+        sb__free(all);
+    }
+    group_json(a, &out->body, &g);
+    out->status = 200;
+    return 1;
+}
+
+static void op_json(sb_buf *b, const sb_op_info *o)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", o->id);
+    sb__json_str_m(b, &f, "kind", o->kind);
+    sb__json_str_m(b, &f, "state", o->state);
+    sb__json_str_m(b, &f, "group_id", o->group_id);
+    if (o->total >= 0)
+        sb__json_int_m(b, &f, "total", o->total);
+    sb__json_int_m(b, &f, "done", o->done);
+    sb__json_time_m(b, &f, "created", o->created_us);
+    sb__json_time_m(b, &f, "updated", o->updated_us);
+    sb__json_str_m(b, &f, "error", o->error);
+    sb__buf_puts(b, "}");
+}
+
+void sb__api_op_json(sb_buf *b, const sb_op_info *o)
+{
+    op_json(b, o);
+}
+
+/* The newest operations (all of them, or only group ones). */
+static int operations(const sb_api *a, int groups_only, sb_api_resp *out)
+{
+    sb_op_info *v = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb__ops_recent(a->ops, HISTORY_MAX, &v, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__buf_puts(&out->body, "[");
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (groups_only && v[i].group_id[0] == '\0')
+            continue;
+        if (k++ > 0)
+            sb__buf_puts(&out->body, ",");
+        op_json(&out->body, &v[i]);
+    }
+    sb__buf_puts(&out->body, "]");
+    out->total = k;
+    out->status = 200;
+    sb__free(v);
+    return 1;
+}
+
+static int operation(const sb_api *a, const char *id, sb_api_resp *out)
+{
+    sb_op_info o;
+    sb_error err;
+    int rc = sb__ops_get(a->ops, id, &o, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    op_json(&out->body, &o);
+    out->status = 200;
+    return 1;
+}
+
+static int comment(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    const char *text = NULL;
+    if (r->method == SB_HTTP_POST) {
+        text = sb__query_get(r->q, "comment");
+        if (text == NULL || text[0] == '\0')
+            return sb__api_error(out, 400, "invalid", "comment",
+                                 "comment (a query parameter of 1 to %d "
+                                 "bytes) is required",
+                                 SB_MAX_COMMENT),
+                   1;
+    }
+    sb_error err;
+    int rc = sb_errors_group_comment(a->store, r->m->captures[0], text, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__buf_puts(&out->body, "{}");
+    out->status = 200;
+    return 1;
+}
+
+static void redirect_json(sb_buf *b, const sb_redirect *d)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "message_redirect_id", d->id);
+    sb__json_str_m(b, &f, "from_physical_address", d->from_queue);
+    sb__json_str_m(b, &f, "to_physical_address", d->to_queue);
+    sb__json_time_m(b, &f, "last_modified", d->last_modified_us);
+    sb__buf_puts(b, "}");
+}
+
+static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    sb_error err;
+    int rc;
+    if (r->method == SB_HTTP_GET || r->method == SB_HTTP_HEAD) {
+        sb_redirect *d = NULL;
+        size_t n = 0;
+        rc = sb_errors_redirects(a->store, &d, &n, &err);
+        if (rc != SB_OK)
+            return sb__api_fail(out, rc, &err), 1;
+        sb__buf_puts(&out->body, "[");
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                sb__buf_puts(&out->body, ",");
+            redirect_json(&out->body, &d[i]);
+        }
+        sb__buf_puts(&out->body, "]");
+        out->total = (int64_t)n;
+        out->status = 200;
+        sb__free(d);
+        return 1;
+    }
+    static const char *const known[] = {"fromphysicaladdress",
+                                        "tophysicaladdress", NULL};
+    json_t *j = sb__api_body(r, out);
+    if (j == NULL)
+        return 1;
+    const char *from = json_string_value(json_object_get(j,
+                                                         "fromphysicaladdress"));
+    const char *to = json_string_value(json_object_get(j, "tophysicaladdress"));
+    if (!json_is_object(j) || !sb__api_known_fields(j, known, out)) {
+        if (!json_is_object(j))
+            sb__api_error(out, 400, "invalid", "body",
+                          "the body must be a JSON object");
+    } else if (from == NULL || to == NULL) {
+        sb__api_error(out, 400, "invalid",
+                      from == NULL ? "fromphysicaladdress"
+                                   : "tophysicaladdress",
+                      "fromphysicaladdress and tophysicaladdress (strings) "
+                      "are required");
+    } else {
+        sb_redirect d;
+        rc = sb_errors_redirect_add(a->store, from, to, &d, &err);
+        if (rc != SB_OK) {
+            sb__api_fail(out, rc, &err);
+        } else {
+            redirect_json(&out->body, &d);
+            out->status = 201;
+            snprintf(out->location, sizeof out->location,
+                     "/api/redirects/%s", d.id);
+        }
+    }
+    json_decref(j);
+    return 1;
+}
+
+static int redirect(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    sb_error err;
+    int rc;
+    const char *id = r->m->captures[0];
+    if (r->method == SB_HTTP_DELETE) {
+        rc = sb_errors_redirect_remove(a->store, id, &err);
+    } else {
+        static const char *const known[] = {"tophysicaladdress", NULL};
+        json_t *j = sb__api_body(r, out);
+        if (j == NULL)
+            return 1;
+        const char *to =
+            json_string_value(json_object_get(j, "tophysicaladdress"));
+        if (!json_is_object(j) || !sb__api_known_fields(j, known, out) ||
+            to == NULL) {
+            if (out->code == NULL)
+                sb__api_error(out, 400, "invalid", "tophysicaladdress",
+                              "the body must be an object with "
+                              "tophysicaladdress (a string)");
+            json_decref(j);
+            return 1;
+        }
+        rc = sb_errors_redirect_update(a->store, id, to, &err);
+        json_decref(j);
+    }
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__buf_puts(&out->body, "{}");
+    out->status = 200;
+    return 1;
+}
+
+int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    const sb_route_match *m = r->m;
+    switch (m->route) {
+    case SB_R_CLASSIFIERS:
+        sb__buf_puts(&out->body, "[");
+        for (size_t i = 0; i < sizeof classifiers / sizeof *classifiers; i++) {
+            if (i > 0)
+                sb__buf_puts(&out->body, ",");
+            sb__buf_json_str(&out->body, classifiers[i]);
+        }
+        sb__buf_puts(&out->body, "]");
+        out->total = sizeof classifiers / sizeof *classifiers;
+        out->status = 200;
+        return 1;
+    case SB_R_GROUPS:
+    case SB_R_ARCHIVED_GROUPS:
+        return groups(a, m->n_captures ? m->captures[0] : classifiers[0],
+                      m->route == SB_R_GROUPS ? SB_FAILED_UNRESOLVED
+                                              : SB_FAILED_ARCHIVED,
+                      out);
+    case SB_R_GROUP: return group(a, m->captures[0], out);
+    case SB_R_HISTORY: return operations(a, 1, out);
+    case SB_R_OPERATIONS: return operations(a, 0, out);
+    case SB_R_OPERATION: return operation(a, m->captures[0], out);
+    case SB_R_GROUP_COMMENT: return comment(a, r, out);
+    case SB_R_REDIRECTS: return redirects(a, r, out);
+    case SB_R_REDIRECT: return redirect(a, r, out);
+    default: return 0;
+    }
+}

@@ -1,0 +1,388 @@
+/* api_own.c - sqlbus's own routes (S6): queue depths, peeking and
+ * publishing, failed messages submitted from outside (E2), and the
+ * recovery registrations (C22). */
+#include "server/api.h"
+
+#include <jansson.h>
+#include <string.h>
+
+#include "errors/ids.h"
+
+#define PUBLISH_MAX_HEADERS 64
+#define SUBMIT_MAX 1000
+#define RECOVERY_LIST 200
+#define RECOVERY_WALK 10000 /* registrations counted per request */
+
+static int queues(const sb_api *a, sb_api_resp *out)
+{
+    sb_queue_stats *q = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_queue_list(a->bus, &q, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb_buf *b = &out->body;
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        int f = 1;
+        sb__buf_puts(b, i ? ",{" : "{");
+        sb__json_str_m(b, &f, "name", q[i].queue);
+        sb__json_int_m(b, &f, "ready", q[i].ready);
+        sb__json_int_m(b, &f, "delayed", q[i].delayed);
+        sb__json_int_m(b, &f, "in_flight", q[i].in_flight);
+        sb__json_int_m(b, &f, "dead_lettered", q[i].dead_lettered);
+        if (q[i].oldest_ready_age_ms >= 0)
+            sb__json_int_m(b, &f, "oldest_ready_age_ms",
+                           q[i].oldest_ready_age_ms);
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
+    out->total = (int64_t)n;
+    out->status = 200;
+    sb__free(q);
+    return 1;
+}
+
+static void peeked(sb_buf *b, const sb_msg *m, int64_t now_us)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", sb_msg_id(m));
+    sb__json_int_m(b, &f, "attempts", sb_msg_attempts(m));
+    sb__json_time_m(b, &f, "created_at", sb_msg_created_at_us(m));
+    sb__json_time_m(b, &f, "available_at", sb_msg_available_at_us(m));
+    int64_t lease = sb_msg_locked_until_us(m);
+    const char *state = lease > now_us                        ? "in_flight"
+                        : sb_msg_available_at_us(m) > now_us ? "delayed"
+                                                              : "ready";
+    sb__json_str_m(b, &f, "state", state);
+    sb__json_key(b, &f, "headers");
+    sb__buf_puts(b, sb_msg_headers(m));
+    size_t len = 0;
+    const char *p = sb_msg_payload(m, &len);
+    sb__json_int_m(b, &f, "body_size", (int64_t)len);
+    if (sb__utf8_valid(p, len) && memchr(p, '\0', len) == NULL) {
+        sb__json_key(b, &f, "body");
+        sb__buf_json_mem(b, p, len);
+    } else {
+        static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                  "qrstuvwxyz0123456789+/";
+        const unsigned char *u = (const unsigned char *)p;
+        sb__json_key(b, &f, "body_base64");
+        sb__buf_puts(b, "\"");
+        for (size_t i = 0; i < len; i += 3) {
+            unsigned v = (unsigned)u[i] << 16 |
+                         (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0) |
+                         (i + 2 < len ? u[i + 2] : 0);
+            char e[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63],
+                         i + 1 < len ? tbl[v >> 6 & 63] : '=',
+                         i + 2 < len ? tbl[v & 63] : '='};
+            sb__buf_append(b, e, 4);
+        }
+        sb__buf_puts(b, "\"");
+    }
+    sb__buf_puts(b, "}");
+}
+
+static int peek(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    const char *queue = r->m->captures[0];
+    size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
+    if (!sb__page_params(r->q, &page, &per, out))
+        return 1;
+    sb_error err;
+    sb_queue_stats *q = NULL;
+    size_t n = 0;
+    int rc = sb_validate_queue_name(queue, &err);
+    if (rc == SB_OK)
+        rc = sb_queue_list(a->bus, &q, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(q[i].queue, queue) == 0)
+            total = q[i].ready + q[i].delayed + q[i].in_flight;
+    sb__free(q);
+    sb_msg **msgs = NULL;
+    rc = sb_queue_peek(a->bus, queue, (page - 1) * per, per, &msgs, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb_buf path;
+    sb__buf_init(&path, SB_SEGMENT_MAX * 3 + 32);
+    sb__buf_puts(&path, "/api/queues/");
+    sb__url_encode(&path, queue);
+    sb__buf_puts(&path, "/messages");
+    sb__page_headers(out, path.failed ? "" : path.data, r->q, page, per,
+                     total);
+    sb__buf_free(&path);
+    int64_t now = sb__wall_us();
+    sb__buf_puts(&out->body, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sb__buf_puts(&out->body, ",");
+        peeked(&out->body, msgs[i], now);
+    }
+    sb__buf_puts(&out->body, "]");
+    sb_msg_free_array(msgs, n);
+    out->status = 200;
+    return 1;
+}
+
+/* A JSON object of strings as compact text (transferred, sb__free), or
+ * NULL with the 400 naming `field`. NULL `obj` gives "{}". */
+static char *string_object(const json_t *obj, const char *field,
+                           sb_api_resp *out)
+{
+    if (obj == NULL)
+        obj = json_object();
+    else
+        json_incref((json_t *)obj);
+    if (!json_is_object(obj) || json_object_size(obj) > PUBLISH_MAX_HEADERS) {
+        json_decref((json_t *)obj);
+        sb__api_error(out, 400, "invalid", field,
+                      "%s must be an object of at most %d strings", field,
+                      PUBLISH_MAX_HEADERS);
+        return NULL;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v) {
+        if (!json_is_string(v)) {
+            json_decref((json_t *)obj);
+            sb__api_error(out, 400, "invalid", field,
+                          "%s: \"%.60s\" must be a string", field, k);
+            return NULL;
+        }
+    }
+    char *text = json_dumps(obj, JSON_COMPACT);
+    json_decref((json_t *)obj);
+    if (text == NULL)
+        sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+    return text;
+}
+
+/* POST /api/queues/{q}/messages: {"body": value, "headers": {..},
+ * "delay_ms": n}; the Idempotency-Key header names the message (a UUID
+ * as it is, any other text through a deterministic GUID of the queue and
+ * the key), so the same request twice publishes once (T9). */
+static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    static const char *const known[] = {"body", "headers", "delay_ms", NULL};
+    const char *queue = r->m->captures[0];
+    json_t *j = sb__api_body(r, out);
+    if (j == NULL)
+        return 1;
+    char *headers = NULL, *payload = NULL;
+    int ok = json_is_object(j) ||
+             sb__api_error(out, 400, "invalid", "body",
+                           "the body must be a JSON object");
+    ok = ok && sb__api_known_fields(j, known, out);
+    json_t *body = ok ? json_object_get(j, "body") : NULL;
+    if (ok && body == NULL)
+        ok = sb__api_error(out, 400, "invalid", "body",
+                           "body (the message: a string or any JSON value) "
+                           "is required");
+    json_t *delay = ok ? json_object_get(j, "delay_ms") : NULL;
+    if (ok && delay != NULL &&
+        (!json_is_integer(delay) || json_integer_value(delay) < 0))
+        ok = sb__api_error(out, 400, "invalid", "delay_ms",
+                           "delay_ms must be a whole number >= 0");
+    if (ok)
+        ok = (headers = string_object(json_object_get(j, "headers"),
+                                      "headers", out)) != NULL;
+    const char *text = NULL;
+    size_t len = 0;
+    if (ok && json_is_string(body)) {
+        text = json_string_value(body);
+        len = json_string_length(body);
+    } else if (ok) {
+        payload = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+        text = payload;
+        len = payload ? strlen(payload) : 0;
+        if (payload == NULL)
+            ok = sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+    }
+    char id[37] = "";
+    const char *key = r->idempotency_key;
+    if (ok && key != NULL && key[0] != '\0') {
+        if (strlen(key) > 256)
+            ok = sb__api_error(out, 400, "invalid", "Idempotency-Key",
+                               "Idempotency-Key must be 1 to 256 bytes");
+        else if (sb__uuid_normalize(key, id) != SB_OK)
+            sb__deterministic_guid_str(queue, key, id);
+    }
+    if (ok) {
+        sb_outgoing o = {id[0] ? id : NULL, text, len, headers,
+                         delay ? json_integer_value(delay) : 0};
+        char out_id[37];
+        sb_error err;
+        int rc = sb_publish(a->bus, NULL, queue, &o, out_id, &err);
+        if (rc != SB_OK) {
+            sb__api_fail(out, rc, &err);
+        } else {
+            sb__buf_puts(&out->body, "{\"id\":");
+            sb__buf_json_str(&out->body, out_id);
+            sb__buf_puts(&out->body, "}");
+            out->status = 201;
+        }
+    }
+    sb__free(headers);
+    sb__free(payload);
+    json_decref(j);
+    return 1;
+}
+
+/* POST /api/failed-messages: {"headers": {..}, "body": text} or an array
+ * of up to 1,000 of them; ingested by the next pass (E2). */
+static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    static const char *const known[] = {"headers", "body", NULL};
+    json_t *j = sb__api_body(r, out);
+    if (j == NULL)
+        return 1;
+    json_t *arr = json_is_array(j) ? j : json_pack("[O]", j);
+    size_t n = json_array_size(arr);
+    sb_failed_submission *s = n ? sb__calloc(n, sizeof *s) : NULL;
+    char **texts = n ? sb__calloc(n, sizeof *texts) : NULL;
+    int ok = 1;
+    if (n == 0 || n > SUBMIT_MAX)
+        ok = sb__api_error(out, 400, "invalid", "body",
+                           "send 1 to %d failed messages", SUBMIT_MAX);
+    else if (s == NULL || texts == NULL)
+        ok = sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *m = json_array_get(arr, i);
+        if (!json_is_object(m)) {
+            ok = sb__api_error(out, 400, "invalid", "body",
+                               "failed message %zu must be an object", i);
+            break;
+        }
+        ok = sb__api_known_fields(m, known, out);
+        const json_t *body = json_object_get(m, "body");
+        if (ok && body != NULL && !json_is_string(body))
+            ok = sb__api_error(out, 400, "invalid", "body",
+                               "failed message %zu: body must be a string",
+                               i);
+        if (ok)
+            ok = (texts[i] = string_object(json_object_get(m, "headers"),
+                                           "headers", out)) != NULL;
+        if (ok) {
+            s[i].headers_json = texts[i];
+            s[i].body = json_string_value(body);
+            s[i].len = body ? json_string_length(body) : 0;
+        }
+    }
+    if (ok) {
+        sb_error err;
+        int rc = sb_errors_submit(a->store, s, n, &err);
+        if (rc != SB_OK) {
+            sb__api_fail(out, rc, &err);
+        } else {
+            sb__buf_printf(&out->body, "{\"accepted\":%zu}", n);
+            out->status = 202;
+        }
+    }
+    for (size_t i = 0; texts != NULL && i < n; i++)
+        sb__free(texts[i]);
+    sb__free(texts);
+    sb__free(s);
+    if (arr != j)
+        json_decref(arr);
+    json_decref(j);
+    return 1;
+}
+
+typedef struct recovery_walk {
+    sb_buf *b;
+    int64_t counts[4];
+    size_t listed, seen;
+    int64_t last_at;
+    char last_corr[256], last_reg[64];
+} recovery_walk;
+
+static const char *const reg_states[] = {"outstanding", "stale", "orphaned",
+                                         "dispatched"};
+
+static int on_registration(const sb_registration *g, void *user)
+{
+    recovery_walk *w = user;
+    int st = sb_registration_state(g);
+    if (st >= 0 && st < 4)
+        w->counts[st]++;
+    w->seen++;
+    w->last_at = sb_registration_registered_at_us(g);
+    sb__strlcpy(w->last_corr, sb_registration_correlation_id(g),
+                sizeof w->last_corr);
+    sb__strlcpy(w->last_reg, sb_registration_id(g), sizeof w->last_reg);
+    if (w->listed >= RECOVERY_LIST)
+        return 0;
+    sb_buf *b = w->b;
+    int f = 1;
+    sb__buf_puts(b, w->listed++ ? ",{" : "{");
+    sb__json_str_m(b, &f, "correlation_id", sb_registration_correlation_id(g));
+    sb__json_str_m(b, &f, "registration_id", sb_registration_id(g));
+    sb__json_str_m(b, &f, "handler", sb_registration_handler(g));
+    sb__json_str_m(b, &f, "state", st >= 0 && st < 4 ? reg_states[st] : "");
+    sb__json_time_m(b, &f, "registered_at",
+                    sb_registration_registered_at_us(g));
+    sb__json_time_m(b, &f, "expires_at", sb_registration_expires_at_us(g));
+    sb__json_time_m(b, &f, "dispatched_at",
+                    sb_registration_dispatched_at_us(g));
+    sb__buf_puts(b, "}");
+    return 0;
+}
+
+/* GET /api/recovery: counts by state over the oldest RECOVERY_WALK
+ * registrations, and the oldest RECOVERY_LIST of them. */
+static int recovery(const sb_api *a, sb_api_resp *out)
+{
+    sb_buf list;
+    sb__buf_init(&list, SB_API_BODY_MAX);
+    recovery_walk w;
+    memset(&w, 0, sizeof w);
+    w.b = &list;
+    sb_error err;
+    int rc = SB_OK;
+    size_t before;
+    do {
+        before = w.seen;
+        sb_registration_query q = {.size = sizeof q, .limit = 1000};
+        if (w.seen > 0) {
+            q.after_registered_at_us = w.last_at;
+            q.after_correlation_id = w.last_corr;
+            q.after_registration_id = w.last_reg;
+        }
+        rc = sb_recovery_registrations(a->bus, &q, on_registration, &w, &err);
+    } while (rc == SB_OK && w.seen - before == 1000 && w.seen < RECOVERY_WALK);
+    if (rc != SB_OK) {
+        sb__buf_free(&list);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    sb_buf *b = &out->body;
+    sb__buf_puts(b, "{");
+    int f = 1;
+    for (int i = 0; i < 4; i++)
+        sb__json_int_m(b, &f, reg_states[i], w.counts[i]);
+    sb__json_bool_m(b, &f, "counted_all", w.seen < RECOVERY_WALK);
+    sb__json_key(b, &f, "registrations");
+    sb__buf_puts(b, "[");
+    if (list.len > 0 && !list.failed)
+        sb__buf_append(b, list.data, list.len);
+    sb__buf_puts(b, "]}");
+    sb__buf_free(&list);
+    out->status = 200;
+    return 1;
+}
+
+int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    switch (r->m->route) {
+    case SB_R_QUEUES: return queues(a, out);
+    case SB_R_QUEUE_MESSAGES:
+        return r->method == SB_HTTP_POST ? publish(a, r, out)
+                                         : peek(a, r, out);
+    case SB_R_FAILED_MESSAGES: return submit(a, r, out);
+    case SB_R_RECOVERY: return recovery(a, out);
+    default: return 0;
+    }
+}

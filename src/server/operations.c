@@ -1,0 +1,544 @@
+/* operations.c - durable operations (see operations.h): the table, the
+ * accept transaction (row + job), the worker that runs a job with the
+ * library's bulk call and records progress, and the sweeper. */
+#include "server/operations.h"
+
+#include "errors/errors.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LEASE_MS 60000
+#define ATTEMPTS 10               /* then the operation is marked failed */
+#define PROGRESS_EVERY_US 200000  /* progress rows written at most 5/s */
+#define SWEEP_EVERY_US (60LL * 1000000)
+#define ORPHAN_AFTER_US (60LL * 1000000) /* a queued row without its job */
+#define KEEP_DEFAULT_MS (7LL * 24 * 3600 * 1000)
+
+struct sb_ops {
+    sb_bus *bus;
+    sb_errors *store;
+    sb_ops_options o;
+    sb_worker *worker;
+    char *sql[8];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;
+    pthread_t sweeper;
+    int started_sweeper;
+};
+
+enum { Q_INSERT, Q_GET, Q_RECENT, Q_START, Q_PROGRESS, Q_END, Q_ORPHANS,
+       Q_PRUNE };
+
+#define COLS "id, kind, state, group_id, total, done, created_at, " \
+             "updated_at, error"
+
+static const char *const tpl[] = {
+    /* Q_INSERT: $1 id, $2 kind, $3 selection, $4 group, $5 now */
+    "INSERT INTO {p}operations (id, kind, selection, state, group_id, "
+    "total, done, created_at, updated_at) VALUES ($1, $2, $3, 'queued', $4, "
+    "-1, 0, $5, $5)",
+    /* Q_GET: $1 id */
+    "SELECT " COLS ", selection FROM {p}operations WHERE id = $1",
+    /* Q_RECENT: $1 limit */
+    "SELECT " COLS " FROM {p}operations ORDER BY created_at DESC, id DESC "
+    "LIMIT $1",
+    /* Q_START: $1 id, $2 now */
+    "UPDATE {p}operations SET state = 'running', updated_at = $2, error = "
+    "NULL WHERE id = $1",
+    /* Q_PROGRESS: $1 id, $2 done, $3 total, $4 now */
+    "UPDATE {p}operations SET done = $2, total = $3, updated_at = $4 WHERE "
+    "id = $1",
+    /* Q_END: $1 id, $2 state, $3 done, $4 now, $5 error */
+    "UPDATE {p}operations SET state = $2, done = $3, total = CASE WHEN "
+    "total < $3 THEN $3 ELSE total END, updated_at = $4, error = $5 WHERE "
+    "id = $1",
+    /* Q_ORPHANS: $1 cutoff */
+    "SELECT id FROM {p}operations WHERE state = 'queued' AND updated_at < "
+    "$1 ORDER BY created_at LIMIT 100",
+    /* Q_PRUNE: $1 cutoff */
+    "DELETE FROM {p}operations WHERE state IN ('completed', 'failed') AND "
+    "updated_at < $1",
+};
+
+static const char ddl[] =
+    "CREATE TABLE IF NOT EXISTS {p}operations (\n"
+    "  id TEXT NOT NULL PRIMARY KEY,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  selection TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  group_id TEXT,\n"
+    "  total BIGINT NOT NULL,\n"
+    "  done BIGINT NOT NULL,\n"
+    "  created_at BIGINT NOT NULL,\n"
+    "  updated_at BIGINT NOT NULL,\n"
+    "  error TEXT\n"
+    ");\n"
+    "CREATE INDEX IF NOT EXISTS {p}operations_created_idx ON "
+    "{p}operations (created_at);\n";
+
+static const char *const kinds[] = {"retry", "archive", "unarchive",
+                                    "retry_pending", "resolve"};
+
+static void say(sb_ops *o, int level, const char *fmt, const char *a,
+                const char *b)
+{
+    if (o->o.log == NULL)
+        return;
+    char line[1200];
+    snprintf(line, sizeof line, fmt, a, b);
+    o->o.log(level, "operations", line, o->o.log_user);
+}
+
+static void row_info(const sb_rows *rows, size_t r, sb_op_info *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *t;
+    sb__strlcpy(out->id, sb__rows_text(rows, r, 0), sizeof out->id);
+    sb__strlcpy(out->kind, sb__rows_text(rows, r, 1), sizeof out->kind);
+    sb__strlcpy(out->state, sb__rows_text(rows, r, 2), sizeof out->state);
+    if ((t = sb__rows_text(rows, r, 3)) != NULL)
+        sb__strlcpy(out->group_id, t, sizeof out->group_id);
+    out->total = sb__rows_int(rows, r, 4);
+    out->done = sb__rows_int(rows, r, 5);
+    out->created_us = sb__rows_int(rows, r, 6);
+    out->updated_us = sb__rows_int(rows, r, 7);
+    if ((t = sb__rows_text(rows, r, 8)) != NULL)
+        sb__strlcpy(out->error, t, sizeof out->error);
+}
+
+/* ---- the selection as JSON (the job's description) ---- */
+
+static char *selection_json(const sb_failed_selection *s)
+{
+    json_t *j = json_object();
+    if (j == NULL)
+        return NULL;
+    if (s->n_ids > 0) {
+        json_t *ids = json_array();
+        for (size_t i = 0; ids != NULL && i < s->n_ids; i++)
+            json_array_append_new(ids, json_string(s->ids[i]));
+        json_object_set_new(j, "ids", ids);
+    }
+    if (s->group_id)
+        json_object_set_new(j, "group_id", json_string(s->group_id));
+    if (s->failed_queue)
+        json_object_set_new(j, "failed_queue", json_string(s->failed_queue));
+    if (s->endpoint)
+        json_object_set_new(j, "endpoint", json_string(s->endpoint));
+    if (s->all)
+        json_object_set_new(j, "all", json_true());
+    if (s->modified_from_us)
+        json_object_set_new(j, "modified_from_us",
+                            json_integer(s->modified_from_us));
+    if (s->modified_to_us)
+        json_object_set_new(j, "modified_to_us",
+                            json_integer(s->modified_to_us));
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return text;
+}
+
+/* The selection of a stored job; `ids` (transferred, sb__free) holds the
+ * pointers into `j`, which must outlive `sel`. */
+static int selection_parse(json_t *j, sb_failed_selection *sel,
+                           const char ***ids)
+{
+    memset(sel, 0, sizeof *sel);
+    sel->size = sizeof *sel;
+    *ids = NULL;
+    if (!json_is_object(j))
+        return SB_INVALID;
+    json_t *a = json_object_get(j, "ids");
+    if (json_is_array(a) && json_array_size(a) > 0) {
+        size_t n = json_array_size(a);
+        *ids = sb__calloc(n, sizeof **ids);
+        if (*ids == NULL)
+            return SB_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            (*ids)[i] = json_string_value(json_array_get(a, i));
+        sel->ids = *ids;
+        sel->n_ids = n;
+    }
+    sel->group_id = json_string_value(json_object_get(j, "group_id"));
+    sel->failed_queue = json_string_value(json_object_get(j, "failed_queue"));
+    sel->endpoint = json_string_value(json_object_get(j, "endpoint"));
+    sel->all = json_is_true(json_object_get(j, "all"));
+    sel->modified_from_us =
+        json_integer_value(json_object_get(j, "modified_from_us"));
+    sel->modified_to_us =
+        json_integer_value(json_object_get(j, "modified_to_us"));
+    return SB_OK;
+}
+
+/* ---- accepting ---- */
+
+typedef struct submit_ctx {
+    sb_ops *o;
+    const sb_op_info *info;
+    const char *selection;
+} submit_ctx;
+
+static int submit_tx(sb_conn *c, void *arg, sb_error *err)
+{
+    submit_ctx *x = arg;
+    sb_ops *o = x->o;
+    sb_value p[5] = {sb__v_text(x->info->id), sb__v_text(x->info->kind),
+                     sb__v_text(x->selection),
+                     x->info->group_id[0] ? sb__v_text(x->info->group_id)
+                                          : sb__v_null(),
+                     sb__v_int(x->info->created_us)};
+    int rc = sb__query(c, o->sql[Q_INSERT], p, 5, NULL, NULL, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_outgoing job = {x->info->id, x->info->id, strlen(x->info->id), NULL,
+                       0};
+    char ids[1][37];
+    memcpy(ids[0], x->info->id, sizeof ids[0]);
+    int immediate = 0;
+    return sb__publish_on(o->bus, c, SB_OPS_QUEUE, &job, 1, ids, &immediate,
+                          err);
+}
+
+int sb__ops_submit(sb_ops *o, const char *kind, const sb_failed_selection *sel,
+                   sb_op_info *out, sb_error *err)
+{
+    sb_error_clear(err);
+    int known = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        known |= strcmp(kind, kinds[i]) == 0;
+    if (!known)
+        return sb__err(err, SB_INVALID, "kind", "no operation \"%.40s\"",
+                       kind);
+    int rc = sb__errors_check_selection(sel, err);
+    if (rc != SB_OK)
+        return rc;
+    char *text = selection_json(sel);
+    if (text == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    if (strlen(text) > SB_OPS_SELECTION_MAX) {
+        sb__free(text);
+        return sb__err(err, SB_TOOBIG, "ids",
+                       "the selection must be at most %zu bytes as JSON",
+                       SB_OPS_SELECTION_MAX);
+    }
+    memset(out, 0, sizeof *out);
+    int64_t now = sb__wall_us();
+    sb__uuid7_at(out->id, now / 1000);
+    sb__strlcpy(out->kind, kind, sizeof out->kind);
+    sb__strlcpy(out->state, "queued", sizeof out->state);
+    if (sel->group_id != NULL)
+        sb__strlcpy(out->group_id, sel->group_id, sizeof out->group_id);
+    out->total = -1;
+    out->created_us = out->updated_us = now;
+    submit_ctx x = {o, out, text};
+    rc = sb__db_run_tx(o->bus->pool, NULL, submit_tx, &x, err);
+    sb__free(text);
+    if (rc == SB_OK)
+        sb__bus_wake_local(o->bus, SB_OPS_QUEUE);
+    return rc;
+}
+
+/* ---- reading ---- */
+
+int sb__ops_get(sb_ops *o, const char *id, sb_op_info *out, sb_error *err)
+{
+    sb_error_clear(err);
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_value p = sb__v_text(id);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, o->sql[Q_GET], &p, 1, &rows, NULL, err);
+    sb__pool_release(o->bus->pool, c);
+    if (rc == SB_OK && rows->nrows == 0)
+        rc = sb__err(err, SB_NOTFOUND, "id", "no operation %.40s", id);
+    if (rc == SB_OK)
+        row_info(rows, 0, out);
+    sb__rows_free(rows);
+    return rc;
+}
+
+int sb__ops_recent(sb_ops *o, size_t limit, sb_op_info **out, size_t *n_out,
+                   sb_error *err)
+{
+    sb_error_clear(err);
+    *out = NULL;
+    *n_out = 0;
+    if (limit < 1 || limit > 200)
+        return sb__err(err, SB_INVALID, "limit", "limit must be 1 to 200");
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_value p = sb__v_int((int64_t)limit);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, o->sql[Q_RECENT], &p, 1, &rows, NULL, err);
+    sb__pool_release(o->bus->pool, c);
+    size_t n = rc == SB_OK ? rows->nrows : 0;
+    sb_op_info *v = n ? sb__calloc(n, sizeof *v) : NULL;
+    if (n > 0 && v == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t r = 0; rc == SB_OK && r < n; r++)
+        row_info(rows, r, &v[r]);
+    sb__rows_free(rows);
+    if (rc != SB_OK) {
+        sb__free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return SB_OK;
+}
+
+/* ---- running ---- */
+
+static int exec1(sb_ops *o, int q, const sb_value *p, size_t n, sb_error *err)
+{
+    sb_conn *c = NULL;
+    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    rc = sb__query(c, o->sql[q], p, n, NULL, NULL, err);
+    sb__pool_release(o->bus->pool, c);
+    return rc;
+}
+
+typedef struct progress_ctx {
+    sb_ops *o;
+    const char *id;
+    int64_t last_us;
+} progress_ctx;
+
+static void on_progress(int64_t done, int64_t total, void *user)
+{
+    progress_ctx *x = user;
+    int64_t now = sb__wall_us();
+    if (now - x->last_us < PROGRESS_EVERY_US && done < total)
+        return;
+    x->last_us = now;
+    sb_value p[4] = {sb__v_text(x->id), sb__v_int(done), sb__v_int(total),
+                     sb__v_int(now)};
+    sb_error err;
+    exec1(x->o, Q_PROGRESS, p, 4, &err);
+}
+
+static int run_kind(sb_ops *o, const char *kind, const sb_failed_selection *s,
+                    int64_t *changed, sb_error *err)
+{
+    if (strcmp(kind, "retry") == 0)
+        return sb_errors_retry(o->store, s, changed, err);
+    if (strcmp(kind, "archive") == 0)
+        return sb_errors_archive(o->store, s, 1, changed, err);
+    if (strcmp(kind, "unarchive") == 0)
+        return sb_errors_archive(o->store, s, 0, changed, err);
+    if (strcmp(kind, "retry_pending") == 0)
+        return sb_errors_retry_pending(o->store, s, changed, err);
+    return sb_errors_resolve(o->store, s, changed, err);
+}
+
+static int transient(int rc)
+{
+    rc &= 0xff;
+    return rc == SB_BUSY || rc == SB_UNAVAILABLE || rc == SB_TIMEOUT ||
+           rc == SB_NOMEM;
+}
+
+/* The job's handler: run the operation its payload names. A transient
+ * failure naks (the job runs again after the redelivery delay) until the
+ * last attempt, which marks the operation failed. */
+static int handle(sb_delivery *d, void *user)
+{
+    sb_ops *o = user;
+    const sb_msg *m = sb_delivery_msg(d);
+    size_t len = 0;
+    const char *payload = sb_msg_payload(m, &len);
+    char id[37] = "";
+    if (len < sizeof id)
+        memcpy(id, payload, len);
+    sb_error err;
+    sb_conn *c = NULL;
+    sb_rows *rows = NULL;
+    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, &err);
+    if (rc == SB_OK) {
+        sb_value p = sb__v_text(id);
+        rc = sb__query(c, o->sql[Q_GET], &p, 1, &rows, NULL, &err);
+        sb__pool_release(o->bus->pool, c);
+    }
+    if (rc != SB_OK)
+        return rc;
+    if (rows->nrows == 0) { /* pruned, or never committed: nothing to do */
+        sb__rows_free(rows);
+        return SB_OK;
+    }
+    sb_op_info info;
+    row_info(rows, 0, &info);
+    json_error_t jerr;
+    json_t *j = json_loads(sb__rows_text(rows, 0, 9), 0, &jerr);
+    sb__rows_free(rows);
+    if (strcmp(info.state, "completed") == 0 ||
+        strcmp(info.state, "failed") == 0) {
+        json_decref(j);
+        return SB_OK;
+    }
+    int64_t now = sb__wall_us();
+    sb_value start[2] = {sb__v_text(id), sb__v_int(now)};
+    rc = exec1(o, Q_START, start, 2, &err);
+    sb_failed_selection sel;
+    const char **ids = NULL;
+    int prc = selection_parse(j, &sel, &ids);
+    progress_ctx px = {o, id, 0};
+    sel.progress = on_progress;
+    sel.progress_user = &px;
+    int64_t changed = 0;
+    if (rc == SB_OK)
+        rc = prc != SB_OK ? sb__err(&err, prc, "selection",
+                                    "the stored selection is unreadable")
+                          : run_kind(o, info.kind, &sel, &changed, &err);
+    sb__free(ids);
+    json_decref(j);
+    if (rc != SB_OK && transient(rc) && sb_msg_attempts(m) < ATTEMPTS) {
+        say(o, SB_LOG_WARN, "operation %s will run again: %s", id,
+            err.message);
+        return rc;
+    }
+    const char *state = rc == SB_OK ? "completed" : "failed";
+    sb_value end[5] = {sb__v_text(id), sb__v_text(state), sb__v_int(changed),
+                       sb__v_int(sb__wall_us()),
+                       rc == SB_OK ? sb__v_null() : sb__v_text(err.message)};
+    sb_error e2;
+    int erc = exec1(o, Q_END, end, 5, &e2);
+    if (rc != SB_OK)
+        say(o, SB_LOG_WARN, "operation %s failed: %s", id, err.message);
+    return erc;
+}
+
+/* ---- the sweeper ---- */
+
+static void sweep(sb_ops *o)
+{
+    sb_error err;
+    int64_t now = sb__wall_us();
+    int64_t keep_us = (o->o.keep_ms ? o->o.keep_ms : KEEP_DEFAULT_MS) * 1000;
+    sb_value cut = sb__v_int(now - keep_us);
+    exec1(o, Q_PRUNE, &cut, 1, &err);
+    /* A queued row whose job was lost (it cannot be: both are written in
+     * one transaction) or finished without updating it gets its job again;
+     * publishing the same id while the job exists changes nothing (T9). */
+    sb_conn *c = NULL;
+    sb_rows *rows = NULL;
+    if (sb__pool_acquire(o->bus->pool, 5000, &c, &err) != SB_OK)
+        return;
+    sb_value p = sb__v_int(now - ORPHAN_AFTER_US);
+    int rc = sb__query(c, o->sql[Q_ORPHANS], &p, 1, &rows, NULL, &err);
+    sb__pool_release(o->bus->pool, c);
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        const char *id = sb__rows_text(rows, r, 0);
+        sb_outgoing job = {id, id, strlen(id), NULL, 0};
+        sb_publish(o->bus, NULL, SB_OPS_QUEUE, &job, NULL, &err);
+    }
+    sb__rows_free(rows);
+}
+
+static void *sweeper(void *arg)
+{
+    sb_ops *o = arg;
+    pthread_mutex_lock(&o->mu);
+    while (!o->stopping) {
+        pthread_mutex_unlock(&o->mu);
+        sweep(o);
+        pthread_mutex_lock(&o->mu);
+        int64_t until = sb__mono_us() + SWEEP_EVERY_US;
+        while (!o->stopping && sb__mono_us() < until)
+            sb__cond_wait_until(&o->cv, &o->mu, until);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static int create_table(sb_ops *o, sb_error *err)
+{
+    int rc = SB_OK;
+    char *sql = sb__sql_subst(ddl, o->bus->prefix, &rc);
+    if (sql == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_conn *c = NULL;
+    rc = sb__pool_acquire(o->bus->pool, 30000, &c, err);
+    if (rc == SB_OK) {
+        rc = sb__exec(c, sql, err);
+        sb__pool_release(o->bus->pool, c);
+    }
+    sb__free(sql);
+    return rc;
+}
+
+int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
+                  sb_ops **out, sb_error *err)
+{
+    sb_error_clear(err);
+    *out = NULL;
+    sb_ops *o = sb__calloc(1, sizeof *o);
+    if (o == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    o->bus = bus;
+    o->store = store;
+    if (opts != NULL)
+        o->o = *opts;
+    int rc = SB_OK;
+    for (size_t i = 0; i < sizeof tpl / sizeof *tpl; i++)
+        o->sql[i] = sb__sql_subst(tpl[i], bus->prefix, &rc);
+    if (rc != SB_OK)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    if (rc == SB_OK)
+        rc = create_table(o, err);
+    pthread_mutex_init(&o->mu, NULL);
+    sb__cond_init_monotonic(&o->cv);
+    if (rc == SB_OK) {
+        sb_worker_options w = {.size = sizeof w,
+                               .queue = SB_OPS_QUEUE,
+                               .handler = handle,
+                               .user = o,
+                               .concurrency = 1,
+                               .lease_ms = LEASE_MS,
+                               .max_attempts = -1,
+                               .redelivery_delay_ms = 2000,
+                               .redelivery_factor = 2.0,
+                               .redelivery_max_ms = 60000};
+        rc = sb_worker_start(bus, &w, &o->worker, err);
+    }
+    if (rc == SB_OK) {
+        o->started_sweeper = pthread_create(&o->sweeper, NULL, sweeper, o) == 0;
+        if (!o->started_sweeper)
+            rc = sb__err(err, SB_ERROR, NULL, "cannot start a thread");
+    }
+    if (rc != SB_OK) {
+        sb__ops_stop(o);
+        return rc;
+    }
+    *out = o;
+    return SB_OK;
+}
+
+void sb__ops_stop(sb_ops *o)
+{
+    if (o == NULL)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->stopping = 1;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    if (o->started_sweeper)
+        pthread_join(o->sweeper, NULL);
+    sb_worker_free(o->worker);
+    for (size_t i = 0; i < sizeof o->sql / sizeof *o->sql; i++)
+        sb__free(o->sql[i]);
+    pthread_mutex_destroy(&o->mu);
+    pthread_cond_destroy(&o->cv);
+    sb__free(o);
+}

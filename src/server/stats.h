@@ -1,0 +1,51 @@
+/*
+ * stats.h - the sampler behind `GET /api/stats` (rule S6): a thread that
+ * every interval records, per queue, the depth (ready, in flight, dead
+ * letters; from the database, every process) and this process's published
+ * and acked counts in the interval (sb_bus_metrics), the rows ingestion
+ * consumed, and the unresolved and archived failed-message totals, in a
+ * ring of one hour. docs/metrics.md says what each series means.
+ */
+#ifndef SB_SERVER_STATS_H
+#define SB_SERVER_STATS_H
+
+#include "core/core.h"
+#include "server/loops.h"
+
+#define SB_STATS_QUEUES 64     /* queues charted at once */
+#define SB_STATS_MAX_POINTS 720 /* ring size (1 h at the default 10 s) */
+
+typedef struct sb_stats sb_stats;
+
+typedef struct sb_stats_options {
+    int interval_ms;  /* 0 = 10000; at least 100 */
+    /* A database outage is logged once when it starts and once when it
+     * ends (component "stats"); NULL = silent. */
+    sb_log_fn log;
+    void *log_user;
+} sb_stats_options;
+
+/* Start sampling `bus` (required), `store` and `loops` (optional: their
+ * series stay empty); all three are borrowed and must outlive the
+ * sampler. The first sample is taken at once. The ring holds one hour, or
+ * SB_STATS_MAX_POINTS samples when the interval is shorter than 5 s.
+ * SB_INVALID (interval), SB_NOMEM, SB_ERROR (no thread). */
+int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
+                    const sb_stats_options *opts, sb_stats **out,
+                    sb_error *err);
+/* Stop and free. NULL-safe. Joins within about a second, or when a sample
+ * under way returns (its database calls are bounded by the library's
+ * timeouts). */
+void sb__stats_stop(sb_stats *s);
+
+/* The JSON of the last `minutes` (1 to 60), appended to `out`:
+ * {"interval_s": 10, "now": ISO, "queues": [{"name": Q, "points": [{"t":
+ * ISO, "ready", "in_flight", "dead_lettered", "published", "acked"}]}],
+ * "ingestion": [{"t", "rows"}], "failed": [{"t", "unresolved",
+ * "archived"}]}, times UTC with milliseconds, oldest point first, queues
+ * by name. A sample the database could not answer is missing from its
+ * series. SB_INVALID naming "minutes", SB_NOMEM / SB_TOOBIG from `out`.
+ * Thread-safe. */
+int sb__stats_json(sb_stats *s, int minutes, sb_buf *out, sb_error *err);
+
+#endif
