@@ -925,6 +925,13 @@ SB_API int sb_failed_body_stored_externally(const sb_failed_message *m);
 /* The inline text (the whole body, or a search prefix when stored
  * externally; NULL for binary bodies). */
 SB_API const char *sb_failed_body_text(const sb_failed_message *m);
+/* Status history (E23): every change of status (retry issued, resolved,
+ * archived, unarchived, failed again), oldest first, the newest 100 of
+ * them; the first failure is sb_failed_first_failure_us. `i` from 0 to
+ * sb_failed_history_count - 1 (else SB_NOTFOUND); outputs may be NULL. */
+SB_API size_t sb_failed_history_count(const sb_failed_message *m);
+SB_API int sb_failed_history(const sb_failed_message *m, size_t i,
+                             int *status, int *previous, int64_t *at_us);
 /* Groups (E12): `i` from 0 to sb_failed_group_count - 1. */
 SB_API size_t sb_failed_group_count(const sb_failed_message *m);
 SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
@@ -1020,6 +1027,13 @@ typedef struct sb_group_operation {
 /* SB_NOTFOUND when the group never had an operation. */
 SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
                                      sb_group_operation *out, sb_error *err);
+/* The latest operations of up to 1,000 groups in one read (a group list's
+ * overlay): those that had one, in no order. `*out` is transferred (free
+ * with sb_free). SB_INVALID names `group_ids` or `n`. */
+SB_API int sb_errors_group_operations(sb_errors *e,
+                                      const char *const *group_ids, size_t n,
+                                      sb_group_operation **out, size_t *n_out,
+                                      sb_error *err);
 
 /* E18: edit and retry (only when sb_errors_options.allow_edit is set,
  * else SB_MISUSE). Publishes a copy of an unresolved message with `body`

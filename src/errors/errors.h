@@ -18,11 +18,11 @@
 enum {
     ER_DDL, ER_UPSERT, ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS,
     ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS, ER_FAILED_IMPORT,
-    ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY,
+    ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY, ER_GET_HISTORY,
     ER_CLAIM, ER_RETRY_SOURCE, ER_SET_STATUS,
     ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
     ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_OP_START,
-    ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
+    ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_OPS_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
     ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_PRUNE_GROUPS,
     ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX,
     ER_GROUPS_STALE, ER_GROUPS_EXACT, ER_N
@@ -102,6 +102,12 @@ const char *const *sb__errors_failure_headers(size_t *n);
 
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                          size_t *n_out, sb_error *err);
+
+/* history.c: the status history table and its triggers (appended to the
+ * DDL), and ER_GET_HISTORY (the newest SB_HISTORY_MAX changes of $1). */
+#define SB_HISTORY_MAX 100
+void sb__errors_history_ddl(int pg, const char *text_type, sb_buf *b);
+void sb__errors_history_sql(sb_buf *b);
 
 /* counts.c: the counts table and the triggers that keep it (appended to
  * the DDL), the statements ER_GROUPS* and ER_COUNTS_* / ER_STALE_*, the

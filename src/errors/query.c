@@ -10,6 +10,7 @@ struct sb_failed_message {
     sb_rows *row;       /* the failed_messages row (ER_GET) */
     sb_rows *groups;    /* ER_GET_GROUPS */
     sb_rows *body;      /* ER_GET_BODY, when stored externally */
+    sb_rows *history;   /* ER_GET_HISTORY, newest first */
 };
 
 static int load(sb_conn *c, sb_errors *e, const char *id,
@@ -23,6 +24,9 @@ static int load(sb_conn *c, sb_errors *e, const char *id,
     if (rc == SB_OK)
         rc = sb__query(c, e->sql.s[ER_GET_GROUPS], &p, 1, &m->groups, NULL,
                        err);
+    if (rc == SB_OK)
+        rc = sb__query(c, e->sql.s[ER_GET_HISTORY], &p, 1, &m->history,
+                       NULL, err);
     if (rc == SB_OK && sb_failed_body_stored_externally(m))
         rc = sb__query(c, e->sql.s[ER_GET_BODY], &p, 1, &m->body, NULL, err);
     return rc;
@@ -63,6 +67,7 @@ void sb_failed_message_free(sb_failed_message *m)
     sb__rows_free(m->row);
     sb__rows_free(m->groups);
     sb__rows_free(m->body);
+    sb__rows_free(m->history);
     sb__free(m);
 }
 
@@ -186,5 +191,26 @@ int sb_failed_group(const sb_failed_message *m, size_t i, const char **id,
         *type = sb__rows_text(m->groups, i, 1);
     if (title != NULL)
         *title = sb__rows_text(m->groups, i, 2);
+    return SB_OK;
+}
+
+size_t sb_failed_history_count(const sb_failed_message *m)
+{
+    return m != NULL && m->history != NULL ? m->history->nrows : 0;
+}
+
+int sb_failed_history(const sb_failed_message *m, size_t i, int *status,
+                      int *previous, int64_t *at_us)
+{
+    size_t n = sb_failed_history_count(m);
+    if (i >= n)
+        return SB_NOTFOUND;
+    size_t r = n - 1 - i; /* read newest first, handed out oldest first */
+    if (status != NULL)
+        *status = (int)sb__rows_int(m->history, r, 0);
+    if (previous != NULL)
+        *previous = (int)sb__rows_int(m->history, r, 1);
+    if (at_us != NULL)
+        *at_us = sb__rows_int(m->history, r, 2);
     return SB_OK;
 }

@@ -14,6 +14,7 @@
 #define BATCH 1000
 #define MAX_IDS 10000
 #define OP_LEASE_US (60LL * 1000 * 1000)
+#define MAX_GROUP_IDS 1000
 
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
 {
@@ -366,6 +367,85 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
     return rc;
 }
 
+/* Row `r` of ER_OP_GET (kind, state, total, done, started, updated,
+ * finished) as the operation of `group_id`; a running one whose process
+ * stopped reporting reads "interrupted". */
+static void op_of(const sb_rows *rows, size_t r, const char *group_id,
+                  sb_group_operation *out)
+{
+    memset(out, 0, sizeof *out);
+    sb__strlcpy(out->group_id, group_id, sizeof out->group_id);
+    sb__strlcpy(out->kind, sb__rows_text(rows, r, 0), sizeof out->kind);
+    sb__strlcpy(out->state, sb__rows_text(rows, r, 1), sizeof out->state);
+    out->total = sb__rows_int(rows, r, 2);
+    out->done = sb__rows_int(rows, r, 3);
+    out->started_us = sb__rows_int(rows, r, 4);
+    out->updated_us = sb__rows_int(rows, r, 5);
+    out->finished_us = sb__rows_int(rows, r, 6);
+    if (strcmp(out->state, "running") == 0 &&
+        out->updated_us < sb__wall_us() - OP_LEASE_US)
+        sb__strlcpy(out->state, "interrupted", sizeof out->state);
+}
+
+int sb_errors_group_operations(sb_errors *e, const char *const *group_ids,
+                               size_t n, sb_group_operation **out,
+                               size_t *n_out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || out == NULL || n_out == NULL || (n > 0 && !group_ids))
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "group_ids",
+                       "arguments must not be NULL");
+    *out = NULL;
+    *n_out = 0;
+    if (n > MAX_GROUP_IDS)
+        return sb__err(err, SB_INVALID, "n", "at most %d groups per call",
+                       MAX_GROUP_IDS);
+    if (n == 0)
+        return SB_OK;
+    sb_buf ids;
+    sb__buf_init(&ids, (size_t)MAX_GROUP_IDS * 80);
+    sb__buf_puts(&ids, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (group_ids[i] == NULL || group_ids[i][0] == '\0' ||
+            strlen(group_ids[i]) >= sizeof(*out)->group_id) {
+            sb__buf_free(&ids);
+            return sb__err(err, SB_INVALID, "group_ids",
+                           "group_ids[%zu] must be 1 to %zu bytes", i,
+                           sizeof(*out)->group_id - 1);
+        }
+        sb__buf_puts(&ids, i ? "," : "");
+        sb__buf_json_str(&ids, group_ids[i]);
+    }
+    sb__buf_puts(&ids, "]");
+    if (ids.failed) {
+        sb__buf_free(&ids);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    sb_conn *c = NULL;
+    sb_rows *rows = NULL;
+    int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    if (rc == SB_OK) {
+        sb_value p = sb__v_text(ids.data);
+        rc = sb__query(c, e->sql.s[ER_OPS_GET], &p, 1, &rows, NULL, err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    sb__buf_free(&ids);
+    size_t k = rc == SB_OK ? rows->nrows : 0;
+    sb_group_operation *v = k ? sb__calloc(k, sizeof *v) : NULL;
+    if (k > 0 && v == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t r = 0; rc == SB_OK && r < k; r++)
+        op_of(rows, r, sb__rows_text(rows, r, 7), &v[r]);
+    sb__rows_free(rows);
+    if (rc != SB_OK) {
+        sb__free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = k;
+    return SB_OK;
+}
+
 int sb_errors_group_operation(sb_errors *e, const char *group_id,
                               sb_group_operation *out, sb_error *err)
 {
@@ -391,20 +471,8 @@ int sb_errors_group_operation(sb_errors *e, const char *group_id,
         rc = sb__err(err, SB_NOTFOUND, "group_id",
                      "group %s has had no retry, archive or unarchive",
                      group_id);
-    if (rc == SB_OK) {
-        sb__strlcpy(out->group_id, group_id, sizeof out->group_id);
-        sb__strlcpy(out->kind, sb__rows_text(rows, 0, 0), sizeof out->kind);
-        sb__strlcpy(out->state, sb__rows_text(rows, 0, 1),
-                    sizeof out->state);
-        out->total = sb__rows_int(rows, 0, 2);
-        out->done = sb__rows_int(rows, 0, 3);
-        out->started_us = sb__rows_int(rows, 0, 4);
-        out->updated_us = sb__rows_int(rows, 0, 5);
-        out->finished_us = sb__rows_int(rows, 0, 6);
-        if (strcmp(out->state, "running") == 0 &&
-            out->updated_us < sb__wall_us() - OP_LEASE_US)
-            sb__strlcpy(out->state, "interrupted", sizeof out->state);
-    }
+    if (rc == SB_OK)
+        op_of(rows, 0, group_id, out);
     sb__rows_free(rows);
     return rc;
 }

@@ -233,6 +233,7 @@ static void build_ddl(const dialect *d, sb_buf *b)
         put_ddl(d, b, tables.data);
     sb__buf_free(&tables);
     sb__errors_counts_ddl(d->pg, d->text, b);
+    sb__errors_history_ddl(d->pg, d->text, b);
 }
 
 /* E10: one set-based conditional upsert; RETURNING the stored newest
@@ -389,6 +390,7 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
                         "WHERE unique_message_id = $1");
         break;
+    case ER_GET_HISTORY: sb__errors_history_sql(b); break;
     case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
                          $6 stale before: resumes a stale running operation
                          of the same kind, else starts afresh */
@@ -423,6 +425,14 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
                         "updated_at, finished_at FROM {p}group_operations "
                         "WHERE group_id = $1");
+        break;
+    case ER_OPS_GET: /* $1 JSON array of group ids */
+        sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
+                        "updated_at, finished_at, group_id FROM "
+                        "{p}group_operations WHERE group_id ");
+        sb__buf_puts(b, d->pg ? "= ANY (ARRAY(SELECT "
+                                "json_array_elements_text($1::json)))"
+                              : "IN (SELECT value FROM json_each($1))");
         break;
     case ER_EDIT_CLAIM: /* $1 unique id, $2 now, $3 edit message id */
         sb__buf_puts(b, "INSERT INTO {p}message_edits VALUES ($1, $3, $2) "

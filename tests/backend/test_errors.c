@@ -1232,6 +1232,94 @@ static void test_list_views(void **state)
     sbe_close(&e);
 }
 
+/* The n-th change (oldest first) of a message's status history. */
+static void expect_change(sbe_env *e, const char *uid, size_t n, size_t i,
+                          int status, int previous)
+{
+    sb_failed_message *m = sbe_get(e, uid);
+    assert_int_equal(sb_failed_history_count(m), n);
+    int st = -1, prev = -1;
+    int64_t at = 0, before = 0;
+    assert_int_equal(sb_failed_history(m, i, &st, &prev, &at), SB_OK);
+    assert_int_equal(st, status);
+    assert_int_equal(prev, previous);
+    assert_true(at >= sb_failed_first_failure_us(m));
+    if (i > 0) {
+        assert_int_equal(sb_failed_history(m, i - 1, NULL, NULL, &before),
+                         SB_OK);
+        assert_true(before <= at);
+    }
+    assert_int_equal(sb_failed_history(m, n, &st, &prev, &at), SB_NOTFOUND);
+    sb_failed_message_free(m);
+}
+
+/* E23 (S13's message detail): every change of status is recorded, oldest
+ * first, by whatever path made it — archive, unarchive, retry, a failure
+ * of the retry — and the history goes with its message. */
+static void test_status_history(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sbe_dead_letter_as(&e, "uh-1", "qh", "2026-01-02T00:00:01Z", "X", "b");
+    sbe_dead_letter_as(&e, "uh-2", "qh", "2026-01-02T00:00:02Z", "X", "b");
+    sbe_ingest(&e);
+    sb_failed_message *m = sbe_get(&e, "uh-1");
+    assert_int_equal(sb_failed_history_count(m), 0);
+    sb_failed_message_free(m);
+    const char *ids[] = {"uh-1"};
+    sb_failed_selection sel = {0};
+    sel.ids = ids;
+    sel.n_ids = 1;
+    int64_t changed = 0;
+    sb_error err;
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive");
+    expect_change(&e, "uh-1", 1, 0, SB_FAILED_ARCHIVED, SB_FAILED_UNRESOLVED);
+    /* Archiving again is no change: nothing recorded. */
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "again");
+    expect_change(&e, "uh-1", 1, 0, SB_FAILED_ARCHIVED, SB_FAILED_UNRESOLVED);
+    sbt_ok(sb_errors_archive(e.store, &sel, 0, &changed, &err), &err,
+           "unarchive");
+    expect_change(&e, "uh-1", 2, 1, SB_FAILED_UNRESOLVED, SB_FAILED_ARCHIVED);
+    int64_t retried = 0;
+    sbt_ok(sb_errors_retry(e.store, &sel, &retried, &err), &err, "retry");
+    assert_int_equal(retried, 1);
+    expect_change(&e, "uh-1", 3, 2, SB_FAILED_RETRY_ISSUED,
+                  SB_FAILED_UNRESOLVED);
+    /* The retry fails again: ingestion folds it back to unresolved. */
+    sbe_dead_letter_as(&e, "uh-1", "qh", "2026-01-02T00:00:09Z", "X", "b");
+    sbe_ingest(&e);
+    expect_change(&e, "uh-1", 4, 3, SB_FAILED_UNRESOLVED,
+                  SB_FAILED_RETRY_ISSUED);
+    expect_change(&e, "uh-1", 4, 0, SB_FAILED_ARCHIVED, SB_FAILED_UNRESOLVED);
+    /* The other message's history is its own: none. */
+    m = sbe_get(&e, "uh-2");
+    assert_int_equal(sb_failed_history_count(m), 0);
+    sb_failed_message_free(m);
+    /* Retention takes the history with the message. */
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive for retention");
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE %sfailed_messages SET status_changed_at = "
+             "status_changed_at - 7200000000 WHERE unique_message_id = "
+             "'uh-1'",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    int64_t deleted = 0;
+    sbt_ok(sb_errors_expire(e.store, 3600000, &deleted, &err), &err,
+           "expire");
+    assert_int_equal(deleted, 1);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_history WHERE "
+             "unique_message_id = $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "uh-1"), 0);
+    sbe_close(&e);
+}
+
 /* E17: pending retries listed, sent again (claim reset, a new copy
  * published) and resolved by hand (claim removed). */
 static void test_pending_retries(void **state)
@@ -1371,6 +1459,7 @@ int main(void)
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_list_views),
+        cmocka_unit_test(test_status_history),
         cmocka_unit_test(test_pending_retries),
         cmocka_unit_test(test_nservicebus_headers),
     };
