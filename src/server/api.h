@@ -17,6 +17,7 @@
 #define SB_API_MAX_PER_PAGE 500            /* S10 */
 
 typedef struct sb_ops sb_ops;
+typedef struct sb_stats sb_stats;
 
 /* What every handler may use; all borrowed from serve. */
 typedef struct sb_api {
@@ -24,6 +25,7 @@ typedef struct sb_api {
     sb_errors *store;
     sb_ops *ops;           /* durable operations (operations.c) */
     sb_loops *loops;       /* may be NULL */
+    sb_stats *stats;       /* the sampler (stats.c), may be NULL */
     const char *backend;   /* "sqlite" or "postgresql" */
     int64_t retention_ms;  /* E21, for /api/configuration */
     int edit_enabled;      /* E18 */
@@ -112,7 +114,11 @@ void sb__api_op_json(sb_buf *b, const struct sb_op_info *o);
 /* api_mutate.c: the error store's changes (S4, S5). */
 int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
                          sb_api_resp *out);
-/* api_own.c: queues, publish, failed-messages, recovery, operations (S6). */
+/* api_own.c: queues, publish, failed-messages, recovery, operations (S6).
+ * Queue counts come from the sampler's newest sample while it is at most
+ * SB_API_QUEUES_MAX_AGE_MS old (one scan of the queue table per sample,
+ * whatever the number of clients polling), else from the database. */
+#define SB_API_QUEUES_MAX_AGE_MS 10000
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 #endif

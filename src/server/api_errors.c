@@ -258,6 +258,20 @@ static int message(const sb_api *a, const char *id, int full,
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
+    sb__json_key(b, &f, "status_history");
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < sb_failed_history_count(m); i++) {
+        int st = 0, prev = 0;
+        int64_t at = 0;
+        sb_failed_history(m, i, &st, &prev, &at);
+        int g = 1;
+        sb__buf_puts(b, i ? ",{" : "{");
+        sb__json_str_m(b, &g, "status", sb__api_status_name(st));
+        sb__json_str_m(b, &g, "previous", sb__api_status_name(prev));
+        sb__json_time_m(b, &g, "at", at);
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
     size_t blen = 0;
     sb_failed_body(m, &blen);
     sb__json_int_m(b, &f, "body_size", (int64_t)blen);

@@ -23,9 +23,10 @@ static int known_classifier(const char *c)
     return 0;
 }
 
-/* One group with its operation overlay (ServiceControl's GroupOperation
- * shape). */
-static void group_json(const sb_api *a, sb_buf *b, const sb_failure_group *g)
+/* One group with its operation overlay `op` (NULL: none; ServiceControl's
+ * GroupOperation shape). */
+static void group_json(sb_buf *b, const sb_failure_group *g,
+                       const sb_group_operation *op)
 {
     int f = 1;
     sb__buf_puts(b, "{");
@@ -36,20 +37,18 @@ static void group_json(const sb_api *a, sb_buf *b, const sb_failure_group *g)
     sb__json_time_m(b, &f, "first", g->first_failure_us);
     sb__json_time_m(b, &f, "last", g->last_failure_us);
     sb__json_str_m(b, &f, "comment", g->comment);
-    sb_group_operation op;
-    sb_error err;
-    if (sb_errors_group_operation(a->store, g->id, &op, &err) == SB_OK) {
-        sb__json_str_m(b, &f, "operation_kind", op.kind);
-        sb__json_str_m(b, &f, "operation_status", op.state);
+    if (op != NULL) {
+        sb__json_str_m(b, &f, "operation_kind", op->kind);
+        sb__json_str_m(b, &f, "operation_status", op->state);
         sb__json_key(b, &f, "operation_progress");
         sb__buf_printf(b, "%.3f",
-                       op.total > 0 ? (double)op.done / (double)op.total
-                                    : strcmp(op.state, "completed") == 0);
-        sb__json_int_m(b, &f, "operation_messages_completed_count", op.done);
+                       op->total > 0 ? (double)op->done / (double)op->total
+                                     : strcmp(op->state, "completed") == 0);
+        sb__json_int_m(b, &f, "operation_messages_completed_count", op->done);
         sb__json_int_m(b, &f, "operation_remaining_count",
-                       op.total > op.done ? op.total - op.done : 0);
-        sb__json_time_m(b, &f, "operation_start_time", op.started_us);
-        sb__json_time_m(b, &f, "operation_completion_time", op.finished_us);
+                       op->total > op->done ? op->total - op->done : 0);
+        sb__json_time_m(b, &f, "operation_start_time", op->started_us);
+        sb__json_time_m(b, &f, "operation_completion_time", op->finished_us);
     }
     sb__buf_puts(b, "}");
 }
@@ -64,20 +63,37 @@ static int groups(const sb_api *a, const char *classifier, int status,
                              classifier),
                1;
     sb_failure_group *g = NULL;
-    size_t n = 0;
+    size_t n = 0, n_ops = 0;
     sb_error err;
     int rc = sb_errors_groups(a->store, classifier, status, &g, &n, &err);
-    if (rc != SB_OK)
+    /* The overlay in one read, not one per group. */
+    const char **ids = n ? sb__calloc(n, sizeof *ids) : NULL;
+    sb_group_operation *ops = NULL;
+    if (rc == SB_OK && n > 0 && ids == NULL)
+        rc = sb__err(&err, SB_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; rc == SB_OK && i < n; i++)
+        ids[i] = g[i].id;
+    if (rc == SB_OK)
+        rc = sb_errors_group_operations(a->store, ids, n, &ops, &n_ops, &err);
+    sb__free(ids);
+    if (rc != SB_OK) {
+        sb__free(g);
         return sb__api_fail(out, rc, &err), 1;
+    }
     sb__buf_puts(&out->body, "[");
     for (size_t i = 0; i < n; i++) {
+        const sb_group_operation *op = NULL;
+        for (size_t k = 0; k < n_ops && op == NULL; k++)
+            if (strcmp(ops[k].group_id, g[i].id) == 0)
+                op = &ops[k];
         if (i > 0)
             sb__buf_puts(&out->body, ",");
-        group_json(a, &out->body, &g[i]);
+        group_json(&out->body, &g[i], op);
     }
     sb__buf_puts(&out->body, "]");
     out->total = (int64_t)n;
     out->status = 200;
+    sb__free(ops);
     sb__free(g);
     return 1;
 }
@@ -133,7 +149,9 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
                 }
         sb__free(all);
     }
-    group_json(a, &out->body, &g);
+    sb_group_operation op;
+    int has_op = sb_errors_group_operation(a->store, id, &op, &err) == SB_OK;
+    group_json(&out->body, &g, has_op ? &op : NULL);
     out->status = 200;
     return 1;
 }

@@ -619,6 +619,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     sb_ops_options oo = {.log = opts->log, .log_user = opts->log_user};
     if (rc == SB_OK && s->store != NULL)
         rc = sb__ops_start(bus, s->store, &oo, &s->ops, err);
+
     if (rc != SB_OK) {
         release(s);
         return rc;
@@ -627,6 +628,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                       .store = s->store,
                       .ops = s->ops,
                       .loops = s->loops,
+                      .stats = s->stats,
                       .backend = sb_backend_name(bus),
                       .retention_ms = opts->retention_ms,
                       .edit_enabled = opts->edit_enabled};

@@ -47,6 +47,9 @@ struct sb_stats {
     size_t cap, head, n; /* head: where the next point goes */
     uint64_t seq;        /* points written so far */
     qslot slots[SB_STATS_QUEUES];
+    sb_queue_stats *last_q; /* the newest sample's queues (all of them) */
+    size_t last_nq;
+    int64_t last_q_us;      /* its wall-clock time; 0 until one is read */
     /* the sampler thread's own */
     sb_bus_counters *prev, *cur;
     int64_t prev_rows;
@@ -172,6 +175,13 @@ static void take_sample(sb_stats *s)
         p->queues_ok = 1;
         put_queues(s, p, q, nq);
     }
+    if (qrc == SB_OK) { /* kept for /api/queues; the old one goes */
+        sb_queue_stats *old = s->last_q;
+        s->last_q = q;
+        s->last_nq = nq;
+        s->last_q_us = t;
+        q = old;
+    }
     if (s->loops != NULL) {
         p->ingest_ok = 1;
         p->rows = ls.rows - s->prev_rows;
@@ -232,14 +242,15 @@ static void stats_free(sb_stats *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     sb__free(s->ring);
+    sb_free(s->last_q);
     sb__free(s->prev);
     sb__free(s->cur);
     sb__free(s);
 }
 
 int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
-                         const sb_stats_options *opts, sb_stats **out,
-                         sb_error *err)
+                    const sb_stats_options *opts, sb_stats **out,
+                    sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -406,4 +417,32 @@ int sb__stats_json(sb_stats *s, int minutes, sb_buf *out, sb_error *err)
                                                   "the buffer's cap"
                                                 : "out of memory");
     return SB_OK;
+}
+
+int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
+                     size_t *n_out, int64_t *at_us)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (s == NULL)
+        return SB_EMPTY;
+    int rc = SB_OK;
+    pthread_mutex_lock(&s->mu);
+    if (s->last_q_us == 0 ||
+        sb__wall_us() - s->last_q_us > max_age_ms * 1000) {
+        rc = SB_EMPTY;
+    } else if (s->last_nq > 0) {
+        *out = sb__malloc(s->last_nq * sizeof **out);
+        if (*out == NULL)
+            rc = SB_NOMEM;
+        else
+            memcpy(*out, s->last_q, s->last_nq * sizeof **out);
+    }
+    if (rc == SB_OK) {
+        *n_out = s->last_nq;
+        if (at_us != NULL)
+            *at_us = s->last_q_us;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }

@@ -38,6 +38,14 @@ int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
  * timeouts). */
 void sb__stats_stop(sb_stats *s);
 
+/* The newest sample's queue counts (every queue, as sb_queue_list gives
+ * them), when it is at most `max_age_ms` old: `*out` transferred (sb_free),
+ * `*at_us` (may be NULL) its wall-clock time. SB_EMPTY when there is no
+ * such sample (none yet, the database did not answer, or `s` is NULL);
+ * SB_NOMEM. Thread-safe. */
+int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
+                     size_t *n_out, int64_t *at_us);
+
 /* The JSON of the last `minutes` (1 to 60), appended to `out`:
  * {"interval_s": 10, "now": ISO, "queues": [{"name": Q, "points": [{"t":
  * ISO, "ready", "in_flight", "dead_lettered", "published", "acked"}]}],

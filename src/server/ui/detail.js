@@ -224,7 +224,14 @@ SB.detail = (function () {
       if (m.time_of_failure && m.time_of_failure !== m.first_time_of_failure && m.number_of_processing_attempts > 1) {
         timeline.push(['Failed again (' + m.number_of_processing_attempts + ' attempts in all)', m.time_of_failure, '']);
       }
-      if (m.last_modified) timeline.push(['Now ' + (D.STATUS_TEXT[m.status] || m.status).toLowerCase(), m.last_modified, m.status]);
+      /* Every change of status the store recorded (retry issued,
+       * resolved, archived, restored, failed again), in time order. */
+      (m.status_history || []).forEach(function (c) {
+        timeline.push([(D.STATUS_TEXT[c.previous] || c.previous) + ' → ' +
+          (D.STATUS_TEXT[c.status] || c.status), c.at, c.status]);
+      });
+      timeline.sort(function (a, b) { return a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0; });
+      timeline.push(['Now ' + (D.STATUS_TEXT[m.status] || m.status).toLowerCase(), m.last_modified || m.time_of_failure, m.status]);
 
       var hd = m.headers || {};
       var filterIn = h('input', {type: 'search', placeholder: 'Filter headers', 'aria-label': 'Filter headers',
