@@ -13,11 +13,16 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build serve run check check-asan install bench clean
+.PHONY: all deps test-deps build serve run check check-asan install bench clean
 
 all: build
 
+# What building needs; the tests' own (PostgreSQL, chromium, ...) come
+# with `check`.
 deps:
+	@bash scripts/install-deps.sh --build
+
+test-deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD)/build.ninja:
@@ -33,7 +38,7 @@ serve: build
 run: build
 	@bash scripts/demo.sh $(BUILD)/sqlbus
 
-check: build
+check: test-deps build
 	@bash tests/run-check $(BUILD)
 
 check-asan:
@@ -43,7 +48,7 @@ check-asan:
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-bench: build
+bench: test-deps build
 	@bash bench/run all
 
 clean:

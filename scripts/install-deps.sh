@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Install the Debian packages sqlbus needs to build and test, only those
-# missing. Runs as root (or through sudo when available).
+# Install the Debian packages sqlbus needs, only those missing. Runs as
+# root (or through sudo when available).
+#   install-deps.sh          to build and to test (make check, CI)
+#   install-deps.sh --build  to build and run only (make serve, make run)
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config clang
-      libsqlite3-dev sqlite3 libpq-dev libjansson-dev libcmocka-dev
-      libmicrohttpd-dev curl postgresql postgresql-contrib jq python3)
+build_only=0
+[ "${1:-}" = --build ] && build_only=1
+pkgs=(build-essential cmake ninja-build pkg-config
+      libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
+      libmicrohttpd-dev)
+[ $build_only = 1 ] ||
+    pkgs+=(clang sqlite3 curl postgresql postgresql-contrib jq python3)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \
@@ -14,9 +20,11 @@ done
 # driven by playwright-core under node. node and npm count as present
 # whichever package brought them (a nodejs that bundles npm conflicts
 # with Debian's npm package).
-[ -x /usr/bin/chromium ] || missing+=(chromium)
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ $build_only = 0 ]; then
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}"
     sudo=""
@@ -28,7 +36,8 @@ fi
 # playwright-core, pinned by tests/ui/package-lock.json (it downloads no
 # browser; the tests use /usr/bin/chromium).
 ui="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/ui"
-if [ -f "$ui/package-lock.json" ] && [ ! -d "$ui/node_modules/playwright-core" ]; then
+if [ $build_only = 0 ] && [ -f "$ui/package-lock.json" ] &&
+    [ ! -d "$ui/node_modules/playwright-core" ]; then
     echo "installing tests/ui/node_modules (npm ci)"
     (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error)
 fi
