@@ -110,6 +110,7 @@ typedef struct args {
     int handlers;
     int batch;
     int pool;
+    long long counts_flush_ms; /* --counts-flush: 0 = default, -1 = off */
     int publishers;
     double rate;
     double seconds;
@@ -156,6 +157,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->publishers = (int)strtol(v, NULL, 10);
         else if (OPT("--pool"))
             a->pool = (int)strtol(v, NULL, 10);
+        else if (OPT("--counts-flush"))
+            a->counts_flush_ms = strtoll(v, NULL, 10);
         else if (OPT("--rate"))
             a->rate = atof(v);
         else if (OPT("--seconds"))
@@ -395,6 +398,7 @@ static int open_bus(const args *a, sb_bus **bus)
     o.size = sizeof o;
     o.url = a->url;
     o.pool_size = a->pool; /* 0 = the library's default */
+    o.counts_flush_ms = a->counts_flush_ms;
     o.log = bench_log;
     o.log_level = SB_LOG_WARN;
     sb_error err;
@@ -857,7 +861,7 @@ static int cmd_latency(const args *a)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P]\n"
+            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
             "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"

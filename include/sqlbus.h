@@ -181,7 +181,18 @@ typedef struct sb_options {
     int log_level;        /* minimum level passed to `log` (default INFO) */
     const char *endpoint; /* name written to sb-processing-endpoint
                              (copied; default "host:pid") */
+    /* Fields below were added after the first version: a caller whose
+     * `size` is SB_OPTIONS_V1_SIZE gets their defaults. */
+    /* How often this process adds its counts (published, acked, naked,
+     * dead-lettered per queue) to the database's {p}counts table, which
+     * sb_counts_list reads for every process (S6, S8): 0 = every 1000 ms
+     * (default), 10 to 3,600,000 ms, or -1 = never. A background thread
+     * writes only when a count moved; sb_close writes the rest. */
+    int64_t counts_flush_ms;
 } sb_options;
+
+/* The size of sb_options as first published (through `endpoint`). */
+#define SB_OPTIONS_V1_SIZE (offsetof(sb_options, endpoint) + sizeof(char *))
 
 /*
  * Open a bus. Connects once to check the URL and (per schema_mode) creates
@@ -333,7 +344,7 @@ SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
 
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
  * Other processes on the same database count their own: these are not
- * totals of the database. */
+ * totals of the database (sb_counts_list gives those). */
 #define SB_METRICS_QUEUES 64  /* queues counted by name; the rest in `other` */
 #define SB_METRICS_BUCKETS 17 /* latency buckets, the last one +Inf */
 
@@ -376,6 +387,22 @@ typedef struct sb_bus_counters {
  * instant: counters move while it is read. */
 SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out,
                           sb_error *err);
+
+/* Every process's counts, per queue, as the processes have added them to
+ * the {p}counts table (sb_options.counts_flush_ms): totals since the
+ * queue's row was first written, each at most one flush interval behind
+ * (a killed process loses its last interval). `queue` "" sums the queues
+ * past a process's first SB_METRICS_QUEUES. Ordered by queue. `*out` is
+ * transferred (sb_free). SB_SCHEMA_MISSING when the table is absent (a
+ * schema from before it, under SB_SCHEMA_VERIFY). */
+SB_API int sb_counts_list(sb_bus *bus, sb_queue_counts **out, size_t *n_out,
+                          sb_error *err);
+
+/* Add this process's counts that moved since the last write to {p}counts
+ * now, instead of at the next interval. SB_MISUSE when counting to the
+ * table is off (counts_flush_ms -1, SB_SCHEMA_NONE, or the table is
+ * missing); database errors as sb_tx_commit. Thread-safe. */
+SB_API int sb_counts_flush(sb_bus *bus, sb_error *err);
 
 typedef struct sb_dlq_filter {
     size_t size;
@@ -817,6 +844,31 @@ SB_API int sb_recovery_registrations(sb_bus *bus,
  */
 SB_API int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
                                 int64_t *stale_count, sb_error *err);
+
+/* How many unexpired registrations are in each state, counted in the
+ * database in one statement (however many there are), and the dispatched
+ * ones by recovery handler. */
+#define SB_REG_COUNT_HANDLERS 32
+typedef struct sb_handler_count {
+    char handler[201]; /* "" when the waiter named no handler */
+    int64_t n;
+} sb_handler_count;
+typedef struct sb_registration_counts {
+    size_t size;         /* set to sizeof(sb_registration_counts) */
+    int64_t by_state[4]; /* by enum sb_registration_state */
+    size_t n_handlers;   /* entries of dispatched[] in use */
+    sb_handler_count dispatched[SB_REG_COUNT_HANDLERS]; /* SB_REG_DISPATCHED
+                                                            by handler, most
+                                                            first */
+    int64_t dispatched_other; /* handlers past the first 32, summed */
+} sb_registration_counts;
+
+/* Fill `*out` (caller-owned; set out->size first) with the counts as of
+ * the database clock now; STALE is as in sb_registration_query
+ * (`stale_after_ms` 0 = 24 h). Result codes as
+ * sb_recovery_registrations. Thread-safe. */
+SB_API int sb_recovery_counts(sb_bus *bus, int64_t stale_after_ms,
+                              sb_registration_counts *out, sb_error *err);
 
 /* Registration accessors; pointers are borrowed from `r`. Times are Unix
  * microseconds from the database clock (SQLite: the writer's clock). */

@@ -61,13 +61,16 @@ typedef struct sb_channel_templates {
                                        context, registered_at, expires_at,
                                        dispatched_at, live, state */
     const char *count_stale;  /* $1 now_us, $2 stale_ms -> count */
+    const char *count_states; /* $1 now_us, $2 stale_ms -> state, handler
+                                 of a dispatched one ('' otherwise), count;
+                                 most first */
 } sb_channel_templates;
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
 
 typedef struct sb_channel_sql {
-    char *s[28];
+    char *s[29];
 } sb_channel_sql;
 
 /* A recovery registration as listed (public handle sb_registration):
@@ -278,7 +281,8 @@ enum {
     CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
     CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
     CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS,
-    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE, CH_SCAN_MANY
+    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE, CH_SCAN_MANY,
+    CH_COUNT_STATES
 };
 #define CH_SQL(ch, k) ((ch)->sql.s[k])
 

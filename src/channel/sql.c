@@ -42,7 +42,8 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                          t->mark_dispatched,
                          t->list_registrations,
                          t->count_stale,
-                         t->scan_many};
+                         t->scan_many,
+                         t->count_states};
     int rc = SB_OK;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         out->s[i] = sb__sql_subst(all[i], prefix, &rc);

@@ -149,4 +149,13 @@ const sb_channel_templates sb__channel_sql_sqlite = {
                    "1 FROM {p}channel_subscribers s WHERE s.correlation_id = "
                    "r.correlation_id AND s.registration_id = "
                    "r.registration_id AND s.expires_at > $1)",
+    .count_states =
+        "SELECT state, COALESCE(handler, ''), count(*) FROM (SELECT CASE "
+        "WHEN EXISTS (SELECT 1 FROM {p}channel_subscribers s WHERE "
+        "s.correlation_id = r.correlation_id AND s.registration_id = "
+        "r.registration_id AND s.expires_at > $1) THEN 0 WHEN "
+        "r.dispatched_at IS NOT NULL THEN 3 WHEN r.registered_at < $1 - $2 "
+        "* 1000 THEN 1 ELSE 2 END AS state, CASE WHEN r.dispatched_at IS "
+        "NOT NULL THEN r.handler END AS handler FROM {p}recovery_state r "
+        "WHERE r.expires_at > $1) GROUP BY 1, 2 ORDER BY 3 DESC, 2",
 };

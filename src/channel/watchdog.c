@@ -205,6 +205,24 @@ static int log_stale(const sb_registration *r, void *user)
     return 0;
 }
 
+/* The statements, for a call taking `stale_after_ms` (checked). */
+static int open_stale(sb_bus *bus, int64_t stale_after_ms,
+                      sb_channel_sql *sql, sb_error *err)
+{
+    int rc = check_stale_after(stale_after_ms, err);
+    return rc == SB_OK ? open_sql(bus, sql, err) : rc;
+}
+
+/* Statement `k` with $1 now, $2 the STALE threshold (0 = 24 h). */
+static int run_stale(sb_bus *bus, const sb_channel_sql *sql, int k,
+                     int64_t stale_after_ms, sb_rows **rows, sb_error *err)
+{
+    sb_value p[2] = {sb__v_int(sb__bus_now_us(bus)),
+                     sb__v_int(stale_after_ms ? stale_after_ms
+                                              : DEFAULT_STALE_MS)};
+    return run_query(bus, sql->s[k], p, 2, rows, err);
+}
+
 int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
                          int64_t *stale_count, sb_error *err)
 {
@@ -213,16 +231,13 @@ int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
         *stale_count = 0;
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
-    int rc = check_stale_after(stale_after_ms, err);
     sb_channel_sql sql;
-    if (rc == SB_OK)
-        rc = open_sql(bus, &sql, err);
+    int rc = open_stale(bus, stale_after_ms, &sql, err);
     if (rc != SB_OK)
         return rc;
     int64_t stale_ms = stale_after_ms ? stale_after_ms : DEFAULT_STALE_MS;
-    sb_value p[2] = {sb__v_int(sb__bus_now_us(bus)), sb__v_int(stale_ms)};
     sb_rows *rows = NULL;
-    rc = run_query(bus, sql.s[CH_COUNT_STALE], p, 2, &rows, err);
+    rc = run_stale(bus, &sql, CH_COUNT_STALE, stale_ms, &rows, err);
     int64_t n = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0)
                                                 : 0;
     sb__rows_free(rows);
@@ -244,6 +259,42 @@ int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
     sb__channel_sql_free(&sql);
     if (rc == SB_OK && stale_count != NULL)
         *stale_count = n;
+    return rc;
+}
+
+int sb_recovery_counts(sb_bus *bus, int64_t stale_after_ms,
+                       sb_registration_counts *out, sb_error *err)
+{
+    sb_error_clear(err);
+    if (bus == NULL || out == NULL)
+        return sb__err(err, SB_INVALID, bus ? "out" : "bus",
+                       "arguments must not be NULL");
+    int rc = sb__out_struct(out, sizeof *out, "sb_registration_counts", err);
+    sb_channel_sql sql;
+    if (rc == SB_OK)
+        rc = open_stale(bus, stale_after_ms, &sql, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_rows *rows = NULL;
+    rc = run_stale(bus, &sql, CH_COUNT_STATES, stale_after_ms, &rows, err);
+    sb__channel_sql_free(&sql);
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        int64_t st = sb__rows_int(rows, r, 0), n = sb__rows_int(rows, r, 2);
+        if (st < 0 || st > SB_REG_DISPATCHED)
+            continue;
+        out->by_state[st] += n;
+        if (st != SB_REG_DISPATCHED)
+            continue;
+        if (out->n_handlers == SB_REG_COUNT_HANDLERS) {
+            out->dispatched_other += n;
+            continue;
+        }
+        sb_handler_count *h = &out->dispatched[out->n_handlers++];
+        const char *name = sb__rows_text(rows, r, 1);
+        sb__strlcpy(h->handler, name ? name : "", sizeof h->handler);
+        h->n = n;
+    }
+    sb__rows_free(rows);
     return rc;
 }
 

@@ -176,6 +176,10 @@ int sb__validate_name(const char *name, size_t max_len, const char *field,
 /* Letters, digits and '_', not starting with a digit, 1..max_len bytes. */
 int sb__validate_identifier(const char *name, size_t max_len,
                             const char *field, sb_error *err);
+/* A caller-owned result struct whose first member is `size_t size`:
+ * SB_INVALID naming "size" when it is under `want` (`type` names the
+ * struct), else zero it, keeping `size`. */
+int sb__out_struct(void *out, size_t want, const char *type, sb_error *err);
 /* Check `len` bytes are valid UTF-8 (no overlongs, no surrogates). */
 bool sb__utf8_valid(const char *s, size_t len);
 

@@ -113,3 +113,16 @@ int sb__validate_identifier(const char *name, size_t max_len,
     }
     return SB_OK;
 }
+
+int sb__out_struct(void *out, size_t want, const char *type, sb_error *err)
+{
+    size_t size;
+    memcpy(&size, out, sizeof size);
+    if (size < want)
+        return sb__err(err, SB_INVALID, "size",
+                       "%s.size must be set to sizeof(%s) (%zu; got %zu)",
+                       type, type, want, size);
+    memset(out, 0, want);
+    memcpy(out, &size, sizeof size);
+    return SB_OK;
+}

@@ -12,7 +12,6 @@
 #define PUBLISH_MAX_HEADERS 64
 #define SUBMIT_MAX 1000
 #define RECOVERY_LIST 200
-#define RECOVERY_WALK 10000 /* registrations counted per request */
 
 /* Every queue's counts: the sampler's newest (see api.h), or read now. */
 static int queue_counts(const sb_api *a, sb_queue_stats **q, size_t *n,
@@ -304,30 +303,18 @@ static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     return 1;
 }
 
-typedef struct recovery_walk {
+typedef struct recovery_list {
     sb_buf *b;
-    int64_t counts[4];
-    size_t listed, seen;
-    int64_t last_at;
-    char last_corr[256], last_reg[64];
-} recovery_walk;
+    size_t listed;
+} recovery_list;
 
 static const char *const reg_states[] = {"outstanding", "stale", "orphaned",
                                          "dispatched"};
 
 static int on_registration(const sb_registration *g, void *user)
 {
-    recovery_walk *w = user;
+    recovery_list *w = user;
     int st = sb_registration_state(g);
-    if (st >= 0 && st < 4)
-        w->counts[st]++;
-    w->seen++;
-    w->last_at = sb_registration_registered_at_us(g);
-    sb__strlcpy(w->last_corr, sb_registration_correlation_id(g),
-                sizeof w->last_corr);
-    sb__strlcpy(w->last_reg, sb_registration_id(g), sizeof w->last_reg);
-    if (w->listed >= RECOVERY_LIST)
-        return 0;
     sb_buf *b = w->b;
     int f = 1;
     sb__buf_puts(b, w->listed++ ? ",{" : "{");
@@ -344,28 +331,22 @@ static int on_registration(const sb_registration *g, void *user)
     return 0;
 }
 
-/* GET /api/recovery: counts by state over the oldest RECOVERY_WALK
- * registrations, and the oldest RECOVERY_LIST of them. */
+/* GET /api/recovery: counts by state (in the database, all of them) and
+ * the oldest RECOVERY_LIST registrations. */
 static int recovery(const sb_api *a, sb_api_resp *out)
 {
+    sb_registration_counts counts;
+    memset(&counts, 0, sizeof counts);
+    counts.size = sizeof counts;
+    sb_error err;
+    int rc = sb_recovery_counts(a->bus, 0, &counts, &err);
     sb_buf list;
     sb__buf_init(&list, SB_API_BODY_MAX);
-    recovery_walk w;
-    memset(&w, 0, sizeof w);
-    w.b = &list;
-    sb_error err;
-    int rc = SB_OK;
-    size_t before;
-    do {
-        before = w.seen;
-        sb_registration_query q = {.size = sizeof q, .limit = 1000};
-        if (w.seen > 0) {
-            q.after_registered_at_us = w.last_at;
-            q.after_correlation_id = w.last_corr;
-            q.after_registration_id = w.last_reg;
-        }
+    recovery_list w = {&list, 0};
+    if (rc == SB_OK) {
+        sb_registration_query q = {.size = sizeof q, .limit = RECOVERY_LIST};
         rc = sb_recovery_registrations(a->bus, &q, on_registration, &w, &err);
-    } while (rc == SB_OK && w.seen - before == 1000 && w.seen < RECOVERY_WALK);
+    }
     if (rc != SB_OK) {
         sb__buf_free(&list);
         return sb__api_fail(out, rc, &err), 1;
@@ -374,8 +355,7 @@ static int recovery(const sb_api *a, sb_api_resp *out)
     sb__buf_puts(b, "{");
     int f = 1;
     for (int i = 0; i < 4; i++)
-        sb__json_int_m(b, &f, reg_states[i], w.counts[i]);
-    sb__json_bool_m(b, &f, "counted_all", w.seen < RECOVERY_WALK);
+        sb__json_int_m(b, &f, reg_states[i], counts.by_state[i]);
     sb__json_key(b, &f, "registrations");
     sb__buf_puts(b, "[");
     if (list.len > 0 && !list.failed)

@@ -393,8 +393,8 @@ static enum MHD_Result metrics(request *r, sb_server *s,
     sb_buf b;
     sb__buf_init(&b, SB_API_BODY_MAX);
     sb_error err;
-    int rc = sb__metrics_render(s->metrics, s->bus, s->store, s->loops, &b,
-                                &err);
+    int rc = sb__metrics_render(s->metrics, s->bus, s->store, s->loops,
+                                s->stats, &b, &err);
     if (rc != SB_OK || b.failed) {
         sb__buf_free(&b);
         return send_error(r, c, 503, "unavailable",

@@ -8,8 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define REG_PAGE 1000
-#define REG_MAX 10000 /* registrations one scrape reads, at most */
+#define QUEUES_MAX_AGE_MS 10000 /* the sampler's queues, at most this old */
 
 typedef struct route_counts {
     _Atomic(const char *) pattern;
@@ -116,81 +115,37 @@ static size_t read_http(sb_metrics *m, sb_metrics_http_route *out)
     return n;
 }
 
-/* ---- recovery registrations: a bounded walk ---- */
+/* ---- recovery registrations: counted in the database ---- */
 
-typedef struct reg_walk {
-    sb_metrics_snapshot *s;
-    sb_metrics_dispatched *dispatched; /* SB_METRICS_HANDLERS */
-    size_t seen, page;
-    int64_t after_us;
-    char after_cid[401];
-    char after_id[64];
-} reg_walk;
-
-static int on_registration(const sb_registration *r, void *user)
+static int read_recovery(sb_bus *bus, sb_metrics_snapshot *s,
+                         sb_metrics_dispatched *disp, sb_error *err)
 {
-    reg_walk *w = user;
-    sb_metrics_snapshot *s = w->s;
-    int st = sb_registration_state(r);
-    if (st >= 0 && st < 4)
-        s->registrations[st]++;
-    if (sb_registration_live(r))
-        s->waiters++;
-    if (st == SB_REG_DISPATCHED) {
-        const char *h = sb_registration_handler(r);
-        size_t i = 0;
-        while (i < s->n_dispatched &&
-               strcmp(w->dispatched[i].handler, h ? h : "") != 0)
-            i++;
-        if (i == s->n_dispatched && i < SB_METRICS_HANDLERS) {
-            sb__strlcpy(w->dispatched[i].handler, h ? h : "",
-                        sizeof w->dispatched[i].handler);
-            w->dispatched[i].n = 0;
-            s->n_dispatched++;
-        }
-        if (i < s->n_dispatched)
-            w->dispatched[i].n++;
-        else
-            s->dispatched_other++;
+    sb_registration_counts c;
+    memset(&c, 0, sizeof c);
+    c.size = sizeof c;
+    int rc = sb_recovery_counts(bus, 0, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    for (int i = 0; i < 4; i++)
+        s->registrations[i] = c.by_state[i];
+    s->waiters = c.by_state[SB_REG_OUTSTANDING];
+    for (size_t i = 0; i < c.n_handlers && i < SB_METRICS_HANDLERS; i++) {
+        sb__strlcpy(disp[i].handler, c.dispatched[i].handler,
+                    sizeof disp[i].handler);
+        disp[i].n = c.dispatched[i].n;
+        s->n_dispatched++;
     }
-    w->after_us = sb_registration_registered_at_us(r);
-    sb__strlcpy(w->after_cid, sb_registration_correlation_id(r),
-                sizeof w->after_cid);
-    sb__strlcpy(w->after_id, sb_registration_id(r), sizeof w->after_id);
-    w->seen++;
-    w->page++;
-    return 0;
-}
-
-static int read_recovery(sb_bus *bus, reg_walk *w, sb_error *err)
-{
-    for (;;) {
-        sb_registration_query q;
-        memset(&q, 0, sizeof q);
-        q.size = sizeof q;
-        q.limit = REG_PAGE;
-        if (w->seen > 0) {
-            q.after_registered_at_us = w->after_us;
-            q.after_correlation_id = w->after_cid;
-            q.after_registration_id = w->after_id;
-        }
-        w->page = 0;
-        int rc = sb_recovery_registrations(bus, &q, on_registration, w, err);
-        if (rc != SB_OK)
-            return rc;
-        if (w->page < REG_PAGE)
-            return SB_OK;
-        if (w->seen >= REG_MAX) {
-            w->s->recovery_truncated = 1;
-            return SB_OK;
-        }
-    }
+    s->dispatched_other = c.dispatched_other;
+    for (size_t i = SB_METRICS_HANDLERS; i < c.n_handlers; i++)
+        s->dispatched_other += c.dispatched[i].n;
+    return SB_OK;
 }
 
 /* ---- the scrape ---- */
 
 int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
-                       sb_loops *loops, sb_buf *out, sb_error *err)
+                       sb_loops *loops, sb_stats *stats, sb_buf *out,
+                       sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -215,7 +170,14 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
 
     sb_queue_stats *queues = NULL;
     size_t n_queues = 0;
-    s.queues_ok = sb_queue_list(bus, &queues, &n_queues, &e) == SB_OK;
+    s.queues_ok = sb__stats_queues(stats, QUEUES_MAX_AGE_MS, &queues,
+                                   &n_queues, NULL) == SB_OK ||
+                  sb_queue_list(bus, &queues, &n_queues, &e) == SB_OK;
+    sb_queue_counts *totals = NULL;
+    size_t n_totals = 0;
+    s.totals_ok = sb_counts_list(bus, &totals, &n_totals, &e) == SB_OK;
+    s.totals = totals;
+    s.n_totals = n_totals;
     s.queues = queues;
     s.n_queues = n_queues;
     if (s.queues_ok && s.counters != NULL) {
@@ -235,17 +197,14 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
         s.imports_ok = sb_errors_failed_import_count(store, &s.failed_imports,
                                                      &e) == SB_OK;
     }
-    reg_walk w;
-    memset(&w, 0, sizeof w);
-    w.s = &s;
-    w.dispatched = disp;
-    s.recovery_ok = read_recovery(bus, &w, &e) == SB_OK;
+    s.recovery_ok = read_recovery(bus, &s, disp, &e) == SB_OK;
     s.dispatched = disp;
     s.n_http = read_http(m, http);
     s.http = http;
 
     int rc = sb__metrics_text(&s, out);
     sb_free(queues);
+    sb_free(totals);
     sb__free(c);
     sb__free(disp);
     sb__free(http);

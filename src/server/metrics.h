@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "server/loops.h"
 #include "server/router.h"
+#include "server/stats.h"
 
 typedef struct sb_metrics sb_metrics;
 
@@ -29,11 +30,13 @@ void sb__metrics_http(sb_metrics *m, sb_route_id route, const char *pattern,
 
 /* The Prometheus text exposition (format 0.0.4), appended to `out`.
  * `bus` is required; `store` and `loops` may be NULL (their metrics then
- * have no samples). A source the database cannot answer is left out and
+ * have no samples). The depth gauges come from `stats`'s newest sample
+ * when it is at most 10 s old (NULL or older: one sb_queue_list). A source the database cannot answer is left out and
  * reported by sqlbus_scrape_source_up{source} = 0; the scrape still
  * succeeds. Reads at most 10,000 recovery registrations. SB_OK, SB_INVALID
  * (no bus or out), SB_NOMEM / SB_TOOBIG (from `out`). Thread-safe. */
 int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
-                       sb_loops *loops, sb_buf *out, sb_error *err);
+                       sb_loops *loops, sb_stats *stats, sb_buf *out,
+                       sb_error *err);
 
 #endif

@@ -186,31 +186,42 @@ static int64_t count_of(const sb_queue_counts *q, int k)
                                                              : q->dead_lettered;
 }
 
+/* The four message counters (published, acked, naked, dead-lettered) of
+ * `who` ("this process" or "every process") under names prefix_KIND_total,
+ * one sample per queue of q[0..n-1] ("" and `other`, when it counted
+ * anything, labelled "(other)"). */
+static void message_counters(sb_buf *b, const char *prefix, const char *who,
+                             const sb_queue_counts *q, size_t n,
+                             const sb_queue_counts *other)
+{
+    static const char *const kind[] = {"published", "acked", "naked",
+                                       "dead_lettered"};
+    static const char *const what[] = {
+        "Messages published by %s, by queue.",
+        "Messages acked by %s, by queue.",
+        "Messages released for redelivery by %s, by queue.",
+        "Messages dead-lettered by %s, by failed queue."};
+    for (int k = 0; k < 4; k++) {
+        char name[64], help[96];
+        snprintf(name, sizeof name, "%s_%s_total", prefix, kind[k]);
+        snprintf(help, sizeof help, what[k], who);
+        family(b, name, "counter", help);
+        for (size_t i = 0; i < n; i++)
+            sample(b, name, "queue", q[i].queue[0] ? q[i].queue : "(other)",
+                   NULL, NULL, count_of(&q[i], k));
+        if (other != NULL && (other->published || other->acked ||
+                              other->naked || other->dead_lettered))
+            sample(b, name, "queue", "(other)", NULL, NULL,
+                   count_of(other, k));
+    }
+}
+
 static void counters(sb_buf *b, const sb_metrics_snapshot *s)
 {
-    static const struct {
-        const char *name, *help;
-    } f[] = {
-        {"sqlbus_messages_published_total",
-         "Messages published by this process, by queue."},
-        {"sqlbus_messages_acked_total",
-         "Messages acked by this process, by queue."},
-        {"sqlbus_messages_naked_total",
-         "Messages released for redelivery by this process, by queue."},
-        {"sqlbus_messages_dead_lettered_total",
-         "Messages dead-lettered by this process, by failed queue."},
-    };
     const sb_bus_counters *c = s->counters;
-    for (int k = 0; k < 4; k++) {
-        family(b, f[k].name, "counter", f[k].help);
-        for (size_t i = 0; c != NULL && i < c->n_queues; i++)
-            sample(b, f[k].name, "queue", c->queues[i].queue, NULL, NULL,
-                   count_of(&c->queues[i], k));
-        if (c != NULL && (c->other.published || c->other.acked ||
-                          c->other.naked || c->other.dead_lettered))
-            sample(b, f[k].name, "queue", "(other)", NULL, NULL,
-                   count_of(&c->other, k));
-    }
+    message_counters(b, "sqlbus_messages", "this process",
+                     c ? c->queues : NULL, c ? c->n_queues : 0,
+                     c ? &c->other : NULL);
     family(b, "sqlbus_claim_duration_seconds", "histogram",
            "Duration of this process's claim statements.");
     if (c != NULL)
@@ -226,6 +237,14 @@ static void counters(sb_buf *b, const sb_metrics_snapshot *s)
     if (c != NULL)
         sample_seconds(b, "sqlbus_metrics_start_time_seconds", NULL, NULL,
                        c->opened_at_us);
+}
+
+/* Every process's counts, from the database's counts table. */
+static void totals(sb_buf *b, const sb_metrics_snapshot *s)
+{
+    message_counters(b, "sqlbus_queue_messages",
+                     "every process (the counts table)", s->totals,
+                     s->totals_ok ? s->n_totals : 0, NULL);
 }
 
 static void ingestion(sb_buf *b, const sb_metrics_snapshot *s)
@@ -305,12 +324,6 @@ static void recovery(sb_buf *b, const sb_metrics_snapshot *s)
     if (s->recovery_ok && s->dispatched_other > 0)
         sample(b, "sqlbus_recovery_dispatched", "handler", "(other)", NULL,
                NULL, s->dispatched_other);
-    family(b, "sqlbus_recovery_registrations_truncated", "gauge",
-           "1 when the registrations were more than one scrape reads "
-           "(10,000): the recovery gauges count the oldest ones.");
-    if (s->recovery_ok)
-        sample(b, "sqlbus_recovery_registrations_truncated", NULL, NULL,
-               NULL, NULL, s->recovery_truncated);
 }
 
 static void http(sb_buf *b, const sb_metrics_snapshot *s)
@@ -340,19 +353,20 @@ int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
 {
     depth(out, s);
     counters(out, s);
+    totals(out, s);
     ingestion(out, s);
     failed(out, s);
     recovery(out, s);
     http(out, s);
-    static const char *const source[] = {"queues", "failed_messages",
+    static const char *const source[] = {"queues",         "failed_messages",
                                          "failed_imports", "recovery",
-                                         "loops"};
-    const int up[] = {s->queues_ok, s->failed_ok, s->imports_ok,
-                      s->recovery_ok, s->loops_ok};
+                                         "loops",          "counts"};
+    const int up[] = {s->queues_ok,   s->failed_ok, s->imports_ok,
+                      s->recovery_ok, s->loops_ok,  s->totals_ok};
     family(out, "sqlbus_scrape_source_up", "gauge",
            "1 when this scrape could read the source (0: its metrics are "
            "left out).");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         sample(out, "sqlbus_scrape_source_up", "source", source[i], NULL,
                NULL, up[i] != 0);
     return out->failed;

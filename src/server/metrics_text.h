@@ -40,6 +40,9 @@ typedef struct sb_metrics_snapshot {
     int lag_ok;
     int64_t lag_ms;               /* the oldest dead letter's age */
     const sb_bus_counters *counters; /* NULL: none */
+    int totals_ok;
+    const sb_queue_counts *totals; /* every process's (sb_counts_list) */
+    size_t n_totals;
     int loops_ok;
     sb_loops_state loops;
     int failed_ok;
@@ -47,7 +50,6 @@ typedef struct sb_metrics_snapshot {
     int imports_ok;
     int64_t failed_imports;
     int recovery_ok;
-    int recovery_truncated;       /* the walk stopped at its bound */
     int64_t registrations[4];     /* by enum sb_registration_state */
     int64_t waiters;              /* registrations with a live waiter */
     const sb_metrics_dispatched *dispatched;

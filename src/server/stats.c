@@ -50,8 +50,12 @@ struct sb_stats {
     sb_queue_stats *last_q; /* the newest sample's queues (all of them) */
     size_t last_nq;
     int64_t last_q_us;      /* its wall-clock time; 0 until one is read */
-    /* the sampler thread's own */
-    sb_bus_counters *prev, *cur;
+    /* the sampler thread's own: every process's counts (sb_counts_list)
+     * at the last sample and now */
+    sb_queue_counts *prev, *cur;
+    size_t n_prev, n_cur;
+    int have_prev; /* prev holds a reading */
+    int pair;      /* this sample has two readings to subtract */
     int64_t prev_rows;
     int down;
 };
@@ -91,23 +95,33 @@ static int slot_of(sb_stats *s, const char *name)
     return free_at;
 }
 
-static const sb_queue_counts *counts_of(const sb_bus_counters *c,
+static const sb_queue_counts *counts_of(const sb_queue_counts *c, size_t n,
                                         const char *name)
 {
-    for (size_t i = 0; c != NULL && i < c->n_queues; i++)
-        if (strcmp(c->queues[i].queue, name) == 0)
-            return &c->queues[i];
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].queue, name) == 0)
+            return &c[i];
     return NULL;
 }
 
-/* This process's published / acked of `name` since the last sample. */
+/* Every process's published / acked of `name` since the last sample (0
+ * without two readings; a row pruned and written again counts from 0). */
 static void deltas(const sb_stats *s, const char *name, int64_t *pub,
                    int64_t *ack)
 {
-    const sb_queue_counts *now = counts_of(s->cur, name);
-    const sb_queue_counts *before = counts_of(s->prev, name);
-    *pub = now ? now->published - (before ? before->published : 0) : 0;
-    *ack = now ? now->acked - (before ? before->acked : 0) : 0;
+    *pub = *ack = 0;
+    if (!s->pair)
+        return;
+    const sb_queue_counts *now = counts_of(s->cur, s->n_cur, name);
+    const sb_queue_counts *before = counts_of(s->prev, s->n_prev, name);
+    if (now == NULL)
+        return;
+    *pub = now->published - (before ? before->published : 0);
+    *ack = now->acked - (before ? before->acked : 0);
+    if (*pub < 0 || *ack < 0) { /* the row was pruned and written again */
+        *pub = now->published;
+        *ack = now->acked;
+    }
 }
 
 /* Fill the queues of point `p` (under mu). */
@@ -127,8 +141,10 @@ static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q,
     }
     /* A queue drained empty has no rows, so the list leaves it out; its
      * throughput still counts (its depth is then 0). */
-    for (size_t j = 0; s->cur != NULL && j < s->cur->n_queues; j++) {
-        const char *name = s->cur->queues[j].queue;
+    for (size_t j = 0; j < s->n_cur; j++) {
+        const char *name = s->cur[j].queue;
+        if (name[0] == '\0') /* past a process's first 64 queues */
+            continue;
         int64_t pub, ack;
         deltas(s, name, &pub, &ack);
         if (pub == 0 && ack == 0)
@@ -150,9 +166,15 @@ static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q,
 static void take_sample(sb_stats *s)
 {
     int64_t t = sb__wall_us();
-    sb_error qerr, ferr;
-    s->cur->size = sizeof *s->cur;
-    int have_counts = sb_bus_metrics(s->bus, s->cur, NULL) == SB_OK;
+    sb_error qerr, ferr, cerr;
+    sb_free(s->cur);
+    int have_counts =
+        sb_counts_list(s->bus, &s->cur, &s->n_cur, &cerr) == SB_OK;
+    if (!have_counts) {
+        s->cur = NULL;
+        s->n_cur = 0;
+    }
+    s->pair = have_counts && s->have_prev;
     sb_queue_stats *q = NULL;
     size_t nq = 0;
     int qrc = sb_queue_list(s->bus, &q, &nq, &qerr);
@@ -171,7 +193,7 @@ static void take_sample(sb_stats *s)
     point *p = &s->ring[s->head];
     memset(p, 0, sizeof *p);
     p->t_us = t;
-    if (qrc == SB_OK && have_counts) {
+    if (qrc == SB_OK) {
         p->queues_ok = 1;
         put_queues(s, p, q, nq);
     }
@@ -199,10 +221,13 @@ static void take_sample(sb_stats *s)
 
     sb_free(q);
     if (have_counts) {
-        sb_bus_counters *swap = s->prev;
+        sb_free(s->prev);
         s->prev = s->cur;
-        s->cur = swap;
+        s->n_prev = s->n_cur;
+        s->cur = NULL;
+        s->n_cur = 0;
     }
+    s->have_prev = have_counts;
     s->prev_rows = ls.rows;
     int failed = qrc != SB_OK || frc != SB_OK;
     if (failed && !s->down)
@@ -243,8 +268,8 @@ static void stats_free(sb_stats *s)
     pthread_cond_destroy(&s->cv);
     sb__free(s->ring);
     sb_free(s->last_q);
-    sb__free(s->prev);
-    sb__free(s->cur);
+    sb_free(s->prev);
+    sb_free(s->cur);
     sb__free(s);
 }
 
@@ -280,15 +305,12 @@ int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
     pthread_mutex_init(&s->mu, NULL);
     sb__cond_init_monotonic(&s->cv);
     s->ring = sb__calloc(s->cap, sizeof *s->ring);
-    s->prev = sb__calloc(1, sizeof *s->prev);
-    s->cur = sb__calloc(1, sizeof *s->cur);
-    if (s->ring == NULL || s->prev == NULL || s->cur == NULL) {
+    if (s->ring == NULL) {
         stats_free(s);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
     /* The first point's counts are those since the sampler started. */
-    s->prev->size = sizeof *s->prev;
-    sb_bus_metrics(bus, s->prev, NULL);
+    s->have_prev = sb_counts_list(bus, &s->prev, &s->n_prev, NULL) == SB_OK;
     if (loops != NULL) {
         sb_loops_state ls;
         sb__loops_state(loops, &ls);

@@ -1,8 +1,8 @@
 /*
  * stats.h - the sampler behind `GET /api/stats` (rule S6): a thread that
  * every interval records, per queue, the depth (ready, in flight, dead
- * letters; from the database, every process) and this process's published
- * and acked counts in the interval (sb_bus_metrics), the rows ingestion
+ * letters) and published and acked counts in the interval, both from the
+ * database and so of every process (sb_counts_list), the rows ingestion
  * consumed, and the unresolved and archived failed-message totals, in a
  * ring of one hour. docs/metrics.md says what each series means.
  */

@@ -40,6 +40,12 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
         o->durability != SB_DURABILITY_NORMAL)
         return sb__err(err, SB_INVALID, "durability",
                        "durability must be FULL or NORMAL");
+    if (o->counts_flush_ms != -1 && o->counts_flush_ms != 0 &&
+        (o->counts_flush_ms < 10 || o->counts_flush_ms > 3600000))
+        return sb__err(err, SB_INVALID, "counts_flush_ms",
+                       "counts_flush_ms must be 0 (default 1000), 10 to "
+                       "3600000, or -1 (never) (got %lld)",
+                       (long long)o->counts_flush_ms);
     if (o->busy_timeout_ms < 0 || o->dead_letter_retention_ms < 0)
         return sb__err(err, SB_INVALID,
                        o->busy_timeout_ms < 0 ? "busy_timeout_ms"
@@ -68,6 +74,7 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
     bus->retention_ms = o->dead_letter_retention_ms;
     bus->schema_mode = o->schema_mode;
     bus->notify = o->notify;
+    bus->counts_flush_ms = o->counts_flush_ms;
     bus->log.fn = o->log;
     bus->log.user = o->log_user;
     bus->log.level = o->log_level ? o->log_level : SB_LOG_INFO;
@@ -82,9 +89,15 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
     *out = NULL;
     if (opts == NULL || opts->url == NULL)
         return sb__err(err, SB_INVALID, "url", "a database URL is required");
-    if (opts->size != 0 && opts->size < sizeof(sb_options))
+    if (opts->size != 0 && opts->size < SB_OPTIONS_V1_SIZE)
         return sb__err(err, SB_INVALID, "size",
                        "sb_options.size is smaller than any known version");
+    /* An older caller's struct ends early: its later fields are defaults. */
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size
+                                                          : sizeof o);
+    opts = &o;
     sb_bus *bus = sb__calloc(1, sizeof *bus);
     if (bus == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -127,6 +140,8 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
         if (rc == SB_SCHEMA_MISSING && bus->schema_mode == SB_SCHEMA_VERIFY)
             rc = SB_OK;
     }
+    if (rc == SB_OK)
+        rc = sb__flusher_start(bus, err);
     if (rc != SB_OK) {
         sb_close(bus);
         return rc;
@@ -139,6 +154,7 @@ void sb_close(sb_bus *bus)
 {
     if (bus == NULL)
         return;
+    sb__flusher_stop(bus->flusher);
     sb__pool_free(bus->pool);
     sb__transport_sql_free(bus->sql);
     sb__counters_free(bus->counters);

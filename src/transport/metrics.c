@@ -270,14 +270,9 @@ int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out, sb_error *err)
     if (bus == NULL || out == NULL)
         return sb__err(err, SB_INVALID, bus ? "out" : "bus",
                        "arguments must not be NULL");
-    if (out->size < sizeof *out)
-        return sb__err(err, SB_INVALID, "size",
-                       "sb_bus_counters.size must be set to "
-                       "sizeof(sb_bus_counters) (%zu; got %zu)",
-                       sizeof *out, out->size);
-    size_t size = out->size;
-    memset(out, 0, sizeof *out);
-    out->size = size;
+    int rc = sb__out_struct(out, sizeof *out, "sb_bus_counters", err);
+    if (rc != SB_OK)
+        return rc;
     sb_counters *c = bus->counters;
     if (c == NULL)
         return SB_OK;

@@ -92,6 +92,9 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->columns = sb__sql_subst(t->columns, prefix, &rc);
     s->indexes = sb__sql_subst(t->indexes, prefix, &rc);
     s->notify = sb__sql_subst(t->notify, prefix, &rc);
+    s->counts_add = sb__sql_subst(t->counts_add, prefix, &rc);
+    s->counts_list = sb__sql_subst(t->counts_list, prefix, &rc);
+    s->counts_prune = sb__sql_subst(t->counts_prune, prefix, &rc);
     if (rc != SB_OK) {
         sb__transport_sql_free(s);
         return sb__err(err, rc, NULL, "out of memory");
@@ -113,7 +116,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->stats,     &s->dlq_stats,   &s->dlq_list,
                     &s->peek,      &s->prune,       &s->columns,
                     &s->indexes,
-                    &s->notify};
+                    &s->notify,    &s->counts_add,  &s->counts_list,
+                    &s->counts_prune};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);
     sb__free(s);

@@ -15,6 +15,10 @@ typedef struct sb_sql_templates {
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
     const char *stats, *dlq_stats, *dlq_list, *peek, *prune;
     const char *columns, *indexes, *notify;
+    /* {p}counts (counts.c): $1 queue, $2..$5 published, acked, naked,
+     * dead-lettered to add, $6 now_us; the list; the prune of rows not
+     * written for $2 ms at $1 now_us. */
+    const char *counts_add, *counts_list, *counts_prune;
 } sb_sql_templates;
 
 extern const sb_sql_templates sb__sql_sqlite;

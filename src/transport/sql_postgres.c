@@ -26,7 +26,15 @@ const sb_sql_templates sb__sql_postgres = {
         "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
         "  ON {p}messages (queue, available_at, created_at);\n"
         "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
-        "  ON {p}messages (created_at);\n",
+        "  ON {p}messages (created_at);\n"
+        "CREATE TABLE IF NOT EXISTS {p}counts (\n"
+        "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+        "  published bigint NOT NULL DEFAULT 0,\n"
+        "  acked bigint NOT NULL DEFAULT 0,\n"
+        "  naked bigint NOT NULL DEFAULT 0,\n"
+        "  dead_lettered bigint NOT NULL DEFAULT 0,\n"
+        "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+        ");\n",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",
     .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
@@ -123,4 +131,17 @@ const sb_sql_templates sb__sql_postgres = {
                "a.attnum = k.attnum) FROM pg_index i JOIN pg_class ic ON "
                "ic.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)",
     .notify = "SELECT pg_notify($1, $2)",
+    .counts_add =
+        "INSERT INTO {p}counts AS c (queue, published, acked, naked, "
+        "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "
+        "ON CONFLICT (queue) DO UPDATE SET "
+        "published = c.published + excluded.published, "
+        "acked = c.acked + excluded.acked, "
+        "naked = c.naked + excluded.naked, "
+        "dead_lettered = c.dead_lettered + excluded.dead_lettered, "
+        "updated_at = excluded.updated_at",
+    .counts_list = "SELECT queue, published, acked, naked, dead_lettered "
+                   "FROM {p}counts ORDER BY queue",
+    .counts_prune = "DELETE FROM {p}counts WHERE updated_at < now() - "
+                    "$2::int8 " MS,
 };

@@ -24,7 +24,15 @@ const sb_sql_templates sb__sql_sqlite = {
         "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
         "  ON {p}messages (queue, available_at, created_at);\n"
         "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
-        "  ON {p}messages (created_at);\n",
+        "  ON {p}messages (created_at);\n"
+        "CREATE TABLE IF NOT EXISTS {p}counts (\n"
+        "  queue TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+        "  published INTEGER NOT NULL DEFAULT 0,\n"
+        "  acked INTEGER NOT NULL DEFAULT 0,\n"
+        "  naked INTEGER NOT NULL DEFAULT 0,\n"
+        "  dead_lettered INTEGER NOT NULL DEFAULT 0,\n"
+        "  updated_at INTEGER NOT NULL\n"
+        ");\n",
     .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */
     .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
                    "created_at, available_at, attempts) VALUES ",
@@ -104,4 +112,15 @@ const sb_sql_templates sb__sql_sqlite = {
                "pragma_index_xinfo(il.name) WHERE key = 1 ORDER BY seqno) x) "
                "FROM pragma_index_list($1) il",
     .notify = NULL,
+    .counts_add =
+        "INSERT INTO {p}counts (queue, published, acked, naked, "
+        "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, $6) "
+        "ON CONFLICT (queue) DO UPDATE SET "
+        "published = published + excluded.published, "
+        "acked = acked + excluded.acked, naked = naked + excluded.naked, "
+        "dead_lettered = dead_lettered + excluded.dead_lettered, "
+        "updated_at = excluded.updated_at",
+    .counts_list = "SELECT queue, published, acked, naked, dead_lettered "
+                   "FROM {p}counts ORDER BY queue",
+    .counts_prune = "DELETE FROM {p}counts WHERE updated_at < $1 - $2 * 1000",
 };

@@ -6,6 +6,7 @@
 #define SB_TRANSPORT_H
 
 #include "db/db.h"
+#include "transport/counts.h"
 #include "transport/metrics.h"
 
 #include <pthread.h>
@@ -42,6 +43,9 @@ typedef struct sb_transport_sql {
     char *columns;      /* catalog: name, type, notnull, collation by $1 */
     char *indexes;      /* catalog: key list, is_primary by $1 table */
     char *notify;       /* wake: $1 channel, $2 queue, or NULL */
+    char *counts_add;   /* counts.c: see sql_dialect.h */
+    char *counts_list;
+    char *counts_prune;
 } sb_transport_sql;
 
 /* Replace every "{p}" in `tpl` with `prefix` (a validated identifier).
@@ -97,6 +101,8 @@ struct sb_bus {
                       size_t len, const sb_failure *failure, int progress);
     void *reply_hook_user;
     sb_counters *counters; /* this process's counts (metrics.c, S8) */
+    int64_t counts_flush_ms; /* -1: counts are not written (counts.c) */
+    sb_flusher *flusher;     /* counts.c; NULL when not writing */
 };
 
 struct sb_msg {

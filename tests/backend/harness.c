@@ -113,10 +113,10 @@ void sbt_drop(sb_bus *bus, const char *prefix)
         return;
     char sql[512];
     snprintf(sql, sizeof sql,
-             "DROP TABLE IF EXISTS %smessages, %schannel_messages, "
-             "%schannel_subscribers, %srecovery_state; "
+             "DROP TABLE IF EXISTS %smessages, %scounts, "
+             "%schannel_messages, %schannel_subscribers, %srecovery_state; "
              "DROP SEQUENCE IF EXISTS %schannel_ack_seq",
-             prefix, prefix, prefix, prefix, prefix);
+             prefix, prefix, prefix, prefix, prefix, prefix);
     sbt_exec(bus, sql);
 }
 

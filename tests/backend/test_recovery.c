@@ -622,6 +622,31 @@ static void test_registration_states(void **state)
     assert_int_equal(find_row(&l, live_id)->state, SB_REG_OUTSTANDING);
     assert_int_equal(find_row(&l, sent_id)->state, SB_REG_DISPATCHED);
 
+    /* S8: the same states counted in the database, in one statement,
+     * with the dispatched one by handler. */
+    sb_registration_counts rc;
+    memset(&rc, 0, sizeof rc);
+    rc.size = sizeof rc;
+    sbt_ok(sb_recovery_counts(bus, 0, &rc, &err), &err, "counts");
+    assert_int_equal(rc.by_state[SB_REG_OUTSTANDING], 1);
+    assert_int_equal(rc.by_state[SB_REG_ORPHANED], 1);
+    assert_int_equal(rc.by_state[SB_REG_STALE], 0);
+    assert_int_equal(rc.by_state[SB_REG_DISPATCHED], 1);
+    assert_int_equal(rc.n_handlers, 1);
+    assert_string_equal(rc.dispatched[0].handler, "wd");
+    assert_int_equal(rc.dispatched[0].n, 1);
+    assert_int_equal(rc.dispatched_other, 0);
+    sbt_ok(sb_recovery_counts(bus, 1, &rc, &err), &err, "counts, 1 ms");
+    assert_int_equal(rc.by_state[SB_REG_STALE], 1);
+    assert_int_equal(rc.by_state[SB_REG_ORPHANED], 0);
+    assert_int_equal(rc.by_state[SB_REG_OUTSTANDING], 1);
+    rc.size = sizeof rc - 1;
+    assert_int_equal(sb_recovery_counts(bus, 0, &rc, &err), SB_INVALID);
+    assert_string_equal(err.field, "size");
+    rc.size = sizeof rc;
+    assert_int_equal(sb_recovery_counts(bus, -1, &rc, &err), SB_INVALID);
+    assert_string_equal(err.field, "stale_after_ms");
+
     /* The state filter. */
     sb_registration_query q;
     memset(&q, 0, sizeof q);

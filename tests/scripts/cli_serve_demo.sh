@@ -20,20 +20,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 start_server serve --demo
 port=${base##*:}
 
-# within SECONDS WHAT CMD...: poll CMD (every 0.25 s) until it succeeds;
-# fail naming WHAT after SECONDS, or as soon as serve has exited.
-within() {
-    local limit=$1 what=$2
-    shift 2
-    local deadline=$((SECONDS + limit))
-    until "$@" >/dev/null 2>&1; do
-        is_alive "$pid" || fail "serve exited while waiting for $what: $(cat "$tmp/serve.err")"
-        [ $SECONDS -lt $deadline ] || fail "no $what within ${limit}s"
-        sleep 0.25
-    done
-}
-
-
 # S3: one line per component with its settings; the URL to open.
 grep -qF "http: listening on port $port: $base/ (127.0.0.1:0, loopback, no token)" "$tmp/serve.err" ||
     fail "the listening line does not give the URL: $(cat "$tmp/serve.err")"

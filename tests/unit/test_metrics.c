@@ -354,6 +354,14 @@ static void test_exposition_is_valid(void **state)
     s.lag_ok = 1;
     s.lag_ms = 250;
     s.counters = &c;
+    static sb_queue_counts totals[2];
+    snprintf(totals[0].queue, sizeof totals[0].queue, "%s", "orders");
+    totals[0].published = 70;
+    totals[0].dead_lettered = 2;
+    totals[1].acked = 5; /* queue "": the queues past a process's 64 */
+    s.totals_ok = 1;
+    s.totals = totals;
+    s.n_totals = 2;
     s.loops_ok = 1;
     s.loops.passes = 40;
     s.loops.rows = 12;
@@ -383,6 +391,10 @@ static void test_exposition_is_valid(void **state)
         "sqlbus_queue_dead_lettered", "sqlbus_queue_oldest_ready_age_seconds",
         "sqlbus_messages_published_total", "sqlbus_messages_acked_total",
         "sqlbus_messages_naked_total", "sqlbus_messages_dead_lettered_total",
+        "sqlbus_queue_messages_published_total",
+        "sqlbus_queue_messages_acked_total",
+        "sqlbus_queue_messages_naked_total",
+        "sqlbus_queue_messages_dead_lettered_total",
         "sqlbus_claim_duration_seconds", "sqlbus_handler_duration_seconds",
         "sqlbus_ingestion_passes_total", "sqlbus_ingestion_rows_total",
         "sqlbus_ingestion_errors_total", "sqlbus_ingestion_lag_seconds",
@@ -413,6 +425,19 @@ static void test_exposition_is_valid(void **state)
     assert_string_equal(
         value_of(t, "sqlbus_messages_published_total{queue=\"(other)\"}"),
         "9");
+    /* Every process's counts (the counts table): "" is labelled (other). */
+    assert_string_equal(
+        value_of(t, "sqlbus_queue_messages_published_total{queue=\"orders\"}"),
+        "70");
+    assert_string_equal(
+        value_of(t, "sqlbus_queue_messages_dead_lettered_total{queue="
+                    "\"orders\"}"),
+        "2");
+    assert_string_equal(
+        value_of(t, "sqlbus_queue_messages_acked_total{queue=\"(other)\"}"),
+        "5");
+    assert_string_equal(
+        value_of(t, "sqlbus_scrape_source_up{source=\"counts\"}"), "1");
     assert_string_equal(
         value_of(t, "sqlbus_failed_messages{status=\"retryIssued\"}"), "0");
     assert_string_equal(
@@ -471,6 +496,10 @@ static void test_sources_down(void **state)
     assert_string_equal(
         value_of(b.data, "sqlbus_scrape_source_up{source=\"recovery\"}"),
         "0");
+    assert_string_equal(
+        value_of(b.data, "sqlbus_scrape_source_up{source=\"counts\"}"), "0");
+    assert_int_equal(
+        find_family(&p, "sqlbus_queue_messages_acked_total")->samples, 0);
     assert_null(strstr(b.data, "(other)"));
     sb__buf_free(&b);
 }

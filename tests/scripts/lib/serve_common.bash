@@ -50,3 +50,16 @@ expect() {
 
 # header NAME FIELD: one response header's value (case-insensitive name).
 header() { tr -d '\r' <"$tmp/$1.h" | sed -n "s/^$2: //Ip" | head -n1; }
+
+# within SECONDS WHAT CMD...: poll CMD (every 0.25 s) until it succeeds;
+# fail naming WHAT after SECONDS, or as soon as serve ($pid) has exited.
+within() {
+    local limit=$1 what=$2
+    shift 2
+    local deadline=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        is_alive "$pid" || fail "serve exited while waiting for $what: $(cat "$tmp/serve.err")"
+        [ $SECONDS -lt $deadline ] || fail "no $what within ${limit}s"
+        sleep 0.25
+    done
+}
