@@ -5,7 +5,8 @@
 #   make run     - build and run a short end-to-end CLI demo on
 #                  sqlite:./sqlbus.db
 #   make check   - build and run the whole test suite (SQLite and PostgreSQL)
-# Others: build, check-asan, install (PREFIX=/usr/local), bench, clean.
+# Others: build, check-asan, check-tsan, install (PREFIX=/usr/local), bench,
+# clean.
 
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -13,7 +14,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps test-deps build serve run check check-asan install bench clean
+.PHONY: all deps test-deps build serve run check check-asan check-tsan install bench clean
 
 all: build
 
@@ -45,6 +46,13 @@ check-asan:
 	@$(MAKE) --no-print-directory check BUILD=build-asan BUILD_TYPE=Debug \
 	    CMAKE_FLAGS="-DSB_SANITIZE=ON -DSB_WERROR=ON"
 
+# ThreadSanitizer over the tests whose threads share state: the worker,
+# the channel, the server's loops, sampler, metrics and HTTP threads.
+TSAN_TESTS = test_worker|test_channel|test_bus_metrics|test_counts_table|test_statement_timeout|test_recovery|api_cases|cli_serve$$|serve_counts
+check-tsan:
+	@SB_TEST_REGEX='$(TSAN_TESTS)' $(MAKE) --no-print-directory check \
+	    BUILD=build-tsan BUILD_TYPE=Debug CMAKE_FLAGS="-DSB_TSAN=ON -DSB_WERROR=ON"
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -52,4 +60,4 @@ bench: test-deps build
 	@bash bench/run all
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

@@ -189,6 +189,18 @@ typedef struct sb_options {
      * (default), 10 to 3,600,000 ms, or -1 = never. A background thread
      * writes only when a count moved; sb_close writes the rest. */
     int64_t counts_flush_ms;
+    /* The time one SQL statement of this bus may take, 0 to 86,400,000
+     * ms; 0 = no limit (default). A statement still running at the limit
+     * (waiting for a lock included) is cancelled and its call fails with
+     * SB_TIMEOUT, err->field "statement_timeout_ms" (never retried: the
+     * statement would take as long again); the transaction it ran in is
+     * rolled back, so its later statements and its commit fail
+     * (SB_BACKEND). PostgreSQL: `SET statement_timeout` on each pooled
+     * connection (0 leaves the server's setting); SQLite: a progress
+     * handler that reads the clock every 1,000 VM steps, and the busy
+     * handler stops waiting at the limit. For buses that answer people
+     * (`sqlbus serve --request-timeout`), not for bulk work. */
+    int64_t statement_timeout_ms;
 } sb_options;
 
 /* The size of sb_options as first published (through `endpoint`). */

@@ -262,6 +262,10 @@ int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,
  * Borrowed. */
 const char *cli_db_url(const cli_ctx *ctx);
 
+/* The sb_options cli_open_bus uses (URL, prefix, schema_mode, the log
+ * at ctx's verbosity), for a caller that sets more before sb_open. */
+void cli_bus_options(const cli_ctx *ctx, int schema_mode, sb_options *o);
+
 /* Open the bus for `ctx` with `schema_mode` (enum sb_schema_mode).
  * On failure prints the error and returns its exit code. */
 int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out);

@@ -1,6 +1,8 @@
-/* cmd_serve.c - `sqlbus serve` (S1-S3, S9): open the bus and the error
- * store, read the tokens, run ingestion and housekeeping, serve HTTP (and
- * with --demo a built-in workload) until SIGINT/SIGTERM. */
+/* cmd_serve.c - `sqlbus serve` (S1-S3, S9, S10): open the bus and the
+ * error store, and a second pair for the HTTP API whose statements are
+ * cancelled at --request-timeout, read the tokens, run ingestion and
+ * housekeeping, serve HTTP (and with --demo a built-in workload) until
+ * SIGINT/SIGTERM. */
 #include "cli.h"
 #include "server/demo.h"
 #include "server/server.h"
@@ -14,7 +16,8 @@ enum {
     OPT_TOKEN_FILE,
     OPT_RETENTION,
     OPT_ALLOW_EDIT,
-    OPT_DEMO
+    OPT_DEMO,
+    OPT_REQUEST_TIMEOUT
 };
 
 #define RETENTION_MIN_MS (3600LL * 1000)
@@ -77,6 +80,42 @@ static void serve_log(int level, const char *component, const char *message,
                   message);
 }
 
+/* S10: the HTTP API's own bus and store: the same database, prefix and
+ * log as serve's, each statement cancelled at `timeout_ms`, a small pool,
+ * and no schema work (serve's bus created and verified the schema a
+ * moment ago; a check at open would itself run under the limit, and
+ * /health/ready verifies through this bus on every probe). Ingestion,
+ * housekeeping, the operations worker and the demo keep serve's bus,
+ * without a limit: bulk work legitimately takes long. Prints its errors;
+ * on success the caller closes both with cli_errors_close. */
+static int open_api(const cli_ctx *ctx, int allow_edit, int64_t timeout_ms,
+                    sb_bus **bus, sb_errors **store)
+{
+    *bus = NULL;
+    *store = NULL;
+    sb_options o;
+    cli_bus_options(ctx, SB_SCHEMA_NONE, &o);
+    o.statement_timeout_ms = timeout_ms;
+    o.pool_size = SB_SERVER_API_POOL;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb_open(&o, bus, &err);
+    if (rc == SB_OK) {
+        sb_errors_options eo;
+        memset(&eo, 0, sizeof eo);
+        eo.size = sizeof eo;
+        eo.allow_edit = allow_edit;
+        rc = sb_errors_open(*bus, &eo, store, &err);
+    }
+    if (rc != SB_OK) {
+        cli_errors_close(*bus, *store);
+        *bus = NULL;
+        *store = NULL;
+        return cli_report(rc, &err);
+    }
+    return CLI_OK;
+}
+
 /* The URL to open for `listen` bound on `port`: a wildcard address is
  * reached through loopback. */
 static void listen_url(char *out, size_t cap, const char *listen, int port)
@@ -103,10 +142,12 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"error-retention", required_argument, NULL, OPT_RETENTION},
         {"demo", no_argument, NULL, OPT_DEMO},
         {"allow-edit", no_argument, NULL, OPT_ALLOW_EDIT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
     int64_t retention_ms = SB_RETENTION_DEFAULT_MS;
+    int64_t request_timeout_ms = SB_SERVER_REQUEST_TIMEOUT_MS;
     int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
@@ -130,6 +171,15 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         case OPT_ALLOW_EDIT:
             allow_edit = 1;
             break;
+        case OPT_REQUEST_TIMEOUT: {
+            int prc = cli_parse_duration(
+                ctx, "--request-timeout", optarg,
+                SB_SERVER_REQUEST_TIMEOUT_MIN_MS,
+                SB_SERVER_REQUEST_TIMEOUT_MAX_MS, &request_timeout_ms);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
         case OPT_RETENTION: {
             sb_error perr;
             if (sb_parse_duration_ms(optarg, &retention_ms, &perr) != SB_OK ||
@@ -165,6 +215,13 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     int rc = cli_errors_open(ctx, allow_edit, &bus, &store);
     if (rc != CLI_OK)
         return rc;
+    sb_bus *api_bus = NULL;
+    sb_errors *api_store = NULL;
+    rc = open_api(ctx, allow_edit, request_timeout_ms, &api_bus, &api_store);
+    if (rc != CLI_OK) {
+        cli_errors_close(bus, store);
+        return rc;
+    }
     sb_error err;
     sb_loops_options lo = {.retention_ms = retention_ms, .log = serve_log,
                            .log_user = ctx};
@@ -174,13 +231,16 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                            .read_token = read, .store = store,
                            .loops = loops, .retention_ms = retention_ms,
                            .edit_enabled = allow_edit, .log = serve_log,
-                           .log_user = ctx};
+                           .log_user = ctx, .api_bus = api_bus,
+                           .api_store = api_store,
+                           .request_timeout_ms = request_timeout_ms};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);
     if (src != SB_OK) {
         rc = cli_report(src, &err);
         sb__loops_stop(loops);
+        cli_errors_close(api_bus, api_store);
         cli_errors_close(bus, store);
         return rc;
     }
@@ -188,11 +248,15 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     cli_notef(ctx, "ingest: following the dead-letter queue; housekeeping: "
               "error retention %lld h, first run in 1 min, then hourly",
               (long long)(retention_ms / 3600000));
-    char url[200];
+    char url[200], limit[32];
     listen_url(url, sizeof url, listen, sb__server_port(srv));
-    cli_notef(ctx, "http: listening on port %d: %s (%s, %s)",
+    cli_format_age(limit, sizeof limit, request_timeout_ms);
+    cli_notef(ctx,
+              "http: listening on port %d: %s (%s, %s, request timeout %s "
+              "per statement)",
               sb__server_port(srv), url, listen,
-              admin[0] || read[0] ? "tokens required" : "loopback, no token");
+              admin[0] || read[0] ? "tokens required" : "loopback, no token",
+              limit);
     sb_demo *dm = NULL;
     if (demo) {
         /* S2: after the server is up, so its first messages are served. */
@@ -202,6 +266,7 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
             rc = cli_report(src, &err);
             sb__server_stop(srv);
             sb__loops_stop(loops);
+            cli_errors_close(api_bus, api_store);
             cli_errors_close(bus, store);
             return rc;
         }
@@ -213,6 +278,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     sb__demo_stop(dm);
     sb__server_stop(srv);
     sb__loops_stop(loops);
+    /* The API's bus counts in serve's: it goes first. */
+    cli_errors_close(api_bus, api_store);
     cli_errors_close(bus, store);
     cli_notef(ctx, "stopped");
     return CLI_OK;

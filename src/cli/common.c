@@ -260,23 +260,30 @@ void cli_log(int level, const char *component, const char *message,
             component != NULL ? component : "-", message);
 }
 
+/* The options of ctx's bus (URL, prefix, log level) into *o; the
+ * strings are borrowed from ctx and the environment. */
+void cli_bus_options(const cli_ctx *ctx, int schema_mode, sb_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->url = cli_db_url(ctx);
+    o->table_prefix = ctx->prefix;
+    o->schema_mode = schema_mode;
+    o->log = cli_log;
+    o->log_user = (void *)ctx;
+    o->log_level = ctx->verbosity < 0    ? SB_LOG_ERROR
+                   : ctx->verbosity == 0 ? SB_LOG_WARN
+                   : ctx->verbosity == 1 ? SB_LOG_INFO
+                                         : SB_LOG_DEBUG;
+}
+
 /* Open the bus for ctx (URL, prefix, log level). On failure prints the
  * error and returns its exit code; on success *out is the caller's to
  * sb_close. */
 int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out)
 {
     sb_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.url = cli_db_url(ctx);
-    o.table_prefix = ctx->prefix;
-    o.schema_mode = schema_mode;
-    o.log = cli_log;
-    o.log_user = (void *)ctx;
-    o.log_level = ctx->verbosity < 0    ? SB_LOG_ERROR
-                  : ctx->verbosity == 0 ? SB_LOG_WARN
-                  : ctx->verbosity == 1 ? SB_LOG_INFO
-                                        : SB_LOG_DEBUG;
+    cli_bus_options(ctx, schema_mode, &o);
     sb_error err;
     sb_error_clear(&err);
     int rc = sb_open(&o, out, &err);

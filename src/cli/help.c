@@ -82,7 +82,8 @@ const char cli_usage_queues[] =
 
 const char cli_usage_serve[] =
     "Usage: sqlbus serve [--listen HOST:PORT] [--token-file FILE]\n"
-    "                    [--error-retention D] [--allow-edit] [--demo]\n"
+    "                    [--error-retention D] [--request-timeout D]\n"
+    "                    [--allow-edit] [--demo]\n"
     "\n"
     "Ingest the dead-letter queue into the error store, run housekeeping\n"
     "(retention, dead-letter pruning, the recovery watchdog) and the\n"
@@ -104,6 +105,11 @@ const char cli_usage_serve[] =
     "  --listen HOST:PORT  address to listen on (127.0.0.1:8080; port 0\n"
     "                      takes a free one). Any address but loopback\n"
     "                      needs an admin token\n"
+    "  --request-timeout D each SQL statement of an API request is\n"
+    "                      cancelled after D (10s; 10ms to 1h): the\n"
+    "                      request answers 503 \"timeout\" with\n"
+    "                      Retry-After. Ingestion, housekeeping, the\n"
+    "                      operations and the demo have no limit\n"
     "  --token-file FILE   lines admin:TOKEN and read:TOKEN; requests then\n"
     "                      need Authorization: Bearer TOKEN (read: GET and\n"
     "                      HEAD only). SQLBUS_TOKEN sets the admin token too\n"

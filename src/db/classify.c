@@ -12,9 +12,10 @@ static bool is_class(const char *s, const char *cls)
 
 /*
  * Map a five-character SQLSTATE to a result code: connection and resource
- * problems are transient (SB_UNAVAILABLE, SB_BUSY), constraint and data
- * problems permanent. NULL or "" (no SQLSTATE: the connection failed before
- * the server answered) is SB_UNAVAILABLE. Pure; thread-safe.
+ * problems are transient (SB_UNAVAILABLE, SB_BUSY), a cancelled statement
+ * is SB_TIMEOUT, constraint and data problems permanent. NULL or "" (no
+ * SQLSTATE: the connection failed before the server answered) is
+ * SB_UNAVAILABLE. Pure; thread-safe.
  */
 int sb__classify_sqlstate(const char *sqlstate)
 {
@@ -31,6 +32,11 @@ int sb__classify_sqlstate(const char *sqlstate)
     /* lock_not_available (NOWAIT, lock_timeout). */
     if (strcmp(sqlstate, "55P03") == 0)
         return SB_BUSY;
+    /* query_canceled: statement_timeout passed (or someone cancelled the
+     * statement). Not transient: the same statement would run as long
+     * again, so it is never retried. */
+    if (strcmp(sqlstate, "57014") == 0)
+        return SB_TIMEOUT;
     /* admin_shutdown, crash_shutdown, cannot_connect_now. */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0 ||
         strcmp(sqlstate, "57P03") == 0)

@@ -87,6 +87,10 @@ typedef struct sb_db_config {
     int durability;          /* enum sb_durability (SQLite) */
     int64_t busy_timeout_ms; /* SQLite busy_timeout */
     char *schema;            /* PostgreSQL schema or NULL (owned) */
+    /* Each statement's time limit (sb_options.statement_timeout_ms); 0 =
+     * none. A statement cancelled at it fails with SB_TIMEOUT, field
+     * "statement_timeout_ms". */
+    int64_t statement_timeout_ms;
     sb_logger log;
 } sb_db_config;
 

@@ -58,6 +58,7 @@ typedef struct pg_conn {
     PGconn *pg;
     sb_logger log;
     bool broken;
+    int64_t statement_timeout_ms; /* set on the session; 0 = none */
     unsigned next_id;
     uint64_t tick;
     pg_stmt cache[STMT_CACHE_SIZE];
@@ -130,7 +131,22 @@ static int fail_result(pg_conn *pc, const PGresult *res, sb_error *err)
     if (code == SB_UNAVAILABLE)
         pc->broken = true;
 
-    if (primary == NULL) {
+    if (code == SB_TIMEOUT && primary != NULL) {
+        /* 57014: our statement_timeout (S10), the server's own, or a
+         * cancel from another session; PostgreSQL's text says which. */
+        if (pc->statement_timeout_ms > 0)
+            sb__err(err, code, "statement_timeout_ms",
+                    "the statement ran longer than statement_timeout_ms "
+                    "(%lld ms) and was cancelled (PostgreSQL: %.*s)",
+                    (long long)pc->statement_timeout_ms,
+                    trimmed_len(primary), primary);
+        else
+            sb__err(err, code, NULL,
+                    "the statement was cancelled (PostgreSQL: %.*s); "
+                    "statement_timeout_ms is 0, so the server's "
+                    "statement_timeout or another session cancelled it",
+                    trimmed_len(primary), primary);
+    } else if (primary == NULL) {
         const char *m = res != NULL ? PQresultErrorMessage(res) : "";
         if (m == NULL || m[0] == '\0')
             m = PQerrorMessage(pc->pg);
@@ -278,6 +294,20 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
             pg_close(&pc->base);
             return rc;
         }
+    }
+    if (cfg->statement_timeout_ms > 0) {
+        /* S10: the session's limit, so every statement of this pooled
+         * connection is cancelled by the server (57014) when it passes;
+         * the value is a validated integer, never caller text. */
+        char sql[64];
+        snprintf(sql, sizeof sql, "SET statement_timeout = %lld",
+                 (long long)cfg->statement_timeout_ms);
+        int rc = run_simple(pc, sql, NULL, err);
+        if (rc != SB_OK) {
+            pg_close(&pc->base);
+            return rc;
+        }
+        pc->statement_timeout_ms = cfg->statement_timeout_ms;
     }
     *out = &pc->base;
     return SB_OK;

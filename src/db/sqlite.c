@@ -1,12 +1,16 @@
 /* sqlite.c - the SQLite driver: WAL, a busy handler, BEGIN IMMEDIATE for
  * every write transaction (so two writers never deadlock upgrading a read
- * lock), synchronous=FULL unless durability=normal was asked for. */
+ * lock), synchronous=FULL unless durability=normal was asked for, and
+ * with statement_timeout_ms a per-statement deadline (S10). */
 #include "db/db.h"
 
 #include <sqlite3.h>
 #include <string.h>
 
 #define STMT_CACHE 64
+/* VM steps between two looks at the clock while a statement has a
+ * deadline: a clock read (vDSO, ~20 ns) per ~1,000 steps (a few us). */
+#define PROGRESS_STEPS 1000
 
 typedef struct cached_stmt {
     char *sql;          /* the caller's text ($N placeholders) */
@@ -22,6 +26,16 @@ typedef struct sqlite_conn {
     uint64_t tick;
     int64_t busy_timeout_us;
     int64_t busy_since_us; /* first BUSY of the current wait */
+    /* S10: statement_timeout_ms (0 = none, and no progress handler). The
+     * deadline (monotonic us) is set while a statement runs, 0 between
+     * statements; timed_out says the last one was stopped at it. */
+    int64_t statement_timeout_ms;
+    int64_t deadline_us;
+    bool timed_out;
+    /* A statement of the open transaction timed out and the transaction
+     * was rolled back: later statements fail until it ends (PostgreSQL's
+     * 25P02), so none runs outside it in autocommit mode. */
+    bool tx_aborted;
 } sqlite_conn;
 
 static uint64_t fnv1a(const char *s)
@@ -54,6 +68,19 @@ static int classify(int xrc)
 
 static int fail(sqlite_conn *c, int xrc, sb_error *err, const char *what)
 {
+    if (c->timed_out) {
+        /* The progress handler interrupted the statement, or the busy
+         * handler stopped waiting for the lock at the deadline. */
+        sb__err(err, SB_TIMEOUT, "statement_timeout_ms",
+                "the statement ran longer than statement_timeout_ms (%lld "
+                "ms) and was cancelled (sqlite: %s)",
+                (long long)c->statement_timeout_ms,
+                (xrc & 0xff) == SQLITE_BUSY ? "waiting for the write lock"
+                                            : "interrupted");
+        if (err != NULL)
+            err->native = xrc;
+        return SB_TIMEOUT;
+    }
     int rc = classify(xrc);
     if (err != NULL) {
         sb__err(err, rc, NULL, "sqlite: %s: %s", what,
@@ -63,13 +90,74 @@ static int fail(sqlite_conn *c, int xrc, sb_error *err, const char *what)
     return rc;
 }
 
+/* S10: a statement starts (deadline set) and ends (cleared, after its
+ * error was classified). Without a limit both are a store or two. */
+static void deadline_start(sqlite_conn *c)
+{
+    c->timed_out = false;
+    if (c->statement_timeout_ms > 0)
+        c->deadline_us = sb__mono_us() + c->statement_timeout_ms * 1000;
+}
+
+static void deadline_end(sqlite_conn *c)
+{
+    c->deadline_us = 0;
+    c->timed_out = false;
+}
+
+/* The progress handler (installed only with a limit): nonzero past the
+ * deadline, which makes the statement fail with SQLITE_INTERRUPT. SQLite
+ * rolls back the transaction of an interrupted write; a read leaves it
+ * open. Called only on the connection's own thread. */
+static int progress(void *arg)
+{
+    sqlite_conn *c = arg;
+    if (c->deadline_us == 0 || sb__mono_us() < c->deadline_us)
+        return 0;
+    c->timed_out = true;
+    return 1;
+}
+
+/* After a statement stopped at its deadline: end the transaction it ran
+ * in, as PostgreSQL does (a timed-out read would otherwise leave it open
+ * and a later COMMIT would keep the writes before it). The deadline is
+ * cleared first, so the ROLLBACK itself is not interrupted. */
+static void rollback_timed_out(sqlite_conn *c)
+{
+    if (!sqlite3_get_autocommit(c->db))
+        (void)sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    if (c->base.in_tx)
+        c->tx_aborted = true;
+}
+
+static int aborted(sb_error *err)
+{
+    return sb__err(err, SB_BACKEND, NULL,
+                   "the transaction was rolled back when a statement in it "
+                   "ran longer than statement_timeout_ms");
+}
+
+/* Run SQL without parameters; with several statements (sqlite3_exec)
+ * the deadline covers them all. */
+static int run_exec(sqlite_conn *c, const char *sql, sb_error *err)
+{
+    deadline_start(c);
+    int xrc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    int rc = xrc == SQLITE_OK
+                 ? SB_OK
+                 : fail(c, sqlite3_extended_errcode(c->db), err, "exec");
+    deadline_end(c);
+    if (rc == SB_TIMEOUT)
+        rollback_timed_out(c);
+    return rc;
+}
+
 static int sl_exec(sb_conn *conn, const char *sql, sb_error *err)
 {
     sqlite_conn *c = (sqlite_conn *)conn;
-    int xrc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-    if (xrc != SQLITE_OK)
-        return fail(c, sqlite3_extended_errcode(c->db), err, "exec");
-    return SB_OK;
+    if (c->tx_aborted)
+        return aborted(err);
+    return run_exec(c, sql, err);
 }
 
 static void sl_close(sb_conn *conn)
@@ -114,6 +202,12 @@ static int busy_wait(void *arg, int count)
     int64_t waited = now - c->busy_since_us;
     if (waited >= c->busy_timeout_us)
         return 0;
+    /* A statement with a deadline waits for the lock until then only,
+     * as PostgreSQL's statement_timeout counts lock waits (S10). */
+    if (c->deadline_us != 0 && now >= c->deadline_us) {
+        c->timed_out = true;
+        return 0;
+    }
     sb__sleep_us(waited < 1000 ? 50 : waited < 10000 ? 250 : 2000);
     return 1;
 }
@@ -140,6 +234,10 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     sqlite3_extended_result_codes(c->db, 1);
     c->busy_timeout_us = cfg->busy_timeout_ms * 1000;
     sqlite3_busy_handler(c->db, busy_wait, c);
+    /* S10: without a limit no handler, so statements pay nothing. */
+    c->statement_timeout_ms = cfg->statement_timeout_ms;
+    if (c->statement_timeout_ms > 0)
+        sqlite3_progress_handler(c->db, PROGRESS_STEPS, progress, c);
     /* journal_mode=WAL needs a moment of exclusive access the first time;
      * the busy handler covers a concurrent first start. */
     const char *sync = cfg->durability == SB_DURABILITY_NORMAL
@@ -323,6 +421,8 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
     sqlite_conn *c = (sqlite_conn *)conn;
     if (rows != NULL)
         *rows = NULL;
+    if (c->tx_aborted)
+        return aborted(err);
     sqlite3_stmt *st = NULL;
     int rc = prepare(c, sql, &st, err);
     if (rc != SB_OK)
@@ -330,6 +430,7 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
     rc = bind(c, st, params, nparams, err);
     pending pd = {NULL, 0, 0};
     int ncols = sqlite3_column_count(st);
+    deadline_start(c);
     while (rc == SB_OK) {
         int xrc = sqlite3_step(st);
         if (xrc == SQLITE_DONE)
@@ -342,10 +443,13 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
             if (pending_push(&pd, st, i) != SB_OK)
                 rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
+    deadline_end(c);
     if (rc == SB_OK && changes != NULL)
         *changes = sqlite3_changes64(c->db);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    if (rc == SB_TIMEOUT)
+        rollback_timed_out(c);
     if (rc == SB_OK && rows != NULL) {
         rc = build_rows(&pd, (size_t)ncols, rows);
         if (rc != SB_OK)
@@ -357,20 +461,31 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
 
 static int sl_begin(sb_conn *conn, sb_error *err)
 {
-    return sl_exec(conn, "BEGIN IMMEDIATE", err);
+    sqlite_conn *c = (sqlite_conn *)conn;
+    c->tx_aborted = false;
+    return run_exec(c, "BEGIN IMMEDIATE", err);
 }
 
 static int sl_commit(sb_conn *conn, sb_error *err)
 {
-    return sl_exec(conn, "COMMIT", err);
+    sqlite_conn *c = (sqlite_conn *)conn;
+    if (c->tx_aborted) {
+        /* As a PostgreSQL COMMIT of an aborted transaction: it is over. */
+        c->tx_aborted = false;
+        return sb__err(err, SB_BACKEND, NULL,
+                       "the transaction had failed and was rolled back "
+                       "(a statement ran longer than statement_timeout_ms)");
+    }
+    return run_exec(c, "COMMIT", err);
 }
 
 static int sl_rollback(sb_conn *conn)
 {
     sqlite_conn *c = (sqlite_conn *)conn;
+    c->tx_aborted = false;
     if (sqlite3_get_autocommit(c->db))
         return SB_OK;
-    return sl_exec(conn, "ROLLBACK", NULL);
+    return run_exec(c, "ROLLBACK", NULL);
 }
 
 static void *sl_native(sb_conn *conn)

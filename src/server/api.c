@@ -39,6 +39,23 @@ int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
 int sb__api_fail(sb_api_resp *out, int rc, const sb_error *err)
 {
     const char *field = err->field[0] ? err->field : NULL;
+    if ((rc & 0xff) == SB_TIMEOUT &&
+        strcmp(err->field, "statement_timeout_ms") == 0) {
+        /* S10: a statement of this request ran into the API bus's limit
+         * and was cancelled (any other deadline, and a pool that stays
+         * busy, which is SB_BUSY, answer "unavailable" below). The same
+         * request may well pass when the database is less loaded. */
+        out->retry_after_s = 1;
+        if (out->timeout_ms > 0)
+            return sb__api_error(out, 503, "timeout", NULL,
+                                 "the request took longer than the "
+                                 "server's limit of %lld ms "
+                                 "(--request-timeout)",
+                                 (long long)out->timeout_ms);
+        return sb__api_error(out, 503, "timeout", NULL,
+                             "the request took longer than the server's "
+                             "limit (--request-timeout)");
+    }
     switch (rc & 0xff) {
     case SB_INVALID:
         return sb__api_error(out, 400, "invalid", field, "%s", err->message);

@@ -51,6 +51,11 @@ typedef struct sb_api_resp {
     const char *code;
     char message[512];
     char field[64];
+    unsigned retry_after_s;   /* > 0: the Retry-After header (503s) */
+    /* Set by http.c before the handler runs: the time limit of each of
+     * the request's statements (--request-timeout, S10), which the
+     * timeout error names; 0 = none. */
+    int64_t timeout_ms;
 } sb_api_resp;
 
 /* api.c: run the handler of r->m->route. Always fills `out` (an error
@@ -59,7 +64,9 @@ void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 /* api.c, for the handlers: the response for a library failure (status by
  * result code; the library's message only for 4xx, never for a backend
- * fault), and for the handler's own refusals. Both return 0. */
+ * fault; a statement cancelled at the request time limit is 503 "timeout"
+ * with Retry-After: 1), and for the handler's own refusals. Both return
+ * 0. */
 int sb__api_fail(sb_api_resp *out, int rc, const sb_error *err);
 int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
                   const char *field, const char *fmt, ...) SB_PRINTF(5, 6);

@@ -184,7 +184,7 @@ static int operations(const sb_api *a, int groups_only, sb_api_resp *out)
     sb_op_info *v = NULL;
     size_t n = 0;
     sb_error err;
-    int rc = sb__ops_recent(a->ops, HISTORY_MAX, &v, &n, &err);
+    int rc = sb__ops_recent(a->ops, a->bus, HISTORY_MAX, &v, &n, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     sb__buf_puts(&out->body, "[");
@@ -207,7 +207,7 @@ static int operation(const sb_api *a, const char *id, sb_api_resp *out)
 {
     sb_op_info o;
     sb_error err;
-    int rc = sb__ops_get(a->ops, id, &o, &err);
+    int rc = sb__ops_get(a->ops, a->bus, id, &o, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     op_json(&out->body, &o);

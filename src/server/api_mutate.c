@@ -19,7 +19,7 @@ static int submit_op(const sb_api *a, const char *kind,
 {
     sb_op_info op;
     sb_error err;
-    int rc = sb__ops_submit(a->ops, kind, sel, &op, &err);
+    int rc = sb__ops_submit(a->ops, a->bus, kind, sel, &op, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     snprintf(out->location, sizeof out->location, "/api/operations/%s",

@@ -10,6 +10,7 @@
 #include "server/server.h"
 #include "server/stats.h"
 #include "server/ui.h"
+#include "transport/transport.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -35,8 +36,11 @@
 
 struct sb_server {
     struct MHD_Daemon *daemon;
-    sb_bus *bus;
+    sb_bus *bus;          /* the operations worker's and the sampler's */
     sb_errors *store;
+    sb_bus *api_bus;      /* the requests' (S10): bus or a bus of its own */
+    sb_errors *api_store; /* the error store over api_bus */
+    int64_t request_timeout_ms;
     sb_loops *loops;
     sb_ops *ops;
     sb_metrics *metrics;
@@ -117,10 +121,13 @@ static enum MHD_Result queue(request *r, struct MHD_Connection *c,
     return rc;
 }
 
+/* A JSON body with `status`; `allow` (NULL: none) is the Allow header,
+ * `bearer` asks for WWW-Authenticate, `retry_after_s` > 0 a
+ * Retry-After. */
 static enum MHD_Result send_json(request *r, struct MHD_Connection *c,
                                  unsigned status,
                                  const sb_buf *body, const char *allow,
-                                 int bearer)
+                                 int bearer, unsigned retry_after_s)
 {
     const char *text = body->failed || body->data == NULL ? "{}" : body->data;
     struct MHD_Response *resp =
@@ -129,15 +136,21 @@ static enum MHD_Result send_json(request *r, struct MHD_Connection *c,
         MHD_add_response_header(resp, "Allow", allow);
     if (resp != NULL && bearer)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (resp != NULL && retry_after_s > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%u", retry_after_s);
+        MHD_add_response_header(resp, "Retry-After", v);
+    }
     return queue(r, c, status, resp);
 }
 
 /* S7: {"error": code, "message": text, "field": name}, field omitted when
- * there is none. */
-static enum MHD_Result send_error(request *r, struct MHD_Connection *c,
-                                  unsigned status,
-                                  const char *code, const char *message,
-                                  const char *field, const char *allow)
+ * there is none; a Retry-After when `retry_after_s` > 0. */
+static enum MHD_Result send_error_after(request *r, struct MHD_Connection *c,
+                                        unsigned status, const char *code,
+                                        const char *message,
+                                        const char *field, const char *allow,
+                                        unsigned retry_after_s)
 {
     sb_buf b;
     sb__buf_init(&b, 4096);
@@ -150,9 +163,18 @@ static enum MHD_Result send_error(request *r, struct MHD_Connection *c,
         sb__buf_json_str(&b, field);
     }
     sb__buf_puts(&b, "}");
-    enum MHD_Result rc = send_json(r, c, status, &b, allow, status == 401);
+    enum MHD_Result rc =
+        send_json(r, c, status, &b, allow, status == 401, retry_after_s);
     sb__buf_free(&b);
     return rc;
+}
+
+static enum MHD_Result send_error(request *r, struct MHD_Connection *c,
+                                  unsigned status,
+                                  const char *code, const char *message,
+                                  const char *field, const char *allow)
+{
+    return send_error_after(r, c, status, code, message, field, allow, 0);
 }
 
 /* The Allow header of a method mask. */
@@ -247,18 +269,20 @@ static enum MHD_Result send_status(request *r, struct MHD_Connection *c,
     sb__buf_puts(&b, "{\"status\":");
     sb__buf_json_str(&b, st);
     sb__buf_puts(&b, "}");
-    enum MHD_Result rc = send_json(r, c, 200, &b, NULL, 0);
+    enum MHD_Result rc = send_json(r, c, 200, &b, NULL, 0, 0);
     sb__buf_free(&b);
     return rc;
 }
 
 /* S8: the database reachable and its schema right, ingestion not
- * failing for READY_FAILED_FOR_MS, and the failed imports counted. */
+ * failing for READY_FAILED_FOR_MS, and the failed imports counted; read
+ * through the API's bus, so a readiness probe is bounded like any
+ * request. */
 static enum MHD_Result ready(request *r, const sb_server *s,
                              struct MHD_Connection *c)
 {
     sb_error err;
-    int rc = sb_schema_verify(s->bus, &err);
+    int rc = sb_schema_verify(s->api_bus, &err);
     if (rc != SB_OK)
         return send_error(r, c, 503, "unavailable",
                           (rc & 0xff) == SB_SCHEMA
@@ -266,8 +290,8 @@ static enum MHD_Result ready(request *r, const sb_server *s,
                               : "the database cannot be reached",
                           NULL, NULL);
     int64_t imports = -1;
-    if (s->store != NULL &&
-        sb_errors_failed_import_count(s->store, &imports, &err) != SB_OK)
+    if (s->api_store != NULL &&
+        sb_errors_failed_import_count(s->api_store, &imports, &err) != SB_OK)
         return send_error(r, c, 503, "unavailable",
                           "the error store cannot be read", NULL, NULL);
     sb_loops_state st;
@@ -292,7 +316,8 @@ static enum MHD_Result ready(request *r, const sb_server *s,
     if (imports >= 0)
         sb__buf_printf(&b, ",\"failed_imports\":%lld", (long long)imports);
     sb__buf_puts(&b, "}");
-    enum MHD_Result res = send_json(r, c, behind ? 503 : 200, &b, NULL, 0);
+    enum MHD_Result res =
+        send_json(r, c, behind ? 503 : 200, &b, NULL, 0, 0);
     sb__buf_free(&b);
     return res;
 }
@@ -351,7 +376,8 @@ static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
                                 sb_api_resp *a)
 {
     if (a->code != NULL)
-        return send_error(r, c, a->status, a->code, a->message, a->field, NULL);
+        return send_error_after(r, c, a->status, a->code, a->message,
+                                a->field, NULL, a->retry_after_s);
     if (a->body.failed)
         return send_error(r, c, 503, "unavailable",
                           "the response is too large or memory ran out",
@@ -386,15 +412,17 @@ static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
     return queue(r, c, status, resp);
 }
 
-/* S8: the Prometheus text exposition. */
+/* S8: the Prometheus text exposition; its database reads go through the
+ * API's bus (bounded like a request), whose counters are the server
+ * bus's (sb__bus_count_into). */
 static enum MHD_Result metrics(request *r, sb_server *s,
                                struct MHD_Connection *c)
 {
     sb_buf b;
     sb__buf_init(&b, SB_API_BODY_MAX);
     sb_error err;
-    int rc = sb__metrics_render(s->metrics, s->bus, s->store, s->loops,
-                                s->stats, &b, &err);
+    int rc = sb__metrics_render(s->metrics, s->api_bus, s->api_store,
+                                s->loops, s->stats, &b, &err);
     if (rc != SB_OK || b.failed) {
         sb__buf_free(&b);
         return send_error(r, c, 503, "unavailable",
@@ -432,6 +460,7 @@ static enum MHD_Result stats(request *r, sb_server *s, struct MHD_Connection *c,
     sb__buf_init(&a->body, SB_API_BODY_MAX);
     a->total = -1;
     a->status = 200;
+    a->timeout_ms = s->request_timeout_ms;
     sb_error err;
     if (sb__stats_json(s->stats, minutes, &a->body, &err) != SB_OK)
         sb__api_fail(a, SB_NOMEM, &err);
@@ -467,6 +496,7 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
         return send_error(r, c, 503, "unavailable", "out of memory", NULL, NULL);
     sb__buf_init(&a->body, SB_API_BODY_MAX);
     a->total = -1;
+    a->timeout_ms = s->request_timeout_ms;
     sb__api_handle(&s->api, &req, a);
     enum MHD_Result rc = send_api(r, c, method, a);
     sb__buf_free(&a->body);
@@ -568,6 +598,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     return respond(s, c, url, method, r);
 }
 
+static int no_registration(const sb_registration *r, void *user)
+{
+    (void)r;
+    (void)user;
+    return 1; /* one row is enough: stop */
+}
+
 /* The server's parts, in reverse order of their start; NULL-safe. */
 static void release(sb_server *s)
 {
@@ -606,6 +643,24 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     s->bus = bus;
     s->store = opts->store;
+    s->api_bus = opts->api_bus != NULL ? opts->api_bus : bus;
+    s->api_store = opts->api_bus != NULL ? opts->api_store : opts->store;
+    if (s->api_bus != bus) {
+        /* One process's traffic: what the API publishes counts in
+         * /metrics and the charts with the rest. */
+        sb__bus_count_into(s->api_bus, bus);
+        /* The API's bus does no schema work, and the channel's tables
+         * (GET /api/recovery) are created on first use under the main
+         * bus's schema mode: use them once now, not at housekeeping's
+         * first run a minute later. A failure here is the route's. */
+        sb_registration_query q = {.size = sizeof q, .limit = 1};
+        sb_error e;
+        if (sb_recovery_registrations(bus, &q, no_registration, NULL, &e) !=
+                SB_OK &&
+            opts->log != NULL)
+            opts->log(SB_LOG_WARN, "http", e.message, opts->log_user);
+    }
+    s->request_timeout_ms = opts->request_timeout_ms;
     s->loops = opts->loops;
     sb__strlcpy(s->admin, admin, sizeof s->admin);
     sb__strlcpy(s->read, read, sizeof s->read);
@@ -624,12 +679,12 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
         release(s);
         return rc;
     }
-    s->api = (sb_api){.bus = bus,
-                      .store = s->store,
+    s->api = (sb_api){.bus = s->api_bus,
+                      .store = s->api_store,
                       .ops = s->ops,
                       .loops = s->loops,
                       .stats = s->stats,
-                      .backend = sb_backend_name(bus),
+                      .backend = sb_backend_name(s->api_bus),
                       .retention_ms = opts->retention_ms,
                       .edit_enabled = opts->edit_enabled};
     unsigned threads = opts->threads ? opts->threads : 2;

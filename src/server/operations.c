@@ -178,6 +178,7 @@ static int selection_parse(json_t *j, sb_failed_selection *sel,
 
 typedef struct submit_ctx {
     sb_ops *o;
+    sb_bus *bus;
     const sb_op_info *info;
     const char *selection;
 } submit_ctx;
@@ -199,12 +200,13 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
     char ids[1][37];
     memcpy(ids[0], x->info->id, sizeof ids[0]);
     int immediate = 0;
-    return sb__publish_on(o->bus, c, SB_OPS_QUEUE, &job, 1, ids, &immediate,
+    return sb__publish_on(x->bus, c, SB_OPS_QUEUE, &job, 1, ids, &immediate,
                           err);
 }
 
-int sb__ops_submit(sb_ops *o, const char *kind, const sb_failed_selection *sel,
-                   sb_op_info *out, sb_error *err)
+int sb__ops_submit(sb_ops *o, sb_bus *bus, const char *kind,
+                   const sb_failed_selection *sel, sb_op_info *out,
+                   sb_error *err)
 {
     sb_error_clear(err);
     int known = 0;
@@ -234,27 +236,28 @@ int sb__ops_submit(sb_ops *o, const char *kind, const sb_failed_selection *sel,
         sb__strlcpy(out->group_id, sel->group_id, sizeof out->group_id);
     out->total = -1;
     out->created_us = out->updated_us = now;
-    submit_ctx x = {o, out, text};
-    rc = sb__db_run_tx(o->bus->pool, NULL, submit_tx, &x, err);
+    submit_ctx x = {o, bus, out, text};
+    rc = sb__db_run_tx(bus->pool, NULL, submit_tx, &x, err);
     sb__free(text);
-    if (rc == SB_OK)
+    if (rc == SB_OK) /* the worker runs on o->bus */
         sb__bus_wake_local(o->bus, SB_OPS_QUEUE);
     return rc;
 }
 
 /* ---- reading ---- */
 
-int sb__ops_get(sb_ops *o, const char *id, sb_op_info *out, sb_error *err)
+int sb__ops_get(sb_ops *o, sb_bus *bus, const char *id, sb_op_info *out,
+                sb_error *err)
 {
     sb_error_clear(err);
     sb_conn *c = NULL;
-    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
+    int rc = sb__pool_acquire(bus->pool, 5000, &c, err);
     if (rc != SB_OK)
         return rc;
     sb_value p = sb__v_text(id);
     sb_rows *rows = NULL;
     rc = sb__query(c, o->sql[Q_GET], &p, 1, &rows, NULL, err);
-    sb__pool_release(o->bus->pool, c);
+    sb__pool_release(bus->pool, c);
     if (rc == SB_OK && rows->nrows == 0)
         rc = sb__err(err, SB_NOTFOUND, "id", "no operation %.40s", id);
     if (rc == SB_OK)
@@ -263,8 +266,8 @@ int sb__ops_get(sb_ops *o, const char *id, sb_op_info *out, sb_error *err)
     return rc;
 }
 
-int sb__ops_recent(sb_ops *o, size_t limit, sb_op_info **out, size_t *n_out,
-                   sb_error *err)
+int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
+                   size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
     *out = NULL;
@@ -272,13 +275,13 @@ int sb__ops_recent(sb_ops *o, size_t limit, sb_op_info **out, size_t *n_out,
     if (limit < 1 || limit > 200)
         return sb__err(err, SB_INVALID, "limit", "limit must be 1 to 200");
     sb_conn *c = NULL;
-    int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
+    int rc = sb__pool_acquire(bus->pool, 5000, &c, err);
     if (rc != SB_OK)
         return rc;
     sb_value p = sb__v_int((int64_t)limit);
     sb_rows *rows = NULL;
     rc = sb__query(c, o->sql[Q_RECENT], &p, 1, &rows, NULL, err);
-    sb__pool_release(o->bus->pool, c);
+    sb__pool_release(bus->pool, c);
     size_t n = rc == SB_OK ? rows->nrows : 0;
     sb_op_info *v = n ? sb__calloc(n, sizeof *v) : NULL;
     if (n > 0 && v == NULL)

@@ -44,14 +44,21 @@ int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
  * free. NULL-safe. */
 void sb__ops_stop(sb_ops *o);
 
+/* The API's calls below run their statements on `bus` (borrowed: the
+ * API's own, under the request time limit, S10; the same database and
+ * prefix as the worker's bus), not on the worker's. */
+
 /* Accept an operation of `kind` over `sel` (checked here: SB_INVALID
- * naming the field), all in one transaction; `out` gets the new row. */
-int sb__ops_submit(sb_ops *o, const char *kind, const sb_failed_selection *sel,
-                   sb_op_info *out, sb_error *err);
-/* One operation; SB_NOTFOUND when there is none with `id`. */
-int sb__ops_get(sb_ops *o, const char *id, sb_op_info *out, sb_error *err);
-/* The `limit` newest (1 to 200). `*out` transferred (sb__free). */
-int sb__ops_recent(sb_ops *o, size_t limit, sb_op_info **out, size_t *n_out,
+ * naming the field), all in one transaction on `bus`; the worker is woken
+ * in-process; `out` gets the new row. */
+int sb__ops_submit(sb_ops *o, sb_bus *bus, const char *kind,
+                   const sb_failed_selection *sel, sb_op_info *out,
                    sb_error *err);
+/* One operation; SB_NOTFOUND when there is none with `id`. */
+int sb__ops_get(sb_ops *o, sb_bus *bus, const char *id, sb_op_info *out,
+                sb_error *err);
+/* The `limit` newest (1 to 200). `*out` transferred (sb__free). */
+int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
+                   size_t *n_out, sb_error *err);
 
 #endif

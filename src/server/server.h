@@ -15,6 +15,12 @@
 #define SB_SERVER_LISTEN "127.0.0.1:8080"
 #define SB_SERVER_MAX_BODY ((size_t)1 << 20)
 #define SB_SERVER_TOKEN_MAX 256
+/* S10: `--request-timeout` (the API bus's statement_timeout_ms): default,
+ * limits, and the API bus's connections (two per request thread). */
+#define SB_SERVER_REQUEST_TIMEOUT_MS 10000
+#define SB_SERVER_REQUEST_TIMEOUT_MIN_MS 10
+#define SB_SERVER_REQUEST_TIMEOUT_MAX_MS (3600LL * 1000)
+#define SB_SERVER_API_POOL 4
 
 typedef struct sb_server sb_server;
 
@@ -26,7 +32,21 @@ typedef struct sb_server_options {
     size_t max_body;         /* S10: request body cap (0: 1 MiB) */
     unsigned threads;        /* request threads (0: 2) */
     unsigned timeout_s;      /* idle connection timeout (0: 30 s) */
-    sb_errors *store;        /* borrowed, optional: failed imports (S8) */
+    sb_errors *store;        /* borrowed, optional: failed imports (S8)
+                                and the operations worker (S5) */
+    /* S10: the bus the API's requests run on (borrowed, optional: NULL =
+     * the server's bus), opened with statement_timeout_ms set so that no
+     * request's statement runs past it, on the same database and prefix;
+     * the operations worker and the stats sampler stay on the server's
+     * bus; from the start on, api_bus counts its traffic in the server
+     * bus's counters (sb__bus_count_into), so /metrics and the charts
+     * count one process: nothing else may use api_bus during
+     * sb__server_start, and no worker may run on it. `api_store` is the
+     * error store over it (required with a store). */
+    sb_bus *api_bus;
+    sb_errors *api_store;
+    int64_t request_timeout_ms; /* api_bus's limit, named by the 503
+                                   "timeout" error; 0 = none */
     sb_loops *loops;         /* borrowed, optional: ingestion state (S8) */
     int64_t retention_ms;    /* E21, reported by /api/configuration */
     int edit_enabled;        /* E18: the store was opened with allow_edit */
@@ -41,8 +61,9 @@ int sb__listen_parse(const char *text, struct sockaddr_storage *out,
                      socklen_t *len, int *loopback, sb_error *err);
 
 /* http.c: start serving `bus` (borrowed; must outlive the server), with
- * the durable operations worker (operations.c) when a store is given.
- * Refuses a non-loopback address without an admin token (S9). */
+ * the durable operations worker (operations.c) when a store is given;
+ * requests run on opts->api_bus when set. Refuses a non-loopback address
+ * without an admin token (S9). */
 int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                      sb_server **out, sb_error *err);
 /* The port bound. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #define DEFAULT_PAYLOAD_MAX (16ULL * 1024 * 1024)
+#define MAX_STATEMENT_TIMEOUT_MS (24LL * 3600 * 1000)
 
 static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
 {
@@ -51,6 +52,13 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
                        o->busy_timeout_ms < 0 ? "busy_timeout_ms"
                                               : "dead_letter_retention_ms",
                        "durations must not be negative");
+    if (o->statement_timeout_ms < 0 ||
+        o->statement_timeout_ms > MAX_STATEMENT_TIMEOUT_MS)
+        return sb__err(err, SB_INVALID, "statement_timeout_ms",
+                       "statement_timeout_ms must be 0 (no limit) to "
+                       "%lld (24 h) (got %lld)",
+                       (long long)MAX_STATEMENT_TIMEOUT_MS,
+                       (long long)o->statement_timeout_ms);
     char host[128] = "host";
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
@@ -114,6 +122,7 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
             cfg.durability = opts->durability;
         if (opts->busy_timeout_ms > 0)
             cfg.busy_timeout_ms = opts->busy_timeout_ms;
+        cfg.statement_timeout_ms = opts->statement_timeout_ms;
         cfg.log = bus->log;
         if (opts->schema != NULL) {
             cfg.schema = sb__strdup(opts->schema);
@@ -157,7 +166,8 @@ void sb_close(sb_bus *bus)
     sb__flusher_stop(bus->flusher);
     sb__pool_free(bus->pool);
     sb__transport_sql_free(bus->sql);
-    sb__counters_free(bus->counters);
+    if (!bus->counters_borrowed)
+        sb__counters_free(bus->counters);
     sb__free(bus->prefix);
     sb__free(bus->table);
     sb__free(bus->channel);
@@ -166,6 +176,20 @@ void sb_close(sb_bus *bus)
     sb__free(bus->host);
     pthread_mutex_destroy(&bus->wake_mu);
     sb__free(bus);
+}
+
+void sb__bus_count_into(sb_bus *bus, sb_bus *owner)
+{
+    if (bus == NULL || owner == NULL || bus == owner)
+        return;
+    /* The owner's flusher writes the shared counters: this bus's own
+     * flusher would write them twice. It writes what it counted first. */
+    sb__flusher_stop(bus->flusher);
+    bus->flusher = NULL;
+    if (!bus->counters_borrowed)
+        sb__counters_free(bus->counters);
+    bus->counters = owner->counters;
+    bus->counters_borrowed = 1;
 }
 
 const char *sb_backend_name(const sb_bus *bus)

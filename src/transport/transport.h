@@ -103,6 +103,7 @@ struct sb_bus {
     sb_counters *counters; /* this process's counts (metrics.c, S8) */
     int64_t counts_flush_ms; /* -1: counts are not written (counts.c) */
     sb_flusher *flusher;     /* counts.c; NULL when not writing */
+    int counters_borrowed; /* another bus's (sb__bus_count_into) */
 };
 
 struct sb_msg {
@@ -129,6 +130,13 @@ struct sb_tx {
     int wake_all;
     sb_tx_counts *counts; /* counted at commit (metrics.c) */
 };
+
+/* Count `bus`'s traffic in `owner`'s counters from now on, so that
+ * sb_bus_metrics of either reports both: `sqlbus serve` answers the API
+ * on a bus of its own (statement_timeout_ms) and its /metrics and charts
+ * count one process. Call before `bus` is used (no worker started on it);
+ * `owner` must outlive `bus`. Not thread-safe. */
+void sb__bus_count_into(sb_bus *bus, sb_bus *owner);
 
 /* Make sure the schema exists / matches (per schema_mode) before use. */
 int sb__bus_ensure_schema(sb_bus *bus, sb_error *err);

@@ -3,7 +3,8 @@
 # S7, S8, S9, S10, S11): ingestion of the dead-letter queue while it
 # serves, the health routes, JSON errors with their status and field, 404
 # against 405, the body cap, JSON-only mutations, the security headers,
-# tokens, the loopback rule, and a graceful stop on SIGTERM and SIGINT.
+# tokens, the loopback rule, the options' limits (--request-timeout's 503
+# is serve_timeout.sh's), and a graceful stop on SIGTERM and SIGINT.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -38,6 +39,7 @@ expect ready2 200 .status ready .ingestion.failing false .failed_imports 0
 jq -e '.ingestion.rows >= 1 and .ingestion.passes >= 1' "$tmp/ready2.json" >/dev/null ||
     fail "readiness does not count the pass: $(cat "$tmp/ready2.json")"
 grep -q 'ingest: following the dead-letter queue' "$tmp/plain.err" || fail "no startup line for ingestion"
+grep -q 'request timeout 10.0s per statement' "$tmp/plain.err" || fail "the http line does not name the default request timeout"
 ok "serve ingests the dead-letter queue; readiness reports it"
 
 # S11: every response says nosniff, a restrictive CSP and JSON.
@@ -112,6 +114,16 @@ expect_exit 2 sb serve --listen nowhere:80
 expect_err "is not an IPv4 address"
 expect_exit 2 sb serve --error-retention 10m
 expect_err "--error-retention must be a duration from 1h to 365d"
+# S10: --request-timeout is a duration from 10ms to 1h (the 503 it leads
+# to is serve_timeout.sh's).
+expect_exit 2 sb serve --request-timeout 5ms
+expect_err "--request-timeout must be 10ms..1h00m (got 5ms)"
+expect_exit 2 sb serve --request-timeout 61m
+expect_err "--request-timeout must be 10ms..1h00m (got 61m)"
+expect_exit 2 sb serve --request-timeout soon
+expect_err "--request-timeout: duration \"soon\""
+expect_exit 2 sb serve --request-timeout
+expect_err "option --request-timeout needs a value"
 printf 'root:x\n' >"$tmp/badtokens"
 expect_exit 2 sb serve --token-file "$tmp/badtokens"
 expect_err "expected admin:TOKEN or read:TOKEN"

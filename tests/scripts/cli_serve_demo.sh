@@ -21,7 +21,7 @@ start_server serve --demo
 port=${base##*:}
 
 # S3: one line per component with its settings; the URL to open.
-grep -qF "http: listening on port $port: $base/ (127.0.0.1:0, loopback, no token)" "$tmp/serve.err" ||
+grep -qF "http: listening on port $port: $base/ (127.0.0.1:0, loopback, no token, request timeout 10.0s per statement)" "$tmp/serve.err" ||
     fail "the listening line does not give the URL: $(cat "$tmp/serve.err")"
 grep -q 'ingest: following the dead-letter queue' "$tmp/serve.err" || fail "no startup line for ingestion"
 demo_started() { grep -q 'demo: a web shop at ~5.0 messages/s on demo.orders, ' "$tmp/serve.err"; }

@@ -51,9 +51,9 @@ static void test_shutdown_and_refusal(void **state)
     static const mapping m[] = {
         {"57P01", SB_UNAVAILABLE}, {"57P02", SB_UNAVAILABLE},
         {"57P03", SB_UNAVAILABLE}, {"53300", SB_UNAVAILABLE},
-        /* Other class-57 states (query_canceled 57014) are not transient
-         * connection losses. */
-        {"57014", SB_BACKEND}, {"57P04", SB_BACKEND},
+        /* query_canceled (statement_timeout, S10) is a timeout, other
+         * class-57 states are not transient connection losses. */
+        {"57014", SB_TIMEOUT}, {"57P04", SB_BACKEND},
     };
     check(m, sizeof m / sizeof m[0]);
 }
@@ -91,6 +91,8 @@ static void test_transient_helper_agrees(void **state)
     assert_true(sb_is_transient(sb__classify_sqlstate("40001")));
     assert_true(sb_is_transient(sb__classify_sqlstate("08006")));
     assert_false(sb_is_transient(sb__classify_sqlstate("23505")));
+    /* A cancelled statement would run as long again: never retried. */
+    assert_false(sb_is_transient(sb__classify_sqlstate("57014")));
     assert_int_equal(sb__classify_sqlstate("42P01") & 0xff, SB_SCHEMA);
 }
 
