@@ -467,6 +467,12 @@ static int write_id_handler(sb_delivery *d, void *user)
 /* Child process body: drain the queue with a worker, writing each handled
  * id and attempt to `path`; with `die_mid` every handler blocks until the
  * parent kills the process. */
+/* The parent's bus in the tests that fork: without the counts flusher's
+ * thread the parent stays single-threaded, so its children may open
+ * buses of their own (POSIX allows a child of a threaded process only
+ * async-signal-safe calls). */
+static const sb_options single_threaded = {.counts_flush_ms = -1};
+
 static void child_drain(const char *prefix, const char *path, int die_mid)
 {
     sb_bus *bus = sbt_open(prefix, NULL);
@@ -511,7 +517,7 @@ static void test_processes_exactly_once(void **state)
     (void)state;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
-    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_bus *bus = sbt_open(prefix, &single_threaded);
     char (*ids)[37] = calloc(N_MSGS, 37);
     sbt_publish_n(bus, "q", N_MSGS, ids);
     char paths[3][64];
@@ -559,7 +565,7 @@ static void test_sigkill_mid_handler(void **state)
     (void)state;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
-    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_bus *bus = sbt_open(prefix, &single_threaded);
     char ids[6][37];
     sbt_publish_n(bus, "q", 6, ids);
     char path[64];
