@@ -1105,6 +1105,19 @@ static void test_search_order(void **state)
     static const char *const omega[] = {"om-007", "om-004", "om-001",
                                         "om-008", "om-005", NULL};
     search_is(&e, "omega", 5, omega);
+    /* PostgreSQL keeps the vector in the row (what ranking reads); a
+     * second open finds it so and changes nothing. */
+    sb_errors *again = NULL;
+    sbt_ok(sb_errors_open(e.bus, NULL, &again, &err), &err, "open again");
+    sb_errors_close(again);
+    if (sbt_is_pg())
+        assert_int_equal(
+            sbt_native_scalar("SELECT count(*) FROM pg_attribute WHERE "
+                              "attrelid = ($1 || 'failed_messages')::"
+                              "regclass AND attname = 'search' AND "
+                              "attstorage = 'm'",
+                              e.prefix),
+            1);
     sbe_close(&e);
 }
 
