@@ -104,10 +104,21 @@ static const char ddl_tail[] =
     "  last_modified BIGINT NOT NULL\n"
     ");\n";
 
-/* E22: full-text search, maintained in the ingestion transaction. */
+/* E22: full-text search, maintained in the ingestion transaction. The
+ * vector is kept in the row (STORAGE MAIN: compressed in line, out of line
+ * only if the row would not fit a page; the headers and body go out of
+ * line first): ranking reads every match's vector, and out of line each
+ * cost a TOAST index descent and chunk, ~4 buffers a match on top of the
+ * heap page (docs/internals/errors.md, "Speed"). Rows written before keep
+ * their out-of-line vectors until rewritten (a new attempt, VACUUM FULL).
+ * Checked first, so an open takes no lock on the table. */
 static const char search_pg[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_search_idx\n"
-    "  ON {p}failed_messages USING gin (search);\n";
+    "  ON {p}failed_messages USING gin (search);\n"
+    "DO $do$ BEGIN IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =\n"
+    "  '{p}failed_messages'::regclass AND attname = 'search' AND\n"
+    "  attstorage <> 'm') THEN ALTER TABLE {p}failed_messages ALTER\n"
+    "  COLUMN search SET STORAGE MAIN; END IF; END $do$;\n";
 /* Stores made while the vector was a generated column (to_tsvector in
  * the database) keep their vectors and take the upsert's from now on. */
 static const char search_pg_unbind[] =
@@ -136,6 +147,46 @@ static const char search_sqlite[] =
     "  INSERT INTO {p}failed_messages_fts (rowid, message_type, headers,\n"
     "  body_text) VALUES (new.rowid, new.message_type, new.headers,\n"
     "  new.body_text); END;\n";
+
+/* E22 on SQLite: the best $2 matches by bm25, then newest first, reading
+ * failed_messages only for the rows returned. Joining every match to its
+ * row before the LIMIT read a row (a random page of the biggest table) for
+ * each of them: 10,000 for a word in 1 % of 1,000,000 messages, ~16,000
+ * page reads a search, so the search ran at the speed of the OS page cache
+ * (docs/internals/errors.md, "Speed"). Here:
+ *   r   every match's score, from the FTS tables alone (index + docsize);
+ *   n   the cut (the $2-th best score; NULL with fewer matches), k the
+ *       matches better than it, t those equal to it (ties);
+ *   w   when ties are many, the newest $2 - k of them from the time index
+ *       (newest first, stopping at the last one needed), reading at most
+ *       16 entries a tie, about the cost of reading the tied rows (the
+ *       fallback); tried only when ties spread evenly over max(rowid)
+ *       messages would be found within that: t * t * 16 >= ($2 - k) *
+ *       max(rowid) (a store of messages of one shape ties them all);
+ *   then the rows better than the cut, plus w's rows if w found them all,
+ *   else every row up to the cut, each read by rowid, and sorted. The
+ *   CROSS JOINs keep the match lists outermost. */
+static const char search_sqlite_select[] =
+    "WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({p}failed_messages_fts)"
+    " AS b FROM {p}failed_messages_fts WHERE {p}failed_messages_fts MATCH $1),"
+    " c AS MATERIALIZED (SELECT b FROM r ORDER BY b LIMIT 1 OFFSET $2 - 1),"
+    " n AS MATERIALIZED (SELECT max(c.b) AS cut, sum(r.b < c.b) AS k,"
+    " sum(r.b = c.b) AS t FROM r, c),"
+    " w AS MATERIALIZED (SELECT x.id FROM (SELECT rowid AS id FROM"
+    " {p}failed_messages ORDER BY last_time_of_failure DESC LIMIT (SELECT"
+    " CASE WHEN t * t * 16 >= ($2 - k) * (SELECT max(rowid) FROM"
+    " {p}failed_messages) THEN t * 16 ELSE 0 END FROM n)) x WHERE x.id IN"
+    " (SELECT id FROM r, n WHERE r.b = n.cut) LIMIT (SELECT coalesce($2 - k,"
+    " 0) FROM n)),"
+    " ok AS MATERIALIZED (SELECT (SELECT count(*) FROM w) = (SELECT"
+    " coalesce($2 - k, -1) FROM n) AS v)"
+    " SELECT " SB__SUMMARY_COLUMNS " FROM (SELECT " SB__SUMMARY_COLUMNS
+    ", r.b AS rank FROM r CROSS JOIN {p}failed_messages f ON f.rowid = r.id"
+    " WHERE r.b < (SELECT cut FROM n) OR (NOT (SELECT v FROM ok) AND"
+    " (r.b <= (SELECT cut FROM n) OR (SELECT cut FROM n) IS NULL))"
+    " UNION ALL SELECT " SB__SUMMARY_COLUMNS ", (SELECT cut FROM n) FROM w"
+    " CROSS JOIN {p}failed_messages f ON f.rowid = w.id WHERE (SELECT v FROM"
+    " ok)) f ORDER BY rank, f.last_time_of_failure DESC LIMIT $2";
 
 typedef struct dialect {
     const char *text, *blob;   /* column types */
@@ -507,16 +558,14 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "(SELECT group_id FROM {p}failed_message_groups)");
         break;
     case ER_SEARCH: /* $1 query (see search.c), $2 limit */
-        sb__buf_puts(b, "SELECT " SB__SUMMARY_COLUMNS " FROM ");
-        sb__buf_puts(b, d->pg ? "{p}failed_messages f, (SELECT "
-                                "lower($1)::tsquery AS q) w WHERE f.search @@ "
-                                "w.q ORDER BY ts_rank(f.search, w.q) DESC, "
-                                "f.last_time_of_failure DESC LIMIT $2"
-                              : "{p}failed_messages_fts s JOIN "
-                                "{p}failed_messages f ON f.rowid = s.rowid "
-                                "WHERE {p}failed_messages_fts MATCH $1 ORDER "
-                                "BY bm25({p}failed_messages_fts), "
-                                "f.last_time_of_failure DESC LIMIT $2");
+        if (d->pg)
+            sb__buf_puts(b, "SELECT " SB__SUMMARY_COLUMNS
+                            " FROM {p}failed_messages f, (SELECT "
+                            "lower($1)::tsquery AS q) w WHERE f.search @@ "
+                            "w.q ORDER BY ts_rank(f.search, w.q) DESC, "
+                            "f.last_time_of_failure DESC LIMIT $2");
+        else
+            sb__buf_puts(b, search_sqlite_select);
         break;
     case ER_PRUNE_GROUPS: /* $1 JSON ids, $2 JSON "unique id|group id"
                              pairs to keep */

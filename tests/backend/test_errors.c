@@ -1023,6 +1023,104 @@ static void test_search(void **state)
     sbe_close(&e);
 }
 
+/* A search of `word` with `limit` returns exactly the unique ids
+ * `want` (NULL-terminated), in that order. */
+static void search_is(sbe_env *e, const char *word, size_t limit,
+                      const char *const *want)
+{
+    sb_failed_summary *s = NULL;
+    size_t n = 0, w = 0;
+    sb_error err;
+    sbt_ok(sb_errors_search(e->store, word, limit, &s, &n, &err), &err, word);
+    while (want[w] != NULL)
+        w++;
+    assert_int_equal(n, w);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(s[i].unique_id, want[i]);
+    sb_free(s);
+}
+
+/* E22: best rank first, then newest first among equals, whichever way the
+ * store finds them: few ties (read by id), many ties (SQLite: newest
+ * first from the time index), and many ties that are all old (SQLite: the
+ * time index gives up, and they are read by id). Every message has the
+ * same shape, so equal words rank exactly equal. */
+static void test_search_order(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    char uid[32], when[32];
+    /* Three with "zeta" twice (the best), 40 with it once, in an order
+     * unlike their times: tie i failed at second 100 + (i * 17) % 40. */
+    for (int i = 1; i <= 3; i++) {
+        snprintf(uid, sizeof uid, "zb-%03d", i);
+        snprintf(when, sizeof when, "2026-01-02T00:00:%02dZ", 10 * i);
+        sbe_dead_letter_as(&e, uid, "qs", when, "X", "{\"w\":\"zeta zeta\"}");
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(uid, sizeof uid, "zt-%03d", i);
+        int sec = 100 + (i * 17) % 40;
+        snprintf(when, sizeof when, "2026-01-02T00:%02d:%02dZ", sec / 60,
+                 sec % 60);
+        sbe_dead_letter_as(&e, uid, "qs", when, "X", "{\"w\":\"zeta xxxx\"}");
+    }
+    /* Ten "omega", older than everything else, and 160 newer without
+     * either word. */
+    for (int i = 0; i < 10; i++) {
+        snprintf(uid, sizeof uid, "om-%03d", i);
+        snprintf(when, sizeof when, "2026-01-01T00:00:%02dZ", (i * 7) % 10);
+        sbe_dead_letter_as(&e, uid, "qs", when, "X", "{\"w\":\"omega xxx\"}");
+    }
+    for (int i = 0; i < 160; i++) {
+        snprintf(uid, sizeof uid, "zf-%03d", i);
+        snprintf(when, sizeof when, "2026-01-02T01:%02d:%02dZ", i / 60,
+                 i % 60);
+        sbe_dead_letter_as(&e, uid, "qs", when, "X", "{\"w\":\"yyyy xxxx\"}");
+    }
+    sbe_ingest(&e);
+    /* The best three: equal, so newest first. */
+    static const char *const top3[] = {"zb-003", "zb-002", "zb-001", NULL};
+    search_is(&e, "zeta", 3, top3);
+    /* Then the newest ties: zt-i failed at second 100 + (i * 17) % 40,
+     * so zt-007 (139), zt-014 (138), zt-021, zt-028, zt-035. */
+    static const char *const top8[] = {"zb-003", "zb-002", "zb-001",
+                                       "zt-007", "zt-014", "zt-021",
+                                       "zt-028", "zt-035", NULL};
+    search_is(&e, "zeta", 8, top8);
+    /* More asked for than there are: all 43, the ties newest first. */
+    sb_failed_summary *s = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_search(e.store, "zeta", 50, &s, &n, &err), &err, "all");
+    assert_int_equal(n, 43);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(s[i].unique_id, top3[i]);
+    for (size_t i = 4; i < n; i++)
+        assert_true(s[i].last_failure_us < s[i - 1].last_failure_us);
+    assert_string_equal(s[42].unique_id, "zt-000");
+    sb_free(s);
+    /* Old ties behind 160 newer messages: om-i failed at second
+     * (i * 7) % 10 of the day before. */
+    static const char *const omega[] = {"om-007", "om-004", "om-001",
+                                        "om-008", "om-005", NULL};
+    search_is(&e, "omega", 5, omega);
+    /* PostgreSQL keeps the vector in the row (what ranking reads); a
+     * second open finds it so and changes nothing. */
+    sb_errors *again = NULL;
+    sbt_ok(sb_errors_open(e.bus, NULL, &again, &err), &err, "open again");
+    sb_errors_close(again);
+    if (sbt_is_pg())
+        assert_int_equal(
+            sbt_native_scalar("SELECT count(*) FROM pg_attribute WHERE "
+                              "attrelid = ($1 || 'failed_messages')::"
+                              "regclass AND attname = 'search' AND "
+                              "attstorage = 'm'",
+                              e.prefix),
+            1);
+    sbe_close(&e);
+}
+
 /* E23: filters, whitelisted sort keys, pages without repeats or gaps, the
  * total for paging headers; bad input named. */
 static void test_list(void **state)
@@ -1457,6 +1555,7 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),
+        cmocka_unit_test(test_search_order),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_list_views),
         cmocka_unit_test(test_status_history),
