@@ -8,9 +8,11 @@ build_only=0
 [ "${1:-}" = --build ] && build_only=1
 pkgs=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
-      libmicrohttpd-dev)
+      libmicrohttpd-dev unixodbc-dev)
+# odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it.
 [ $build_only = 1 ] ||
-    pkgs+=(clang sqlite3 curl postgresql postgresql-contrib jq python3)
+    pkgs+=(clang sqlite3 curl postgresql postgresql-contrib jq python3
+           odbc-postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \

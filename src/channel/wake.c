@@ -33,8 +33,9 @@ void sb__channel_wake_start(sb_channel *ch)
                                     notified, ch, &ch->listener);
         return;
     }
-    ch->wal = sb__wal_watch_start(sb__pool_config(ch->bus->pool)->target,
-                                  &ch->bus->log, wal_changed, ch);
+    if (ch->bus->dialect == SB_DIALECT_SQLITE && ch->bus->notify >= 0)
+        ch->wal = sb__wal_watch_start(sb__pool_config(ch->bus->pool)->target,
+                                      &ch->bus->log, wal_changed, ch);
 }
 
 void sb__channel_wake_stop(sb_channel *ch)

@@ -176,6 +176,9 @@ int sb__validate_name(const char *name, size_t max_len, const char *field,
 /* Letters, digits and '_', not starting with a digit, 1..max_len bytes. */
 int sb__validate_identifier(const char *name, size_t max_len,
                             const char *field, sb_error *err);
+/* The byte a URL's "%XX" at `p` (p[0] == '%', `avail` bytes from p on)
+ * stands for, or -1 when it is not two hex digits or is %00. */
+int sb__percent_byte(const char *p, size_t avail);
 /* A caller-owned result struct whose first member is `size_t size`:
  * SB_INVALID naming "size" when it is under `want` (`type` names the
  * struct), else zero it, keeping `size`. */

@@ -126,3 +126,21 @@ int sb__out_struct(void *out, size_t want, const char *type, sb_error *err)
     memcpy(out, &size, sizeof size);
     return SB_OK;
 }
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+int sb__percent_byte(const char *p, size_t avail)
+{
+    if (avail < 3)
+        return -1;
+    int hi = hex_value(p[1]), lo = hex_value(p[2]);
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+        return -1;
+    return hi * 16 + lo;
+}

@@ -2,11 +2,13 @@
  * instead of reaching into the driver table. */
 #include "db/db.h"
 
-/* The driver for an enum sb_dialect value, or NULL if none is built in.
- * Returns a static table; thread-safe. */
-const sb_driver *sb__driver_for(int dialect)
+/* The driver for a parsed URL, or NULL if none is built in. Returns a
+ * static table; thread-safe. */
+const sb_driver *sb__driver_for(const sb_db_config *cfg)
 {
-    switch (dialect) {
+    if (cfg->odbc)
+        return sb__driver_odbc();
+    switch (cfg->dialect) {
     case SB_DIALECT_SQLITE: return sb__driver_sqlite();
     case SB_DIALECT_POSTGRES: return sb__driver_postgres();
     default: return NULL;

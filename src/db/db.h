@@ -79,11 +79,15 @@ void sb__rows_free(sb_rows *rows);
 int sb__rows_new(size_t nrows, size_t ncols, sb_rows **out);
 int sb__rows_set_bytes(sb_rows *rows, size_t r, size_t c, int type,
                        const void *p, size_t len);
+/* Grow to `nrows` rows, the new cells NULL (SB_NOMEM). */
+int sb__rows_grow(sb_rows *rows, size_t nrows);
 
 /* What a driver needs to connect (the parsed URL plus options). */
 typedef struct sb_db_config {
-    int dialect;             /* enum sb_dialect */
-    char *target;            /* SQLite path or libpq conninfo (owned) */
+    int dialect;             /* enum sb_dialect: the SQL spoken */
+    bool odbc;               /* reached through ODBC (odbc.c) */
+    char *target;            /* SQLite path, libpq conninfo or ODBC
+                                connection string (owned) */
     int durability;          /* enum sb_durability (SQLite) */
     int64_t busy_timeout_ms; /* SQLite busy_timeout */
     char *schema;            /* PostgreSQL schema or NULL (owned) */
@@ -138,8 +142,9 @@ struct sb_conn {
 
 const sb_driver *sb__driver_sqlite(void);
 const sb_driver *sb__driver_postgres(void);
-/* The driver for a dialect, or NULL. */
-const sb_driver *sb__driver_for(int dialect);
+const sb_driver *sb__driver_odbc(void);
+/* The driver of a parsed URL, or NULL if none is built in. */
+const sb_driver *sb__driver_for(const sb_db_config *cfg);
 
 /* Thin wrappers so callers read naturally. */
 static inline int sb__exec(sb_conn *c, const char *sql, sb_error *err)

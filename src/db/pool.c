@@ -22,7 +22,7 @@ struct sb_pool {
 int sb__pool_new(sb_db_config *cfg, int max, sb_pool **out, sb_error *err)
 {
     *out = NULL;
-    const sb_driver *drv = sb__driver_for(cfg->dialect);
+    const sb_driver *drv = sb__driver_for(cfg);
     if (drv == NULL)
         return sb__err(err, SB_INVALID, "url", "no driver for this URL");
     if (max < 1)

@@ -92,6 +92,28 @@ int sb__rows_new(size_t nrows, size_t ncols, sb_rows **out)
 }
 
 /*
+ * Grow `rows` to `nrows` rows (the new ones SQL NULL), for a driver that
+ * learns the row count while reading. Cell bytes already set stay where
+ * they are (the arena never moves). SB_NOMEM, leaving `rows` as it was.
+ */
+int sb__rows_grow(sb_rows *rows, size_t nrows)
+{
+    if (nrows <= rows->nrows)
+        return SB_OK;
+    if (rows->ncols != 0 && nrows > SIZE_MAX / sizeof(sb_value) / rows->ncols)
+        return SB_NOMEM;
+    sb_value *cells = sb__realloc(rows->cells,
+                                  nrows * rows->ncols * sizeof *cells + 1);
+    if (cells == NULL)
+        return SB_NOMEM;
+    for (size_t i = rows->nrows * rows->ncols; i < nrows * rows->ncols; i++)
+        cells[i] = sb__v_null();
+    rows->cells = cells;
+    rows->nrows = nrows;
+    return SB_OK;
+}
+
+/*
  * Set cell (r, c) to a TEXT or BLOB value holding a copy of `len` bytes at
  * `p` (borrowed; may be NULL when len is 0). The copy is NUL-terminated
  * for both types and owned by `rows`. SB_V_NULL clears the cell. Returns

@@ -96,14 +96,6 @@ int sb__http_method(const char *method)
     return 0;
 }
 
-static int hex(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* Percent-decode [s, s + n) into out (cap bytes with its NUL), '+' as a
  * space when `plus`. Returns the decoded length, or -1 for a bad or NUL
  * escape, -2 when it does not fit, -3 when it is not UTF-8. */
@@ -113,11 +105,10 @@ static long decode(const char *s, size_t n, int plus, char *out, size_t cap)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            int hi = i + 2 < n ? hex(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hex(s[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            int byte = sb__percent_byte(s + i, n - i);
+            if (byte < 0)
                 return -1;
-            c = (char)(hi * 16 + lo);
+            c = (char)byte;
             i += 2;
         } else if (plus && c == '+') {
             c = ' ';

@@ -130,6 +130,10 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
                 rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
         }
         bus->dialect = cfg.dialect;
+        /* Wake-ups need libpq's LISTEN or SQLite's WAL file: through ODBC
+         * the workers and the channel poll (docs/backends.md). */
+        if (cfg.odbc)
+            bus->notify = -1;
     }
     if (rc == SB_OK)
         rc = sb__pool_new(&cfg, opts->pool_size ? opts->pool_size : 8,

@@ -63,7 +63,11 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     *out = NULL;
     if (t == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       "the transport has no SQL for this backend");
+                       dialect == SB_DIALECT_MSSQL
+                           ? "SQL Server is reached through ODBC, but the "
+                             "transport's T-SQL is not written yet: use "
+                             "SQLite or PostgreSQL"
+                           : "the transport has no SQL for this backend");
     sb_transport_sql *s = sb__calloc(1, sizeof *s);
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 static char url[4096];
+static char pg_url[4096]; /* libpq's URL of the same database (native reads) */
 static char sqlite_dir[256];
 static int pg;
 static int counter;
@@ -26,6 +27,40 @@ static void cleanup_sqlite(void)
     }
 }
 
+/* The same database through psqlODBC: "odbc+postgresql:" and a
+ * connection string made from the libpq URL
+ * postgresql://USER@HOST:PORT/DB (the form tests/pg-cluster prints). */
+void sbt_odbc_url_of(const char *u, char *out, size_t cap)
+{
+    char user[128] = "postgres", host[256] = "127.0.0.1", port[16] = "5432",
+         db[128] = "postgres";
+    const char *p = strstr(u, "://");
+    if (p == NULL) {
+        fprintf(stderr, "odbc-postgresql needs a postgresql:// URL\n");
+        exit(1);
+    }
+    p += 3;
+    const char *at = strchr(p, '@');
+    if (at != NULL) {
+        snprintf(user, sizeof user, "%.*s", (int)(at - p), p);
+        p = at + 1;
+    }
+    size_t hl = strcspn(p, ":/");
+    snprintf(host, sizeof host, "%.*s", (int)hl, p);
+    p += hl;
+    if (*p == ':') {
+        size_t pl = strcspn(++p, "/");
+        snprintf(port, sizeof port, "%.*s", (int)pl, p);
+        p += pl;
+    }
+    if (*p == '/' && p[1] != '\0')
+        snprintf(db, sizeof db, "%.*s", (int)strcspn(p + 1, "?"), p + 1);
+    snprintf(out, cap,
+             "odbc+postgresql:Driver={PostgreSQL Unicode};Server=%s;"
+             "Port=%s;Database=%s;Uid=%s;BoolsAsChar=0",
+             host, port, db, user);
+}
+
 void sbt_init(void)
 {
     const char *b = getenv("SQLBUS_TEST_BACKEND");
@@ -39,7 +74,8 @@ void sbt_init(void)
         atexit(cleanup_sqlite);
         return;
     }
-    if (strcmp(b, "postgresql") != 0) {
+    int odbc = strcmp(b, "odbc-postgresql") == 0;
+    if (strcmp(b, "postgresql") != 0 && !odbc) {
         fprintf(stderr, "unknown SQLBUS_TEST_BACKEND %s\n", b);
         exit(1);
     }
@@ -50,17 +86,27 @@ void sbt_init(void)
         exit(77);
     }
     pg = 1;
+    snprintf(pg_url, sizeof pg_url, "%s", u);
     snprintf(url, sizeof url, "%s", u);
+    if (odbc)
+        sbt_odbc_url_of(u, url, sizeof url);
 }
 
 const char *sbt_backend(void)
 {
-    return pg ? "postgresql" : "sqlite";
+    return pg ? (strncmp(url, "odbc", 4) == 0 ? "odbc-postgresql"
+                                              : "postgresql")
+              : "sqlite";
 }
 
 int sbt_is_pg(void)
 {
     return pg;
+}
+
+const char *sbt_pg_url(void)
+{
+    return pg_url;
 }
 
 const char *sbt_url(void)
@@ -170,7 +216,7 @@ long sbt_native_scalar(const char *sql, const char *cid)
 {
     long n = -1;
     if (sbt_is_pg()) {
-        PGconn *c = PQconnectdb(sbt_url());
+        PGconn *c = PQconnectdb(pg_url);
         if (PQstatus(c) != CONNECTION_OK) {
             char msg[256];
             snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));

@@ -20,6 +20,12 @@ void sbt_init(void);
 /* "sqlite" or "postgresql". */
 const char *sbt_backend(void);
 int sbt_is_pg(void);
+/* The odbc+postgresql: URL (psqlODBC) of a postgresql://USER@HOST:PORT/DB
+ * URL, into out. */
+void sbt_odbc_url_of(const char *pg_url, char *out, size_t cap);
+/* libpq's URL of this run's PostgreSQL database (also on the
+ * odbc-postgresql backend), for native connections; "" on SQLite. */
+const char *sbt_pg_url(void);
 /* The database URL of this run (borrowed). */
 const char *sbt_url(void);
 /* A fresh table prefix for one test ("t<pid>_<n>_"), borrowed until the

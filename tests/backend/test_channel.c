@@ -98,7 +98,7 @@ static void env_open(env *e)
  * channel's tables and sequence, and anything else the library created. */
 static void pg_sweep_prefix(const char *prefix)
 {
-    PGconn *c = PQconnectdb(sbt_url());
+    PGconn *c = PQconnectdb(sbt_pg_url());
     if (PQstatus(c) != CONNECTION_OK) {
         PQfinish(c);
         return;

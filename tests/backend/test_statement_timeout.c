@@ -237,7 +237,7 @@ static void lock_hold(locker *l, const char *prefix)
     memset(l, 0, sizeof *l);
     char sql[256];
     if (sbt_is_pg()) {
-        l->pg = PQconnectdb(sbt_url());
+        l->pg = PQconnectdb(sbt_pg_url());
         assert_int_equal(PQstatus(l->pg), CONNECTION_OK);
         snprintf(sql, sizeof sql,
                  "BEGIN; LOCK TABLE %smessages IN ACCESS EXCLUSIVE MODE",

@@ -3,10 +3,11 @@
  *
  * Invariants: SB_OK or SB_INVALID only. On failure the config holds no
  * strings (nothing to leak) and the error names a field. On success the
- * dialect is SQLite or PostgreSQL with a non-empty target: a PostgreSQL
- * target is the URL verbatim; a SQLite target is a prefix-free path taken
- * from the URL, with durability and busy_timeout in range. Freeing twice
- * is safe.
+ * target is not empty: a PostgreSQL target is the URL verbatim; a SQLite
+ * target is a prefix-free path taken from the URL, with durability and
+ * busy_timeout in range; an ODBC target is the string after odbc: or
+ * odbc+postgresql:, or for mssql:// a connection string naming its driver
+ * and database. Freeing twice is safe.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -43,8 +44,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(cfg.target != NULL);
         CHECK(cfg.target[0] != '\0');
         size_t tlen = strlen(cfg.target);
-        CHECK(tlen <= strlen(url));
-        if (cfg.dialect == SB_DIALECT_POSTGRES) {
+        if (cfg.odbc) {
+            /* odbc: and odbc+postgresql: pass the string on verbatim;
+             * mssql:// builds one that names the driver and database. */
+            const char *verbatim = strncmp(url, "odbc:", 5) == 0 ? url + 5
+                                   : strncmp(url, "odbc+postgresql:", 16) == 0
+                                       ? url + 16
+                                       : NULL;
+            if (verbatim != NULL) {
+                CHECK(strcmp(cfg.target, verbatim) == 0);
+            } else {
+                CHECK(cfg.dialect == SB_DIALECT_MSSQL);
+                CHECK(strncmp(cfg.target, "Driver={", 8) == 0);
+                CHECK(strstr(cfg.target, ";Database={") != NULL);
+            }
+        } else if (tlen > strlen(url)) {
+            CHECK(0);
+        } else if (cfg.dialect == SB_DIALECT_POSTGRES) {
             CHECK(strcmp(cfg.target, url) == 0);
         } else {
             CHECK(cfg.dialect == SB_DIALECT_SQLITE);

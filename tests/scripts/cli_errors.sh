@@ -109,3 +109,9 @@ ok "nothing stored by bad input"
 # (nothing listens on port 1) exits 5.
 expect_exit 5 "$SQLBUS" --db 'postgresql://sqlbus@127.0.0.1:1/none?connect_timeout=2' queues
 ok "an unreachable database exits 5"
+
+# SQL Server URLs parse (odbc.c) but no module speaks T-SQL yet: a usage
+# error that says so, before any connection is tried.
+expect_exit 2 "$SQLBUS" --db 'mssql://sa:secret@127.0.0.1:1/shop' queues
+expect_err "T-SQL is not written yet"
+ok "an mssql:// URL says SQL Server is not available yet"
