@@ -4,18 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
-void sbe_open_opts(sbe_env *e, const sb_errors_options *o)
+static void open_env(sbe_env *e, const sb_options *bo,
+                     const sb_errors_options *o)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->prefix, sizeof e->prefix, "%s", sbt_new_prefix());
-    e->bus = sbt_open(e->prefix, NULL);
+    e->bus = sbt_open(e->prefix, bo);
     sb_error err;
     sbt_ok(sb_errors_open(e->bus, o, &e->store, &err), &err, "errors open");
 }
 
+void sbe_open_opts(sbe_env *e, const sb_errors_options *o)
+{
+    open_env(e, NULL, o);
+}
+
 void sbe_open(sbe_env *e)
 {
-    sbe_open_opts(e, NULL);
+    open_env(e, NULL, NULL);
+}
+
+void sbe_open_single_threaded(sbe_env *e)
+{
+    static const sb_options no_flusher = {.counts_flush_ms = -1};
+    open_env(e, &no_flusher, NULL);
 }
 
 long sbe_count_mismatches(const sbe_env *e)

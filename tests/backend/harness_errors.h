@@ -17,6 +17,11 @@ typedef struct sbe_env {
 /* Open a bus and a store (`o` may be NULL) on a fresh prefix. */
 void sbe_open_opts(sbe_env *e, const sb_errors_options *o);
 void sbe_open(sbe_env *e);
+/* The same with a bus that starts no thread (no counts flusher), for
+ * tests that fork: POSIX allows a child of a threaded process only
+ * async-signal-safe calls, and a driver's lock held by another thread at
+ * the fork would never be released in the child (unixODBC's are global). */
+void sbe_open_single_threaded(sbe_env *e);
 /* Rows of failed_counts that differ from the counts of the rows
  * themselves (and stale or negative ones); 0 when they agree. */
 long sbe_count_mismatches(const sbe_env *e);

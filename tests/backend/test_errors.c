@@ -377,7 +377,7 @@ static void test_killed_ingester(void **state)
     (void)state;
     enum { N = 400 };
     sbe_env e;
-    sbe_open(&e);
+    sbe_open_single_threaded(&e);
     for (int i = 0; i < N; i++) {
         char uid[16];
         snprintf(uid, sizeof uid, "uk-%d", i);

@@ -176,7 +176,7 @@ static void test_group_operation_resumes(void **state)
 {
     (void)state;
     sbe_env e;
-    sbe_open(&e);
+    sbe_open_single_threaded(&e);
     seed(&e, "qr", 1500);
     char group[37];
     group_of(&e, "qr", SB_FAILED_UNRESOLVED, group);
