@@ -5,8 +5,8 @@
 #   make run     - build and run a short end-to-end CLI demo on
 #                  sqlite:./sqlbus.db
 #   make check   - build and run the whole test suite (SQLite and PostgreSQL)
-# Others: build, check-asan, check-tsan, install (PREFIX=/usr/local), bench,
-# clean.
+# Others: build, check-asan, check-tsan, check-mssql (SQLBUS_TEST_MSSQL),
+# install (PREFIX=/usr/local), bench, clean.
 
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -14,7 +14,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps test-deps build serve run check check-asan check-tsan install bench clean
+.PHONY: all deps test-deps build serve run check check-asan check-tsan check-mssql install bench clean
 
 all: build
 
@@ -52,6 +52,15 @@ TSAN_TESTS = test_worker|test_channel|test_bus_metrics|test_counts_table|test_st
 check-tsan:
 	@SB_TEST_REGEX='$(TSAN_TESTS)' TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check \
 	    BUILD=build-tsan BUILD_TYPE=Debug CMAKE_FLAGS="-DSB_TSAN=ON -DSB_WERROR=ON"
+
+# The SQL Server suite against the server SQLBUS_TEST_MSSQL names (an
+# mssql:// or odbc: URL); without one it says so and runs nothing.
+check-mssql: test-deps build
+	@if [ -z "$${SQLBUS_TEST_MSSQL:-}" ]; then \
+	    echo "check-mssql: skipped: no SQL Server configured (set SQLBUS_TEST_MSSQL)"; \
+	else \
+	    cd $(BUILD) && ctest --output-on-failure -L mssql; \
+	fi
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

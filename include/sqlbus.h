@@ -466,9 +466,10 @@ SB_API int sb_dlq_prune(sb_bus *bus, int64_t *deleted, sb_error *err);
  * Schema (T6-T8, T33)
  * ---------------------------------------------------------------------- */
 
-/* The transport's DDL for `backend` ("sqlite" or "postgresql") with
- * `table_prefix` (NULL = default); sb_channel_schema_sql gives the
- * channel's. Transferred: free with sb_free. */
+/* The transport's DDL for `backend` ("sqlite", "postgresql" or "mssql")
+ * with `table_prefix` (NULL = default); sb_channel_schema_sql gives the
+ * channel's (not yet for "mssql": SB_INVALID naming "backend").
+ * Transferred: free with sb_free. */
 SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
                          char **out, sb_error *err);
 

@@ -9,10 +9,11 @@ build_only=0
 pkgs=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
       libmicrohttpd-dev unixodbc-dev)
-# odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it.
+# odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it;
+# tdsodbc (FreeTDS): they load SQL Server's driver (no server here).
 [ $build_only = 1 ] ||
     pkgs+=(clang sqlite3 curl postgresql postgresql-contrib jq python3
-           odbc-postgresql)
+           odbc-postgresql tdsodbc)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \
@@ -34,6 +35,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# FreeTDS registers itself with unixODBC only when debconf says so.
+if [ $build_only = 0 ] && ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo odbcinst -i -d -f /usr/share/tdsodbc/odbcinst.ini >/dev/null
 fi
 # playwright-core, pinned by tests/ui/package-lock.json (it downloads no
 # browser; the tests use /usr/bin/chromium).

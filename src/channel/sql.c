@@ -13,7 +13,11 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
     memset(out, 0, sizeof *out);
     if (t == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       "the channel has no SQL for this backend");
+                       dialect == SB_DIALECT_MSSQL
+                           ? "the channel's SQL Server (T-SQL) statements "
+                             "are not written yet: the transport runs on "
+                             "SQL Server, the channel does not"
+                           : "the channel has no SQL for this backend");
     /* The order of the enum in channel.h. */
     const char *all[] = {t->ddl,
                          t->lock,
@@ -66,5 +70,5 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                           char **out, sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
-                       sb__channel_sql_postgres.ddl, out, err);
+                       sb__channel_sql_postgres.ddl, NULL, "channel", out, err);
 }

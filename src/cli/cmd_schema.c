@@ -9,7 +9,12 @@ enum { OPT_BACKEND = CLI_OPT_FIRST_LOCAL };
 static const char *backend_of_url(const char *url)
 {
     if (strncmp(url, "postgresql:", 11) == 0 ||
-        strncmp(url, "postgres:", 9) == 0 || strchr(url, '=') != NULL)
+        strncmp(url, "postgres:", 9) == 0 ||
+        strncmp(url, "odbc+postgresql:", 16) == 0)
+        return "postgresql";
+    if (strncmp(url, "mssql:", 6) == 0 || strncmp(url, "odbc:", 5) == 0)
+        return "mssql";
+    if (strchr(url, '=') != NULL)
         return "postgresql";
     return "sqlite";
 }
@@ -39,9 +44,11 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
                 return cli_usage_error(ctx, "--backend is only for 'schema "
                                        "print'; verify and migrate use --db");
             if (strcmp(optarg, "sqlite") != 0 &&
-                strcmp(optarg, "postgresql") != 0)
-                return cli_usage_error(ctx, "--backend must be sqlite or "
-                                       "postgresql (got \"%s\")", optarg);
+                strcmp(optarg, "postgresql") != 0 &&
+                strcmp(optarg, "mssql") != 0)
+                return cli_usage_error(ctx, "--backend must be sqlite, "
+                                       "postgresql or mssql (got \"%s\")",
+                                       optarg);
             *backend = optarg;
             break;
         default:

@@ -174,11 +174,13 @@ const char cli_usage_dlq_purge[] =
     "\n" GLOBALS;
 
 const char cli_usage_schema[] =
-    "Usage: sqlbus schema print [--backend sqlite|postgresql] [--prefix P]\n"
+    "Usage: sqlbus schema print [--backend sqlite|postgresql|mssql]\n"
+    "                           [--prefix P]\n"
     "       sqlbus schema verify\n"
     "       sqlbus schema migrate\n"
     "\n"
-    "  print    print the DDL (backend: --backend, else the one --db names)\n"
+    "  print    print the DDL (backend: --backend, else the one --db names;\n"
+    "           mssql: the transport's only, the rest is not written yet)\n"
     "  verify   check the tables against the catalog; exit 3 on a missing\n"
     "           or wrong table, with the statement that fixes it\n"
     "  migrate  create what is missing (under a cross-process lock), then\n"

@@ -589,7 +589,11 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
                                                            : NULL;
     if (d == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       "the error store has no SQL for this backend");
+                       dialect_id == SB_DIALECT_MSSQL
+                           ? "the error store's SQL Server (T-SQL) "
+                             "statements are not written yet: the transport "
+                             "runs on SQL Server, the error store does not"
+                           : "the error store has no SQL for this backend");
     int rc = SB_OK;
     sb_buf b;
     sb__buf_init(&b, 64 * 1024);

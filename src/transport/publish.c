@@ -80,6 +80,13 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
         }
         rc = sb__query(c, bus->sql->insert[2 - k], params, 2 + 4 * rows, NULL,
                        NULL, err);
+        /* SQL Server: two transactions inserting one new id at once can
+         * both pass NOT EXISTS; the loser's duplicate key aborts its
+         * transaction, and running it again finds the row and skips it. */
+        if (rc == SB_CONFLICT && bus->dialect == SB_DIALECT_MSSQL)
+            rc = sb__err(err, SB_BUSY, NULL,
+                         "publish raced another insert of the same id; "
+                         "retried, it is a duplicate (T3)");
         done += rows;
     }
     if (rc == SB_OK && *any_immediate && bus->sql->notify != NULL &&

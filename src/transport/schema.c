@@ -1,6 +1,7 @@
 /* schema.c - creation under a cross-process lock (T6) and verification
- * against the catalog (T7): column types, nullability, primary key, the
- * dequeue index's key and the byte-exact collation of `queue`. */
+ * against the catalog (T7): column types (with length and scale on SQL
+ * Server), nullability, primary key, the dequeue index's key and the
+ * byte-exact collation of `queue`. */
 #include "transport/transport.h"
 
 #include <stdio.h>
@@ -8,17 +9,19 @@
 #include <strings.h>
 
 const sb_column_spec sb__message_columns[] = {
-    {"id", "TEXT", "uuid", 1},
-    {"queue", "TEXT", "text", 1},
-    {"payload", "BLOB", "bytea", 1},
-    {"headers", "TEXT", "text", 1},
-    {"created_at", "INTEGER", "timestamp with time zone", 1},
-    {"available_at", "INTEGER", "timestamp with time zone", 1},
-    {"locked_until", "INTEGER", "timestamp with time zone", 0},
-    {"lock_id", "TEXT", "uuid", 0},
-    {"attempts", "INTEGER", "integer", 1},
-    {"last_error", "TEXT", "text", 0},
-    {"dead_letter_reason", "TEXT", "text", 0},
+    {"id", "TEXT", "uuid", "uniqueidentifier", 1},
+    {"queue", "TEXT", "text", "nvarchar(200)", 1},
+    {"payload", "BLOB", "bytea", "varbinary(max)", 1},
+    {"headers", "TEXT", "text", "nvarchar(max)", 1},
+    {"created_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1},
+    {"available_at", "INTEGER", "timestamp with time zone", "datetime2(7)",
+     1},
+    {"locked_until", "INTEGER", "timestamp with time zone", "datetime2(7)",
+     0},
+    {"lock_id", "TEXT", "uuid", "uniqueidentifier", 0},
+    {"attempts", "INTEGER", "integer", "int", 1},
+    {"last_error", "TEXT", "text", "nvarchar(max)", 0},
+    {"dead_letter_reason", "TEXT", "text", "nvarchar(max)", 0},
 };
 const size_t sb__message_column_count =
     sizeof sb__message_columns / sizeof sb__message_columns[0];
@@ -27,11 +30,20 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
     sb_bus *bus = ctx;
     int rc = SB_OK;
+    /* SQL Server's lock is a batch (sp_getapplock and its return code). */
     if (bus->sql->lock != NULL)
-        rc = sb__query(c, bus->sql->lock, NULL, 0, NULL, NULL, err);
+        rc = bus->dialect == SB_DIALECT_MSSQL
+                 ? sb__exec(c, bus->sql->lock, err)
+                 : sb__query(c, bus->sql->lock, NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
         rc = sb__exec(c, bus->sql->ddl, err);
     return rc;
+}
+
+static int index_tx(sb_conn *c, void *ctx, sb_error *err)
+{
+    sb_bus *bus = ctx;
+    return sb__exec(c, bus->sql->index_ddl, err);
 }
 
 static int mismatch(sb_bus *bus, sb_error *err, const char *column,
@@ -46,9 +58,11 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
 {
     char what[256], fix[256];
     bool pg = bus->dialect == SB_DIALECT_POSTGRES;
+    bool ms = bus->dialect == SB_DIALECT_MSSQL;
     for (size_t i = 0; i < sb__message_column_count; i++) {
         const sb_column_spec *s = &sb__message_columns[i];
-        const char *want = pg ? s->pg_type : s->sqlite_type;
+        const char *want = pg ? s->pg_type : ms ? s->mssql_type
+                                                : s->sqlite_type;
         size_t r = 0;
         while (r < rows->nrows &&
                strcmp(sb__rows_text(rows, r, 0) ? sb__rows_text(rows, r, 0)
@@ -57,8 +71,9 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
             r++;
         if (r == rows->nrows) {
             snprintf(what, sizeof what, "column %s is missing", s->name);
-            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD COLUMN %s %s%s",
-                     bus->table, s->name, want, s->notnull ? " NOT NULL" : "");
+            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD%s %s %s%s",
+                     bus->table, ms ? "" : " COLUMN", s->name, want,
+                     s->notnull ? " NOT NULL" : "");
             return mismatch(bus, err, s->name, what, fix);
         }
         const char *type = sb__rows_text(rows, r, 1);
@@ -69,6 +84,10 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
                 snprintf(fix, sizeof fix,
                          "ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s",
                          bus->table, s->name, want, s->name, want);
+            else if (ms)
+                snprintf(fix, sizeof fix, "ALTER TABLE %s ALTER COLUMN %s %s%s",
+                         bus->table, s->name, want,
+                         s->notnull ? " NOT NULL" : " NULL");
             else
                 snprintf(fix, sizeof fix,
                          "recreate %s from `sqlbus schema print --backend "
@@ -82,6 +101,10 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
                 snprintf(fix, sizeof fix,
                          "ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
                          bus->table, s->name);
+            else if (ms)
+                snprintf(fix, sizeof fix,
+                         "ALTER TABLE %s ALTER COLUMN %s %s NOT NULL",
+                         bus->table, s->name, want);
             else
                 snprintf(fix, sizeof fix,
                          "recreate %s from `sqlbus schema print --backend "
@@ -101,6 +124,10 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
                      bus->table);
             return mismatch(bus, err, "queue", what, fix);
         }
+        /* SQL Server: any collation will do, as the seed allows for a
+         * table a migration owns: every statement compares queue with a
+         * binary collation and the padding sentinel itself
+         * (sql_mssql.c). */
     }
     return SB_OK;
 }
@@ -144,8 +171,9 @@ static int check_indexes(sb_bus *bus, const sb_rows *rows, sb_error *err)
     }
     char fix[300];
     if (!have_pk) {
-        snprintf(fix, sizeof fix, "ALTER TABLE %s ADD PRIMARY KEY (id)",
-                 bus->table);
+        snprintf(fix, sizeof fix, "ALTER TABLE %s ADD PRIMARY KEY%s (id)",
+                 bus->table,
+                 bus->dialect == SB_DIALECT_MSSQL ? " NONCLUSTERED" : "");
         return mismatch(bus, err, "id", "the primary key is not (id)", fix);
     }
     if (!have_ready) {
@@ -203,6 +231,8 @@ int sb_schema_migrate(sb_bus *bus, sb_error *err)
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
     int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, err);
+    if (rc == SB_OK && bus->sql->index_ddl != NULL)
+        rc = sb__db_run_tx(bus->pool, NULL, index_tx, bus, err);
     return rc == SB_OK ? sb_schema_verify(bus, err) : rc;
 }
 

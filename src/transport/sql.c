@@ -31,27 +31,55 @@ char *sb__sql_subst(const char *tpl, const char *prefix, int *rc)
 static char *multi_insert(const sb_sql_templates *t, const char *prefix,
                           int rows, int *rc)
 {
-    char *head = sb__sql_subst(t->insert_head, prefix, rc);
-    if (head == NULL)
+    if (*rc != SB_OK)
         return NULL;
     sb_buf b;
     sb__buf_init(&b, 1 << 20);
-    sb__buf_puts(&b, head);
-    sb__free(head);
+    sb__buf_puts(&b, t->insert_head);
     for (int i = 0; i < rows; i++) {
         int base = 3 + 4 * i;
         if (i > 0)
             sb__buf_puts(&b, ", ");
-        sb__buf_printf(&b, t->insert_row, base, base + 1, base + 2, base + 3);
+        /* The row's ordinal follows for dialects that dedupe in SQL. */
+        sb__buf_printf(&b, t->insert_row, base, base + 1, base + 2, base + 3,
+                       i);
     }
     sb__buf_puts(&b, t->insert_tail);
-    char *s = sb__buf_detach(&b);
-    if (s == NULL)
+    char *tpl = sb__buf_detach(&b);
+    if (tpl == NULL) {
         *rc = SB_NOMEM;
+        return NULL;
+    }
+    char *s = sb__sql_subst(tpl, prefix, rc);
+    sb__free(tpl);
     return s;
 }
 
 static const int insert_rows[3] = {1, 10, 100};
+
+/* The index builds with their lock in one batch; whatever fails, the
+ * session's LOCK_TIMEOUT is put back (the error, rethrown, keeps its
+ * number: 1222 is retried). */
+static char *index_ddl(const sb_sql_templates *t, const char *prefix, int *rc)
+{
+    if (t->ddl_indexes == NULL || *rc != SB_OK)
+        return NULL;
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    sb__buf_puts(&b, "BEGIN TRY\n");
+    sb__buf_puts(&b, t->index_lock);
+    sb__buf_puts(&b, t->ddl_indexes);
+    sb__buf_puts(&b, "SET LOCK_TIMEOUT -1;\nEND TRY\nBEGIN CATCH\n"
+                     "SET LOCK_TIMEOUT -1;\nTHROW;\nEND CATCH;\n");
+    char *tpl = sb__buf_detach(&b);
+    if (tpl == NULL) {
+        *rc = SB_NOMEM;
+        return NULL;
+    }
+    char *s = sb__sql_subst(tpl, prefix, rc);
+    sb__free(tpl);
+    return s;
+}
 
 int sb__transport_sql_new(int dialect, const char *prefix,
                           sb_transport_sql **out, sb_error *err)
@@ -59,21 +87,19 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     const sb_sql_templates *t = dialect == SB_DIALECT_SQLITE ? &sb__sql_sqlite
                                 : dialect == SB_DIALECT_POSTGRES
                                     ? &sb__sql_postgres
-                                    : NULL;
+                                : dialect == SB_DIALECT_MSSQL ? &sb__sql_mssql
+                                                              : NULL;
     *out = NULL;
     if (t == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       dialect == SB_DIALECT_MSSQL
-                           ? "SQL Server is reached through ODBC, but the "
-                             "transport's T-SQL is not written yet: use "
-                             "SQLite or PostgreSQL"
-                           : "the transport has no SQL for this backend");
+                       "the transport has no SQL for this backend");
     sb_transport_sql *s = sb__calloc(1, sizeof *s);
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     int rc = SB_OK;
     s->ddl = sb__sql_subst(t->ddl, prefix, &rc);
     s->lock = sb__sql_subst(t->lock, prefix, &rc);
+    s->index_ddl = index_ddl(t, prefix, &rc);
     for (int i = 0; i < 3; i++)
         s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
@@ -111,7 +137,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
 {
     if (s == NULL)
         return;
-    char **all[] = {&s->ddl,       &s->lock,        &s->insert[0],
+    char **all[] = {&s->ddl,       &s->lock,        &s->index_ddl,
+                    &s->insert[0],
                     &s->insert[1], &s->insert[2],   &s->claim,
                     &s->claim_delete, &s->ack,      &s->nak,
                     &s->hand_back, &s->renew,       &s->dead_letter,
@@ -128,7 +155,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
 }
 
 int sb__ddl_for(const char *backend, const char *table_prefix,
-                const char *sqlite_ddl, const char *postgres_ddl, char **out,
+                const char *sqlite_ddl, const char *postgres_ddl,
+                const char *mssql_ddl, const char *module, char **out,
                 sb_error *err)
 {
     if (out == NULL)
@@ -145,9 +173,16 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
     else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
                                  strcmp(backend, "postgres") == 0))
         ddl = postgres_ddl;
+    else if (backend != NULL && strcmp(backend, "mssql") == 0)
+        ddl = mssql_ddl;
     else
         return sb__err(err, SB_INVALID, "backend",
-                       "backend must be \"sqlite\" or \"postgresql\"");
+                       "backend must be \"sqlite\", \"postgresql\" or "
+                       "\"mssql\"");
+    if (ddl == NULL)
+        return sb__err(err, SB_INVALID, "backend",
+                       "the %s's SQL Server (T-SQL) schema is not written yet",
+                       module);
     *out = sb__sql_subst(ddl, prefix, &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
@@ -156,5 +191,6 @@ int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
                   sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, sb__sql_sqlite.ddl,
-                       sb__sql_postgres.ddl, out, err);
+                       sb__sql_postgres.ddl, sb__sql_mssql_schema, "transport",
+                       out, err);
 }

@@ -9,6 +9,10 @@
 
 typedef struct sb_sql_templates {
     const char *ddl, *lock;
+    /* Index builds in a transaction of their own under `index_lock`, or
+     * NULL when `ddl` creates the indexes too (SQL Server's run apart:
+     * their run time grows with the table). */
+    const char *ddl_indexes, *index_lock;
     const char *insert_head, *insert_row, *insert_tail;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     const char *ack_many, *renew_many; /* set-based forms, or NULL */
@@ -23,5 +27,8 @@ typedef struct sb_sql_templates {
 
 extern const sb_sql_templates sb__sql_sqlite;
 extern const sb_sql_templates sb__sql_postgres;
+extern const sb_sql_templates sb__sql_mssql;
+/* SQL Server's tables and indexes as one script, for `schema print`. */
+extern const char sb__sql_mssql_schema[];
 
 #endif

@@ -17,6 +17,8 @@
 typedef struct sb_transport_sql {
     char *ddl;          /* CREATE ... IF NOT EXISTS, all objects */
     char *lock;         /* schema lock inside the DDL transaction, or NULL */
+    char *index_ddl;    /* the index builds under their own lock in a
+                           transaction of their own, or NULL */
     char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
     char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* after-enqueue mode: claim and delete at once */
@@ -38,7 +40,6 @@ typedef struct sb_transport_sql {
                            or NULL, $4 id|NULL, $5 limit|NULL, $6 now_us */
     char *peek;         /* $1 queue, $2 limit, $3 offset: rows as
                            dlq_list, then available_at, locked_until */
-    char *dlq_delete;   /* $1 id, $2 dlq */
     char *prune;        /* $1 dlq, $2 retention ms, $3 batch, $4 now_us */
     char *columns;      /* catalog: name, type, notnull, collation by $1 */
     char *indexes;      /* catalog: key list, is_primary by $1 table */
@@ -62,6 +63,7 @@ typedef struct sb_column_spec {
     const char *name;
     const char *sqlite_type;
     const char *pg_type;
+    const char *mssql_type; /* as the catalog query spells it */
     int notnull;
 } sb_column_spec;
 extern const sb_column_spec sb__message_columns[];
@@ -189,10 +191,13 @@ int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
  * fails the caller: errors are logged. */
 void sb__maybe_prune(sb_bus *bus);
 
-/* The DDL of one module for a backend name ("sqlite", "postgresql") with
- * the table prefix substituted: sb_schema_sql and the channel's. */
+/* The DDL of one module for a backend name ("sqlite", "postgresql",
+ * "mssql") with the table prefix substituted: sb_schema_sql and the
+ * channel's. A NULL DDL is a backend `module` has no SQL for yet
+ * (SB_INVALID naming "backend"). */
 int sb__ddl_for(const char *backend, const char *table_prefix,
-                const char *sqlite_ddl, const char *postgres_ddl, char **out,
+                const char *sqlite_ddl, const char *postgres_ddl,
+                const char *mssql_ddl, const char *module, char **out,
                 sb_error *err);
 
 /* PostgreSQL LISTEN on `channel` on a dedicated connection, reconnecting

@@ -14,6 +14,7 @@ static char url[4096];
 static char pg_url[4096]; /* libpq's URL of the same database (native reads) */
 static char sqlite_dir[256];
 static int pg;
+static int mssql;
 static int counter;
 static char prefix_buf[64];
 
@@ -74,6 +75,17 @@ void sbt_init(void)
         atexit(cleanup_sqlite);
         return;
     }
+    if (strcmp(b, "mssql") == 0) {
+        const char *m = getenv("SQLBUS_TEST_MSSQL");
+        if (m == NULL || m[0] == '\0') {
+            printf("skipped: no SQL Server configured (set "
+                   "SQLBUS_TEST_MSSQL to an mssql:// or odbc: URL)\n");
+            exit(77);
+        }
+        mssql = 1;
+        snprintf(url, sizeof url, "%s", m);
+        return;
+    }
     int odbc = strcmp(b, "odbc-postgresql") == 0;
     if (strcmp(b, "postgresql") != 0 && !odbc) {
         fprintf(stderr, "unknown SQLBUS_TEST_BACKEND %s\n", b);
@@ -94,9 +106,16 @@ void sbt_init(void)
 
 const char *sbt_backend(void)
 {
+    if (mssql)
+        return "mssql";
     return pg ? (strncmp(url, "odbc", 4) == 0 ? "odbc-postgresql"
                                               : "postgresql")
               : "sqlite";
+}
+
+int sbt_is_mssql(void)
+{
+    return mssql;
 }
 
 int sbt_is_pg(void)
@@ -155,7 +174,8 @@ void sbt_exec(sb_bus *bus, const char *sql)
 
 void sbt_drop(sb_bus *bus, const char *prefix)
 {
-    if (!pg || bus == NULL)
+    /* The same text is T-SQL (SQL Server 2016 and later). */
+    if ((!pg && !mssql) || bus == NULL)
         return;
     char sql[512];
     snprintf(sql, sizeof sql,

@@ -17,9 +17,12 @@
 
 /* Resolve the backend; call first in main(). */
 void sbt_init(void);
-/* "sqlite" or "postgresql". */
+/* "sqlite", "postgresql", "odbc-postgresql" or "mssql". */
 const char *sbt_backend(void);
 int sbt_is_pg(void);
+/* SQLBUS_TEST_BACKEND=mssql: SQL Server at SQLBUS_TEST_MSSQL (the run
+ * exits 77, "skipped: no SQL Server configured", without it). */
+int sbt_is_mssql(void);
 /* The odbc+postgresql: URL (psqlODBC) of a postgresql://USER@HOST:PORT/DB
  * URL, into out. */
 void sbt_odbc_url_of(const char *pg_url, char *out, size_t cap);

@@ -394,7 +394,12 @@ static void test_dead_letter_atomic_under_failure(void **state)
 {
     fixture *f = *state;
     char sql[600];
-    if (sbt_is_pg()) {
+    if (sbt_is_mssql()) {
+        snprintf(sql, sizeof sql,
+                 "CREATE TRIGGER %sboom ON %smessages AFTER DELETE AS "
+                 "THROW 50000, 'injected', 1;",
+                 f->prefix, f->prefix);
+    } else if (sbt_is_pg()) {
         snprintf(sql, sizeof sql,
                  "CREATE FUNCTION %sboom() RETURNS trigger LANGUAGE plpgsql "
                  "AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$; "
@@ -516,7 +521,9 @@ static void test_schema_verification(void **state)
     sb_error err;
     sbt_ok(sb_schema_verify(f->bus, &err), &err, "verify");
     char sql[300];
-    snprintf(sql, sizeof sql, "DROP INDEX %smessages_ready_idx", f->prefix);
+    snprintf(sql, sizeof sql, "DROP INDEX %smessages_ready_idx%s%s%s",
+             f->prefix, sbt_is_mssql() ? " ON " : "",
+             sbt_is_mssql() ? f->prefix : "", sbt_is_mssql() ? "messages" : "");
     sbt_exec(f->bus, sql);
     assert_int_equal(sb_schema_verify(f->bus, &err), SB_SCHEMA_MISMATCH);
     assert_non_null(strstr(err.message, "CREATE INDEX"));
@@ -527,7 +534,13 @@ static void test_schema_verification(void **state)
     const char *p2 = sbt_new_prefix();
     char p2c[64];
     snprintf(p2c, sizeof p2c, "%s", p2);
-    if (sbt_is_pg())
+    if (sbt_is_mssql())
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %smessages (id uniqueidentifier PRIMARY KEY "
+                 "NONCLUSTERED, queue nvarchar(200) NOT NULL, payload "
+                 "nvarchar(max) NOT NULL)",
+                 p2c);
+    else if (sbt_is_pg())
         snprintf(sql, sizeof sql,
                  "CREATE TABLE %smessages (id uuid PRIMARY KEY, queue text "
                  "COLLATE \"C\" NOT NULL, payload text NOT NULL)",

@@ -110,8 +110,9 @@ ok "nothing stored by bad input"
 expect_exit 5 "$SQLBUS" --db 'postgresql://sqlbus@127.0.0.1:1/none?connect_timeout=2' queues
 ok "an unreachable database exits 5"
 
-# SQL Server URLs parse (odbc.c) but no module speaks T-SQL yet: a usage
-# error that says so, before any connection is tried.
-expect_exit 2 "$SQLBUS" --db 'mssql://sa:secret@127.0.0.1:1/shop' queues
-expect_err "T-SQL is not written yet"
-ok "an mssql:// URL says SQL Server is not available yet"
+# SQL Server through FreeTDS (Debian's tdsodbc) with no server listening:
+# the driver loads, the refusal is a lost connection (exit 5, retryable)
+# and the message says who refused.
+expect_exit 5 "$SQLBUS" --db 'mssql://sa:secret@127.0.0.1:1/shop?driver=FreeTDS' queues
+expect_err "FreeTDS"
+ok "an mssql:// URL with no server listening exits 5 naming the driver"

@@ -1,0 +1,235 @@
+/* sql_mssql.c - the transport's statements for SQL Server (T-SQL, through
+ * ODBC). Every time comes from the database clock (SYSUTCDATETIME() into
+ * datetime2(7), T5). Claims skip rows other consumers hold with UPDLOCK,
+ * ROWLOCK, READPAST in the order of the dequeue index (T14). Every queue
+ * comparison carries the sentinel: SQL Server pads the shorter side of =
+ * with spaces under every collation, so "a" = "a " is true, and a column
+ * on a case-insensitive collation would match "A"; the plain comparison
+ * stays first so the index is still sought. Statements whose row count
+ * fences a lease end in SELECT @@ROWCOUNT (read by the ODBC driver), so a
+ * server-wide SET NOCOUNT ON cannot make a settled message look lost. */
+#include "transport/sql_dialect.h"
+
+#include <stddef.h>
+
+/* The exact-match predicate of a queue column `col` against `param`. */
+#define SAME_QUEUE(col, param)                                                \
+    col " = " param " AND " col " + N'.' = " param                            \
+        " + N'.' COLLATE Latin1_General_100_BIN2"
+/* Now plus / minus `ms` milliseconds (a bigint parameter): DATEADD takes
+ * an int, so whole days go first (delays reach 100 years). */
+#define PLUS_MS(ms)                                                           \
+    "DATEADD(millisecond, CAST(" ms " % 86400000 AS int), DATEADD(day, "       \
+    "CAST(" ms " / 86400000 AS int), SYSUTCDATETIME()))"
+#define MINUS_MS(ms)                                                          \
+    "DATEADD(millisecond, -CAST(" ms " % 86400000 AS int), DATEADD(day, "      \
+    "-CAST(" ms " / 86400000 AS int), SYSUTCDATETIME()))"
+#define READY                                                                 \
+    "available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR "          \
+    "locked_until <= SYSUTCDATETIME())"
+#define ROWCOUNT "; SELECT @@ROWCOUNT"
+/* The rows a claim takes: the oldest ready ones of $1, at most $5, skipping
+ * rows other transactions hold. */
+#define CLAIMABLE                                                             \
+    "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "          \
+    "attempts, locked_until, lock_id, created_at, available_at, queue FROM "  \
+    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE "                    \
+    SAME_QUEUE("queue", "$1") " AND " READY                                   \
+    " ORDER BY available_at, created_at) "
+#define CLAIMED_TABLE                                                         \
+    "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "   \
+    "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "         \
+    "created_at datetime2, queue nvarchar(200), available_at datetime2); "
+/* OUTPUT returns rows in no promised order: the claim hands them back in
+ * the index's. */
+#define CLAIMED_ROWS                                                          \
+    "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM " \
+    "@claimed ORDER BY available_at, created_at"
+/* The failed queue a dead letter's headers name. */
+#define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
+
+/* The tables, then their indexes (created apart, see index_lock). */
+#define TABLES \
+        "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n" \
+        "CREATE TABLE {p}messages (\n" \
+        "  id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,\n" \
+        "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n" \
+        "  payload varbinary(max) NOT NULL,\n" \
+        "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n" \
+        "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n" \
+        "  available_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n" \
+        "  locked_until datetime2(7) NULL,\n" \
+        "  lock_id uniqueidentifier NULL,\n" \
+        "  attempts int NOT NULL DEFAULT 0,\n" \
+        "  last_error nvarchar(max) NULL,\n" \
+        "  dead_letter_reason nvarchar(max) NULL\n" \
+        ");\n" \
+        "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n" \
+        "CREATE TABLE {p}counts (\n" \
+        "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL " \
+        "PRIMARY KEY,\n" \
+        "  published bigint NOT NULL DEFAULT 0,\n" \
+        "  acked bigint NOT NULL DEFAULT 0,\n" \
+        "  naked bigint NOT NULL DEFAULT 0,\n" \
+        "  dead_lettered bigint NOT NULL DEFAULT 0,\n" \
+        "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n" \
+        ");\n"
+#define INDEXES \
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = " \
+        "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n" \
+        "CREATE INDEX {p}messages_ready_idx\n" \
+        "  ON {p}messages (queue, available_at, created_at);\n" \
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = " \
+        "OBJECT_ID(N'{p}messages', N'U') AND name = " \
+        "N'{p}messages_created_idx')\n" \
+        "CREATE INDEX {p}messages_created_idx\n" \
+        "  ON {p}messages (created_at);\n"
+
+const sb_sql_templates sb__sql_mssql = {
+    .ddl = TABLES,
+    .ddl_indexes = INDEXES,
+    /* Schema-wide, for the tables, held to the end of the transaction; a
+     * wait past 30 s fails as 51222, which the driver counts as a lock
+     * timeout (retried). */
+    .lock = "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:ddl:' + "
+            "SCHEMA_NAME();\n"
+            "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
+            "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = "
+            "30000;\n"
+            "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the "
+            "schema lock (sp_getapplock)', 1;\n",
+    /* Table-scoped, for the index builds in their own transaction, so
+     * other stores' startup DDL never waits for them; LOCK_TIMEOUT bounds
+     * the wait for the table's schema lock (1222, retried with jitter). */
+    .index_lock =
+        "SET LOCK_TIMEOUT 10000;\n"
+        "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:ddl:' + "
+        "SCHEMA_NAME() + N'.{p}messages';\n"
+        "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
+        "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 10000;\n"
+        "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the "
+        "index lock (sp_getapplock)', 1;\n",
+    /* Rows of one statement: deduplicated by id (the first wins, as ON
+     * CONFLICT DO NOTHING does), then inserted where absent under a key-
+     * range lock; a duplicate-key race still possible is retried by the
+     * caller (publish.c). */
+    .insert_head =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts) SELECT v.id, $1, v.payload, v.headers, "
+        "SYSUTCDATETIME(), " PLUS_MS("v.delay_ms") ", 0 FROM (SELECT "
+        "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
+        "x.delay_ms, ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
+        "AS rn FROM (VALUES ",
+    .insert_row = "($%d, $%d, $%d, $%d, %d)",
+    .insert_tail =
+        ") AS x (id, payload, headers, delay_ms, ord)) AS v WHERE v.rn = 1 "
+        "AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH (UPDLOCK, "
+        "HOLDLOCK) WHERE m.id = v.id)",
+    .claim = CLAIMED_TABLE CLAIMABLE
+        "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3")
+        ", lock_id = $4 OUTPUT inserted.id, inserted.payload, "
+        "inserted.headers, inserted.attempts, inserted.lock_id, "
+        "inserted.created_at, inserted.queue, inserted.available_at INTO "
+        "@claimed; " CLAIMED_ROWS,
+    .claim_delete = CLAIMED_TABLE CLAIMABLE
+        "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
+        "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
+        "deleted.created_at, deleted.queue, deleted.available_at INTO "
+        "@claimed; " CLAIMED_ROWS,
+    .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .nak = "UPDATE {p}messages SET available_at = " PLUS_MS("$4") ", "
+           "locked_until = NULL, lock_id = NULL, last_error = $5 "
+           "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .hand_back = "UPDATE {p}messages SET available_at = SYSUTCDATETIME(), "
+                 "locked_until = NULL, lock_id = NULL, attempts = CASE WHEN "
+                 "attempts > 0 THEN attempts - 1 ELSE 0 END "
+                 "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS("$4")
+             " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .dead_letter =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "SELECT CAST($1 AS uniqueidentifier), $2, payload, $3, "
+        "SYSUTCDATETIME(), SYSUTCDATETIME(), attempts, $5, $4 "
+        "FROM {p}messages WHERE id = $7 AND ($8 IS NULL OR lock_id = $8)"
+        ROWCOUNT,
+    .dlq_insert =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, last_error, dead_letter_reason) "
+        "SELECT CAST($1 AS uniqueidentifier), $2, $7, $3, SYSUTCDATETIME(), "
+        "SYSUTCDATETIME(), $8, $5, $4 WHERE NOT EXISTS (SELECT 1 FROM "
+        "{p}messages WITH (UPDLOCK, HOLDLOCK) WHERE id = $1)",
+    .delete_any = "DELETE FROM {p}messages WHERE id = $1 AND "
+                  "($2 IS NULL OR lock_id = $2)" ROWCOUNT,
+    .pending = "SELECT TOP (1) 1 FROM {p}messages WHERE "
+               SAME_QUEUE("queue", "$1") " AND (available_at <= "
+               "SYSUTCDATETIME() OR locked_until IS NOT NULL)",
+    .stats =
+        "SELECT queue, "
+        "SUM(CASE WHEN " READY " THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN available_at > SYSUTCDATETIME() AND locked_until IS "
+        "NULL THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END), "
+        "COALESCE(DATEDIFF_BIG(millisecond, MIN(CASE WHEN " READY
+        " THEN created_at END), SYSUTCDATETIME()), -1) "
+        "FROM {p}messages GROUP BY queue ORDER BY queue",
+    .dlq_stats = "SELECT " FAILED_QUEUE ", COUNT(*) FROM {p}messages WHERE "
+                 SAME_QUEUE("queue", "$1") " GROUP BY " FAILED_QUEUE,
+    .dlq_list =
+        "SELECT TOP (COALESCE(CAST($5 AS bigint), 2147483647)) id, "
+        "payload, headers, attempts, lock_id, created_at, queue "
+        "FROM {p}messages WHERE " SAME_QUEUE("queue", "$1") " AND ($2 IS NULL "
+        "OR " FAILED_QUEUE " = $2) AND ($3 IS NULL OR created_at < "
+        MINUS_MS("$3") ") AND ($4 IS NULL OR id = $4) ORDER BY created_at, id",
+    .peek = "SELECT id, payload, headers, attempts, CAST(NULL AS "
+            "uniqueidentifier), created_at, queue, available_at, locked_until "
+            "FROM {p}messages WHERE " SAME_QUEUE("queue", "$1")
+            " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
+            "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",
+    .prune = "DELETE TOP (CAST($3 AS int)) FROM {p}messages WHERE "
+             SAME_QUEUE("queue", "$1") " AND created_at < " MINUS_MS("$2")
+             ROWCOUNT,
+    /* Types as their declarations spell them, with length or scale: a
+     * datetime2(3) must not pass for datetime2(7). */
+    .columns =
+        "SELECT c.name, CASE WHEN t.name IN (N'nvarchar', N'nchar') THEN "
+        "t.name + N'(' + CASE WHEN c.max_length = -1 THEN N'max' ELSE "
+        "CAST(c.max_length / 2 AS nvarchar(10)) END + N')' WHEN t.name IN "
+        "(N'varchar', N'char', N'varbinary', N'binary') THEN t.name + N'(' + "
+        "CASE WHEN c.max_length = -1 THEN N'max' ELSE CAST(c.max_length AS "
+        "nvarchar(10)) END + N')' WHEN t.name IN (N'datetime2', "
+        "N'datetimeoffset', N'time') THEN t.name + N'(' + CAST(c.scale AS "
+        "nvarchar(10)) + N')' ELSE t.name END, CASE WHEN c.is_nullable = 1 "
+        "THEN 0 ELSE 1 END, COALESCE(c.collation_name, N'') FROM sys.columns "
+        "AS c JOIN sys.types AS t ON t.user_type_id = c.user_type_id WHERE "
+        "c.object_id = OBJECT_ID($1, N'U') ORDER BY c.column_id",
+    /* Enabled, unfiltered indexes by their key columns (not included
+     * ones), in key order. */
+    .indexes =
+        "SELECT i.name, CAST(i.is_primary_key AS int), STRING_AGG(col.name, "
+        "N',') WITHIN GROUP (ORDER BY ic.key_ordinal) FROM sys.indexes AS i "
+        "JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND "
+        "ic.index_id = i.index_id AND ic.key_ordinal > 0 JOIN sys.columns AS "
+        "col ON col.object_id = ic.object_id AND col.column_id = "
+        "ic.column_id WHERE i.object_id = OBJECT_ID($1, N'U') AND "
+        "i.is_disabled = 0 AND i.has_filter = 0 GROUP BY i.index_id, i.name, "
+        "i.is_primary_key",
+    .notify = NULL,
+    .counts_add =
+        "MERGE {p}counts WITH (HOLDLOCK) AS c USING (SELECT CAST($1 AS "
+        "nvarchar(200)) AS queue, CAST($2 AS bigint) AS published, CAST($3 "
+        "AS bigint) AS acked, CAST($4 AS bigint) AS naked, CAST($5 AS bigint) "
+        "AS dead_lettered) AS x ON " SAME_QUEUE("c.queue", "x.queue")
+        " WHEN MATCHED THEN UPDATE SET published = c.published + "
+        "x.published, acked = c.acked + x.acked, naked = c.naked + x.naked, "
+        "dead_lettered = c.dead_lettered + x.dead_lettered, updated_at = "
+        "SYSUTCDATETIME() WHEN NOT MATCHED THEN INSERT (queue, published, "
+        "acked, naked, dead_lettered, updated_at) VALUES (x.queue, "
+        "x.published, x.acked, x.naked, x.dead_lettered, SYSUTCDATETIME());",
+    .counts_list = "SELECT queue, published, acked, naked, dead_lettered "
+                   "FROM {p}counts ORDER BY queue",
+    .counts_prune = "DELETE FROM {p}counts WHERE updated_at < "
+                    MINUS_MS("$2"),
+};
+
+const char sb__sql_mssql_schema[] = TABLES INDEXES;

@@ -1,0 +1,266 @@
+/* test_sql_mssql.c - the transport's T-SQL pinned to the rules of issue 6
+ * and the seed (no server needed; no SQL Server runs in CI, so these are
+ * the checks every build makes of that text). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/sql_dialect.h"
+#include "transport/transport.h"
+
+#define SENTINEL_1                                                            \
+    "queue = $1 AND queue + N'.' = $1 + N'.' COLLATE Latin1_General_100_BIN2"
+
+typedef struct named {
+    const char *name;
+    const char *sql;
+} named;
+
+static sb_transport_sql *build(void)
+{
+    sb_transport_sql *s = NULL;
+    sb_error err;
+    assert_int_equal(sb__transport_sql_new(SB_DIALECT_MSSQL, "t_", &s, &err),
+                     SB_OK);
+    return s;
+}
+
+static size_t all_of(const sb_transport_sql *s, named out[40])
+{
+    const named all[] = {
+        {"ddl", s->ddl},         {"lock", s->lock},
+        {"index_ddl", s->index_ddl}, {"insert1", s->insert[0]},
+        {"insert10", s->insert[1]},  {"insert100", s->insert[2]},
+        {"claim", s->claim},     {"claim_delete", s->claim_delete},
+        {"ack", s->ack},         {"nak", s->nak},
+        {"hand_back", s->hand_back}, {"renew", s->renew},
+        {"dead_letter", s->dead_letter}, {"dlq_insert", s->dlq_insert},
+        {"delete_any", s->delete_any}, {"pending", s->pending},
+        {"stats", s->stats},     {"dlq_stats", s->dlq_stats},
+        {"dlq_list", s->dlq_list}, {"peek", s->peek},
+        {"prune", s->prune},     {"columns", s->columns},
+        {"indexes", s->indexes}, {"counts_add", s->counts_add},
+        {"counts_list", s->counts_list}, {"counts_prune", s->counts_prune},
+    };
+    size_t n = sizeof all / sizeof all[0];
+    for (size_t i = 0; i < n; i++) {
+        if (all[i].sql == NULL)
+            fail_msg("statement %s is missing", all[i].name);
+        out[i] = all[i];
+    }
+    return n;
+}
+
+static void has(const char *name, const char *sql, const char *want)
+{
+    if (strstr(sql, want) == NULL)
+        fail_msg("%s lacks \"%s\":\n%s", name, want, sql);
+}
+
+static void lacks(const char *name, const char *sql, const char *bad)
+{
+    if (strstr(sql, bad) != NULL)
+        fail_msg("%s contains \"%s\":\n%s", name, bad, sql);
+}
+
+/* T14 and the seed: the claim skips held rows, in the dequeue index's
+ * order, matching the queue exactly. */
+static void test_claim_shape(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    const named c[] = {{"claim", s->claim}, {"claim_delete", s->claim_delete}};
+    for (size_t i = 0; i < 2; i++) {
+        has(c[i].name, c[i].sql, "WITH (UPDLOCK, ROWLOCK, READPAST)");
+        has(c[i].name, c[i].sql, "ORDER BY available_at, created_at)");
+        has(c[i].name, c[i].sql, SENTINEL_1);
+        has(c[i].name, c[i].sql, "SELECT TOP (CAST($5 AS int))");
+        /* OUTPUT promises no order: the rows come back sorted. */
+        has(c[i].name, c[i].sql,
+            "FROM @claimed ORDER BY available_at, created_at");
+    }
+    has("claim", s->claim, "attempts = attempts + 1");
+    has("claim", s->claim, "lock_id = $4");
+    has("claim_delete", s->claim_delete, "deleted.attempts + 1");
+    sb__transport_sql_free(s);
+}
+
+/* Every comparison of queue with a value carries the padding sentinel
+ * after the plain (index-seeking) one. */
+static void test_queue_sentinel_everywhere(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    named all[40];
+    size_t n = all_of(s, all);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = all[i].sql;
+        while ((p = strstr(p, "queue = ")) != NULL) {
+            /* "c.queue = x.queue" in the counts MERGE; "queue = $1" else. */
+            const char *rhs = p + strlen("queue = ");
+            char lhs_col[16] = "queue", arg[16];
+            size_t k = 0;
+            while (rhs[k] && rhs[k] != ' ' && k + 1 < sizeof arg) {
+                arg[k] = rhs[k];
+                k++;
+            }
+            arg[k] = '\0';
+            if (p > all[i].sql && p[-1] == '.')
+                snprintf(lhs_col, sizeof lhs_col, "%.2squeue", p - 2);
+            char want[160];
+            snprintf(want, sizeof want,
+                     "%s = %s AND %s + N'.' = %s + N'.' COLLATE "
+                     "Latin1_General_100_BIN2",
+                     lhs_col, arg, lhs_col, arg);
+            has(all[i].name, all[i].sql, want);
+            p = rhs;
+        }
+    }
+    sb__transport_sql_free(s);
+}
+
+/* Lease fences and bounded deletes count through SELECT @@ROWCOUNT, which
+ * a server-wide SET NOCOUNT ON cannot hide (the driver reads it). */
+static void test_fences_count_by_rowcount(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    const named f[] = {{"ack", s->ack},
+                       {"nak", s->nak},
+                       {"hand_back", s->hand_back},
+                       {"renew", s->renew},
+                       {"dead_letter", s->dead_letter},
+                       {"delete_any", s->delete_any},
+                       {"prune", s->prune}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        size_t len = strlen(f[i].sql);
+        const char *tail = "; SELECT @@ROWCOUNT";
+        if (len < strlen(tail) ||
+            strcmp(f[i].sql + len - strlen(tail), tail) != 0)
+            fail_msg("%s does not end in SELECT @@ROWCOUNT:\n%s", f[i].name,
+                     f[i].sql);
+    }
+    for (size_t i = 0; i < 4; i++)
+        has(f[i].name, f[i].sql, "WHERE id = $1 AND lock_id = $2");
+    /* Retention deletes in bounded batches. */
+    has("prune", s->prune, "DELETE TOP (CAST($3 AS int))");
+    sb__transport_sql_free(s);
+}
+
+/* T3: idempotent publish - insert where absent under a key-range lock,
+ * duplicates within one statement folded (first wins), and the largest
+ * insert far under SQL Server's 2,100-parameter cap. */
+static void test_publish_insert_if_absent(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    for (int i = 0; i < 3; i++) {
+        has("insert", s->insert[i],
+            "NOT EXISTS (SELECT 1 FROM t_messages AS m WITH (UPDLOCK, "
+            "HOLDLOCK) WHERE m.id = v.id)");
+        has("insert", s->insert[i],
+            "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord)");
+        has("insert", s->insert[i], "WHERE v.rn = 1");
+    }
+    int max = 0;
+    for (const char *p = s->insert[2]; (p = strchr(p, '$')) != NULL; p++) {
+        int v = (int)strtol(p + 1, NULL, 10);
+        if (v > max)
+            max = v;
+    }
+    assert_int_equal(max, 2 + 4 * 100);
+    assert_true(max < 2100);
+    /* The 100 rows carry ordinals 0..99. */
+    has("insert100", s->insert[2], ", 99)");
+    has("dlq_insert", s->dlq_insert, "WITH (UPDLOCK, HOLDLOCK)");
+    sb__transport_sql_free(s);
+}
+
+/* T5 and the seed's schema: database time as datetime2(7), binary queue
+ * collation, a nonclustered key, the dequeue index, DDL under
+ * sp_getapplock (schema-wide for tables, table-scoped with a bounded
+ * LOCK_TIMEOUT for indexes). */
+static void test_schema_and_locks(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    has("ddl", s->ddl, "created_at datetime2(7) NOT NULL");
+    has("ddl", s->ddl, "available_at datetime2(7) NOT NULL");
+    has("ddl", s->ddl, "locked_until datetime2(7) NULL");
+    has("ddl", s->ddl,
+        "queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL");
+    has("ddl", s->ddl, "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
+    has("ddl", s->ddl, "IF OBJECT_ID(N't_messages', N'U') IS NULL");
+    lacks("ddl", s->ddl, "CREATE INDEX");
+    has("lock", s->lock, "sp_getapplock");
+    has("lock", s->lock, "@LockOwner = N'Transaction'");
+    has("lock", s->lock, "N'sqlbus:ddl:' + SCHEMA_NAME();");
+    has("index_ddl", s->index_ddl, "BEGIN TRY");
+    has("index_ddl", s->index_ddl, "SET LOCK_TIMEOUT 10000;");
+    has("index_ddl", s->index_ddl, "SCHEMA_NAME() + N'.t_messages'");
+    has("index_ddl", s->index_ddl,
+        "ON t_messages (queue, available_at, created_at)");
+    has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
+    has("index_ddl", s->index_ddl,
+        "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
+    /* The script for DBAs: tables and indexes, no locks. */
+    lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
+    has("schema", sb__sql_mssql_schema, "{p}messages_ready_idx");
+    sb__transport_sql_free(s);
+}
+
+/* Nothing of another dialect leaks in; every time is the server's UTC. */
+static void test_no_foreign_dialect(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    named all[40];
+    size_t n = all_of(s, all);
+    static const char *const bad[] = {"::",         "now()",    " LIMIT ",
+                                      "RETURNING",  "ON CONFLICT",
+                                      "GETDATE",    "SYSDATETIME()",
+                                      "SKIP LOCKED", "{p}"};
+    for (size_t i = 0; i < n; i++)
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+            lacks(all[i].name, all[i].sql, bad[b]);
+    assert_null(s->notify);
+    assert_null(s->ack_many);
+    sb__transport_sql_free(s);
+}
+
+/* `schema print --backend mssql`: the transport's script; the channel's
+ * is not written yet and says so. */
+static void test_schema_print(void **state)
+{
+    (void)state;
+    char *sql = NULL;
+    sb_error err;
+    assert_int_equal(sb_schema_sql("mssql", "app_", &sql, &err), SB_OK);
+    has("print", sql, "CREATE TABLE app_messages");
+    has("print", sql, "CREATE INDEX app_messages_ready_idx");
+    sb_free(sql);
+    assert_int_equal(sb_channel_schema_sql("mssql", "app_", &sql, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "backend");
+    has("error", err.message, "not written yet");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_claim_shape),
+        cmocka_unit_test(test_queue_sentinel_everywhere),
+        cmocka_unit_test(test_fences_count_by_rowcount),
+        cmocka_unit_test(test_publish_insert_if_absent),
+        cmocka_unit_test(test_schema_and_locks),
+        cmocka_unit_test(test_no_foreign_dialect),
+        cmocka_unit_test(test_schema_print),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
