@@ -219,7 +219,8 @@ SB_API int sb_open(const sb_options *opts, sb_bus **out, sb_error *err);
  * NULL-safe. Not concurrent with other calls on the same bus. */
 SB_API void sb_close(sb_bus *bus);
 
-/* "sqlite" or "postgresql". Borrowed, valid until sb_close. */
+/* "sqlite", "postgresql" (also through ODBC) or "mssql". Borrowed, valid
+ * until sb_close. */
 SB_API const char *sb_backend_name(const sb_bus *bus);
 
 /* ------------------------------------------------------------------------

@@ -11,8 +11,11 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
     const sb_channel_sql *sql = ctx;
     int rc = SB_OK;
+    /* SQL Server's lock is a batch (sp_getapplock and its return code). */
     if (sql->s[CH_LOCK] != NULL)
-        rc = sb__query(c, sql->s[CH_LOCK], NULL, 0, NULL, NULL, err);
+        rc = c->drv->dialect == SB_DIALECT_MSSQL
+                 ? sb__exec(c, sql->s[CH_LOCK], err)
+                 : sb__query(c, sql->s[CH_LOCK], NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
         rc = sb__exec(c, sql->s[CH_DDL], err);
     return rc;
@@ -21,9 +24,13 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
                               sb_error *err)
 {
-    if (bus->schema_mode != SB_SCHEMA_AUTO)
-        return SB_OK;
-    return sb__db_run_tx(bus->pool, NULL, create_tx, (void *)sql, err);
+    int rc = SB_OK;
+    if (bus->schema_mode == SB_SCHEMA_AUTO)
+        rc = sb__db_run_tx(bus->pool, NULL, create_tx, (void *)sql, err);
+    if (rc == SB_OK && bus->dialect == SB_DIALECT_MSSQL &&
+        bus->schema_mode != SB_SCHEMA_NONE)
+        rc = sb__channel_verify(bus, err);
+    return rc;
 }
 
 static int64_t def(int64_t v, int64_t d)
@@ -50,7 +57,7 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
         if (v[i] < 0)
             return sb__err(err, SB_INVALID, "opts",
                            "channel durations must not be negative");
-    bool pg = ch->bus->dialect == SB_DIALECT_POSTGRES;
+    int dialect = ch->bus->dialect;
     ch->o = *o;
     ch->o.size = sizeof ch->o;
     ch->o.recovery_expiry_ms = def(o->recovery_expiry_ms, 7LL * 86400000);
@@ -58,8 +65,12 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
                                    ch->o.recovery_expiry_ms);
     ch->o.confirmation_timeout_ms = def(o->confirmation_timeout_ms, 5000);
     ch->sweep_fixed = o->full_sweep_interval_ms > 0;
-    ch->o.full_sweep_interval_ms = def(o->full_sweep_interval_ms,
-                                       pg ? 1250 : 1000);
+    /* SQL Server has no notifications: polling is how other processes'
+     * replies arrive (an idle channel, no live ids, queries nothing). */
+    ch->o.full_sweep_interval_ms = def(
+        o->full_sweep_interval_ms, dialect == SB_DIALECT_POSTGRES ? 1250
+                                   : dialect == SB_DIALECT_MSSQL  ? 250
+                                                                  : 1000);
     ch->o.reconcile_interval_ms = def(o->reconcile_interval_ms, 30000);
     ch->o.heartbeat_interval_ms = def(o->heartbeat_interval_ms, 10000);
     ch->o.heartbeat_timeout_ms = def(o->heartbeat_timeout_ms, 30000);
@@ -185,7 +196,8 @@ void sb_channel_close(sb_channel *ch)
 }
 
 /* C14: PostgreSQL sweeps every 5 s while LISTEN is proven up, 1.25 s
- * otherwise; SQLite every second, besides its WAL-watch wake-ups. */
+ * otherwise; SQLite every second, besides its WAL-watch wake-ups; SQL
+ * Server every 250 ms (polling is all it has). */
 static int64_t sweep_us(sb_channel *ch)
 {
     if (!ch->sweep_fixed && ch->bus->dialect == SB_DIALECT_POSTGRES &&

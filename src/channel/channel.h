@@ -68,6 +68,7 @@ typedef struct sb_channel_templates {
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
 extern const sb_channel_templates sb__channel_sql_postgres;
+extern const sb_channel_templates sb__channel_sql_mssql;
 
 typedef struct sb_channel_sql {
     char *s[29];
@@ -291,9 +292,13 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
 void sb__channel_sql_free(sb_channel_sql *sql);
 
 /* Create the channel's tables (under the schema lock) when the bus creates
- * its schema (SB_SCHEMA_AUTO); otherwise do nothing. */
+ * its schema (SB_SCHEMA_AUTO); on SQL Server then verify them (unless the
+ * schema mode is NONE). */
 int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
                               sb_error *err);
+/* verify.c: SQL Server's catalog checks of the channel's tables and ack
+ * sequence (SB_SCHEMA_MISMATCH naming the column, with the fix). */
+int sb__channel_verify(sb_bus *bus, sb_error *err);
 
 /* Draw the next ack-sequence value inside the open transaction (SQLite:
  * bump the counter row; PostgreSQL: nextval happens in the statements). */

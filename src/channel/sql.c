@@ -9,15 +9,12 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
     const sb_channel_templates *t =
         dialect == SB_DIALECT_SQLITE     ? &sb__channel_sql_sqlite
         : dialect == SB_DIALECT_POSTGRES ? &sb__channel_sql_postgres
+        : dialect == SB_DIALECT_MSSQL    ? &sb__channel_sql_mssql
                                          : NULL;
     memset(out, 0, sizeof *out);
     if (t == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       dialect == SB_DIALECT_MSSQL
-                           ? "the channel's SQL Server (T-SQL) statements "
-                             "are not written yet: the transport runs on "
-                             "SQL Server, the channel does not"
-                           : "the channel has no SQL for this backend");
+                       "the channel has no SQL for this backend");
     /* The order of the enum in channel.h. */
     const char *all[] = {t->ddl,
                          t->lock,
@@ -70,5 +67,6 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                           char **out, sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
-                       sb__channel_sql_postgres.ddl, NULL, "channel", out, err);
+                       sb__channel_sql_postgres.ddl,
+                       sb__channel_sql_mssql.ddl, "channel", out, err);
 }

@@ -198,9 +198,10 @@ void sb__bus_count_into(sb_bus *bus, sb_bus *owner)
 
 const char *sb_backend_name(const sb_bus *bus)
 {
-    return bus == NULL ? "none"
-                       : bus->dialect == SB_DIALECT_SQLITE ? "sqlite"
-                                                           : "postgresql";
+    return bus == NULL                          ? "none"
+           : bus->dialect == SB_DIALECT_SQLITE ? "sqlite"
+           : bus->dialect == SB_DIALECT_MSSQL  ? "mssql"
+                                               : "postgresql";
 }
 
 int64_t sb__bus_now_us(const sb_bus *bus)

@@ -1,5 +1,5 @@
 /* sql_mssql.c - the transport's statements for SQL Server (T-SQL, through
- * ODBC). Every time comes from the database clock (SYSUTCDATETIME() into
+ * ODBC). Every time comes from the database clock (SYSUTCDATETIME(), kept to the microsecond, into
  * datetime2(7), T5). Claims skip rows other consumers hold with UPDLOCK,
  * ROWLOCK, READPAST in the order of the dequeue index (T14). Every queue
  * comparison carries the sentinel: SQL Server pads the shorter side of =
@@ -8,26 +8,19 @@
  * stays first so the index is still sought. Statements whose row count
  * fences a lease end in SELECT @@ROWCOUNT (read by the ODBC driver), so a
  * server-wide SET NOCOUNT ON cannot make a settled message look lost. */
+#include "db/tsql.h"
 #include "transport/sql_dialect.h"
 
 #include <stddef.h>
 
-/* The exact-match predicate of a queue column `col` against `param`. */
-#define SAME_QUEUE(col, param)                                                \
-    col " = " param " AND " col " + N'.' = " param                            \
-        " + N'.' COLLATE Latin1_General_100_BIN2"
-/* Now plus / minus `ms` milliseconds (a bigint parameter): DATEADD takes
- * an int, so whole days go first (delays reach 100 years). */
-#define PLUS_MS(ms)                                                           \
-    "DATEADD(millisecond, CAST(" ms " % 86400000 AS int), DATEADD(day, "       \
-    "CAST(" ms " / 86400000 AS int), SYSUTCDATETIME()))"
-#define MINUS_MS(ms)                                                          \
-    "DATEADD(millisecond, -CAST(" ms " % 86400000 AS int), DATEADD(day, "      \
-    "-CAST(" ms " / 86400000 AS int), SYSUTCDATETIME()))"
+#define SAME_QUEUE(col, param) SB_TSQL_SAME(col, param)
+#define PLUS_MS(ms) SB_TSQL_PLUS_MS(ms)
+#define MINUS_MS(ms) SB_TSQL_MINUS_MS(ms)
+#define NOW SB_TSQL_NOW
 #define READY                                                                 \
-    "available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR "          \
-    "locked_until <= SYSUTCDATETIME())"
-#define ROWCOUNT "; SELECT @@ROWCOUNT"
+    "available_at <= " NOW " AND (locked_until IS NULL OR "          \
+    "locked_until <= " NOW ")"
+#define ROWCOUNT SB_TSQL_ROWCOUNT
 /* The rows a claim takes: the oldest ready ones of $1, at most $5, skipping
  * rows other transactions hold. */
 #define CLAIMABLE                                                             \
@@ -88,16 +81,7 @@
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,
     .ddl_indexes = INDEXES,
-    /* Schema-wide, for the tables, held to the end of the transaction; a
-     * wait past 30 s fails as 51222, which the driver counts as a lock
-     * timeout (retried). */
-    .lock = "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:ddl:' + "
-            "SCHEMA_NAME();\n"
-            "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
-            "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = "
-            "30000;\n"
-            "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the "
-            "schema lock (sp_getapplock)', 1;\n",
+    .lock = SB_TSQL_SCHEMA_LOCK,
     /* Table-scoped, for the index builds in their own transaction, so
      * other stores' startup DDL never waits for them; LOCK_TIMEOUT bounds
      * the wait for the table's schema lock (1222, retried with jitter). */
@@ -116,7 +100,7 @@ const sb_sql_templates sb__sql_mssql = {
     .insert_head =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts) SELECT v.id, $1, v.payload, v.headers, "
-        "SYSUTCDATETIME(), " PLUS_MS("v.delay_ms") ", 0 FROM (SELECT "
+        NOW ", " PLUS_MS("v.delay_ms") ", 0 FROM (SELECT "
         "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
         "x.delay_ms, ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
         "AS rn FROM (VALUES ",
@@ -140,7 +124,7 @@ const sb_sql_templates sb__sql_mssql = {
     .nak = "UPDATE {p}messages SET available_at = " PLUS_MS("$4") ", "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
-    .hand_back = "UPDATE {p}messages SET available_at = SYSUTCDATETIME(), "
+    .hand_back = "UPDATE {p}messages SET available_at = " NOW ", "
                  "locked_until = NULL, lock_id = NULL, attempts = CASE WHEN "
                  "attempts > 0 THEN attempts - 1 ELSE 0 END "
                  "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
@@ -150,28 +134,28 @@ const sb_sql_templates sb__sql_mssql = {
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
         "SELECT CAST($1 AS uniqueidentifier), $2, payload, $3, "
-        "SYSUTCDATETIME(), SYSUTCDATETIME(), attempts, $5, $4 "
+        NOW ", " NOW ", attempts, $5, $4 "
         "FROM {p}messages WHERE id = $7 AND ($8 IS NULL OR lock_id = $8)"
         ROWCOUNT,
     .dlq_insert =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
-        "SELECT CAST($1 AS uniqueidentifier), $2, $7, $3, SYSUTCDATETIME(), "
-        "SYSUTCDATETIME(), $8, $5, $4 WHERE NOT EXISTS (SELECT 1 FROM "
+        "SELECT CAST($1 AS uniqueidentifier), $2, $7, $3, " NOW ", "
+        NOW ", $8, $5, $4 WHERE NOT EXISTS (SELECT 1 FROM "
         "{p}messages WITH (UPDLOCK, HOLDLOCK) WHERE id = $1)",
     .delete_any = "DELETE FROM {p}messages WHERE id = $1 AND "
                   "($2 IS NULL OR lock_id = $2)" ROWCOUNT,
     .pending = "SELECT TOP (1) 1 FROM {p}messages WHERE "
                SAME_QUEUE("queue", "$1") " AND (available_at <= "
-               "SYSUTCDATETIME() OR locked_until IS NOT NULL)",
+               NOW " OR locked_until IS NOT NULL)",
     .stats =
         "SELECT queue, "
         "SUM(CASE WHEN " READY " THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN available_at > SYSUTCDATETIME() AND locked_until IS "
+        "SUM(CASE WHEN available_at > " NOW " AND locked_until IS "
         "NULL THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN locked_until > " NOW " THEN 1 ELSE 0 END), "
         "COALESCE(DATEDIFF_BIG(millisecond, MIN(CASE WHEN " READY
-        " THEN created_at END), SYSUTCDATETIME()), -1) "
+        " THEN created_at END), " NOW "), -1) "
         "FROM {p}messages GROUP BY queue ORDER BY queue",
     .dlq_stats = "SELECT " FAILED_QUEUE ", COUNT(*) FROM {p}messages WHERE "
                  SAME_QUEUE("queue", "$1") " GROUP BY " FAILED_QUEUE,
@@ -223,9 +207,9 @@ const sb_sql_templates sb__sql_mssql = {
         " WHEN MATCHED THEN UPDATE SET published = c.published + "
         "x.published, acked = c.acked + x.acked, naked = c.naked + x.naked, "
         "dead_lettered = c.dead_lettered + x.dead_lettered, updated_at = "
-        "SYSUTCDATETIME() WHEN NOT MATCHED THEN INSERT (queue, published, "
+        NOW " WHEN NOT MATCHED THEN INSERT (queue, published, "
         "acked, naked, dead_lettered, updated_at) VALUES (x.queue, "
-        "x.published, x.acked, x.naked, x.dead_lettered, SYSUTCDATETIME());",
+        "x.published, x.acked, x.naked, x.dead_lettered, " NOW ");",
     .counts_list = "SELECT queue, published, acked, naked, dead_lettered "
                    "FROM {p}counts ORDER BY queue",
     .counts_prune = "DELETE FROM {p}counts WHERE updated_at < "

@@ -1,6 +1,8 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include "db/db.h"
+
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
@@ -232,9 +234,36 @@ void sbt_ok(int rc, const sb_error *err, const char *what)
 
 /* Rows of `table` (without prefix) for one correlation id, read through a
  * native connection. */
+/* SQL Server: through sqlbus's own ODBC driver, on a connection of its
+ * own (there is no other client library to read with). */
+static long mssql_scalar(const char *sql, const char *param)
+{
+    sb_db_config cfg;
+    sb_error err;
+    sb_conn *c = NULL;
+    if (sb__db_parse_url(url, &cfg, &err) != SB_OK)
+        fail_msg("native url: %s", err.message);
+    int rc = sb__driver_for(&cfg)->connect(&cfg, &c, &err);
+    sb__db_config_free(&cfg);
+    if (rc != SB_OK)
+        fail_msg("native connect: %s", err.message);
+    sb_value p = sb__v_text(param);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, sql, &p, 1, &rows, NULL, &err);
+    long n = rc == SB_OK && rows->nrows > 0 ? (long)sb__rows_int(rows, 0, 0)
+                                            : -1;
+    sb__rows_free(rows);
+    c->drv->close(c);
+    if (rc != SB_OK)
+        fail_msg("native count %s: %s", sql, err.message);
+    return n;
+}
+
 long sbt_native_scalar(const char *sql, const char *cid)
 {
     long n = -1;
+    if (mssql)
+        return mssql_scalar(sql, cid);
     if (sbt_is_pg()) {
         PGconn *c = PQconnectdb(pg_url);
         if (PQstatus(c) != CONNECTION_OK) {

@@ -123,7 +123,7 @@ static void pg_sweep_prefix(const char *prefix)
 /* Drop the channel's tables and sequence, then the transport's. */
 static void drop_channel(sb_bus *bus, const char *prefix)
 {
-    if (!sbt_is_pg())
+    if (!sbt_is_pg() && !sbt_is_mssql())
         return;
     static const char *tables[] = {"channel_messages", "channel_subscribers",
                                    "recovery_state"};
@@ -137,7 +137,8 @@ static void drop_channel(sb_bus *bus, const char *prefix)
              prefix);
     sbt_exec(bus, sql);
     sbt_drop(bus, prefix);
-    pg_sweep_prefix(prefix);
+    if (sbt_is_pg())
+        pg_sweep_prefix(prefix);
 }
 
 static void env_close(env *e)
@@ -1204,6 +1205,66 @@ static void test_idempotent_respond(void **state)
     env_close(&e);
 }
 
+/* Issue 6, the seed's catalog checks on SQL Server: a table the channel
+ * did not create, with a correlation id on a case-insensitive collation
+ * or a time of reduced scale, and an ack sequence with a low maximum, are
+ * refused at open, naming the column and the fix. */
+static void expect_refused(sb_bus *bus, const char *field, const char *text)
+{
+    sb_channel *ch = NULL;
+    sb_error err;
+    assert_int_equal(sb_channel_open(bus, NULL, &ch, &err),
+                     SB_SCHEMA_MISMATCH);
+    assert_null(ch);
+    assert_string_equal(err.field, field);
+    if (strstr(err.message, text) == NULL || strstr(err.message, "fix:") == NULL)
+        fail_msg("expected \"%s\" and a fix: %s", text, err.message);
+}
+
+static void test_mssql_catalog_checks(void **state)
+{
+    (void)state;
+    if (!sbt_is_mssql())
+        skip(); /* SQL Server's rules (sqlite and postgresql: their DDL) */
+    const char *prefix = sbt_new_prefix();
+    char p[64], sql[512];
+    snprintf(p, sizeof p, "%s", prefix);
+    sb_bus *bus = sbt_open(p, NULL);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %schannel_subscribers (correlation_id "
+             "nvarchar(400) COLLATE Latin1_General_100_CI_AS NOT NULL, "
+             "registration_id char(36) COLLATE Latin1_General_100_BIN2 NOT "
+             "NULL, instance_id nvarchar(200) NOT NULL, expires_at "
+             "datetime2(7) NOT NULL, PRIMARY KEY (correlation_id, "
+             "registration_id))",
+             p);
+    sbt_exec(bus, sql);
+    expect_refused(bus, "correlation_id", "Latin1_General_100_CI_AS");
+    snprintf(sql, sizeof sql, "DROP TABLE %schannel_subscribers", p);
+    sbt_exec(bus, sql);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %srecovery_state (correlation_id nvarchar(400) "
+             "COLLATE Latin1_General_100_BIN2 NOT NULL, registration_id "
+             "char(36) COLLATE Latin1_General_100_BIN2 NOT NULL, handler "
+             "nvarchar(200) NULL, context varbinary(max) NULL, registered_at "
+             "datetime2(3) NOT NULL, expires_at datetime2(7) NOT NULL, "
+             "dispatched_at datetime2(7) NULL, PRIMARY KEY (correlation_id, "
+             "registration_id))",
+             p);
+    sbt_exec(bus, sql);
+    expect_refused(bus, "registered_at", "datetime2(3)");
+    snprintf(sql, sizeof sql, "DROP TABLE %srecovery_state", p);
+    sbt_exec(bus, sql);
+    snprintf(sql, sizeof sql,
+             "CREATE SEQUENCE %schannel_ack_seq AS bigint START WITH 1 "
+             "INCREMENT BY 1 MAXVALUE 1000000 NO CYCLE",
+             p);
+    sbt_exec(bus, sql);
+    expect_refused(bus, "channel_ack_seq", "bigint maximum");
+    drop_channel(bus, p);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -1222,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_invalid_ids_rejected),
         cmocka_unit_test(test_respond_without_waiter),
         cmocka_unit_test(test_idempotent_respond),
+        cmocka_unit_test(test_mssql_catalog_checks),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }

@@ -293,7 +293,15 @@ static void insert_late(sb_bus *bus, const char *prefix, const char *cid,
                         const char *reply_id, const char *text, int age_ms)
 {
     char sql[1024];
-    if (sbt_is_pg())
+    if (sbt_is_mssql())
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO %schannel_messages (id, correlation_id, reply, "
+                 "created_at, expires_at) SELECT '%s', N'%s', CAST('%s' AS "
+                 "varbinary(max)), DATEADD(millisecond, -%d, "
+                 "max(created_at)), DATEADD(hour, 1, SYSUTCDATETIME()) FROM "
+                 "%schannel_messages WHERE correlation_id = N'%s'",
+                 prefix, reply_id, cid, text, age_ms, prefix, cid);
+    else if (sbt_is_pg())
         snprintf(sql, sizeof sql,
                  "INSERT INTO %schannel_messages (id, correlation_id, reply, "
                  "created_at, expires_at) SELECT '%s', '%s', "

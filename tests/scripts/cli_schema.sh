@@ -28,18 +28,18 @@ sb schema print | grep -qi "$([ "$backend" = sqlite ] && echo blob || echo bytea
     fail "schema print without --backend does not follow --db"
 ok "schema print"
 
-# Issue 6: SQL Server's transport DDL (datetime2(7) times, the binary
-# collation on queue, the nonclustered key and both indexes); the
-# channel's T-SQL is not written yet, and the command says so (exit 2)
-# after printing what exists.
-expect_exit 2 sb schema print --backend mssql
+# Issue 6: SQL Server's DDL: the transport's table (datetime2(7) times,
+# the binary collation on queue, a nonclustered key, both indexes) and
+# the channel's three tables and ack sequence.
+expect_exit 0 sb schema print --backend mssql
 for want in "CREATE TABLE ${prefix}messages" 'datetime2(7)' \
     'nvarchar(200) COLLATE Latin1_General_100_BIN2' 'PRIMARY KEY NONCLUSTERED' \
     "${prefix}messages_ready_idx" "ON ${prefix}messages (queue, available_at, created_at)" \
-    "CREATE TABLE ${prefix}counts"; do
+    "CREATE TABLE ${prefix}counts" "CREATE SEQUENCE ${prefix}channel_ack_seq AS bigint" \
+    "CREATE TABLE ${prefix}channel_messages" "CREATE TABLE ${prefix}channel_subscribers" \
+    "CREATE TABLE ${prefix}recovery_state"; do
     grep -qF "$want" "$tmp/out" || fail "mssql DDL lacks $want: $(cat "$tmp/out")"
 done
-expect_err "the channel's SQL Server (T-SQL) schema is not written yet"
 ok "schema print --backend mssql"
 
 # T33 + T8: bad --backend or prefix.
