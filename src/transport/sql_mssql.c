@@ -22,7 +22,10 @@
     "locked_until <= " NOW ")"
 #define ROWCOUNT SB_TSQL_ROWCOUNT
 /* The rows a claim takes: the oldest ready ones of $1, at most $5, skipping
- * rows other transactions hold. */
+ * rows other transactions hold. As on SQLite, a claim (and a renewal)
+ * moves available_at to the lease's end, so leased rows leave the front
+ * of the dequeue index and the next claim's seek stops at the first ready
+ * row instead of walking every message in flight. */
 #define CLAIMABLE                                                             \
     "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "          \
     "attempts, locked_until, lock_id, created_at, available_at, queue FROM "  \
@@ -34,7 +37,8 @@
     "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "         \
     "created_at datetime2, queue nvarchar(200), available_at datetime2); "
 /* OUTPUT returns rows in no promised order: the claim hands them back in
- * the index's. */
+ * the index's (the order they were claimed in: available_at before the
+ * claim moved it). */
 #define CLAIMED_ROWS                                                          \
     "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM " \
     "@claimed ORDER BY available_at, created_at"
@@ -111,10 +115,10 @@ const sb_sql_templates sb__sql_mssql = {
         "HOLDLOCK) WHERE m.id = v.id)",
     .claim = CLAIMED_TABLE CLAIMABLE
         "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3")
-        ", lock_id = $4 OUTPUT inserted.id, inserted.payload, "
-        "inserted.headers, inserted.attempts, inserted.lock_id, "
-        "inserted.created_at, inserted.queue, inserted.available_at INTO "
-        "@claimed; " CLAIMED_ROWS,
+        ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT "
+        "inserted.id, inserted.payload, inserted.headers, inserted.attempts, "
+        "inserted.lock_id, inserted.created_at, inserted.queue, "
+        "deleted.available_at INTO @claimed; " CLAIMED_ROWS,
     .claim_delete = CLAIMED_TABLE CLAIMABLE
         "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
         "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
@@ -129,6 +133,7 @@ const sb_sql_templates sb__sql_mssql = {
                  "attempts > 0 THEN attempts - 1 ELSE 0 END "
                  "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS("$4")
+             ", available_at = " PLUS_MS("$4")
              " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .dead_letter =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "

@@ -87,6 +87,10 @@ static void test_claim_shape(void **state)
     }
     has("claim", s->claim, "attempts = attempts + 1");
     has("claim", s->claim, "lock_id = $4");
+    /* Leased rows leave the front of the dequeue index. */
+    has("claim", s->claim, ", available_at = DATEADD(millisecond, CAST($3");
+    has("claim", s->claim, "deleted.available_at INTO @claimed");
+    has("renew", s->renew, ", available_at = DATEADD(millisecond, CAST($4");
     has("claim_delete", s->claim_delete, "deleted.attempts + 1");
     sb__transport_sql_free(s);
 }
