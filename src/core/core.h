@@ -1,7 +1,7 @@
 /*
  * core.h - internal services shared by every module: allocation, errors,
  * logging, clocks, randomness, UUIDs, MD5, capped buffers, JSON headers,
- * JSON paths and validation. Nothing here touches a database.
+ * JSON paths, validation and UTF-16. Nothing here touches a database.
  */
 #ifndef SB_CORE_H
 #define SB_CORE_H
@@ -185,5 +185,19 @@ int sb__percent_byte(const char *p, size_t avail);
 int sb__out_struct(void *out, size_t want, const char *type, sb_error *err);
 /* Check `len` bytes are valid UTF-8 (no overlongs, no surrogates). */
 bool sb__utf8_valid(const char *s, size_t len);
+
+/* ---- UTF-16 (utf16.c), for ODBC's SQL_C_WCHAR ---- */
+/* `len` bytes of UTF-8 at `s` (borrowed) as UTF-16 in native uint16_t
+ * units: *out (transferred, sb__free) holds *units units and a 0 unit
+ * after them; past U+FFFF, surrogate pairs. SB_INVALID when `s` is not
+ * valid UTF-8 (overlongs, surrogates, past U+10FFFF, truncated or stray
+ * bytes), SB_NOMEM. */
+int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out,
+                      size_t *units);
+/* `units` UTF-16 units at `u` (borrowed) as NUL-terminated UTF-8: *out
+ * (transferred, sb__free), *len bytes without the NUL. An unpaired
+ * surrogate becomes U+FFFD. SB_NOMEM. */
+int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out,
+                      size_t *len);
 
 #endif

@@ -120,7 +120,14 @@ typedef struct sb_driver {
     /* Run one statement with parameters. `rows` may be NULL when the
      * caller wants no result; `changes` (may be NULL) receives the number
      * of rows inserted/updated/deleted. Prepared statements are cached
-     * per connection keyed by the SQL text. */
+     * per connection keyed by the SQL text.
+     * SQL Server (dialect SB_DIALECT_MSSQL) only: a text that ends,
+     * trailing blanks and ';' aside, with `SELECT @@ROWCOUNT` (any case)
+     * reports its row count through that result, so a server-wide SET
+     * NOCOUNT ON cannot hide it: results without columns before it are
+     * skipped, the first result with columns is `rows`, and `changes` is
+     * its row 0, column 0 as an integer (0 without a row; 0 and no rows
+     * when no result has columns). */
     int (*query)(sb_conn *c, const char *sql, const sb_value *params,
                  size_t nparams, sb_rows **rows, int64_t *changes,
                  sb_error *err);

@@ -2,9 +2,10 @@
  * Driver 18 or FreeTDS, and PostgreSQL's SQL through psqlODBC (which is
  * how CI proves this layer without a SQL Server). `$N` placeholders become
  * `?` with a parameter map; statements are prepared once per connection;
- * results are read with SQLGetData into sb_rows as db.h specifies;
- * diagnostics are classified by SQLSTATE and SQL Server's native error
- * numbers. See docs/internals/db.md ("ODBC"). */
+ * text travels as UTF-16 (SQL_C_WCHAR) both ways, converted from and to
+ * UTF-8 here; results are read with SQLGetData into sb_rows as db.h
+ * specifies; diagnostics are classified by SQLSTATE and SQL Server's
+ * native error numbers. See docs/internals/db.md ("ODBC"). */
 #include "db/db.h"
 
 #include <sql.h>
@@ -15,7 +16,16 @@
 
 #define STMT_CACHE 64
 #define MAX_PARAMS 2100 /* SQL Server's cap per statement */
-#define CHUNK 4096      /* SQLGetData piece */
+#define CHUNK 4096      /* SQLGetData piece, in bytes */
+#define VALUE_MAX ((size_t)1 << 31) /* bytes of one value read */
+/* The UTF-16 of a text value of VALUE_MAX UTF-8 bytes is at most VALUE_MAX
+ * units (every unit comes from one byte or more). */
+#define WIDE_MAX (SIZE_MAX / 2 < VALUE_MAX ? SIZE_MAX : 2 * VALUE_MAX)
+
+/* Text is bound and read as SQLWCHAR, converted with core's uint16_t
+ * UTF-16: unixODBC's default (not built with SQL_WCHART_CONVERT). */
+_Static_assert(sizeof(SQLWCHAR) == sizeof(uint16_t),
+               "SQLWCHAR must be 2 bytes (UTF-16)");
 
 typedef struct cached_stmt {
     char *sql;     /* the caller's text ($N placeholders) */
@@ -25,8 +35,17 @@ typedef struct cached_stmt {
     size_t nparams; /* the parameter count it was prepared for */
     char sig[65];   /* PostgreSQL: the first 64 parameters' types */
     bool is_select; /* the text starts with SELECT: it changes nothing */
+    /* SQL Server: the text ends with SELECT @@ROWCOUNT, whose result is
+     * the row count (db.h) */
+    bool rowcount_select;
     uint64_t used;  /* tick of the last use (LRU) */
 } cached_stmt;
+
+/* A text parameter as UTF-16, for SQL_C_WCHAR. */
+typedef struct wide_text {
+    uint16_t *u;  /* units and a 0 after them (sb__free); NULL: not text */
+    size_t units; /* without the 0 */
+} wide_text;
 
 typedef struct odbc_conn {
     sb_conn base;
@@ -465,6 +484,38 @@ static void signature(const odbc_conn *c, const sb_value *params,
     sig[n] = '\0';
 }
 
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' ||
+           ch == '\f' || ch == '\v';
+}
+
+/* Whether `sql` ends, trailing blanks and ';' aside, with SELECT
+ * @@ROWCOUNT (any case, blanks between): the statements that report their
+ * row count through that result on SQL Server (db.h). */
+static bool ends_with_rowcount(const char *sql)
+{
+    static const char tail[] = "@@ROWCOUNT";
+    size_t n = strlen(sql), tl = sizeof tail - 1;
+    while (n > 0 && (is_blank(sql[n - 1]) || sql[n - 1] == ';'))
+        n--;
+    if (n < tl || strncasecmp(sql + n - tl, tail, tl) != 0)
+        return false;
+    n -= tl;
+    size_t before = n;
+    while (n > 0 && is_blank(sql[n - 1]))
+        n--;
+    if (n == before || n < 6 || strncasecmp(sql + n - 6, "SELECT", 6) != 0)
+        return false;
+    n -= 6;
+    if (n == 0)
+        return true;
+    char ch = sql[n - 1]; /* SELECT must be a word of its own */
+    return !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+             (ch >= '0' && ch <= '9') || ch == '_' || ch == '@' ||
+             ch == '#' || ch == '$');
+}
+
 /* The cached statement for `sql` (and, on PostgreSQL, these parameter
  * types), prepared on first use (LRU eviction). */
 static int prepared(odbc_conn *c, const char *sql, const sb_value *params,
@@ -519,6 +570,8 @@ static int prepared(odbc_conn *c, const char *sql, const sb_value *params,
     }
     const char *w = sql + strspn(sql, " \t\r\n(");
     victim->is_select = strncasecmp(w, "SELECT", 6) == 0;
+    victim->rowcount_select =
+        c->dialect == SB_DIALECT_MSSQL && ends_with_rowcount(sql);
     victim->nparams = nparams;
     memcpy(victim->sig, sig, sizeof sig);
     victim->used = ++c->tick;
@@ -526,10 +579,44 @@ static int prepared(odbc_conn *c, const char *sql, const sb_value *params,
     return SB_OK;
 }
 
+/* Each text parameter of `params` as UTF-16 in `w` (one per parameter;
+ * the others NULL), for bind_all. The caller frees them with free_wide
+ * whatever this returns. Text that is not UTF-8 is SB_INVALID naming its
+ * parameter, before anything reaches the database. */
+static int to_wide(const sb_value *params, size_t nparams, wide_text *w,
+                   sb_error *err)
+{
+    for (size_t i = 0; i < nparams; i++) {
+        w[i].u = NULL;
+        w[i].units = 0;
+    }
+    for (size_t i = 0; i < nparams; i++) {
+        if (params[i].type != SB_V_TEXT)
+            continue;
+        int rc = sb__utf8_to_utf16(params[i].p, params[i].len, &w[i].u,
+                                   &w[i].units);
+        if (rc == SB_INVALID)
+            return sb__err(err, rc, NULL,
+                           "odbc: text parameter $%zu is not valid UTF-8",
+                           i + 1);
+        if (rc != SB_OK)
+            return sb__err(err, rc, NULL, "out of memory");
+    }
+    return SB_OK;
+}
+
+static void free_wide(wide_text *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sb__free(w[i].u);
+}
+
 /* Bind the caller's values to the '?'s; `ind` and `ints` hold what ODBC
- * reads at execution (one per '?'). */
+ * reads at execution (one per '?'), `wide` the text parameters as UTF-16
+ * (to_wide; one per parameter). All must live until SQLExecute has run. */
 static int bind_all(odbc_conn *c, cached_stmt *s, const sb_value *params,
-                    SQLLEN *ind, int64_t *ints, sb_error *err)
+                    const wide_text *wide, SQLLEN *ind, int64_t *ints,
+                    sb_error *err)
 {
     for (size_t i = 0; i < s->n_map; i++) {
         const sb_value *v = &params[s->map[i]];
@@ -542,21 +629,30 @@ static int bind_all(odbc_conn *c, cached_stmt *s, const sb_value *params,
             r = SQLBindParameter(s->st, pos, SQL_PARAM_INPUT, SQL_C_SBIGINT,
                                  SQL_BIGINT, 0, 0, &ints[i], 0, &ind[i]);
             break;
-        case SB_V_TEXT:
-        case SB_V_BLOB: {
-            /* Long values as LONG types: SQL Server's (n)varchar and
-             * varbinary take 4,000 / 8,000 at most without (max). */
-            bool text = v->type == SB_V_TEXT;
-            bool lng = v->len > (text ? 4000u : 8000u);
+        case SB_V_TEXT: {
+            /* UTF-16 on every server: SQL_C_CHAR would go through SQL
+             * Server's code page. The size is in characters (UTF-16
+             * units), the lengths in bytes; past 4,000 units a LONG
+             * type, as nvarchar takes no more without (max). */
+            const wide_text *t = &wide[s->map[i]];
+            ind[i] = (SQLLEN)(t->units * sizeof(SQLWCHAR));
+            r = SQLBindParameter(
+                s->st, pos, SQL_PARAM_INPUT, SQL_C_WCHAR,
+                t->units > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR,
+                t->units ? t->units : 1, 0, (SQLPOINTER)t->u,
+                (SQLLEN)((t->units + 1) * sizeof(SQLWCHAR)), &ind[i]);
+            break;
+        }
+        case SB_V_BLOB:
+            /* Past 8,000 bytes a LONG type, as varbinary takes no more
+             * without (max). */
             ind[i] = (SQLLEN)v->len;
             r = SQLBindParameter(
-                s->st, pos, SQL_PARAM_INPUT, text ? SQL_C_CHAR : SQL_C_BINARY,
-                text ? (lng ? SQL_LONGVARCHAR : SQL_VARCHAR)
-                     : (lng ? SQL_LONGVARBINARY : SQL_VARBINARY),
+                s->st, pos, SQL_PARAM_INPUT, SQL_C_BINARY,
+                v->len > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY,
                 v->len ? v->len : 1, 0, (SQLPOINTER)v->p, (SQLLEN)v->len,
                 &ind[i]);
             break;
-        }
         default:
             ind[i] = SQL_NULL_DATA;
             r = SQLBindParameter(s->st, pos, SQL_PARAM_INPUT, SQL_C_CHAR,
@@ -569,18 +665,18 @@ static int bind_all(odbc_conn *c, cached_stmt *s, const sb_value *params,
     return SB_OK;
 }
 
-/* One cell read with SQLGetData in pieces: text (NUL-terminated by
- * sb_rows) or bytes. SQL_NULL_DATA leaves the cell NULL. */
-static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col, int text,
+/* One binary cell read with SQLGetData in pieces. SQL_NULL_DATA leaves
+ * the cell NULL. */
+static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
                      sb_rows *rows, size_t r, sb_error *err)
 {
     sb_buf b;
-    sb__buf_init(&b, (size_t)1 << 31);
+    sb__buf_init(&b, VALUE_MAX);
     char piece[CHUNK];
     for (;;) {
         SQLLEN got = 0;
-        SQLRETURN x = SQLGetData(st, col, text ? SQL_C_CHAR : SQL_C_BINARY,
-                                 piece, sizeof piece, &got);
+        SQLRETURN x =
+            SQLGetData(st, col, SQL_C_BINARY, piece, sizeof piece, &got);
         if (x == SQL_NO_DATA)
             break;
         if (!SQL_SUCCEEDED(x)) {
@@ -591,18 +687,76 @@ static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col, int text,
             sb__buf_free(&b);
             return SB_OK;
         }
-        size_t room = text ? sizeof piece - 1 : sizeof piece;
-        size_t n = got == SQL_NO_TOTAL || (size_t)got > room ? room
-                                                             : (size_t)got;
+        size_t n = got == SQL_NO_TOTAL || (size_t)got > sizeof piece
+                       ? sizeof piece
+                       : (size_t)got;
         sb__buf_append(&b, piece, n);
         if (x == SQL_SUCCESS)
             break;
     }
     int rc = b.failed ? sb__err(err, b.failed, NULL, "a value is too big")
-                      : sb__rows_set_bytes(rows, r, col - 1,
-                                           text ? SB_V_TEXT : SB_V_BLOB,
+                      : sb__rows_set_bytes(rows, r, col - 1, SB_V_BLOB,
                                            b.data ? b.data : "", b.len);
     sb__buf_free(&b);
+    return rc;
+}
+
+/* One character or GUID cell read with SQLGetData as UTF-16 in pieces
+ * (each ends with a 0 unit), converted to UTF-8 once at the end, so a
+ * surrogate pair split between pieces is whole again. SQL_NULL_DATA
+ * leaves the cell NULL. */
+static int get_text(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
+                    sb_rows *rows, size_t r, sb_error *err)
+{
+    sb_buf b; /* the units so far, as bytes */
+    sb__buf_init(&b, WIDE_MAX);
+    SQLWCHAR piece[CHUNK / sizeof(SQLWCHAR)];
+    const size_t room = sizeof piece - sizeof piece[0]; /* before the 0 */
+    for (;;) {
+        SQLLEN got = 0;
+        SQLRETURN x =
+            SQLGetData(st, col, SQL_C_WCHAR, piece, sizeof piece, &got);
+        if (x == SQL_NO_DATA)
+            break;
+        if (!SQL_SUCCEEDED(x)) {
+            sb__buf_free(&b);
+            return fail(c, SQL_HANDLE_STMT, st, err, "read");
+        }
+        if (got == SQL_NULL_DATA) {
+            sb__buf_free(&b);
+            return SB_OK;
+        }
+        size_t n;
+        if (got != SQL_NO_TOTAL && (size_t)got <= room) {
+            n = (size_t)got;
+        } else if (x == SQL_SUCCESS_WITH_INFO) {
+            n = room; /* truncated: the piece is full */
+        } else {
+            /* The last piece of unknown length: up to its 0 unit. */
+            size_t k = 0;
+            while (k < room / sizeof piece[0] && piece[k] != 0)
+                k++;
+            n = k * sizeof piece[0];
+        }
+        sb__buf_append(&b, piece, n - n % sizeof piece[0]);
+        if (x == SQL_SUCCESS)
+            break;
+    }
+    if (b.failed) {
+        sb__buf_free(&b);
+        return sb__err(err, b.failed, NULL, "a value is too big");
+    }
+    char *s = NULL;
+    size_t len = 0;
+    int rc = sb__utf16_to_utf8((const uint16_t *)(const void *)b.data,
+                               b.len / sizeof(uint16_t), &s, &len);
+    sb__buf_free(&b);
+    if (rc != SB_OK)
+        return sb__err(err, rc, NULL, "out of memory");
+    rc = len > VALUE_MAX
+             ? sb__err(err, SB_TOOBIG, NULL, "a value is too big")
+             : sb__rows_set_bytes(rows, r, col - 1, SB_V_TEXT, s, len);
+    sb__free(s);
     return rc;
 }
 
@@ -650,16 +804,16 @@ static int get_cell(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
         return SB_OK;
     }
     case SQL_BINARY: case SQL_VARBINARY: case SQL_LONGVARBINARY:
-        return get_bytes(c, st, col, 0, rows, r, err);
+        return get_bytes(c, st, col, rows, r, err);
     case SQL_GUID: {
-        int rc = get_bytes(c, st, col, 1, rows, r, err);
+        int rc = get_text(c, st, col, rows, r, err);
         if (rc == SB_OK && cell->type == SB_V_TEXT)
             lower_ascii((char *)cell->p);
         return rc;
     }
     case SQL_CHAR: case SQL_VARCHAR: case SQL_LONGVARCHAR: case SQL_WCHAR:
     case SQL_WVARCHAR: case SQL_WLONGVARCHAR:
-        return get_bytes(c, st, col, 1, rows, r, err);
+        return get_text(c, st, col, rows, r, err);
     default:
         return sb__err(err, SB_BACKEND, NULL,
                        "odbc: result column %u \"%s\" has SQL type %d, which "
@@ -722,7 +876,8 @@ static int read_rows(odbc_conn *c, SQLHSTMT st, SQLSMALLINT ncols,
 }
 
 static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
-                        sb_rows **rows, int64_t *changes, sb_error *err);
+                        const wide_text *wide, sb_rows **rows,
+                        int64_t *changes, sb_error *err);
 
 static int odbc_query(sb_conn *conn, const char *sql, const sb_value *params,
                       size_t nparams, sb_rows **rows, int64_t *changes,
@@ -735,26 +890,108 @@ static int odbc_query(sb_conn *conn, const char *sql, const sb_value *params,
         return gone(err);
     if (c->tx_failed)
         return aborted(c, err);
+    /* The text parameters as UTF-16, kept until the statement has run. */
+    wide_text wide_stack[16];
+    wide_text *wide = wide_stack;
+    if (nparams > 16) {
+        wide = sb__calloc(nparams, sizeof *wide);
+        if (wide == NULL)
+            return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    int rc = to_wide(params, nparams, wide, err);
     cached_stmt *s = NULL;
-    int rc = prepared(c, sql, params, nparams, &s, err);
+    if (rc == SB_OK)
+        rc = prepared(c, sql, params, nparams, &s, err);
+    if (rc == SB_OK) {
+        rc = run_prepared(c, s, params, wide, rows, changes, err);
+        if (rc != SB_OK && !c->base.in_tx && err != NULL &&
+            strcmp(err->sqlstate, "26000") == 0) {
+            /* The server forgot the statement (DEALLOCATE ALL, a
+             * pooler): prepare it again, once. */
+            drop_cached(s);
+            rc = prepared(c, sql, params, nparams, &s, err);
+            if (rc == SB_OK)
+                rc = run_prepared(c, s, params, wide, rows, changes, err);
+        }
+    }
+    free_wide(wide, nparams);
+    if (wide != wide_stack)
+        sb__free(wide);
+    return rc;
+}
+
+/* The result of a statement ending with SELECT @@ROWCOUNT (SQL Server;
+ * db.h): results that are SQL_NO_DATA (an UPDATE that touched no row) or
+ * have no columns (the statements before it) are skipped; the first with
+ * columns is the caller's rows, and its first cell the row count. No such
+ * result: no rows, no changes. */
+static int rowcount_result(odbc_conn *c, SQLHSTMT st, bool no_data,
+                           sb_rows **rows, int64_t *changes, sb_error *err)
+{
+    SQLSMALLINT ncols = 0;
+    for (;;) {
+        if (!no_data && !SQL_SUCCEEDED(SQLNumResultCols(st, &ncols)))
+            return fail(c, SQL_HANDLE_STMT, st, err, "result");
+        if (!no_data && ncols > 0)
+            break;
+        SQLRETURN x = SQLMoreResults(st);
+        if (x == SQL_NO_DATA) {
+            if (changes != NULL)
+                *changes = 0;
+            if (rows != NULL && sb__rows_new(0, 0, rows) != SB_OK)
+                return sb__err(err, SB_NOMEM, NULL, "out of memory");
+            return SB_OK;
+        }
+        if (x == SQL_SUCCESS_WITH_INFO)
+            log_info(c, st);
+        if (!SQL_SUCCEEDED(x))
+            return fail(c, SQL_HANDLE_STMT, st, err, "statement");
+        no_data = false;
+    }
+    sb_rows *got = NULL;
+    int rc = read_rows(c, st, ncols, &got, err);
     if (rc != SB_OK)
         return rc;
-    rc = run_prepared(c, s, params, rows, changes, err);
-    if (rc != SB_OK && !c->base.in_tx && err != NULL &&
-        strcmp(err->sqlstate, "26000") == 0) {
-        /* The server forgot the statement (DEALLOCATE ALL, a pooler):
-         * prepare it again, once. */
-        drop_cached(s);
-        rc = prepared(c, sql, params, nparams, &s, err);
-        if (rc == SB_OK)
-            rc = run_prepared(c, s, params, rows, changes, err);
+    if (changes != NULL)
+        *changes = got->nrows > 0 ? sb__rows_int(got, 0, 0) : 0;
+    if (rows != NULL)
+        *rows = got;
+    else
+        sb__rows_free(got);
+    return SB_OK;
+}
+
+/* The result of any other statement: the row count from SQLRowCount, the
+ * rows of its first result. */
+static int plain_result(odbc_conn *c, cached_stmt *s, bool no_data,
+                        sb_rows **rows, int64_t *changes, sb_error *err)
+{
+    int rc = SB_OK;
+    if (changes != NULL) {
+        /* Drivers report a SELECT's row count here too: a query changes
+         * nothing (libpq and SQLite say 0). */
+        SQLLEN n = 0;
+        *changes = !s->is_select && SQL_SUCCEEDED(SQLRowCount(s->st, &n)) &&
+                           n > 0
+                       ? n
+                       : 0;
+    }
+    SQLSMALLINT ncols = 0;
+    if (!SQL_SUCCEEDED(SQLNumResultCols(s->st, &ncols)))
+        rc = fail(c, SQL_HANDLE_STMT, s->st, err, "result");
+    if (rc == SB_OK && rows != NULL) {
+        if (ncols > 0 && !no_data)
+            rc = read_rows(c, s->st, ncols, rows, err);
+        else
+            rc = sb__rows_new(0, (size_t)ncols, rows);
     }
     return rc;
 }
 
 /* Bind, execute and read one prepared statement. */
 static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
-                        sb_rows **rows, int64_t *changes, sb_error *err)
+                        const wide_text *wide, sb_rows **rows,
+                        int64_t *changes, sb_error *err)
 {
     int rc = SB_OK;
     SQLLEN ind_stack[16];
@@ -768,7 +1005,7 @@ static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
             rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
     if (rc == SB_OK)
-        rc = bind_all(c, s, params, ind, ints, err);
+        rc = bind_all(c, s, params, wide, ind, ints, err);
     /* An UPDATE or DELETE that touched no row answers SQL_NO_DATA, and
      * then has no result set to describe, even with RETURNING. */
     bool no_data = false;
@@ -780,24 +1017,10 @@ static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
         if (x != SQL_NO_DATA && !SQL_SUCCEEDED(x))
             rc = fail(c, SQL_HANDLE_STMT, s->st, err, "execute");
     }
-    if (rc == SB_OK && changes != NULL) {
-        /* Drivers report a SELECT's row count here too: a query changes
-         * nothing (libpq and SQLite say 0). */
-        SQLLEN n = 0;
-        *changes = !s->is_select && SQL_SUCCEEDED(SQLRowCount(s->st, &n)) &&
-                           n > 0
-                       ? n
-                       : 0;
-    }
-    SQLSMALLINT ncols = 0;
-    if (rc == SB_OK && !SQL_SUCCEEDED(SQLNumResultCols(s->st, &ncols)))
-        rc = fail(c, SQL_HANDLE_STMT, s->st, err, "result");
-    if (rc == SB_OK && rows != NULL) {
-        if (ncols > 0 && !no_data)
-            rc = read_rows(c, s->st, ncols, rows, err);
-        else
-            rc = sb__rows_new(0, (size_t)ncols, rows);
-    }
+    if (rc == SB_OK)
+        rc = s->rowcount_select
+                 ? rowcount_result(c, s->st, no_data, rows, changes, err)
+                 : plain_result(c, s, no_data, rows, changes, err);
     SQLFreeStmt(s->st, SQL_CLOSE);
     SQLFreeStmt(s->st, SQL_RESET_PARAMS);
     if (ind != ind_stack) {

@@ -1,6 +1,7 @@
 /*
  * test_db_driver.c - the driver-neutral database layer against a real
- * backend: value round trips, placeholders, change counts, transactions,
+ * backend: value round trips (text outside ASCII at the ODBC driver's
+ * UTF-16 boundaries too), placeholders, change counts, transactions,
  * error classification, the statement cache and (PostgreSQL) a connection
  * killed from another session.
  *
@@ -412,6 +413,81 @@ static void test_value_roundtrip(void **state)
         sb__rows_free(rows);
     }
     exec_ok(fx.c, "DELETE FROM @T WHERE id <= 4");
+}
+
+/* Text outside ASCII at every length the ODBC driver treats apart (UTF-16
+ * both ways: docs/backends.md): empty, one unit, past nvarchar's 4,000
+ * units (a LONG type) and across its 2,047-unit read pieces, with a
+ * surrogate pair cut by a piece's end; a parameter used twice. */
+static void test_text_utf16(void **state)
+{
+    (void)state;
+    static const char mix[] = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    size_t cap = 20000, k = 2046;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    memset(big, 'a', k);
+    memcpy(big + k, "\xf0\x9f\x98\x80", 4); /* its high half ends piece 1 */
+    k += 4;
+    for (int i = 0; i < 1000; i++) { /* 4,000 units, 9,000 bytes more */
+        memcpy(big + k, mix, sizeof mix - 1);
+        k += sizeof mix - 1;
+    }
+    assert_true(k < cap);
+    big[k] = '\0';
+    const char *texts[] = {"", "\xc3\xa9", mix, big};
+    const char *ins = "INSERT INTO @T (id, t) VALUES ($1, $2)";
+    for (size_t i = 0; i < 4; i++) {
+        sb_value p[] = {sb__v_int(300 + (int64_t)i), sb__v_text(texts[i])};
+        int64_t changes = -1;
+        sb__rows_free(query_ok(fx.c, ins, p, 2, &changes));
+        assert_int_equal(changes, 1);
+    }
+    sb_rows *rows = query_ok(
+        fx.c, "SELECT t FROM @T WHERE id >= 300 AND id < 304 ORDER BY id",
+        NULL, 0, NULL);
+    assert_int_equal(rows->nrows, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_text(rows, i, 0, texts[i]);
+    sb__rows_free(rows);
+    /* Compared on the server: the bytes stored are the text sent. */
+    sb_value q[] = {sb__v_text(big)};
+    rows = query_ok(fx.c, "SELECT count(*), $1 FROM @T WHERE t = $1", q, 1,
+                    NULL);
+    assert_int_cell(rows, 0, 0, 1);
+    assert_text(rows, 0, 1, big);
+    sb__rows_free(rows);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id >= 300 AND id < 304");
+    free(big);
+}
+
+/* The ODBC driver converts text to UTF-16 before anything is sent: text
+ * that is not UTF-8 fails the statement naming its parameter and leaves
+ * an open transaction usable. */
+static void test_odbc_invalid_utf8(void **state)
+{
+    (void)state;
+    if (!fx.odbc)
+        skip();
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    sb__rows_free(query_ok(fx.c, "INSERT INTO @T (id, t) VALUES (310, 'ok')",
+                           NULL, 0, NULL));
+    sb_value p[] = {sb__v_int(311), sb__v_text("bad \xc3\x28 byte")};
+    assert_int_equal(query_rc(fx.c, "INSERT INTO @T (id, t) VALUES ($1, $2)",
+                              p, 2, &err),
+                     SB_INVALID);
+    assert_non_null(strstr(err.message, "$2"));
+    assert_non_null(strstr(err.message, "UTF-8"));
+    p[1] = sb__v_text("\xed\xa0\x80"); /* a surrogate */
+    assert_int_equal(query_rc(fx.c, "SELECT $2, $1", p, 2, &err),
+                     SB_INVALID);
+    assert_non_null(strstr(err.message, "$2"));
+    assert_int_equal(sb__commit(fx.c, &err), SB_OK);
+    assert_int_equal(count_where("id = 310"), 1);
+    assert_int_equal(count_where("id = 311"), 0);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id = 310");
 }
 
 static void test_pg_types(void **state)
@@ -934,6 +1010,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_helpers),
         cmocka_unit_test(test_value_roundtrip),
+        cmocka_unit_test(test_text_utf16),
+        cmocka_unit_test(test_odbc_invalid_utf8),
         cmocka_unit_test(test_pg_types),
         cmocka_unit_test(test_placeholders),
         cmocka_unit_test(test_placeholders_dense),

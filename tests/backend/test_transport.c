@@ -110,6 +110,85 @@ static void test_queue_names_byte_exact(void **state)
     sb_msg_free(m);
 }
 
+/* T3 and the ODBC driver's UTF-16 (docs/backends.md): a queue name,
+ * headers and a payload outside ASCII come back byte for byte, through
+ * claim, peek and the queue list. The long header crosses the driver's
+ * 4,000-unit LONG type and its 2,047-unit read pieces, with a surrogate
+ * pair cut by the first piece's end. */
+static void test_non_ascii_round_trip(void **state)
+{
+    fixture *f = *state;
+    const char *queue = "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80";
+    static const char mix[] = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    static const char payload[] = "pay \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+                                  "\0\xff";
+    char headers[16384];
+    size_t k = (size_t)snprintf(headers, sizeof headers,
+                                "{\"greeting\":\"%s\",\"cl\xc3\xa9\":\"%s\","
+                                "\"long\":\"",
+                                mix, mix);
+    /* The first piece holds 2,047 UTF-16 units: the emoji's high half is
+     * the last of them. A unit per lead byte, two for a 4-byte one. */
+    size_t units = 0;
+    for (size_t i = 0; i < k; i++) {
+        unsigned char c = (unsigned char)headers[i];
+        units += (c & 0xc0) != 0x80 ? 1 : 0;
+        units += c >= 0xf0 ? 1 : 0;
+    }
+    while (units < 2046) {
+        headers[k++] = 'x';
+        units++;
+    }
+    memcpy(headers + k, "\xf0\x9f\x98\x80", 4);
+    k += 4;
+    for (int i = 0; i < 700; i++) { /* 2,800 more units, 6,300 bytes */
+        memcpy(headers + k, mix, sizeof mix - 1);
+        k += sizeof mix - 1;
+    }
+    memcpy(headers + k, "\"}", 3);
+    k += 2;
+    assert_true(k < sizeof headers);
+
+    char id[37];
+    sb_outgoing o = {NULL, payload, sizeof payload - 1, headers, 0};
+    sb_error err;
+    sbt_ok(sb_publish(f->bus, NULL, queue, &o, id, &err), &err, "publish");
+    assert_int_equal(sbt_count(f->bus, queue), 1);
+
+    sb_msg **pm = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_peek(f->bus, queue, 0, 10, &pm, &n, &err), &err, "peek");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_queue(pm[0]), queue);
+    assert_int_equal(strlen(sb_msg_headers(pm[0])), k);
+    assert_memory_equal(sb_msg_headers(pm[0]), headers, k + 1);
+    sb_msg_free_array(pm, n);
+
+    sb_queue_stats *s = NULL;
+    sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "queues");
+    int seen = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].queue, queue) == 0)
+            seen = s[i].ready == 1;
+    assert_true(seen);
+    sb_free(s);
+
+    sb_msg *m = claim_one(f->bus, queue, 30000);
+    assert_non_null(m);
+    assert_string_equal(sb_msg_id(m), id);
+    assert_string_equal(sb_msg_queue(m), queue);
+    assert_memory_equal(sb_msg_headers(m), headers, k + 1);
+    assert_string_equal(sb_msg_header(m, "greeting"), mix);
+    assert_string_equal(sb_msg_header(m, "CL\xc3\xa9"), mix);
+    size_t len = 0;
+    const void *p = sb_msg_payload(m, &len);
+    assert_int_equal(len, sizeof payload - 1);
+    assert_memory_equal(p, payload, sizeof payload - 1);
+    sbt_ok(sb_ack(f->bus, NULL, m, &err), &err, "ack");
+    sb_msg_free(m);
+    assert_int_equal(sbt_count(f->bus, queue), 0);
+}
+
 /* T9: publishing an existing id again is success and changes nothing. */
 static void test_idempotent_publish(void **state)
 {
@@ -733,6 +812,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_publish_claim_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_names_byte_exact, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_non_ascii_round_trip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_idempotent_publish, setup,
                                         teardown),

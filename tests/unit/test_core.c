@@ -1,8 +1,9 @@
 /*
  * test_core.c - unit tests of src/core: result codes and sb_error, the
  * parsers (durations, sizes), name validation (rule T3, identifiers),
- * UUIDv7, MD5, capped buffers, JSON headers, clocks and jitter, and a "fail
- * the Nth allocation" walk over every allocating path (style rule 7).
+ * UTF-16 conversions, UUIDv7, MD5, capped buffers, JSON headers, clocks
+ * and jitter, and a "fail the Nth allocation" walk over every allocating
+ * path (style rule 7).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -462,6 +463,168 @@ static void test_utf8_valid_lengths(void **state)
     assert_true(sb__utf8_valid("a\0b", 3)); /* NUL is valid UTF-8 */
     assert_false(sb__utf8_valid("\xf0\x9f\x98\x80", 3));
     assert_true(sb__utf8_valid("\xf0\x9f\x98\x80", 4));
+}
+
+/* ------------------------------------------------------------------ */
+/* UTF-16 (the ODBC driver's SQL_C_WCHAR) */
+
+/* `len` bytes of UTF-8 must become exactly `want` (`n` units) and come
+ * back as the same bytes. */
+static void expect_utf16(const char *s, size_t len, const uint16_t *want,
+                         size_t n)
+{
+    uint16_t *u = NULL;
+    size_t units = 99;
+    assert_int_equal(sb__utf8_to_utf16(s, len, &u, &units), SB_OK);
+    assert_non_null(u);
+    assert_int_equal(units, n);
+    if (n > 0)
+        assert_memory_equal(u, want, n * sizeof *u);
+    assert_int_equal(u[n], 0); /* the terminator, not counted */
+    char *back = NULL;
+    size_t blen = 99;
+    assert_int_equal(sb__utf16_to_utf8(u, units, &back, &blen), SB_OK);
+    assert_non_null(back);
+    assert_int_equal(blen, len);
+    assert_memory_equal(back, s, len);
+    assert_int_equal(back[len], '\0');
+    sb__free(back);
+    sb__free(u);
+}
+
+static void test_utf16_round_trip(void **state)
+{
+    (void)state;
+    static const uint16_t ascii[] = {'q', 'u', 'e', 'u', 'e', '-', '1'};
+    expect_utf16("queue-1", 7, ascii, 7);
+    static const uint16_t two[] = {'c', 'a', 'f', 0xe9}; /* é */
+    expect_utf16("caf\xc3\xa9", 5, two, 4);
+    static const uint16_t three[] = {0x20ac, '5'}; /* € */
+    expect_utf16("\xe2\x82\xac"
+                 "5",
+                 4, three, 2);
+    /* U+1F600 as the surrogate pair D83D DE00 */
+    static const uint16_t four[] = {'a', 0xd83d, 0xde00, 'b'};
+    expect_utf16("a\xf0\x9f\x98\x80"
+                 "b",
+                 6, four, 4);
+    static const uint16_t mixed[] = {0xe9, 0x20ac, 0xd83d, 0xde00};
+    expect_utf16("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9, mixed, 4);
+    /* the edges of each length, and the highest code point (DBFF DFFF) */
+    static const uint16_t edges[] = {0x7f,   0x80,   0x7ff,  0x800,
+                                     0xd7ff, 0xe000, 0xffff, 0xd800,
+                                     0xdc00, 0xdbff, 0xdfff};
+    expect_utf16("\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
+                 "\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf",
+                 25, edges, 11);
+    static const uint16_t nul[] = {'a', 0, 'b'}; /* a NUL is a character */
+    expect_utf16("a\0b", 3, nul, 3);
+    expect_utf16("", 0, NULL, 0);
+}
+
+static void test_utf16_empty(void **state)
+{
+    (void)state;
+    uint16_t *u = NULL;
+    size_t units = 99;
+    assert_int_equal(sb__utf8_to_utf16("", 0, &u, &units), SB_OK);
+    assert_non_null(u); /* a buffer to bind, even for no characters */
+    assert_int_equal(units, 0);
+    assert_int_equal(u[0], 0);
+    sb__free(u);
+    char *s = NULL;
+    size_t len = 99;
+    assert_int_equal(sb__utf16_to_utf8(NULL, 0, &s, &len), SB_OK);
+    assert_non_null(s);
+    assert_int_equal(len, 0);
+    assert_string_equal(s, "");
+    sb__free(s);
+}
+
+static void test_utf16_invalid_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        const char *why;
+    } bad[] = {
+        {"\xc0\x80", "overlong NUL"},
+        {"\xc1\xbf", "overlong 2-byte"},
+        {"\xe0\x80\xaf", "overlong 3-byte"},
+        {"\xe0\x9f\xbf", "overlong 3-byte (U+07FF)"},
+        {"\xf0\x80\x80\xaf", "overlong 4-byte"},
+        {"\xf0\x8f\xbf\xbf", "overlong 4-byte (U+FFFF)"},
+        {"\xed\xa0\x80", "surrogate U+D800"},
+        {"\xed\xbf\xbf", "surrogate U+DFFF"},
+        {"\xed\xa0\xbd\xed\xb8\x80", "CESU-8 surrogate pair"},
+        {"\xf4\x90\x80\x80", "past U+10FFFF"},
+        {"\xf7\xbf\xbf\xbf", "past U+10FFFF (F7)"},
+        {"\xf8\x88\x80\x80\x80", "5-byte form"},
+        {"\xfc\x84\x80\x80\x80\x80", "6-byte form"},
+        {"\xfe", "FE"},
+        {"\xff", "FF"},
+        {"\xc3", "truncated 2-byte"},
+        {"\xe2\x82", "truncated 3-byte"},
+        {"\xf0\x9f\x98", "truncated 4-byte"},
+        {"ok\xe2\x82", "truncated at the end"},
+        {"\x80", "stray continuation"},
+        {"a\xbf"
+         "b",
+         "stray continuation inside"},
+        {"\xc3\x28", "lead byte then ASCII"},
+        {"\xe2\x28\xac", "bad second continuation"},
+        {"\xf0\x9f\x28\x80", "bad third continuation"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint16_t *u = (uint16_t *)"sentinel";
+        size_t units = 99;
+        int rc = sb__utf8_to_utf16(bad[i].s, strlen(bad[i].s), &u, &units);
+        if (rc != SB_INVALID)
+            fail_msg("%s: rc %d, want SB_INVALID", bad[i].why, rc);
+        assert_null(u);
+        assert_int_equal(units, 0);
+    }
+    /* the length bounds the input: a NUL does not end it early */
+    uint16_t *u = NULL;
+    size_t units = 0;
+    assert_int_equal(sb__utf8_to_utf16("a\0\xff", 3, &u, &units),
+                     SB_INVALID);
+    assert_int_equal(sb__utf8_to_utf16("\xc3\xa9", 1, &u, &units),
+                     SB_INVALID);
+}
+
+/* What `n` units come back as. */
+static void expect_utf8(const uint16_t *u, size_t n, const char *want)
+{
+    char *s = NULL;
+    size_t len = 99;
+    assert_int_equal(sb__utf16_to_utf8(u, n, &s, &len), SB_OK);
+    assert_non_null(s);
+    assert_int_equal(len, strlen(want));
+    assert_string_equal(s, want);
+    sb__free(s);
+}
+
+static void test_utf16_unpaired_surrogates(void **state)
+{
+    (void)state;
+    static const uint16_t high[] = {0xd83d};
+    expect_utf8(high, 1, "\xef\xbf\xbd");
+    static const uint16_t low[] = {0xde00};
+    expect_utf8(low, 1, "\xef\xbf\xbd");
+    static const uint16_t inside[] = {'a', 0xd800, 'b', 0xdfff, 'c'};
+    expect_utf8(inside, 5, "a\xef\xbf\xbd"
+                           "b\xef\xbf\xbd"
+                           "c");
+    /* low before high is two unpaired halves, not a pair */
+    static const uint16_t reversed[] = {0xde00, 0xd83d};
+    expect_utf8(reversed, 2, "\xef\xbf\xbd\xef\xbf\xbd");
+    /* a high half followed by a real pair: only the first is replaced */
+    static const uint16_t extra[] = {0xd83d, 0xd83d, 0xde00};
+    expect_utf8(extra, 3, "\xef\xbf\xbd\xf0\x9f\x98\x80");
+    /* a pair cut off by `units` */
+    static const uint16_t cut[] = {'x', 0xd83d, 0xde00};
+    expect_utf8(cut, 2, "x\xef\xbf\xbd");
 }
 
 static void expect_ident(const char *name, size_t max, int want)
@@ -1544,6 +1707,31 @@ static int op_without(void)
     return SB_OK;
 }
 
+static int op_utf16(void)
+{
+    uint16_t *u = (uint16_t *)"sentinel";
+    size_t units = 99;
+    int rc = sb__utf8_to_utf16("caf\xc3\xa9 \xf0\x9f\x98\x80", 10, &u,
+                               &units);
+    if (rc != SB_OK) {
+        assert_null(u);
+        return rc;
+    }
+    assert_int_equal(units, 7);
+    char *s = (char *)"sentinel";
+    size_t len = 99;
+    rc = sb__utf16_to_utf8(u, units, &s, &len);
+    sb__free(u);
+    if (rc != SB_OK) {
+        assert_null(s);
+        return rc;
+    }
+    assert_int_equal(len, 10);
+    assert_memory_equal(s, "caf\xc3\xa9 \xf0\x9f\x98\x80", 10);
+    sb__free(s);
+    return SB_OK;
+}
+
 static void walk_failures(const char *name, fa_op op)
 {
     long n;
@@ -1594,6 +1782,7 @@ static void test_alloc_fail_nth(void **state)
         {"buf_printf growth", op_buf_printf, 4},
         {"buf_detach(empty)", op_buf_detach_empty, 1},
         {"strdup family", op_strdup, 4},
+        {"utf8 to utf16 and back", op_utf16, 2},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         long live0 = fa.live;
@@ -1637,6 +1826,10 @@ int main(void)
         cmocka_unit_test(test_size_rejected),
         cmocka_unit_test(test_queue_name),
         cmocka_unit_test(test_utf8_valid_lengths),
+        cmocka_unit_test(test_utf16_round_trip),
+        cmocka_unit_test(test_utf16_empty),
+        cmocka_unit_test(test_utf16_invalid_utf8),
+        cmocka_unit_test(test_utf16_unpaired_surrogates),
         cmocka_unit_test(test_identifier),
         cmocka_unit_test(test_uuid7_format),
         cmocka_unit_test(test_uuid7_distinct),
