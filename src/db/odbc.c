@@ -70,8 +70,9 @@ typedef struct odbc_conn {
 static int classify_native(long native)
 {
     switch (native) {
-    case 1205: /* chosen as deadlock victim */
-    case 1222: /* lock request time out */
+    case 1205:  /* chosen as deadlock victim */
+    case 1222:  /* lock request time out */
+    case 51222: /* sqlbus's own: sp_getapplock timed out (db/tsql.h) */
         return SB_BUSY;
     case 2601: /* duplicate key row in a unique index */
     case 2627: /* PRIMARY KEY / UNIQUE constraint violation */
@@ -323,6 +324,17 @@ static int check_dbms(odbc_conn *c, int dialect, sb_error *err)
                        (const char *)name,
                        dialect == SB_DIALECT_MSSQL ? "SQL Server"
                                                    : "PostgreSQL");
+    /* Text travels as UTF-16, which psqlODBC's ANSI build refuses
+     * (HYC00 at the first text parameter): say so at once. */
+    SQLCHAR drv[128] = "";
+    if (SQL_SUCCEEDED(SQLGetInfo(c->dbc, SQL_DRIVER_NAME, drv,
+                                 (SQLSMALLINT)sizeof drv, &len)) &&
+        strstr((const char *)drv, "psqlodbca") != NULL)
+        return sb__err(err, SB_INVALID, "url",
+                       "the ODBC driver is psqlODBC's ANSI build (%s), which "
+                       "cannot take UTF-16 text: use Driver={PostgreSQL "
+                       "Unicode}",
+                       (const char *)drv);
     return SB_OK;
 }
 
@@ -920,24 +932,31 @@ static int odbc_query(sb_conn *conn, const char *sql, const sb_value *params,
     return rc;
 }
 
-/* The result of a statement ending with SELECT @@ROWCOUNT (SQL Server;
- * db.h): results that are SQL_NO_DATA (an UPDATE that touched no row) or
- * have no columns (the statements before it) are skipped; the first with
- * columns is the caller's rows, and its first cell the row count. No such
- * result: no rows, no changes. */
-static int rowcount_result(odbc_conn *c, SQLHSTMT st, bool no_data,
-                           sb_rows **rows, int64_t *changes, sb_error *err)
+/* The result of a statement on SQL Server, which may be a batch: results
+ * that are SQL_NO_DATA (an UPDATE that touched no row) or have no columns
+ * (the row counts of statements before a SELECT) are skipped; the first
+ * with columns is the caller's rows. The row count: for a statement
+ * ending with SELECT @@ROWCOUNT (db.h) that result's first cell, else the
+ * last count the skipped results reported. No result with columns: no
+ * rows. */
+static int mssql_result(odbc_conn *c, cached_stmt *s, bool no_data,
+                        sb_rows **rows, int64_t *changes, sb_error *err)
 {
+    SQLHSTMT st = s->st;
     SQLSMALLINT ncols = 0;
+    int64_t counted = 0;
     for (;;) {
         if (!no_data && !SQL_SUCCEEDED(SQLNumResultCols(st, &ncols)))
             return fail(c, SQL_HANDLE_STMT, st, err, "result");
         if (!no_data && ncols > 0)
             break;
+        SQLLEN n = 0;
+        if (!no_data && SQL_SUCCEEDED(SQLRowCount(st, &n)) && n >= 0)
+            counted = n;
         SQLRETURN x = SQLMoreResults(st);
         if (x == SQL_NO_DATA) {
             if (changes != NULL)
-                *changes = 0;
+                *changes = s->rowcount_select ? 0 : counted;
             if (rows != NULL && sb__rows_new(0, 0, rows) != SB_OK)
                 return sb__err(err, SB_NOMEM, NULL, "out of memory");
             return SB_OK;
@@ -953,7 +972,9 @@ static int rowcount_result(odbc_conn *c, SQLHSTMT st, bool no_data,
     if (rc != SB_OK)
         return rc;
     if (changes != NULL)
-        *changes = got->nrows > 0 ? sb__rows_int(got, 0, 0) : 0;
+        *changes = !s->rowcount_select ? counted
+                   : got->nrows > 0    ? sb__rows_int(got, 0, 0)
+                                       : 0;
     if (rows != NULL)
         *rows = got;
     else
@@ -1018,8 +1039,8 @@ static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
             rc = fail(c, SQL_HANDLE_STMT, s->st, err, "execute");
     }
     if (rc == SB_OK)
-        rc = s->rowcount_select
-                 ? rowcount_result(c, s->st, no_data, rows, changes, err)
+        rc = c->dialect == SB_DIALECT_MSSQL
+                 ? mssql_result(c, s, no_data, rows, changes, err)
                  : plain_result(c, s, no_data, rows, changes, err);
     SQLFreeStmt(s->st, SQL_CLOSE);
     SQLFreeStmt(s->st, SQL_RESET_PARAMS);
@@ -1043,17 +1064,35 @@ static int autocommit(odbc_conn *c, bool on, sb_error *err)
                                    "autocommit");
 }
 
+/* SQL Server: transactions in T-SQL on an autocommit connection, so one
+ * is open from BEGIN on, as sp_getapplock's transaction-owned locks need
+ * (in manual-commit mode a batch that starts with EXEC would run before
+ * any transaction). XACT_ABORT (session_setup) ends it at an error. */
+static const char mssql_begin[] = "BEGIN TRANSACTION";
+static const char mssql_commit[] = "COMMIT TRANSACTION";
+static const char mssql_rollback[] = "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION";
+
 static int odbc_begin(sb_conn *conn, sb_error *err)
 {
     odbc_conn *c = (odbc_conn *)conn;
     if (c->broken)
         return gone(err);
     c->tx_failed = false;
+    if (c->dialect == SB_DIALECT_MSSQL)
+        return exec_direct(c, mssql_begin, err);
     return autocommit(c, false, err);
 }
 
 static int end_tran(odbc_conn *c, SQLSMALLINT how, sb_error *err)
 {
+    if (c->dialect == SB_DIALECT_MSSQL) {
+        if (c->broken)
+            return gone(err);
+        c->tx_failed = false; /* the ROLLBACK itself must be sent */
+        return exec_direct(c, how == SQL_COMMIT ? mssql_commit
+                                                : mssql_rollback,
+                           err);
+    }
     SQLRETURN r = SQLEndTran(SQL_HANDLE_DBC, c->dbc, how);
     int rc = SQL_SUCCEEDED(r) ? SB_OK
                               : fail(c, SQL_HANDLE_DBC, c->dbc, err,
@@ -1085,7 +1124,9 @@ static int odbc_commit(sb_conn *conn, sb_error *err)
     }
     int rc = end_tran(c, SQL_COMMIT, err);
     /* A failed commit has ended the transaction too (the server rolled
-     * it back, or the connection is gone). */
+     * it back, or the connection is gone); on SQL Server make sure. */
+    if (rc != SB_OK && c->dialect == SB_DIALECT_MSSQL)
+        (void)end_tran(c, SQL_ROLLBACK, NULL);
     c->base.in_tx = false;
     return rc;
 }

@@ -116,3 +116,14 @@ ok "an unreachable database exits 5"
 expect_exit 5 "$SQLBUS" --db 'mssql://sa:secret@127.0.0.1:1/shop?driver=FreeTDS' queues
 expect_err "FreeTDS"
 ok "an mssql:// URL with no server listening exits 5 naming the driver"
+
+# psqlODBC's ANSI build cannot take the UTF-16 text the ODBC driver sends:
+# refused at connect, naming the driver to use instead.
+if [ "$backend" = postgresql ]; then
+    u=${SQLBUS_TEST_PG_URL#postgresql://}  # USER@HOST:PORT/DB
+    user=${u%%@*} rest=${u#*@}
+    hp=${rest%%/*} db=${rest#*/}
+    expect_exit 2 "$SQLBUS" --db "odbc+postgresql:Driver={PostgreSQL ANSI};Server=${hp%:*};Port=${hp##*:};Database=${db%%\?*};Uid=$user" queues
+    expect_err "use Driver={PostgreSQL Unicode}"
+    ok "psqlODBC's ANSI driver is refused with the fix"
+fi
