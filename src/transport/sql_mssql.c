@@ -1,13 +1,11 @@
 /* sql_mssql.c - the transport's statements for SQL Server (T-SQL, through
- * ODBC). Every time comes from the database clock (SYSUTCDATETIME(), kept to the microsecond, into
- * datetime2(7), T5). Claims skip rows other consumers hold with UPDLOCK,
- * ROWLOCK, READPAST in the order of the dequeue index (T14). Every queue
- * comparison carries the sentinel: SQL Server pads the shorter side of =
- * with spaces under every collation, so "a" = "a " is true, and a column
- * on a case-insensitive collation would match "A"; the plain comparison
- * stays first so the index is still sought. Statements whose row count
- * fences a lease end in SELECT @@ROWCOUNT (read by the ODBC driver), so a
- * server-wide SET NOCOUNT ON cannot make a settled message look lost. */
+ * ODBC). Every time comes from the database clock (SYSUTCDATETIME(), kept
+ * to the microsecond, into datetime2(7), T5). Claims skip rows other
+ * consumers hold with UPDLOCK, ROWLOCK, READPAST in the order of the
+ * dequeue index (T14). Every queue comparison carries the padding
+ * sentinel (db/tsql.h). Statements whose row count fences a lease end in
+ * SELECT @@ROWCOUNT (read by the ODBC driver), so a server-wide SET
+ * NOCOUNT ON cannot make a settled message look lost. */
 #include "db/tsql.h"
 #include "transport/sql_dialect.h"
 
@@ -17,8 +15,8 @@
 #define PLUS_MS(ms) SB_TSQL_PLUS_MS(ms)
 #define MINUS_MS(ms) SB_TSQL_MINUS_MS(ms)
 #define NOW SB_TSQL_NOW
-#define READY                                                                 \
-    "available_at <= " NOW " AND (locked_until IS NULL OR "          \
+#define READY                                                                \
+    "available_at <= " NOW " AND (locked_until IS NULL OR "                  \
     "locked_until <= " NOW ")"
 #define ROWCOUNT SB_TSQL_ROWCOUNT
 /* The rows a claim takes: the oldest ready ones of $1, at most $5, skipping
@@ -26,61 +24,61 @@
  * moves available_at to the lease's end, so leased rows leave the front
  * of the dequeue index and the next claim's seek stops at the first ready
  * row instead of walking every message in flight. */
-#define CLAIMABLE                                                             \
-    "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "          \
-    "attempts, locked_until, lock_id, created_at, available_at, queue FROM "  \
-    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE "                    \
-    SAME_QUEUE("queue", "$1") " AND " READY                                   \
+#define CLAIMABLE                                                            \
+    "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "         \
+    "attempts, locked_until, lock_id, created_at, available_at, queue FROM " \
+    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE "                   \
+    SAME_QUEUE("queue", "$1") " AND " READY                                  \
     " ORDER BY available_at, created_at) "
-#define CLAIMED_TABLE                                                         \
-    "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "   \
-    "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "         \
+#define CLAIMED_TABLE                                                        \
+    "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "  \
+    "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "        \
     "created_at datetime2, queue nvarchar(200), available_at datetime2); "
 /* OUTPUT returns rows in no promised order: the claim hands them back in
  * the index's (the order they were claimed in: available_at before the
  * claim moved it). */
-#define CLAIMED_ROWS                                                          \
+#define CLAIMED_ROWS                                                         \
     "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM " \
     "@claimed ORDER BY available_at, created_at"
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
 
 /* The tables, then their indexes (created apart, see index_lock). */
-#define TABLES \
-        "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n" \
-        "CREATE TABLE {p}messages (\n" \
-        "  id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,\n" \
-        "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n" \
-        "  payload varbinary(max) NOT NULL,\n" \
-        "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n" \
-        "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n" \
-        "  available_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n" \
-        "  locked_until datetime2(7) NULL,\n" \
-        "  lock_id uniqueidentifier NULL,\n" \
-        "  attempts int NOT NULL DEFAULT 0,\n" \
-        "  last_error nvarchar(max) NULL,\n" \
-        "  dead_letter_reason nvarchar(max) NULL\n" \
-        ");\n" \
-        "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n" \
-        "CREATE TABLE {p}counts (\n" \
-        "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL " \
-        "PRIMARY KEY,\n" \
-        "  published bigint NOT NULL DEFAULT 0,\n" \
-        "  acked bigint NOT NULL DEFAULT 0,\n" \
-        "  naked bigint NOT NULL DEFAULT 0,\n" \
-        "  dead_lettered bigint NOT NULL DEFAULT 0,\n" \
-        "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n" \
-        ");\n"
-#define INDEXES \
-        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = " \
-        "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n" \
-        "CREATE INDEX {p}messages_ready_idx\n" \
-        "  ON {p}messages (queue, available_at, created_at);\n" \
-        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = " \
-        "OBJECT_ID(N'{p}messages', N'U') AND name = " \
-        "N'{p}messages_created_idx')\n" \
-        "CREATE INDEX {p}messages_created_idx\n" \
-        "  ON {p}messages (created_at);\n"
+#define TABLES                                                               \
+    "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n"                           \
+    "CREATE TABLE {p}messages (\n"                                           \
+    "  id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,\n"             \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"      \
+    "  payload varbinary(max) NOT NULL,\n"                                   \
+    "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n"                      \
+    "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"         \
+    "  available_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"       \
+    "  locked_until datetime2(7) NULL,\n"                                    \
+    "  lock_id uniqueidentifier NULL,\n"                                     \
+    "  attempts int NOT NULL DEFAULT 0,\n"                                   \
+    "  last_error nvarchar(max) NULL,\n"                                     \
+    "  dead_letter_reason nvarchar(max) NULL\n"                              \
+    ");\n"                                                                   \
+    "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n"                             \
+    "CREATE TABLE {p}counts (\n"                                             \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL "        \
+    "PRIMARY KEY,\n"                                                         \
+    "  published bigint NOT NULL DEFAULT 0,\n"                               \
+    "  acked bigint NOT NULL DEFAULT 0,\n"                                   \
+    "  naked bigint NOT NULL DEFAULT 0,\n"                                   \
+    "  dead_lettered bigint NOT NULL DEFAULT 0,\n"                           \
+    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"          \
+    ");\n"
+#define INDEXES                                                              \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n" \
+    "CREATE INDEX {p}messages_ready_idx\n"                                   \
+    "  ON {p}messages (queue, available_at, created_at);\n"                  \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = "                            \
+    "N'{p}messages_created_idx')\n"                                          \
+    "CREATE INDEX {p}messages_created_idx\n"                                 \
+    "  ON {p}messages (created_at);\n"
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,

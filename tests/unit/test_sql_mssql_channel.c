@@ -94,7 +94,8 @@ static void test_clock(void **state)
         if (sql(k) == NULL)
             continue;
         size_t bare = count(sql(k), "SYSUTCDATETIME()");
-        size_t rounded = count(sql(k), "CAST(SYSUTCDATETIME() AS datetime2(6))");
+        size_t rounded =
+            count(sql(k), "CAST(SYSUTCDATETIME() AS datetime2(6))");
         if (bare != rounded)
             fail_msg("statement %d reads the clock unrounded:\n%s", k, sql(k));
         lacks(k, "GETDATE");
