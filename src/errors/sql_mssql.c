@@ -22,9 +22,13 @@
  * - Every comparison of a column with a value a caller gave carries the
  *   padding sentinel (sql_int.h, SB_MS_SAME): no validation refuses a
  *   unique id, group id, failed queue, endpoint, type or classifier that
- *   ends in a space. Values the store wrote itself never end in one
- *   (ingestion refuses or trims them: errors.h, SB_MS_*), so comparisons
- *   between stored columns and lists of stored ids are plain.
+ *   ends in a space (select.c and list.c check only lengths). Redirects'
+ *   queues are the exception: sb_validate_queue_name (core/validate.c)
+ *   refuses leading and trailing white space, and a redirect id is found
+ *   by strcmp before it is written. Values the store wrote itself never
+ *   end in a space (ingestion refuses or trims them: errors.h, SB_MS_*),
+ *   so comparisons between stored columns and lists of stored ids are
+ *   plain.
  * - OPENJSON's columns have the database's collation: each is compared
  *   with COLLATE Latin1_General_100_BIN2, the collation of every key
  *   column here (byte-exact like PostgreSQL's "C"; a case-insensitive
