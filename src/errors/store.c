@@ -37,6 +37,7 @@ static void create_fulltext(sb_errors *e)
 {
     sb_conn *c = NULL;
     sb_error err;
+    sb_error_clear(&err);
     int rc = sb__pool_acquire(e->bus->pool, 30000, &c, &err);
     if (rc == SB_OK) {
         rc = sb__exec(c, e->sql.s[ER_FULLTEXT], &err);
