@@ -5,13 +5,16 @@
  * failed_message_groups, so no write path can forget it: row triggers on
  * SQLite (one writer at a time), statement triggers over transition
  * tables on PostgreSQL (one aggregated statement per change, keys in
- * order). A window only widens while messages join; when a message at one
- * of its ends leaves, the row is marked stale, readers compute a stale
- * window from the group's rows, and writers refresh stale rows at the end
- * of each ingestion pass and bulk operation. */
+ * order), AFTER triggers over inserted / deleted on SQL Server (the same
+ * aggregation as PostgreSQL's, applied with UPDATE ... FROM and MERGE). A
+ * window only widens while messages join; when a message at one of its
+ * ends leaves, the row is marked stale, readers compute a stale window
+ * from the group's rows, and writers refresh stale rows at the end of
+ * each ingestion pass and bulk operation. */
 #include "errors/classify.h"
-#include "errors/errors.h"
+#include "errors/sql_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define C "{p}failed_counts"
@@ -361,19 +364,296 @@ static void pg_ddl(sb_buf *b)
     sb__buf_puts(b, "END $do$;\n");
 }
 
-void sb__errors_counts_ddl(int pg, const char *text_type, sb_buf *b)
+static void ms_ddl(sb_buf *b);
+
+void sb__errors_counts_ddl(int dialect, const char *text_type, sb_buf *b)
 {
+    if (dialect == SB_DIALECT_MSSQL) {
+        ms_ddl(b);
+        return;
+    }
     sb__buf_printf(b, table_ddl, text_type, text_type, text_type);
-    if (pg)
+    if (dialect == SB_DIALECT_POSTGRES)
         pg_ddl(b);
     else
         sqlite_ddl(b);
 }
 
+/* ---- SQL Server: AFTER triggers over inserted / deleted ---- */
+
+/* The same removals and additions as PostgreSQL's, over the trigger's
+ * pseudo-tables: `deleted AS od` (old rows) and `inserted AS nw` (new
+ * rows). NULLs are typed (a UNION's first branch types its columns).
+ * Each trigger is created through EXEC (CREATE TRIGGER must open its
+ * batch), once: a trigger of that name is left as it is. */
+#define MS_PAIRS                                                            \
+    "deleted AS od JOIN inserted AS nw ON nw.unique_message_id = "         \
+    "od.unique_message_id"
+#define MS_GROUPS_OF(r)                                                     \
+    " JOIN " FG " AS g ON g.unique_message_id = " r ".unique_message_id"
+#define MS_MESSAGE_OF(r)                                                    \
+    " JOIN " FM " AS f ON f.unique_message_id = " r ".unique_message_id"
+
+static void ms_scalar(sb_buf *b, int t, int add, int *first)
+{
+    const char *r = add ? "nw" : "od";
+    for (int k = 1; k <= N_SCALAR; k++) {
+        const char *col = scalar_col[k];
+        union_all(b, first);
+        sb__buf_printf(b,
+                       "SELECT %d AS kind, coalesce(%s.%s, '') AS item, "
+                       "%s.status, %sCAST(NULL AS bigint) AS f, CAST(NULL AS "
+                       "bigint) AS l%s FROM %s",
+                       k, r, col, r, add ? "1 AS dn, " : "",
+                       add ? ", CAST(NULL AS nvarchar(100)) AS gt, CAST(NULL "
+                             "AS nvarchar(max)) AS ti"
+                           : "",
+                       t == PG_FM_UPD ? MS_PAIRS
+                       : add          ? "inserted AS nw"
+                                      : "deleted AS od");
+        /* IS DISTINCT FROM, which SQL Server 2017 lacks. */
+        if (t == PG_FM_UPD)
+            sb__buf_printf(b,
+                           " WHERE od.status <> nw.status OR od.%s <> nw.%s "
+                           "OR (od.%s IS NULL AND nw.%s IS NOT NULL) OR "
+                           "(od.%s IS NOT NULL AND nw.%s IS NULL)",
+                           col, col, col, col, col, col);
+    }
+}
+
+static int ms_removals(sb_buf *b, int t)
+{
+    int first = 1;
+    if (t == PG_FM_UPD || t == PG_FM_DEL) {
+        ms_scalar(b, t, 0, &first);
+        union_all(b, &first);
+        sb__buf_printf(b,
+                       "SELECT 4, g.group_id, od.status, " TIMES("od")
+                       " FROM %s" MS_GROUPS_OF("od") "%s",
+                       t == PG_FM_UPD ? MS_PAIRS : "deleted AS od",
+                       t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
+    }
+    if (t == PG_FG_DEL) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
+                        "f.first_time_of_failure AS f, "
+                        "f.last_time_of_failure AS l FROM deleted AS od"
+                        MS_MESSAGE_OF("od"));
+    }
+    return !first;
+}
+
+static int ms_additions(sb_buf *b, int t)
+{
+    int first = 1;
+    if (t == PG_FM_INS || t == PG_FM_UPD)
+        ms_scalar(b, t, 1, &first);
+    if (t == PG_FM_INS) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
+                        ", g.type, g.title FROM inserted AS nw"
+                        MS_GROUPS_OF("nw"));
+    }
+    if (t == PG_FM_UPD) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
+                        "od.status <> nw.status THEN 1 ELSE 0 END, "
+                        TIMES("nw") ", g.type, g.title FROM " MS_PAIRS
+                        MS_GROUPS_OF("nw") " WHERE od.status <> nw.status "
+                        "OR od.first_time_of_failure <> "
+                        "nw.first_time_of_failure OR od.last_time_of_failure "
+                        "<> nw.last_time_of_failure");
+    }
+    if (t == PG_FG_INS) {
+        union_all(b, &first);
+        sb__buf_puts(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, 1 "
+                        "AS dn, f.first_time_of_failure AS f, "
+                        "f.last_time_of_failure AS l, nw.type AS gt, "
+                        "nw.title AS ti FROM inserted AS nw"
+                        MS_MESSAGE_OF("nw"));
+    }
+    return !first;
+}
+
+/* One trigger's body: nothing when its statement changed no row; the
+ * removals with one UPDATE ... FROM, the additions with one MERGE (its
+ * HOLDLOCK makes a concurrent first insert of a key wait, then update).
+ * SET NOCOUNT ON keeps the trigger's own row counts from the client. */
+static void ms_body(sb_buf *b, int t)
+{
+    int ins = t == PG_FM_INS || t == PG_FG_INS;
+    sb__buf_printf(b, "BEGIN SET NOCOUNT ON; IF NOT EXISTS (SELECT 1 FROM "
+                      "%s) RETURN; ",
+                   ins ? "inserted" : "deleted");
+    size_t mark = b->len;
+    sb__buf_puts(b, "UPDATE c SET ");
+    remove_set(b, 1, "r.k", "r.rf", "r.rl");
+    sb__buf_puts(b, " FROM " C " AS c JOIN (SELECT kind, item, status, "
+                    "COUNT(*) AS k, MIN(f) AS rf, MAX(l) AS rl FROM (");
+    if (ms_removals(b, t))
+        sb__buf_puts(b, ") AS t GROUP BY kind, item, status) AS r ON c.kind "
+                        "= r.kind AND c.item = r.item AND c.status = "
+                        "r.status; ");
+    else
+        b->len = mark;
+    mark = b->len;
+    sb__buf_puts(b, "MERGE " C " WITH (HOLDLOCK) AS c USING (SELECT kind, "
+                    "item, status, SUM(dn) AS n, MIN(f) AS first_us, MAX(l) "
+                    "AS last_us, MAX(gt) AS group_type, MAX(ti) AS title "
+                    "FROM (");
+    if (ms_additions(b, t)) {
+        sb__buf_puts(b, ") AS t GROUP BY kind, item, status) AS x ON c.kind "
+                        "= x.kind AND c.item = x.item AND c.status = "
+                        "x.status WHEN MATCHED THEN UPDATE SET n = c.n + "
+                        "x.n, first_us = CASE WHEN c.n = 0 OR c.first_us IS "
+                        "NULL THEN x.first_us ELSE CASE WHEN c.first_us <= "
+                        "x.first_us THEN c.first_us ELSE x.first_us END END, "
+                        "last_us = CASE WHEN c.n = 0 OR c.last_us IS NULL "
+                        "THEN x.last_us ELSE CASE WHEN c.last_us >= "
+                        "x.last_us THEN c.last_us ELSE x.last_us END END WHEN "
+                        "NOT MATCHED THEN INSERT (kind, item, status, n, "
+                        "first_us, last_us, group_type, title) VALUES "
+                        "(x.kind, x.item, x.status, x.n, x.first_us, "
+                        "x.last_us, x.group_type, x.title); ");
+    } else {
+        b->len = mark;
+    }
+    sb__buf_puts(b, "END");
+    b->data[b->len] = '\0';
+}
+
+/* `s` as the body of an N'...' literal (quotes doubled). */
+static void ms_quoted(sb_buf *b, const char *s)
+{
+    for (const char *q; (q = strchr(s, '\'')) != NULL; s = q + 1) {
+        sb__buf_append(b, s, (size_t)(q - s) + 1);
+        sb__buf_puts(b, "'");
+    }
+    sb__buf_puts(b, s);
+}
+
+void sb__errors_ms_trigger(sb_buf *b, const char *name, const char *table,
+                           const char *ev, const char *body)
+{
+    sb__buf_printf(b,
+                   "IF OBJECT_ID(N'%s', N'TR') IS NULL EXEC(N'CREATE TRIGGER "
+                   "%s ON %s AFTER %s AS ",
+                   name, name, table, ev);
+    ms_quoted(b, body);
+    sb__buf_puts(b, "');\n");
+}
+
+static void ms_ddl(sb_buf *b)
+{
+    sb__buf_puts(b, "IF OBJECT_ID(N'" C "', N'U') IS NULL\n"
+                    "CREATE TABLE " C " (\n"
+                    "  kind int NOT NULL,\n"
+                    "  item nvarchar(400) COLLATE " SB_MS_BIN2 " NOT NULL,\n"
+                    "  status int NOT NULL,\n"
+                    "  n bigint NOT NULL,\n"
+                    "  first_us bigint,\n"
+                    "  last_us bigint,\n"
+                    "  stale int NOT NULL DEFAULT 0,\n"
+                    "  group_type nvarchar(100) COLLATE " SB_MS_BIN2 ",\n"
+                    "  title nvarchar(max),\n"
+                    "  PRIMARY KEY (kind, item, status)\n"
+                    ");\n"
+                    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id "
+                    "= OBJECT_ID(N'" C "', N'U') AND name = "
+                    "N'{p}failed_counts_stale_idx')\n"
+                    "EXEC(N'CREATE INDEX {p}failed_counts_stale_idx ON " C
+                    " (kind, item, status) WHERE stale = 1');\n");
+    sb_buf body;
+    sb__buf_init(&body, 64 * 1024);
+    for (int t = 0; t < PG_N; t++) {
+        int fm = t <= PG_FM_DEL;
+        const char *ev = t == PG_FM_INS || t == PG_FG_INS   ? "INSERT"
+                         : t == PG_FM_UPD                    ? "UPDATE"
+                                                             : "DELETE";
+        char name[64];
+        snprintf(name, sizeof name, "{p}fc_%s", pg_name[t]);
+        sb__buf_reset(&body);
+        ms_body(&body, t);
+        if (body.failed)
+            b->failed = body.failed;
+        else
+            sb__errors_ms_trigger(b, name, fm ? FM : FG, ev, body.data);
+    }
+    sb__buf_free(&body);
+}
+
 /* ---- statements ---- */
 
-void sb__errors_counts_sql(int pg, int k, sb_buf *b)
+/* SQL Server: TOP for LIMIT, the sentinel where a caller's classifier is
+ * compared (groups.c passes it through unchecked). */
+static void ms_counts_sql(int k, sb_buf *b)
 {
+    switch (k) {
+    case ER_COUNTS_STATE:
+        sb__buf_puts(b, "SELECT (SELECT count(*) FROM (SELECT TOP (1) 1 AS x "
+                        "FROM " C ") a), (SELECT count(*) FROM (SELECT TOP "
+                        "(1) 1 AS x FROM " FM ") b)");
+        return;
+    case ER_STALE_TAKE: /* rows other refreshers hold are skipped */
+        sb__buf_printf(b,
+                       "SELECT TOP (%d) item, status FROM " C " WITH "
+                       "(UPDLOCK, ROWLOCK, READPAST) WHERE stale = 1 AND "
+                       "kind = 4 ORDER BY kind, item, status",
+                       REFRESH_BATCH);
+        return;
+    case ER_STALE_FIX: /* $1 group (read from the table), $2 status */
+        sb__buf_puts(b, "UPDATE c SET first_us = s.fu, last_us = s.lu, "
+                        "stale = 0 FROM " C " AS c CROSS APPLY (SELECT "
+                        "min(f.first_time_of_failure) AS fu, "
+                        "max(f.last_time_of_failure) AS lu"
+                        GROUP_ROWS("c.group_type", "$1", "$2")
+                        ") AS s WHERE c.kind = 4 AND c.item = $1 AND "
+                        "c.status = $2");
+        return;
+    case ER_GROUPS_STALE: /* $1 classifier, $2 status */
+        sb__buf_puts(b, "SELECT count(*) FROM (SELECT TOP (1) 1 AS x FROM " C
+                        " WHERE stale = 1 AND kind = 4 AND "
+                        SB_MS_SAME("group_type", "$1")
+                        " AND status = $2) s");
+        return;
+    case ER_GROUPS: /* $1 classifier, $2 status, $3 limit */
+        sb__buf_puts(b, "SELECT TOP (CAST($3 AS int)) item, group_type, "
+                        "title, n, first_us, last_us, (SELECT comment FROM "
+                        "{p}group_comments WHERE group_id = c.item) FROM " C
+                        " c WHERE c.kind = 4 AND "
+                        SB_MS_SAME("c.group_type", "$1")
+                        " AND c.status = $2 AND c.n > 0 ORDER BY last_us "
+                        "DESC, item");
+        return;
+    case ER_GROUPS_EXACT:
+        sb__buf_puts(b,
+                     "SELECT TOP (CAST($3 AS int)) item, group_type, title, "
+                     "n, fu, lu, (SELECT comment FROM {p}group_comments "
+                     "WHERE group_id = w.item) FROM (SELECT c.item, "
+                     "c.group_type, c.title, c.n, CASE WHEN c.stale = 1 THEN "
+                     "(SELECT min(f.first_time_of_failure)"
+                     GROUP_ROWS("c.group_type", "c.item", "c.status")
+                     ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
+                     "THEN (SELECT max(f.last_time_of_failure)"
+                     GROUP_ROWS("c.group_type", "c.item", "c.status")
+                     ") ELSE c.last_us END AS lu FROM " C " c WHERE c.kind = "
+                     "4 AND " SB_MS_SAME("c.group_type", "$1")
+                     " AND c.status = $2 AND c.n > 0) w ORDER BY lu DESC, "
+                     "item");
+        return;
+    default: /* ER_COUNTS_REBUILD: the same text everywhere */
+        sb__errors_counts_sql(SB_DIALECT_SQLITE, k, b);
+        return;
+    }
+}
+
+void sb__errors_counts_sql(int dialect, int k, sb_buf *b)
+{
+    int pg = dialect == SB_DIALECT_POSTGRES;
+    if (dialect == SB_DIALECT_MSSQL) {
+        ms_counts_sql(k, b);
+        return;
+    }
     switch (k) {
     case ER_COUNTS_STATE: /* is a rebuild needed? */
         sb__buf_puts(b, "SELECT (SELECT count(*) FROM (SELECT 1 FROM " C
@@ -493,6 +773,24 @@ int sb__errors_refresh_windows(sb_errors *e, sb_error *err)
     return rc;
 }
 
+void sb__errors_count_sql(int dialect, int item, int status, sb_buf *b)
+{
+    size_t np = 1;
+    sb__buf_printf(b, "SELECT coalesce(sum(n), 0)%s FROM " C " WHERE kind = $1",
+                   dialect == SB_DIALECT_POSTGRES ? "::int8" : "");
+    /* SQL Server: the item is a caller's filter value (list.c). */
+    if (item && dialect == SB_DIALECT_MSSQL)
+        sb__buf_printf(b,
+                       " AND item = $%zu COLLATE " SB_MS_BIN2 " AND item + "
+                       "N'.' = $%zu + N'.' COLLATE " SB_MS_BIN2,
+                       np + 1, np + 1);
+    else if (item)
+        sb__buf_printf(b, " AND item = $%zu", np + 1);
+    np += item != 0;
+    if (status)
+        sb__buf_printf(b, " AND status = $%zu", np + 1);
+}
+
 int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
                      int status, int64_t *out, sb_error *err)
 {
@@ -501,16 +799,11 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
     sb_value p[3];
     size_t np = 0;
     p[np++] = sb__v_int(kind);
-    sb__buf_printf(&b, "SELECT coalesce(sum(n), 0)%s FROM " C " WHERE kind = $1",
-                   e->bus->dialect == SB_DIALECT_POSTGRES ? "::int8" : "");
-    if (item != NULL) {
+    if (item != NULL)
         p[np++] = sb__v_text(item);
-        sb__buf_printf(&b, " AND item = $%zu", np);
-    }
-    if (status >= 0) {
+    if (status >= 0)
         p[np++] = sb__v_int(status);
-        sb__buf_printf(&b, " AND status = $%zu", np);
-    }
+    sb__errors_count_sql(e->bus->dialect, item != NULL, status >= 0, &b);
     int rc = b.failed;
     char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
                             : NULL;
@@ -523,6 +816,24 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
     sb__rows_free(rows);
     sb__free(sql);
     return rc;
+}
+
+void sb__errors_counts_by_sql(int dialect, int status, sb_buf *b)
+{
+    int pg = dialect == SB_DIALECT_POSTGRES, ms = dialect == SB_DIALECT_MSSQL;
+    size_t np = 1;
+    sb__buf_printf(b, "SELECT %sitem, sum(n)%s FROM " C " WHERE kind = $1 AND "
+                      "item <> ''",
+                   ms ? status ? "TOP (CAST($3 AS int)) "
+                               : "TOP (CAST($2 AS int)) "
+                      : "",
+                   pg ? "::int8" : "");
+    if (status)
+        sb__buf_printf(b, " AND status = $%zu", ++np);
+    sb__buf_puts(b, " GROUP BY item HAVING sum(n) > 0 ORDER BY 2 DESC, "
+                    "item");
+    if (!ms)
+        sb__buf_printf(b, " LIMIT $%zu", np + 1);
 }
 
 int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
@@ -549,23 +860,15 @@ int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
     if (limit < 1 || limit > 1000)
         return sb__err(err, SB_INVALID, "limit",
                        "limit must be 1 to 1000 (got %zu)", limit);
-    int pg = e->bus->dialect == SB_DIALECT_POSTGRES;
     sb_buf b;
     sb__buf_init(&b, 1024);
     sb_value p[3];
     size_t np = 0;
     p[np++] = sb__v_int(kind);
-    sb__buf_printf(&b, "SELECT item, sum(n)%s FROM " C " WHERE kind = $1 AND "
-                       "item <> ''",
-                   pg ? "::int8" : "");
-    if (status >= 0) {
+    if (status >= 0)
         p[np++] = sb__v_int(status);
-        sb__buf_printf(&b, " AND status = $%zu", np);
-    }
     p[np++] = sb__v_int((int64_t)limit);
-    sb__buf_printf(&b, " GROUP BY item HAVING sum(n) > 0 ORDER BY 2 DESC, "
-                       "item LIMIT $%zu",
-                   np);
+    sb__errors_counts_by_sql(e->bus->dialect, status >= 0, &b);
     int rc = b.failed;
     char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
                             : NULL;

@@ -110,7 +110,10 @@ static int edit_tx(sb_conn *c, void *vctx, sb_error *err)
     int64_t claimed = 0;
     sb_value cp[3] = {id, sb__v_int(now), sb__v_text(x->new_id)};
     if (rc == SB_OK)
-        rc = sb__query(c, e->sql.s[ER_EDIT_CLAIM], cp, 3, NULL, &claimed, err);
+        rc = sb__errors_race(e,
+                             sb__query(c, e->sql.s[ER_EDIT_CLAIM], cp, 3,
+                                       NULL, &claimed, err),
+                             err);
     if (rc == SB_OK && claimed == 0) {
         x->ignored = 1; /* edited before: the first edit stands */
         sb__rows_free(src);

@@ -8,11 +8,28 @@
 #include "transport/transport.h"
 
 /* E11: rows per set-based statement. The rows travel as one JSON
- * parameter, so no parameter limit applies; the counts' statement
- * triggers (counts.c) cost per statement, so a default batch (256) is one
- * statement: PostgreSQL ingests ~18 % faster than in chunks of 50. */
+ * parameter, so no parameter limit applies (SQL Server's 2,100 included:
+ * a chunk binds one parameter there too, OPENJSON's); the counts'
+ * statement triggers (counts.c) cost per statement, so a default batch
+ * (256) is one statement: PostgreSQL ingests ~18 % faster than in chunks
+ * of 50. */
 #define SB_ERRORS_CHUNK 1000
 #define SB_MAX_GROUPS 5        /* E12: one per classifier */
+
+/* SQL Server's key and name columns are bounded (an index key holds at
+ * most 900 bytes clustered, 1,700 nonclustered; nvarchar is 2 bytes a
+ * UTF-16 unit, and n UTF-8 bytes are never more than n units): unique
+ * ids as long as the API accepts them (400 bytes), failed queues as long
+ * as a valid queue name (200), message types 200 (so the queue index,
+ * queue + type + unique id + status, stays under 1,700 bytes), endpoints
+ * 400 (a counts key). Ingestion cuts a longer failed queue, endpoint or
+ * message type on a UTF-8 boundary and drops its trailing spaces (the
+ * headers keep the whole value, E5); a message whose unique id is longer
+ * or ends in a space goes to failed_imports (sql_mssql.c). */
+#define SB_MS_ID_MAX 400
+#define SB_MS_QUEUE_MAX 200
+#define SB_MS_TYPE_MAX 200
+#define SB_MS_ENDPOINT_MAX 400
 
 /* Statement indexes (sql.c builds them for one dialect and prefix). */
 enum {
@@ -25,7 +42,10 @@ enum {
     ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_OPS_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
     ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_PRUNE_GROUPS,
     ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX,
-    ER_GROUPS_STALE, ER_GROUPS_EXACT, ER_N
+    ER_GROUPS_STALE, ER_GROUPS_EXACT,
+    /* SQL Server only ("" elsewhere): the full-text catalog and index
+     * (outside any transaction), and whether search can run. */
+    ER_FULLTEXT, ER_SEARCH_READY, ER_N
 };
 
 typedef struct sb_errors_sql {
@@ -60,6 +80,17 @@ typedef struct sb_attempt {
     const sb_msg *row;         /* headers and body (borrowed) */
 } sb_attempt;
 
+/* SQL Server: an insert-if-absent (NOT EXISTS under UPDLOCK, HOLDLOCK)
+ * that lost a race for a new key fails with a duplicate key (SB_CONFLICT,
+ * native 2627 / 2601). Returned as SB_BUSY, so sb__db_run_tx runs the
+ * transaction again, which then finds the row, as ON CONFLICT would have
+ * at once; `rc` unchanged elsewhere. For the rc of such a statement (or
+ * of a transaction made only of them and reads). */
+int sb__errors_race(const sb_errors *e, int rc, sb_error *err);
+/* ingest.c: why SQL Server's store cannot hold a message of `unique_id`
+ * (longer than SB_MS_ID_MAX, or ending in a space), or NULL. */
+const char *sb__errors_unfit_id(int dialect, const char *unique_id);
+
 /* Map a dead-letter row; SB_INVALID with the reason in err->message when
  * it cannot be ingested (E3). */
 int sb__attempt_from_row(const sb_msg *row, sb_attempt *out, sb_error *err);
@@ -83,6 +114,11 @@ typedef int (*sb_batch_fn)(sb_conn *c, sb_errors *e, const char *ids,
                            size_t n, void *user, int64_t *changed,
                            sb_error *err);
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
+/* The walk's page statement of `sel` ({p} unsubstituted: $1 cursor, $2
+ * limit, $3 status, then the filters), or with `count` its count ($1
+ * status, then the filters). */
+void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
+                         int count, sb_buf *b);
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
                           int status, const char *kind, sb_batch_fn fn,
                           void *user, int64_t *changed, sb_error *err);
@@ -102,12 +138,18 @@ const char *const *sb__errors_failure_headers(size_t *n);
 
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
                          size_t *n_out, sb_error *err);
+/* The list's page statement ({p} unsubstituted), sorted by `sort_column`
+ * (a key from list.c's fixed table), or with `sort_column` NULL its count:
+ * the filters' values go to `p` (up to 11), their count is returned; the
+ * page takes the page size and offset after them. */
+size_t sb__errors_list_sql(int dialect, const sb_failed_query *q,
+                           const char *sort_column, sb_buf *b, sb_value *p);
 
 /* history.c: the status history table and its triggers (appended to the
  * DDL), and ER_GET_HISTORY (the newest SB_HISTORY_MAX changes of $1). */
 #define SB_HISTORY_MAX 100
-void sb__errors_history_ddl(int pg, const char *text_type, sb_buf *b);
-void sb__errors_history_sql(sb_buf *b);
+void sb__errors_history_ddl(int dialect, const char *text_type, sb_buf *b);
+void sb__errors_history_sql(int dialect, sb_buf *b);
 
 /* counts.c: the counts table and the triggers that keep it (appended to
  * the DDL), the statements ER_GROUPS* and ER_COUNTS_* / ER_STALE_*, the
@@ -115,12 +157,17 @@ void sb__errors_history_sql(sb_buf *b);
  * refresh of stale group windows (writers call it after their changes)
  * and one count: messages of `kind` (1 failed queue, 2 endpoint, 3
  * message type, 4 group) with `item` (NULL: any) and `status` (-1: any). */
-void sb__errors_counts_ddl(int pg, const char *text_type, sb_buf *b);
-void sb__errors_counts_sql(int pg, int k, sb_buf *b);
+void sb__errors_counts_ddl(int dialect, const char *text_type, sb_buf *b);
+void sb__errors_counts_sql(int dialect, int k, sb_buf *b);
 int sb__errors_counts_ensure(sb_conn *c, sb_errors *e, sb_error *err);
 int sb__errors_refresh_windows(sb_errors *e, sb_error *err);
 int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
                      int status, int64_t *out, sb_error *err);
+/* Their statements ({p} unsubstituted): the count of kind $1 [and item
+ * $2] [and status $next]; the counts per item of kind $1 [and status $2],
+ * the limit last. */
+void sb__errors_count_sql(int dialect, int item, int status, sb_buf *b);
+void sb__errors_counts_by_sql(int dialect, int status, sb_buf *b);
 
 /* words.c, E22 on PostgreSQL: the search index's words, cut by sqlbus.
  * A message's vector covers the first SB_SEARCH_TEXT_MAX bytes of its
@@ -146,6 +193,17 @@ int sb__search_vector(sb_buf *b, const char *const *texts,
                       const size_t *lens, size_t n);
 int sb__search_query(const char *in, sb_buf *b);
 size_t sb__search_term(const char **p, const char **term);
+/* E22 on SQL Server, the same cut: sb__search_words appends the words of
+ * `texts` (the first SB_SEARCH_TEXT_MAX bytes, words over
+ * SB_SEARCH_WORD_MAX skipped) in order, one space between, ASCII lowered:
+ * the text its full-text index reads, in which every break is a space
+ * (letters, digits and the rest of a word need no JSON escaping).
+ * sb__search_contains appends a caller's query as a CONTAINS condition:
+ * each term's words a quoted phrase ("shop order"), terms ORed; returns
+ * the number of terms. */
+void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
+                      size_t n);
+int sb__search_contains(const char *in, sb_buf *b);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
  * unique id); returns the count or -1 when out of memory. */

@@ -85,7 +85,9 @@ static int comment_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_value p[3] = {sb__v_text(x->group_id),
                      sb__v_int(sb__bus_now_us(x->e->bus)),
                      sb__v_text(x->comment)};
-    return sb__query(c, x->e->sql.s[ER_SET_COMMENT], p, 3, NULL, NULL, err);
+    return sb__errors_race(
+        x->e, sb__query(c, x->e->sql.s[ER_SET_COMMENT], p, 3, NULL, NULL, err),
+        err);
 }
 
 int sb_errors_group_comment(sb_errors *e, const char *group_id,

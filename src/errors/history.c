@@ -7,7 +7,7 @@
  * first_time_of_failure, so ingesting a new message writes nothing here;
  * a trigger that fires only when the status changes costs ingestion
  * nothing for the re-failures of unresolved messages. */
-#include "errors/errors.h"
+#include "errors/sql_int.h"
 
 #define HISTORY "{p}failed_message_history"
 #define FM "{p}failed_messages"
@@ -65,18 +65,66 @@ static const char pg_ddl[] =
     "END IF;\n"
     "END $do$;\n";
 
-void sb__errors_history_ddl(int pg, const char *text_type, sb_buf *b)
+/* SQL Server: statement triggers over inserted / deleted (it has no row
+ * triggers); the update one returns at once unless the statement set
+ * status, and writes only the rows whose status changed. The history is
+ * clustered on its lookup key, so the delete with a message and the read
+ * of its newest changes are range seeks. */
+static const char ms_table_ddl[] =
+    "IF OBJECT_ID(N'" HISTORY "', N'U') IS NULL\n"
+    "CREATE TABLE " HISTORY " (\n"
+    "  unique_message_id nvarchar(400) COLLATE " SB_MS_BIN2 " NOT NULL,\n"
+    "  changed_at bigint NOT NULL,\n"
+    "  status int NOT NULL,\n"
+    "  previous int NOT NULL\n"
+    ");\n"
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
+    "OBJECT_ID(N'" HISTORY "', N'U') AND name = "
+    "N'{p}failed_message_history_idx')\n"
+    "EXEC(N'CREATE CLUSTERED INDEX {p}failed_message_history_idx ON " HISTORY
+    " (unique_message_id, changed_at)');\n";
+
+static void ms_ddl(sb_buf *b)
 {
-    sb__buf_printf(b, table_ddl, text_type);
-    sb__buf_puts(b, pg ? pg_ddl : sqlite_ddl);
+    sb__buf_puts(b, ms_table_ddl);
+    sb__errors_ms_trigger(
+        b, "{p}fh_fm_upd", FM, "UPDATE",
+        "BEGIN SET NOCOUNT ON; IF NOT UPDATE(status) RETURN; INSERT INTO "
+        HISTORY " (unique_message_id, changed_at, status, previous) SELECT "
+        "nw.unique_message_id, nw.status_changed_at, nw.status, od.status "
+        "FROM inserted AS nw JOIN deleted AS od ON od.unique_message_id = "
+        "nw.unique_message_id WHERE od.status <> nw.status; END");
+    sb__errors_ms_trigger(
+        b, "{p}fh_fm_del", FM, "DELETE",
+        "BEGIN SET NOCOUNT ON; DELETE h FROM " HISTORY " AS h JOIN deleted "
+        "AS od ON h.unique_message_id = od.unique_message_id; END");
 }
 
-void sb__errors_history_sql(sb_buf *b)
+void sb__errors_history_ddl(int dialect, const char *text_type, sb_buf *b)
 {
-    /* The newest SB_HISTORY_MAX, read oldest first by the accessors. */
-    sb__buf_printf(b,
-                   "SELECT status, previous, changed_at FROM " HISTORY
-                   " WHERE unique_message_id = $1 ORDER BY changed_at DESC "
-                   "LIMIT %d",
-                   SB_HISTORY_MAX);
+    if (dialect == SB_DIALECT_MSSQL) {
+        ms_ddl(b);
+        return;
+    }
+    sb__buf_printf(b, table_ddl, text_type);
+    sb__buf_puts(b, dialect == SB_DIALECT_POSTGRES ? pg_ddl : sqlite_ddl);
+}
+
+void sb__errors_history_sql(int dialect, sb_buf *b)
+{
+    /* The newest SB_HISTORY_MAX, read oldest first by the accessors; on
+     * SQL Server the id is a caller's (the sentinel: sql_int.h). */
+    if (dialect == SB_DIALECT_MSSQL)
+        sb__buf_printf(b,
+                       "SELECT TOP (%d) status, previous, changed_at FROM "
+                       HISTORY " WHERE "
+                       SB_MS_SAME("unique_message_id", "$1")
+                       " ORDER BY changed_at DESC",
+                       SB_HISTORY_MAX);
+    else
+        sb__buf_printf(b,
+                       "SELECT status, previous, changed_at FROM " HISTORY
+                       " WHERE unique_message_id = $1 ORDER BY changed_at "
+                       "DESC LIMIT %d",
+                       SB_HISTORY_MAX);
 }

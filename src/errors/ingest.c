@@ -76,6 +76,45 @@ static void json_int(sb_buf *b, const char *key, int64_t v)
     sb__buf_printf(b, ",\"%s\":%lld", key, (long long)v);
 }
 
+/* SQL Server: a name column's value cut to its size on a UTF-8 boundary
+ * (`cap` bytes are never more than `cap` UTF-16 units) and without
+ * trailing spaces, which SQL Server's = would ignore (errors.h, SB_MS_*);
+ * `cap` 0: the value as it is. */
+static void json_name(sb_buf *b, const char *key, const char *v, size_t cap,
+                      int comma)
+{
+    if (v == NULL || cap == 0) {
+        json_text(b, key, v, comma);
+        return;
+    }
+    size_t n = strlen(v);
+    if (n > cap) {
+        n = cap;
+        while (n > 0 && ((unsigned char)v[n] & 0xc0) == 0x80)
+            n--;
+    }
+    while (n > 0 && v[n - 1] == ' ')
+        n--;
+    sb__buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    sb__buf_json_mem(b, v, n);
+}
+
+const char *sb__errors_unfit_id(int dialect, const char *unique_id)
+{
+    if (dialect != SB_DIALECT_MSSQL || unique_id == NULL)
+        return NULL;
+    size_t n = strlen(unique_id);
+    if (n > SB_MS_ID_MAX)
+        return "the unique id is longer than 400 bytes, the most SQL Server's "
+               "store keeps (sb-retry-of or "
+               "ServiceControl.Retry.UniqueMessageId is too long)";
+    if (n > 0 && unique_id[n - 1] == ' ')
+        return "the unique id ends with a space, which SQL Server cannot tell "
+               "from the same id without it (sb-retry-of or "
+               "ServiceControl.Retry.UniqueMessageId)";
+    return NULL;
+}
+
 /* E3: a row that cannot become a failed message is kept with its reason,
  * in the transaction that removes it from the dead-letter queue. */
 static int keep_failed_import(batch *x, const sb_msg *row, const char *why,
@@ -101,6 +140,17 @@ static int map_rows(batch *x, sb_error *err)
     for (size_t i = 0; i < x->n_rows; i++) {
         sb_error why;
         int rc = sb__attempt_from_row(x->rows[i], &x->attempts[i], &why);
+        const char *unfit =
+            rc == SB_OK ? sb__errors_unfit_id(x->e->bus->dialect,
+                                              x->attempts[i].unique_id)
+                        : NULL;
+        if (unfit != NULL) {
+            sb__attempt_clear(&x->attempts[i]);
+            rc = keep_failed_import(x, x->rows[i], unfit, err);
+            if (rc != SB_OK)
+                return rc;
+            continue;
+        }
         if (rc == SB_INVALID)
             rc = keep_failed_import(x, x->rows[i], why.message, err);
         else if (rc != SB_OK)
@@ -113,12 +163,13 @@ static int map_rows(batch *x, sb_error *err)
     return SB_OK;
 }
 
-static void row_json(const sb_folded *f, const sb_body_place *pl, int pg,
-                     sb_buf *b)
+static void row_json(const sb_folded *f, const sb_body_place *pl,
+                     int dialect, sb_buf *b)
 {
     const sb_attempt *a = f->newest;
     size_t len = 0;
     const char *body = sb_msg_payload(a->row, &len);
+    int pg = dialect == SB_DIALECT_POSTGRES, ms = dialect == SB_DIALECT_MSSQL;
     sb__buf_puts(b, "{");
     json_text(b, "unique_message_id", a->unique_id, 0);
     json_int(b, "number_of_processing_attempts", f->attempts);
@@ -126,9 +177,10 @@ static void row_json(const sb_folded *f, const sb_body_place *pl, int pg,
     json_int(b, "last_time_of_failure", f->last_us);
     json_int(b, "last_attempted_at", f->last_us);
     json_text(b, "message_id", a->message_id, 1);
-    json_text(b, "message_type", a->message_type, 1);
-    json_text(b, "failed_queue", a->failed_queue, 1);
-    json_text(b, "processing_endpoint", a->processing_endpoint, 1);
+    json_name(b, "message_type", a->message_type, ms ? SB_MS_TYPE_MAX : 0, 1);
+    json_name(b, "failed_queue", a->failed_queue, ms ? SB_MS_QUEUE_MAX : 0, 1);
+    json_name(b, "processing_endpoint", a->processing_endpoint,
+              ms ? SB_MS_ENDPOINT_MAX : 0, 1);
     json_text(b, "host", a->host, 1);
     json_text(b, "host_id", a->host_id, 1);
     json_text(b, "instance_id", a->instance_id, 1);
@@ -154,6 +206,15 @@ static void row_json(const sb_folded *f, const sb_body_place *pl, int pg,
         sb__buf_puts(b, ",\"search\":\"");
         int wide = sb__search_vector(b, texts, lens, 3);
         sb__buf_puts(b, wide ? "\",\"search_wide\":1" : "\"");
+    }
+    if (ms) { /* E22: the same cut, as words in order (search.c) */
+        const char *texts[3] = {a->message_type, sb_msg_headers(a->row),
+                                pl->inline_text ? body : NULL};
+        size_t lens[3] = {texts[0] ? strlen(texts[0]) : 0,
+                          texts[1] ? strlen(texts[1]) : 0, pl->inline_len};
+        sb__buf_puts(b, ",\"search_text\":\"");
+        sb__search_words(b, texts, lens, 3);
+        sb__buf_puts(b, "\"");
     }
     sb__buf_puts(b, "}");
 }
@@ -188,8 +249,8 @@ static int upsert(batch *x, sb_error *err)
         for (long i = at; i < end; i++) {
             if (i > at)
                 sb__buf_puts(&x->json, ",");
-            row_json(&x->folded[i], &x->place[i],
-                     x->e->bus->dialect == SB_DIALECT_POSTGRES, &x->json);
+            row_json(&x->folded[i], &x->place[i], x->e->bus->dialect,
+                     &x->json);
         }
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;
@@ -329,7 +390,10 @@ static int record_endpoints(batch *x, sb_error *err)
                                    a->host_id ? a->host_id : "", id);
         sb__buf_puts(&x->json, any++ ? ",{" : "{");
         json_text(&x->json, "i", id, 0);
-        json_text(&x->json, "n", a->processing_endpoint, 1);
+        json_name(&x->json, "n", a->processing_endpoint,
+                  x->e->bus->dialect == SB_DIALECT_MSSQL ? SB_MS_ENDPOINT_MAX
+                                                         : 0,
+                  1);
         json_text(&x->json, "h", a->host_id, 1);
         json_text(&x->json, "m", a->host, 1);
         sb__buf_puts(&x->json, "}");
@@ -413,7 +477,9 @@ static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = drop_claims(x, err);
     if (rc == SB_OK)
         rc = resolve_confirmed(x, err);
-    return rc;
+    /* Every statement here is a read, a guarded upsert or an insert-if-
+     * absent: a conflict is a key race, and the batch replays safely. */
+    return sb__errors_race(x->e, rc, err);
 }
 
 int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)

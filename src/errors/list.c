@@ -3,7 +3,7 @@
  * total for paging headers, and the unique id as the tie-breaker so pages
  * never repeat or skip a row between equal keys. */
 #include "errors/classify.h"
-#include "errors/errors.h"
+#include "errors/sql_int.h"
 
 #include <string.h>
 
@@ -30,17 +30,22 @@ static const sort_key sort_keys[] = {
  * table (P11: 0.5 s and more at 1,000,000 messages); a text per set of
  * filters lets each use its index. The statements stay parameterized:
  * statuses are numbers from the caller's mask, never its text. */
-static size_t filters(const sb_failed_query *q, sb_buf *b, sb_value *p)
+static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
+                      sb_value *p)
 {
     static const char *const cond[] = {
         "failed_queue = ", "processing_endpoint = ",
         "unique_message_id IN (SELECT unique_message_id FROM "
         "{p}failed_message_groups WHERE group_id = ",
         "message_type = "};
+    static const char *const col[] = {"failed_queue", "processing_endpoint",
+                                      "group_id", "message_type"};
     const char *text[] = {q->failed_queue, q->endpoint, q->group_id,
                           q->message_type};
+    int ms = dialect == SB_DIALECT_MSSQL;
     size_t n = 0;
-    sb__buf_puts(b, " FROM {p}failed_messages f WHERE true");
+    sb__buf_puts(b, ms ? " FROM {p}failed_messages f WHERE 1 = 1"
+                       : " FROM {p}failed_messages f WHERE true");
     if (q->statuses != 0) {
         sb__buf_puts(b, " AND status IN (");
         for (int st = 0, k = 0; st <= SB_FAILED_ARCHIVED; st++)
@@ -57,7 +62,14 @@ static size_t filters(const sb_failed_query *q, sb_buf *b, sb_value *p)
         if (text[i] == NULL || text[i][0] == '\0')
             continue;
         p[n++] = sb__v_text(text[i]);
-        sb__buf_printf(b, " AND %s$%zu%s", cond[i], n, i == 2 ? ")" : "");
+        if (ms) /* a caller's value: exact, padding or not (sql_int.h) */
+            sb__buf_printf(b,
+                           " AND %s$%zu COLLATE " SB_MS_BIN2 " AND %s + "
+                           "N'.' = $%zu + N'.' COLLATE " SB_MS_BIN2 "%s",
+                           cond[i], n, col[i], n, i == 2 ? ")" : "");
+        else
+            sb__buf_printf(b, " AND %s$%zu%s", cond[i], n,
+                           i == 2 ? ")" : "");
     }
     if (q->modified_from_us != 0) {
         p[n++] = sb__v_int(q->modified_from_us);
@@ -186,6 +198,29 @@ int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
     return SB_OK;
 }
 
+size_t sb__errors_list_sql(int dialect, const sb_failed_query *q,
+                           const char *sort_column, sb_buf *b, sb_value *p)
+{
+    if (sort_column == NULL) {
+        sb__buf_puts(b, "SELECT count(*)");
+        return filters(dialect, q, b, p);
+    }
+    const char *dir = q->ascending ? "ASC" : "DESC";
+    sb__buf_puts(b, "SELECT " SB__SUMMARY_COLUMNS);
+    size_t np = filters(dialect, q, b, p);
+    if (dialect == SB_DIALECT_MSSQL)
+        sb__buf_printf(b,
+                       " ORDER BY %s %s, unique_message_id %s OFFSET CAST($%zu "
+                       "AS bigint) ROWS FETCH NEXT CAST($%zu AS bigint) ROWS "
+                       "ONLY",
+                       sort_column, dir, dir, np + 2, np + 1);
+    else
+        sb__buf_printf(b, " ORDER BY %s %s, unique_message_id %s LIMIT $%zu "
+                          "OFFSET $%zu",
+                       sort_column, dir, dir, np + 1, np + 2);
+    return np;
+}
+
 int sb_errors_list(sb_errors *e, const sb_failed_query *q,
                    sb_failed_summary **out, size_t *n_out, int64_t *total,
                    sb_error *err)
@@ -211,15 +246,10 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
         return rc;
     size_t per = q->per_page ? q->per_page : DEFAULT_PER_PAGE;
     size_t page = q->page ? q->page : 1;
-    const char *dir = q->ascending ? "ASC" : "DESC";
     sb_value p[13];
     sb_buf b;
     sb__buf_init(&b, 4096);
-    sb__buf_puts(&b, "SELECT " SB__SUMMARY_COLUMNS);
-    size_t np = filters(q, &b, p);
-    sb__buf_printf(&b, " ORDER BY %s %s, unique_message_id %s LIMIT $%zu "
-                       "OFFSET $%zu",
-                   key->column, dir, dir, np + 1, np + 2);
+    size_t np = sb__errors_list_sql(e->bus->dialect, q, key->column, &b, p);
     p[np] = sb__v_int((int64_t)per);
     p[np + 1] = sb__v_int((int64_t)((page - 1) * per));
     char *page_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
@@ -229,8 +259,7 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     char *count_sql = NULL;
     if (counted(q, &kind, &item, &status) == 0) {
         sb__buf_reset(&b);
-        sb__buf_puts(&b, "SELECT count(*)");
-        filters(q, &b, p);
+        sb__errors_list_sql(e->bus->dialect, q, NULL, &b, p);
         count_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
                                                     &rc);
     }

@@ -77,7 +77,9 @@ static int put(sb_conn *c, redirect_ctx *x, const char *id, const char *from,
     sb__strlcpy(x->out.from_queue, from, sizeof x->out.from_queue);
     sb__strlcpy(x->out.to_queue, x->to, sizeof x->out.to_queue);
     x->out.last_modified_us = now;
-    return sb__query(c, x->e->sql.s[ER_REDIRECT_PUT], p, 4, NULL, NULL, err);
+    return sb__errors_race(
+        x->e, sb__query(c, x->e->sql.s[ER_REDIRECT_PUT], p, 4, NULL, NULL, err),
+        err);
 }
 
 static int add_tx(sb_conn *c, void *vctx, sb_error *err)

@@ -67,7 +67,8 @@ static int retry_batch(sb_conn *c, sb_errors *e, const char *ids, size_t n,
     int64_t now = sb__bus_now_us(e->bus);
     sb_value cp[3] = {sb__v_text(ids), sb__v_int(now), sb__v_text(batch_id)};
     sb_rows *claimed = NULL;
-    int rc = sb__query(c, e->sql.s[ER_CLAIM], cp, 3, &claimed, NULL, err);
+    int rc = sb__errors_race(
+        e, sb__query(c, e->sql.s[ER_CLAIM], cp, 3, &claimed, NULL, err), err);
     sb_buf sent, unsent;
     sb__buf_init(&sent, n * 1100 + 16);
     sb__buf_init(&unsent, n * 1100 + 16);

@@ -1,10 +1,12 @@
 /* search.c - full-text search (E22): SQLite FTS5 (an external-content
  * table kept by triggers, so ingestion maintains it in its transaction)
  * and a `simple` tsvector with a GIN index on PostgreSQL, written by the
- * upsert from words.c's cut. The caller's words are ORed and ranked; '.'
- * and '+' break words on both backends, so "Order" finds "Shop.Order",
- * and the words of one caller's word are a phrase ("Shop.Order" finds
- * only the two words in that order). */
+ * upsert from words.c's cut; on SQL Server a full-text index over the
+ * words ingestion cuts the same way (search_text), queried with
+ * CONTAINSTABLE, when the server has Full-Text Search. The caller's words
+ * are ORed and ranked; '.' and '+' break words on every backend, so
+ * "Order" finds "Shop.Order", and the words of one caller's word are a
+ * phrase ("Shop.Order" finds only the two words in that order). */
 #include "errors/errors.h"
 
 #include <string.h>
@@ -31,6 +33,40 @@ static int fts5_query(const char *in, sb_buf *b)
     return words;
 }
 
+/* SQL Server: search needs Full-Text Search on the server and the index
+ * sb_errors_open creates when it is there (store.c). Without them the
+ * store works and search says what is missing: SB_INVALID naming
+ * "backend", as other features a backend lacks. */
+static int fulltext_ready(sb_conn *c, sb_errors *e, sb_error *err)
+{
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, e->sql.s[ER_SEARCH_READY], NULL, 0, &rows, NULL,
+                       err);
+    int installed = rc == SB_OK && rows->nrows == 1 &&
+                    sb__rows_int(rows, 0, 0) == 1;
+    int indexed = rc == SB_OK && rows->nrows == 1 &&
+                  sb__rows_int(rows, 0, 1) == 1;
+    sb__rows_free(rows);
+    if (rc != SB_OK)
+        return rc;
+    if (!installed)
+        return sb__err(err, SB_INVALID, "backend",
+                       "full-text search is not installed on this SQL "
+                       "Server: install the Full-Text Search feature (SQL "
+                       "Server setup, or the mssql-server-fts package on "
+                       "Linux), then reopen the store, which creates the "
+                       "full-text catalog and index; everything but search "
+                       "works without it");
+    if (!indexed)
+        return sb__err(err, SB_INVALID, "backend",
+                       "the full-text index on %sfailed_messages is missing "
+                       "or disabled: reopen the store with schema_mode auto "
+                       "as a user allowed CREATE FULLTEXT CATALOG (it "
+                       "creates it), or create it as docs/backends.md shows",
+                       e->bus->prefix);
+    return SB_OK;
+}
+
 int sb_errors_search(sb_errors *e, const char *query, size_t limit,
                      sb_failed_summary **out, size_t *n_out, sb_error *err)
 {
@@ -53,7 +89,10 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
     /* A query with no word (only punctuation, say) is refused on both
      * backends alike, by words.c's cut. */
     int words = sb__search_query(query, &q);
-    if (words > 0 && e->bus->dialect != SB_DIALECT_POSTGRES) {
+    if (words > 0 && e->bus->dialect == SB_DIALECT_MSSQL) {
+        sb__buf_reset(&q);
+        words = sb__search_contains(query, &q);
+    } else if (words > 0 && e->bus->dialect != SB_DIALECT_POSTGRES) {
         sb__buf_reset(&q);
         words = fts5_query(query, &q);
     }
@@ -65,11 +104,14 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
     sb_rows *rows = NULL;
+    if (rc == SB_OK && e->bus->dialect == SB_DIALECT_MSSQL)
+        rc = fulltext_ready(c, e, err);
     if (rc == SB_OK) {
         sb_value p[2] = {sb__v_text(q.data), sb__v_int((int64_t)limit)};
         rc = sb__query(c, e->sql.s[ER_SEARCH], p, 2, &rows, NULL, err);
-        sb__pool_release(e->bus->pool, c);
     }
+    if (c != NULL)
+        sb__pool_release(e->bus->pool, c);
     sb__buf_free(&q);
     if (rc == SB_OK)
         rc = sb__errors_summaries(rows, out, n_out, err);

@@ -7,7 +7,7 @@
  * (one operation per group at a time), advanced in each batch's
  * transaction (so its progress is exactly what committed) and resumed
  * from its cursor when its process died. */
-#include "errors/errors.h"
+#include "errors/sql_int.h"
 
 #include <string.h>
 
@@ -93,37 +93,62 @@ typedef struct walk {
  * the whole table (P11); a text per combination lets each filter use its
  * index, and the statements stay parameterized and cached. With `b`
  * NULL only the values are written. */
-static size_t filters(const walk *w, sb_buf *b, sb_value *p, size_t first)
+static size_t filters(int dialect, const sb_failed_selection *s,
+                      const char *ids_json, sb_buf *b, sb_value *p,
+                      size_t first)
 {
-    const sb_failed_selection *s = w->sel;
-    int pg = w->e->bus->dialect == SB_DIALECT_POSTGRES;
+    int pg = dialect == SB_DIALECT_POSTGRES;
+    int ms = dialect == SB_DIALECT_MSSQL;
     size_t n = first;
 #define PUT(...)                                                             \
     do {                                                                     \
         if (b != NULL)                                                       \
             sb__buf_printf(b, __VA_ARGS__);                                  \
     } while (0)
+/* SQL Server: the caller's values compare exactly (sql_int.h). */
+#define MS_SAME(col)                                                         \
+    col " = $%zu COLLATE " SB_MS_BIN2 " AND " col " + N'.' = $%zu + N'.' "   \
+        "COLLATE " SB_MS_BIN2
     if (s->failed_queue != NULL) {
         p[n++] = sb__v_text(s->failed_queue);
-        PUT(" AND failed_queue = $%zu", n);
+        if (ms)
+            PUT(" AND " MS_SAME("failed_queue"), n, n);
+        else
+            PUT(" AND failed_queue = $%zu", n);
     }
     if (s->endpoint != NULL) {
         p[n++] = sb__v_text(s->endpoint);
-        PUT(" AND processing_endpoint = $%zu", n);
+        if (ms)
+            PUT(" AND " MS_SAME("processing_endpoint"), n, n);
+        else
+            PUT(" AND processing_endpoint = $%zu", n);
     }
     if (s->group_id != NULL) {
         p[n++] = sb__v_text(s->group_id);
-        PUT(" AND unique_message_id IN (SELECT unique_message_id FROM "
-            "{p}failed_message_groups WHERE group_id = $%zu)",
-            n);
+        if (ms)
+            PUT(" AND unique_message_id IN (SELECT unique_message_id FROM "
+                "{p}failed_message_groups WHERE " MS_SAME("group_id") ")",
+                n, n);
+        else
+            PUT(" AND unique_message_id IN (SELECT unique_message_id FROM "
+                "{p}failed_message_groups WHERE group_id = $%zu)",
+                n);
     }
     if (s->n_ids > 0) {
-        p[n++] = sb__v_text(w->ids_json);
-        PUT(pg ? " AND unique_message_id = ANY (ARRAY(SELECT "
-                 "json_array_elements_text($%zu::json)))"
-               : " AND unique_message_id IN (SELECT value FROM "
-                 "json_each($%zu))",
-            n);
+        p[n++] = sb__v_text(ids_json);
+        if (ms)
+            PUT(" AND EXISTS (SELECT 1 FROM OPENJSON(CAST($%zu AS "
+                "nvarchar(max))) WITH (v nvarchar(400) '$') AS j WHERE "
+                "unique_message_id = j.v COLLATE " SB_MS_BIN2 " AND "
+                "unique_message_id + N'.' = j.v + N'.' COLLATE " SB_MS_BIN2
+                ")",
+                n);
+        else
+            PUT(pg ? " AND unique_message_id = ANY (ARRAY(SELECT "
+                     "json_array_elements_text($%zu::json)))"
+                   : " AND unique_message_id IN (SELECT value FROM "
+                     "json_each($%zu))",
+                n);
     }
     if (s->modified_from_us != 0) {
         p[n++] = sb__v_int(s->modified_from_us);
@@ -134,28 +159,46 @@ static size_t filters(const walk *w, sb_buf *b, sb_value *p, size_t first)
         PUT(" AND last_modified <= $%zu", n);
     }
 #undef PUT
+#undef MS_SAME
     return n - first;
+}
+
+void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
+                         int count, sb_buf *b)
+{
+    sb_value p[12];
+    if (count) {
+        sb__buf_puts(b, "SELECT count(*) FROM {p}failed_messages WHERE "
+                        "status = $1");
+        filters(dialect, sel, "", b, p, 1);
+        return;
+    }
+    /* The cursor is a stored id: a plain comparison. */
+    sb__buf_puts(b, dialect == SB_DIALECT_MSSQL
+                        ? "SELECT TOP (CAST($2 AS int)) unique_message_id "
+                          "FROM {p}failed_messages WHERE unique_message_id "
+                          "> $1 AND status = $3"
+                        : "SELECT unique_message_id FROM {p}failed_messages "
+                          "WHERE unique_message_id > $1 AND status = $3");
+    filters(dialect, sel, "", b, p, 3);
+    sb__buf_puts(b, dialect == SB_DIALECT_MSSQL
+                        ? " ORDER BY unique_message_id"
+                        : " ORDER BY unique_message_id LIMIT $2");
 }
 
 /* Both statements of the walk: a page after the keyset cursor ($1, limit
  * $2, status $3), and the count of the whole selection (status $1). */
 static int build_sql(walk *w, sb_error *err)
 {
-    sb_value p[12];
     const char *prefix = w->e->bus->prefix;
     sb_buf b;
     sb__buf_init(&b, 4096);
-    sb__buf_puts(&b, "SELECT unique_message_id FROM {p}failed_messages "
-                     "WHERE unique_message_id > $1 AND status = $3");
-    filters(w, &b, p, 3);
-    sb__buf_puts(&b, " ORDER BY unique_message_id LIMIT $2");
+    sb__errors_walk_sql(w->e->bus->dialect, w->sel, 0, &b);
     int rc = b.failed;
     if (rc == SB_OK)
         w->page_sql = sb__sql_subst(b.data, prefix, &rc);
     sb__buf_reset(&b);
-    sb__buf_puts(&b, "SELECT count(*) FROM {p}failed_messages WHERE status "
-                     "= $1");
-    filters(w, &b, p, 1);
+    sb__errors_walk_sql(w->e->bus->dialect, w->sel, 1, &b);
     if (rc == SB_OK)
         rc = b.failed;
     if (rc == SB_OK)
@@ -168,7 +211,8 @@ static int count_selected(sb_conn *c, walk *w, sb_error *err)
 {
     sb_value p[12];
     p[0] = sb__v_int(w->status);
-    size_t n = 1 + filters(w, NULL, p, 1);
+    size_t n = 1 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p,
+                           1);
     sb_rows *rows = NULL;
     int rc = sb__query(c, w->count_sql, p, n, &rows, NULL, err);
     if (rc == SB_OK)
@@ -195,7 +239,10 @@ static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
                      sb__v_int(now),       sb__v_int(now - OP_LEASE_US)};
     sb_rows *rows = NULL;
     if (rc == SB_OK)
-        rc = sb__query(c, w->e->sql.s[ER_OP_START], p, 6, &rows, NULL, err);
+        rc = sb__errors_race(w->e,
+                             sb__query(c, w->e->sql.s[ER_OP_START], p, 6,
+                                       &rows, NULL, err),
+                             err);
     if (rc == SB_OK && rows->nrows == 1) {
         w->total = sb__rows_int(rows, 0, 0);
         w->so_far = sb__rows_int(rows, 0, 1);
@@ -265,7 +312,8 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
     p[0] = sb__v_text(w->after);
     p[1] = sb__v_int(BATCH);
     p[2] = sb__v_int(w->status);
-    size_t np = 3 + filters(w, NULL, p, 3);
+    size_t np = 3 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p,
+                            3);
     sb_rows *rows = NULL;
     int rc = sb__query(c, w->page_sql, p, np, &rows, NULL, err);
     size_t n = rc == SB_OK ? rows->nrows : 0;
@@ -322,6 +370,14 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
                           int status, const char *kind, sb_batch_fn fn,
                           void *user, int64_t *changed, sb_error *err)
 {
+    /* SQL Server's keys ignore trailing spaces: the operation row of "g "
+     * would be that of "g" (every other use of a caller's group id
+     * compares exactly). No group id ends in one. */
+    size_t gl = sel->group_id != NULL ? strlen(sel->group_id) : 0;
+    if (kind != NULL && e->bus->dialect == SB_DIALECT_MSSQL && gl > 0 &&
+        sel->group_id[gl - 1] == ' ')
+        return sb__err(err, SB_INVALID, "group_id",
+                       "group_id must not end with a space");
     walk w;
     memset(&w, 0, sizeof w);
     w.e = e;

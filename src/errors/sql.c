@@ -1,34 +1,37 @@
 /* sql.c - the error store's statements for one dialect and table prefix.
  * The set-based statements take their rows as one JSON array parameter
- * (PostgreSQL json_to_recordset, SQLite json_each), so a chunk is one
- * fixed statement text whatever its size, far from either backend's
- * parameter limit (E11). The upsert's guards (E10) are generated from the
- * column list below, the same for both backends. */
-#include "errors/errors.h"
+ * (PostgreSQL json_to_recordset, SQLite json_each, SQL Server OPENJSON),
+ * so a chunk is one fixed statement text whatever its size, far from
+ * every backend's parameter limit (E11). The upsert's guards (E10) are
+ * generated from the column list below, the same for every backend.
+ * PostgreSQL's and SQLite's statements are built here; SQL Server's in
+ * sql_mssql.c, from the same column list and guard generator. */
+#include "errors/sql_int.h"
 
 #include <string.h>
 
-/* Columns a batch row carries: type 't' text, 'i' integer. */
-typedef struct column {
-    const char *name;
-    char type;
-    int payload; /* taken only from an attempt at least as new (E10) */
-} column;
+typedef sb_err_column column;
+typedef sb_err_dialect dialect;
 
-static const column columns[] = {
-    {"unique_message_id", 't', 0}, {"number_of_processing_attempts", 'i', 0},
-    {"first_time_of_failure", 'i', 0}, {"last_time_of_failure", 'i', 0},
-    {"last_attempted_at", 'i', 0}, {"message_id", 't', 1},
-    {"message_type", 't', 1},      {"failed_queue", 't', 1},
-    {"processing_endpoint", 't', 1}, {"host", 't', 1},
-    {"host_id", 't', 1},           {"instance_id", 't', 1},
-    {"exception_type", 't', 1},    {"exception_message", 't', 1},
-    {"time_sent", 'i', 1},         {"conversation_id", 't', 1},
-    {"is_system", 'i', 1},         {"headers", 't', 1},
-    {"body_text", 't', 1},         {"body_size", 'i', 1},
-    {"body_content_type", 't', 1}, {"body_stored_externally", 'i', 1},
+const sb_err_column sb__err_columns[] = {
+    {"unique_message_id", 't', 0, SB_MS_ID_MAX},
+    {"number_of_processing_attempts", 'i', 0, 0},
+    {"first_time_of_failure", 'i', 0, 0}, {"last_time_of_failure", 'i', 0, 0},
+    {"last_attempted_at", 'i', 0, 0},     {"message_id", 't', 1, 0},
+    {"message_type", 't', 1, SB_MS_TYPE_MAX},
+    {"failed_queue", 't', 1, SB_MS_QUEUE_MAX},
+    {"processing_endpoint", 't', 1, SB_MS_ENDPOINT_MAX},
+    {"host", 't', 1, 0},                  {"host_id", 't', 1, 0},
+    {"instance_id", 't', 1, 0},           {"exception_type", 't', 1, 0},
+    {"exception_message", 't', 1, 0},     {"time_sent", 'i', 1, 0},
+    {"conversation_id", 't', 1, 0},       {"is_system", 'i', 1, 0},
+    {"headers", 't', 1, 0},               {"body_text", 't', 1, 0},
+    {"body_size", 'i', 1, 0},             {"body_content_type", 't', 1, 0},
+    {"body_stored_externally", 'i', 1, 0},
 };
-#define N_COLUMNS (sizeof columns / sizeof columns[0])
+#define columns sb__err_columns
+#define N_COLUMNS (sizeof sb__err_columns / sizeof sb__err_columns[0])
+const size_t sb__err_n_columns = N_COLUMNS;
 
 /* Times are microseconds since the epoch on both backends: they come from
  * failure headers, not from the database clock. The indexes serve the
@@ -188,19 +191,82 @@ static const char search_sqlite_select[] =
     " CROSS JOIN {p}failed_messages f ON f.rowid = w.id WHERE (SELECT v FROM"
     " ok)) f ORDER BY rank, f.last_time_of_failure DESC LIMIT $2";
 
-typedef struct dialect {
-    const char *text, *blob;   /* column types */
-    const char *min, *max;     /* two-argument minimum / maximum */
-    const char *now;           /* the current time in microseconds: the
-                                  host clock ($2) on SQLite, the database
-                                  clock on PostgreSQL */
-    int pg;
-} dialect;
-
-static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", "$2", 0};
+static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", "$2", 0,
+                                       0};
 static const dialect pg_dialect = {
     "TEXT COLLATE \"C\"", "BYTEA", "LEAST", "GREATEST",
-    "(extract(epoch FROM now()) * 1000000)::int8", 1};
+    "(extract(epoch FROM now()) * 1000000)::int8", 1, 0};
+/* The database clock, as PostgreSQL's: DATEDIFF_BIG (2016 and later)
+ * counts the microseconds since the epoch of SYSUTCDATETIME() (UTC,
+ * datetime2(7)). */
+static const dialect ms_dialect = {
+    NULL, NULL, NULL, NULL,
+    "DATEDIFF_BIG(microsecond, '19700101', SYSUTCDATETIME())", 0, 1};
+
+void sb__errors_minmax(const sb_err_dialect *d, sb_buf *b, int larger,
+                       const char *qa, const char *qb, const char *col)
+{
+    if (d->ms)
+        sb__buf_printf(b, "CASE WHEN %s.%s %s %s.%s THEN %s.%s ELSE %s.%s END",
+                       qa, col, larger ? ">=" : "<=", qb, col, qa, col, qb,
+                       col);
+    else
+        sb__buf_printf(b, "%s(%s.%s, %s.%s)", larger ? d->max : d->min, qa,
+                       col, qb, col);
+}
+
+/* The incoming row's `col`: SQL Server's MERGE source has no clock
+ * columns, so those are the clock itself (what PostgreSQL's excluded row
+ * holds, the insert's values). */
+static void incoming(const dialect *d, sb_buf *b, const char *in,
+                     const char *col)
+{
+    if (d->ms && (strcmp(col, "status_changed_at") == 0 ||
+                  strcmp(col, "last_modified") == 0))
+        sb__buf_puts(b, d->now);
+    else
+        sb__buf_printf(b, "%s.%s", in, col);
+}
+
+void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
+                           const char *in)
+{
+    sb__buf_printf(b, "status = 0, status_changed_at = CASE WHEN %s.status "
+                      "<> 0 THEN ",
+                   t);
+    incoming(d, b, in, "status_changed_at");
+    sb__buf_printf(b, " ELSE %s.status_changed_at END, last_modified = ", t);
+    incoming(d, b, in, "last_modified");
+    sb__buf_printf(b,
+                   ", number_of_processing_attempts = CASE WHEN "
+                   "%s.last_attempted_at = %s.last_attempted_at THEN "
+                   "%s.number_of_processing_attempts ELSE "
+                   "%s.number_of_processing_attempts + "
+                   "%s.number_of_processing_attempts END, "
+                   "first_time_of_failure = ",
+                   in, t, t, t, in);
+    sb__errors_minmax(d, b, 0, t, in, "first_time_of_failure");
+    sb__buf_puts(b, ", last_time_of_failure = ");
+    sb__errors_minmax(d, b, 1, t, in, "last_time_of_failure");
+    sb__buf_puts(b, ", last_attempted_at = ");
+    sb__errors_minmax(d, b, 1, t, in, "last_attempted_at");
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        if (columns[i].payload)
+            sb__buf_printf(b,
+                           ", %s = CASE WHEN %s.last_attempted_at >= "
+                           "%s.last_attempted_at THEN %s.%s ELSE %s.%s "
+                           "END",
+                           columns[i].name, in, t, in, columns[i].name, t,
+                           columns[i].name);
+    /* E22: the words search finds follow the payload. */
+    const char *search = d->pg ? "search" : d->ms ? "search_text" : NULL;
+    if (search != NULL)
+        sb__buf_printf(b,
+                       ", %s = CASE WHEN %s.last_attempted_at >= "
+                       "%s.last_attempted_at THEN %s.%s ELSE "
+                       "%s.%s END",
+                       search, in, t, in, search, t, search);
+}
 
 /* "FROM <the rows of the JSON array $1>" and how a field is read. */
 static void rows_from(const dialect *d, sb_buf *b, const column *cols,
@@ -283,8 +349,10 @@ static void build_ddl(const dialect *d, sb_buf *b)
     else
         put_ddl(d, b, tables.data);
     sb__buf_free(&tables);
-    sb__errors_counts_ddl(d->pg, d->text, b);
-    sb__errors_history_ddl(d->pg, d->text, b);
+    sb__errors_counts_ddl(d->pg ? SB_DIALECT_POSTGRES : SB_DIALECT_SQLITE,
+                          d->text, b);
+    sb__errors_history_ddl(d->pg ? SB_DIALECT_POSTGRES : SB_DIALECT_SQLITE,
+                           d->text, b);
 }
 
 /* E10: one set-based conditional upsert; RETURNING the stored newest
@@ -306,43 +374,16 @@ static void build_upsert(const dialect *d, sb_buf *b)
         sb__buf_puts(b, ", (CASE WHEN x.search_wide = 1 THEN lower(x.search) "
                         "ELSE x.search END)::tsvector");
     rows_from(d, b, columns, N_COLUMNS, ", search text, search_wide int8");
-    sb__buf_printf(b,
-                   " WHERE true ON CONFLICT (unique_message_id) DO UPDATE SET "
-                   "status = 0, status_changed_at = CASE WHEN %s.status <> 0 "
-                   "THEN excluded.status_changed_at ELSE %s.status_changed_at "
-                   "END, last_modified = excluded.last_modified, "
-                   "number_of_processing_attempts = CASE WHEN "
-                   "excluded.last_attempted_at = %s.last_attempted_at THEN "
-                   "%s.number_of_processing_attempts ELSE "
-                   "%s.number_of_processing_attempts + "
-                   "excluded.number_of_processing_attempts END, "
-                   "first_time_of_failure = %s(%s.first_time_of_failure, "
-                   "excluded.first_time_of_failure), last_time_of_failure = "
-                   "%s(%s.last_time_of_failure, excluded.last_time_of_failure), "
-                   "last_attempted_at = %s(%s.last_attempted_at, "
-                   "excluded.last_attempted_at)",
-                   t, t, t, t, t, d->min, t, d->max, t, d->max, t);
-    for (size_t i = 0; i < N_COLUMNS; i++)
-        if (columns[i].payload)
-            sb__buf_printf(b,
-                           ", %s = CASE WHEN excluded.last_attempted_at >= "
-                           "%s.last_attempted_at THEN excluded.%s ELSE %s.%s "
-                           "END",
-                           columns[i].name, t, columns[i].name, t,
-                           columns[i].name);
-    if (d->pg)
-        sb__buf_printf(b,
-                       ", search = CASE WHEN excluded.last_attempted_at >= "
-                       "%s.last_attempted_at THEN excluded.search ELSE "
-                       "%s.search END",
-                       t, t);
+    sb__buf_puts(b, " WHERE true ON CONFLICT (unique_message_id) DO UPDATE "
+                    "SET ");
+    sb__errors_upsert_set(d, b, t, "excluded");
     sb__buf_puts(b, " RETURNING unique_message_id, last_attempted_at");
 }
 
 static const column group_cols[] = {
-    {"u", 't', 0}, {"g", 't', 0}, {"t", 't', 0}, {"c", 't', 0}};
+    {"u", 't', 0, 0}, {"g", 't', 0, 0}, {"t", 't', 0, 0}, {"c", 't', 0, 0}};
 static const column endpoint_cols[] = {
-    {"i", 't', 0}, {"n", 't', 0}, {"h", 't', 0}, {"m", 't', 0}};
+    {"i", 't', 0, 0}, {"n", 't', 0, 0}, {"h", 't', 0, 0}, {"m", 't', 0, 0}};
 
 /* INSERT INTO table SELECT <fields> FROM <rows> WHERE true <tail>. */
 static void build_insert(const dialect *d, sb_buf *b, const char *table,
@@ -376,6 +417,10 @@ static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
 
 static void build(const dialect *d, int k, sb_buf *b)
 {
+    if (d->ms) {
+        sb__errors_sql_mssql(d, k, b);
+        return;
+    }
     switch (k) {
     case ER_DDL: build_ddl(d, b); break;
     case ER_UPSERT: build_upsert(d, b); break;
@@ -441,7 +486,11 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
                         "WHERE unique_message_id = $1");
         break;
-    case ER_GET_HISTORY: sb__errors_history_sql(b); break;
+    case ER_GET_HISTORY:
+        sb__errors_history_sql(d->pg ? SB_DIALECT_POSTGRES
+                                     : SB_DIALECT_SQLITE,
+                               b);
+        break;
     case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
                          $6 stale before: resumes a stale running operation
                          of the same kind, else starts afresh */
@@ -576,7 +625,12 @@ static void build(const dialect *d, int k, sb_buf *b)
                               : " AND unique_message_id || '|' || group_id "
                                 "NOT IN (SELECT value FROM json_each($2))");
         break;
-    default: sb__errors_counts_sql(d->pg, k, b); break;
+    case ER_FULLTEXT:
+    case ER_SEARCH_READY: break; /* SQL Server's */
+    default:
+        sb__errors_counts_sql(d->pg ? SB_DIALECT_POSTGRES : SB_DIALECT_SQLITE,
+                              k, b);
+        break;
     }
 }
 
@@ -586,14 +640,11 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
     memset(out, 0, sizeof *out);
     const dialect *d = dialect_id == SB_DIALECT_SQLITE     ? &sqlite_dialect
                        : dialect_id == SB_DIALECT_POSTGRES ? &pg_dialect
+                       : dialect_id == SB_DIALECT_MSSQL    ? &ms_dialect
                                                            : NULL;
     if (d == NULL)
         return sb__err(err, SB_INVALID, "backend",
-                       dialect_id == SB_DIALECT_MSSQL
-                           ? "the error store's SQL Server (T-SQL) "
-                             "statements are not written yet: the transport "
-                             "runs on SQL Server, the error store does not"
-                           : "the error store has no SQL for this backend");
+                       "the error store has no SQL for this backend");
     int rc = SB_OK;
     sb_buf b;
     sb__buf_init(&b, 64 * 1024);

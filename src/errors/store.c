@@ -1,5 +1,6 @@
 /* store.c - opening and closing the error store and creating its tables
- * (under the transport's cross-process schema lock). */
+ * (under the transport's cross-process schema lock); on SQL Server also
+ * the full-text catalog and index, outside any transaction. */
 #include "errors/errors.h"
 
 #include <string.h>
@@ -13,13 +14,57 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
     sb_errors *e = ctx;
     int rc = SB_OK;
+    /* SQL Server's lock is a batch (sp_getapplock and its return code),
+     * as the transport runs it (transport/schema.c). */
     if (e->bus->sql->lock != NULL)
-        rc = sb__query(c, e->bus->sql->lock, NULL, 0, NULL, NULL, err);
+        rc = e->bus->dialect == SB_DIALECT_MSSQL
+                 ? sb__exec(c, e->bus->sql->lock, err)
+                 : sb__query(c, e->bus->sql->lock, NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
         rc = sb__exec(c, e->sql.s[ER_DDL], err);
     if (rc == SB_OK)
         rc = sb__errors_counts_ensure(c, e, err);
     return rc;
+}
+
+/* E22 on SQL Server: CREATE FULLTEXT cannot run in a user transaction,
+ * so the catalog and index are made on a pooled connection in autocommit
+ * (the batch takes its own lock, and does nothing on a server without
+ * Full-Text Search). A failure (no permission, say) is logged and the
+ * store opens: everything but search works, and search says what is
+ * missing (search.c). */
+static void create_fulltext(sb_errors *e)
+{
+    sb_conn *c = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb__pool_acquire(e->bus->pool, 30000, &c, &err);
+    if (rc == SB_OK) {
+        rc = sb__exec(c, e->sql.s[ER_FULLTEXT], &err);
+        sb__pool_release(e->bus->pool, c);
+    }
+    if (rc != SB_OK)
+        sb__log(&e->bus->log, SB_LOG_WARN, "errors",
+                "the full-text index of %sfailed_messages could not be "
+                "created (search will fail until it exists): %s",
+                e->bus->prefix, err.message);
+}
+
+int sb__errors_race(const sb_errors *e, int rc, sb_error *err)
+{
+    if ((rc & 0xff) != SB_CONFLICT || e->bus->dialect != SB_DIALECT_MSSQL ||
+        (err != NULL && err->native != 2627 && err->native != 2601))
+        return rc;
+    if (err != NULL) {
+        sb_error was = *err;
+        sb__err(err, SB_BUSY, NULL,
+                "an insert raced another of the same key; retried, it "
+                "finds the row (%.400s)",
+                was.message);
+        err->native = was.native;
+        sb__strlcpy(err->sqlstate, was.sqlstate, sizeof err->sqlstate);
+    }
+    return SB_BUSY;
 }
 
 int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
@@ -58,6 +103,9 @@ int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
     rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);
     if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
         rc = sb__db_run_tx(bus->pool, NULL, create_tx, e, err);
+    if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO &&
+        bus->dialect == SB_DIALECT_MSSQL)
+        create_fulltext(e);
     if (rc != SB_OK) {
         sb_errors_close(e);
         return rc;

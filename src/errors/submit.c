@@ -49,12 +49,17 @@ static int check_submission(const sb_errors *e, const sb_failed_submission *s,
     sb_attempt a;
     sb_error why;
     rc = sb__attempt_from_row(m, &a, &why);
-    if (rc == SB_OK)
+    if (rc == SB_OK) {
+        /* What SQL Server's store cannot key (ingest.c) is refused too. */
+        const char *unfit = sb__errors_unfit_id(e->bus->dialect, a.unique_id);
+        if (unfit != NULL)
+            rc = sb__err(err, SB_INVALID, field, "%s", unfit);
         sb__attempt_clear(&a);
-    else if (rc == SB_INVALID)
+    } else if (rc == SB_INVALID) {
         rc = sb__err(err, SB_INVALID, field, "%s", why.message);
-    else
+    } else {
         rc = sb__err(err, rc, NULL, "%s", why.message);
+    }
     sb_msg_free(m);
     return rc;
 }

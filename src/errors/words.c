@@ -209,3 +209,54 @@ int sb__search_query(const char *in, sb_buf *b)
     }
     return terms;
 }
+
+void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
+                      size_t n)
+{
+    size_t left = SB_SEARCH_TEXT_MAX;
+    int any = 0;
+    for (size_t i = 0; i < n && left > 0; i++) {
+        if (texts[i] == NULL)
+            continue;
+        size_t len = lens[i] < left ? lens[i] : left;
+        left -= len;
+        const char *p = texts[i], *end = texts[i] + len, *w = NULL;
+        for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
+            if (wl > SB_SEARCH_WORD_MAX)
+                continue;
+            if (any++)
+                sb__buf_puts(b, " ");
+            for (size_t k = 0; k < wl; k++) {
+                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
+                                                    : w[k];
+                sb__buf_append(b, &c, 1);
+            }
+        }
+    }
+}
+
+int sb__search_contains(const char *in, sb_buf *b)
+{
+    int terms = 0;
+    const char *rest = in, *p = NULL;
+    for (size_t tl; (tl = sb__search_term(&rest, &p)) > 0;) {
+        const char *end = p + tl;
+        int words = 0;
+        const char *w = NULL;
+        for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
+            if (wl > SB_SEARCH_WORD_MAX)
+                continue;
+            sb__buf_puts(b, words++ ? " " : terms ? " OR \"" : "\"");
+            for (size_t k = 0; k < wl; k++) {
+                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
+                                                    : w[k];
+                sb__buf_append(b, &c, 1);
+            }
+        }
+        if (words > 0) {
+            sb__buf_puts(b, "\"");
+            terms++;
+        }
+    }
+    return terms;
+}

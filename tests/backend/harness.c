@@ -232,38 +232,60 @@ void sbt_ok(int rc, const sb_error *err, const char *what)
                  err ? err->message : "");
 }
 
-/* Rows of `table` (without prefix) for one correlation id, read through a
- * native connection. */
-/* SQL Server: through sqlbus's own ODBC driver, on a connection of its
- * own (there is no other client library to read with). */
-static long mssql_scalar(const char *sql, const char *param)
+/* SQL Server has no client library here but the ODBC driver: a
+ * connection of sqlbus's own driver layer, opened apart from any bus (no
+ * pool, no transaction: autocommit). */
+static sb_conn *mssql_connect(void)
 {
     sb_db_config cfg;
+    memset(&cfg, 0, sizeof cfg);
     sb_error err;
-    sb_conn *c = NULL;
     if (sb__db_parse_url(url, &cfg, &err) != SB_OK)
         fail_msg("native url: %s", err.message);
-    int rc = sb__driver_for(&cfg)->connect(&cfg, &c, &err);
+    const sb_driver *d = sb__driver_for(&cfg);
+    sb_conn *c = NULL;
+    int rc = d != NULL ? d->connect(&cfg, &c, &err) : SB_INVALID;
     sb__db_config_free(&cfg);
     if (rc != SB_OK)
-        fail_msg("native connect: %s", err.message);
-    sb_value p = sb__v_text(param);
-    sb_rows *rows = NULL;
-    rc = sb__query(c, sql, &p, 1, &rows, NULL, &err);
-    long n = rc == SB_OK && rows->nrows > 0 ? (long)sb__rows_int(rows, 0, 0)
-                                            : -1;
-    sb__rows_free(rows);
-    c->drv->close(c);
-    if (rc != SB_OK)
-        fail_msg("native count %s: %s", sql, err.message);
-    return n;
+        fail_msg("native connect: %s", d ? err.message : "no driver");
+    return c;
 }
 
+void sbt_native_exec(const char *sql)
+{
+    if (!mssql)
+        fail_msg("sbt_native_exec is for SQL Server");
+    sb_conn *c = mssql_connect();
+    sb_error err;
+    int rc = sb__exec(c, sql, &err);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rc == SB_OK ? "" : err.message);
+    c->drv->close(c);
+    if (rc != SB_OK)
+        fail_msg("native exec %s: %s", sql, msg);
+}
+
+/* Rows of `table` (without prefix) for one correlation id, read through a
+ * native connection. */
 long sbt_native_scalar(const char *sql, const char *cid)
 {
     long n = -1;
-    if (mssql)
-        return mssql_scalar(sql, cid);
+    if (mssql) {
+        sb_conn *c = mssql_connect();
+        sb_value v = sb__v_text(cid);
+        sb_rows *rows = NULL;
+        sb_error err;
+        int rc = sb__query(c, sql, &v, 1, &rows, NULL, &err);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", rc == SB_OK ? "" : err.message);
+        if (rc == SB_OK && rows->nrows == 1 && rows->ncols >= 1)
+            n = (long)sb__rows_int(rows, 0, 0);
+        sb__rows_free(rows);
+        c->drv->close(c);
+        if (rc != SB_OK || n < 0)
+            fail_msg("native count %s: %s", sql, rc ? msg : "no row");
+        return n;
+    }
     if (sbt_is_pg()) {
         PGconn *c = PQconnectdb(pg_url);
         if (PQstatus(c) != CONNECTION_OK) {

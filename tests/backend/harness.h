@@ -36,8 +36,8 @@ const char *sbt_url(void);
 const char *sbt_new_prefix(void);
 /* Open a bus on the run's database with `prefix`; `opts` may be NULL. */
 sb_bus *sbt_open(const char *prefix, const sb_options *opts);
-/* Drop the transport's and the channel's tables of `prefix` (PostgreSQL);
- * SQLite files are removed at exit. */
+/* Drop the transport's and the channel's tables of `prefix` (PostgreSQL,
+ * SQL Server); SQLite files are removed at exit. */
 void sbt_drop(sb_bus *bus, const char *prefix);
 /* Run SQL through a transaction of `bus`; asserts success. */
 void sbt_exec(sb_bus *bus, const char *sql);
@@ -49,8 +49,12 @@ void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37]);
  * native connection (libpq or sqlite3), outside the library. */
 long sbt_native_count(const char *prefix, const char *table, const char *cid);
 /* The integer a one-row query returns ($1 = `param`, which it must use),
- * through a native connection; fails the test on errors. */
+ * through a native connection (SQL Server: a connection of the ODBC
+ * driver layer, apart from the bus); fails the test on errors. */
 long sbt_native_scalar(const char *sql, const char *param);
+/* SQL Server only: run a batch on such a connection, in autocommit (for
+ * statements a transaction refuses, as DROP FULLTEXT CATALOG). */
+void sbt_native_exec(const char *sql);
 /* Sleep for ms milliseconds. */
 void sbt_sleep_ms(long ms);
 /* Fail the test with the error's message unless rc is SB_OK. */

@@ -40,6 +40,14 @@ void sbe_dead_letter_as(sbe_env *e, const char *uid, const char *queue,
                         const char *body);
 /* One ingestion pass; asserts success. */
 sb_ingest_stats sbe_ingest(sbe_env *e);
+/* E22 on SQL Server: whether the server has Full-Text Search; without it
+ * asserts that search is refused, clearly, and returns 0 (the caller
+ * skips its searches). 1 on the other backends. */
+int sbe_search_available(sbe_env *e);
+/* SQL Server: wait until the full-text index has caught up with the
+ * table (it follows asynchronously); a no-op elsewhere (SQLite's and
+ * PostgreSQL's are written in the ingestion transaction). */
+void sbe_await_search(sbe_env *e);
 /* The stored message `uid`; asserts it exists. */
 sb_failed_message *sbe_get(sbe_env *e, const char *uid);
 /* Its status, and its attempts when `attempts` is not NULL. */

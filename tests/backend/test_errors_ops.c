@@ -578,9 +578,9 @@ static void test_submit_and_reimport(void **state)
     assert_int_equal(st.failed_imports, 1);
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_imports WHERE length(body) = 9 "
-             "AND reason <> $1",
-             e.prefix);
+             "SELECT count(*) FROM %sfailed_imports WHERE %s(body) = 9 AND "
+             "reason <> $1",
+             e.prefix, sbt_is_mssql() ? "DATALENGTH" : "length");
     assert_int_equal(sbt_native_scalar(sql, ""), 1);
     int64_t moved = 0;
     sbt_ok(sb_errors_reimport(e.store, &moved, &err), &err, "reimport");
