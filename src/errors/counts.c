@@ -245,57 +245,75 @@ static void pg_scalar(sb_buf *b, int t, int add, int *first)
     }
 }
 
-static int pg_removals(sb_buf *b, int t)
+/* What differs between the two dialects' transition rows: the scalar
+ * kinds' SELECTs, the old and new rows (with an update's pairs), and a
+ * row's group rows or a group row's message. */
+typedef struct trig_rows {
+    void (*scalar)(sb_buf *b, int t, int add, int *first);
+    const char *pairs, *old_rows, *new_rows;
+    const char *groups_od, *groups_nw, *message_od, *message_nw;
+} trig_rows;
+
+static int removals(sb_buf *b, int t, const trig_rows *d)
 {
     int first = 1;
     if (t == PG_FM_UPD || t == PG_FM_DEL) {
-        pg_scalar(b, t, 0, &first);
+        d->scalar(b, t, 0, &first);
         union_all(b, &first);
         sb__buf_printf(b,
                        "SELECT 4, g.group_id, od.status, " TIMES("od")
-                       " FROM %s" GROUPS_OF("od") "%s",
-                       t == PG_FM_UPD ? PAIRS : "od",
+                       " FROM %s%s%s",
+                       t == PG_FM_UPD ? d->pairs : d->old_rows, d->groups_od,
                        t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
     }
     if (t == PG_FG_DEL) {
         union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
-                        "f.first_time_of_failure AS f, "
-                        "f.last_time_of_failure AS l FROM od"
-                        MESSAGE_OF("od"));
+        sb__buf_printf(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
+                          "f.first_time_of_failure AS f, "
+                          "f.last_time_of_failure AS l FROM %s%s",
+                       d->old_rows, d->message_od);
     }
     return !first;
 }
 
-static int pg_additions(sb_buf *b, int t)
+static int additions(sb_buf *b, int t, const trig_rows *d)
 {
     int first = 1;
     if (t == PG_FM_INS || t == PG_FM_UPD)
-        pg_scalar(b, t, 1, &first);
+        d->scalar(b, t, 1, &first);
     if (t == PG_FM_INS) {
         union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
-                        ", g.type, g.title FROM nw" GROUPS_OF("nw"));
+        sb__buf_printf(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
+                          ", g.type, g.title FROM %s%s",
+                       d->new_rows, d->groups_nw);
     }
     if (t == PG_FM_UPD) {
         union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
-                        "od.status <> nw.status THEN 1 ELSE 0 END, "
-                        TIMES("nw") ", g.type, g.title FROM " PAIRS
-                        GROUPS_OF("nw") " WHERE od.status <> nw.status "
-                        "OR od.first_time_of_failure <> "
-                        "nw.first_time_of_failure OR od.last_time_of_failure "
-                        "<> nw.last_time_of_failure");
+        sb__buf_printf(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
+                          "od.status <> nw.status THEN 1 ELSE 0 END, "
+                          TIMES("nw") ", g.type, g.title FROM %s%s WHERE "
+                          "od.status <> nw.status OR "
+                          "od.first_time_of_failure <> "
+                          "nw.first_time_of_failure OR "
+                          "od.last_time_of_failure <> "
+                          "nw.last_time_of_failure",
+                       d->pairs, d->groups_nw);
     }
     if (t == PG_FG_INS) {
         union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, 1 "
-                        "AS dn, f.first_time_of_failure AS f, "
-                        "f.last_time_of_failure AS l, nw.type AS gt, "
-                        "nw.title AS ti FROM nw" MESSAGE_OF("nw"));
+        sb__buf_printf(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, "
+                          "1 AS dn, f.first_time_of_failure AS f, "
+                          "f.last_time_of_failure AS l, nw.type AS gt, "
+                          "nw.title AS ti FROM %s%s",
+                       d->new_rows, d->message_nw);
     }
     return !first;
 }
+
+static const trig_rows pg_rows = {pg_scalar,       PAIRS,
+                                  "od",            "nw",
+                                  GROUPS_OF("od"), GROUPS_OF("nw"),
+                                  MESSAGE_OF("od"), MESSAGE_OF("nw")};
 
 /* plpgsql keeps a statement's plan for the session, made when it first
  * ran: on a new store's empty tables that plan scans them, and kept
@@ -314,7 +332,7 @@ static void pg_function(sb_buf *b, int t)
     remove_set(b, 1, "r.k", "r.rf", "r.rl");
     sb__buf_puts(b, " FROM (SELECT kind, item, status, count(*) AS k, "
                     "min(f) AS rf, max(l) AS rl FROM (");
-    if (pg_removals(b, t))
+    if (removals(b, t, &pg_rows))
         sb__buf_puts(b, ") t GROUP BY kind, item, status) r WHERE c.kind = "
                         "r.kind AND c.item = r.item AND c.status = "
                         "r.status;\n");
@@ -325,7 +343,7 @@ static void pg_function(sb_buf *b, int t)
                     "first_us, last_us, group_type, title) SELECT kind, "
                     "item, status, sum(dn), min(f), max(l), max(gt), "
                     "max(ti) FROM (");
-    if (pg_additions(b, t)) {
+    if (additions(b, t, &pg_rows)) {
         sb__buf_puts(b, ") t GROUP BY kind, item, status ORDER BY kind, "
                         "item, status ON CONFLICT (kind, item, status) DO "
                         "UPDATE SET ");
@@ -421,59 +439,10 @@ static void ms_scalar(sb_buf *b, int t, int add, int *first)
     }
 }
 
-static int ms_removals(sb_buf *b, int t)
-{
-    int first = 1;
-    if (t == PG_FM_UPD || t == PG_FM_DEL) {
-        ms_scalar(b, t, 0, &first);
-        union_all(b, &first);
-        sb__buf_printf(b,
-                       "SELECT 4, g.group_id, od.status, " TIMES("od")
-                       " FROM %s" MS_GROUPS_OF("od") "%s",
-                       t == PG_FM_UPD ? MS_PAIRS : "deleted AS od",
-                       t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
-    }
-    if (t == PG_FG_DEL) {
-        union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
-                        "f.first_time_of_failure AS f, "
-                        "f.last_time_of_failure AS l FROM deleted AS od"
-                        MS_MESSAGE_OF("od"));
-    }
-    return !first;
-}
-
-static int ms_additions(sb_buf *b, int t)
-{
-    int first = 1;
-    if (t == PG_FM_INS || t == PG_FM_UPD)
-        ms_scalar(b, t, 1, &first);
-    if (t == PG_FM_INS) {
-        union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
-                        ", g.type, g.title FROM inserted AS nw"
-                        MS_GROUPS_OF("nw"));
-    }
-    if (t == PG_FM_UPD) {
-        union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
-                        "od.status <> nw.status THEN 1 ELSE 0 END, "
-                        TIMES("nw") ", g.type, g.title FROM " MS_PAIRS
-                        MS_GROUPS_OF("nw") " WHERE od.status <> nw.status "
-                        "OR od.first_time_of_failure <> "
-                        "nw.first_time_of_failure OR od.last_time_of_failure "
-                        "<> nw.last_time_of_failure");
-    }
-    if (t == PG_FG_INS) {
-        union_all(b, &first);
-        sb__buf_puts(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, 1 "
-                        "AS dn, f.first_time_of_failure AS f, "
-                        "f.last_time_of_failure AS l, nw.type AS gt, "
-                        "nw.title AS ti FROM inserted AS nw"
-                        MS_MESSAGE_OF("nw"));
-    }
-    return !first;
-}
+static const trig_rows ms_rows = {
+    ms_scalar,          MS_PAIRS,           "deleted AS od",
+    "inserted AS nw",   MS_GROUPS_OF("od"), MS_GROUPS_OF("nw"),
+    MS_MESSAGE_OF("od"), MS_MESSAGE_OF("nw")};
 
 /* One trigger's body: nothing when its statement changed no row; the
  * removals with one UPDATE ... FROM, the additions with one MERGE (its
@@ -490,7 +459,7 @@ static void ms_body(sb_buf *b, int t)
     remove_set(b, 1, "r.k", "r.rf", "r.rl");
     sb__buf_puts(b, " FROM " C " AS c JOIN (SELECT kind, item, status, "
                     "COUNT(*) AS k, MIN(f) AS rf, MAX(l) AS rl FROM (");
-    if (ms_removals(b, t))
+    if (removals(b, t, &ms_rows))
         sb__buf_puts(b, ") AS t GROUP BY kind, item, status) AS r ON c.kind "
                         "= r.kind AND c.item = r.item AND c.status = "
                         "r.status; ");
@@ -501,7 +470,7 @@ static void ms_body(sb_buf *b, int t)
                     "item, status, SUM(dn) AS n, MIN(f) AS first_us, MAX(l) "
                     "AS last_us, MAX(gt) AS group_type, MAX(ti) AS title "
                     "FROM (");
-    if (ms_additions(b, t)) {
+    if (additions(b, t, &ms_rows)) {
         sb__buf_puts(b, ") AS t GROUP BY kind, item, status) AS x ON c.kind "
                         "= x.kind AND c.item = x.item AND c.status = "
                         "x.status WHEN MATCHED THEN UPDATE SET n = c.n + "
