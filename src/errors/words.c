@@ -183,7 +183,23 @@ size_t sb__search_term(const char **p, const char **term)
     return (size_t)(s - *term);
 }
 
-int sb__search_query(const char *in, sb_buf *b)
+/* A word as the index holds it: ASCII letters lowered. */
+static void put_lower(sb_buf *b, const char *w, size_t wl)
+{
+    for (size_t k = 0; k < wl; k++) {
+        char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a') : w[k];
+        sb__buf_append(b, &c, 1);
+    }
+}
+
+/* How a dialect writes a query: a term's first word opens it (`first`,
+ * or `next_term` after another term), later words follow `next_word`;
+ * `word_end` closes a word, `term_end` a term. */
+typedef struct query_syntax {
+    const char *first, *next_term, *next_word, *word_end, *term_end;
+} query_syntax;
+
+static int put_query(const char *in, sb_buf *b, const query_syntax *q)
 {
     int terms = 0;
     const char *rest = in, *p = NULL;
@@ -194,20 +210,24 @@ int sb__search_query(const char *in, sb_buf *b)
         for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
             if (wl > SB_SEARCH_WORD_MAX)
                 continue;
-            sb__buf_puts(b, words++ ? " <-> '" : terms ? " | ('" : "('");
-            for (size_t k = 0; k < wl; k++) {
-                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
-                                                    : w[k];
-                sb__buf_append(b, &c, 1);
-            }
-            sb__buf_puts(b, "'");
+            sb__buf_puts(b, words++ ? q->next_word
+                            : terms ? q->next_term
+                                    : q->first);
+            put_lower(b, w, wl);
+            sb__buf_puts(b, q->word_end);
         }
         if (words > 0) {
-            sb__buf_puts(b, ")");
+            sb__buf_puts(b, q->term_end);
             terms++;
         }
     }
     return terms;
+}
+
+int sb__search_query(const char *in, sb_buf *b)
+{
+    static const query_syntax tsquery = {"('", " | ('", " <-> '", "'", ")"};
+    return put_query(in, b, &tsquery);
 }
 
 void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
@@ -226,37 +246,13 @@ void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
                 continue;
             if (any++)
                 sb__buf_puts(b, " ");
-            for (size_t k = 0; k < wl; k++) {
-                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
-                                                    : w[k];
-                sb__buf_append(b, &c, 1);
-            }
+            put_lower(b, w, wl);
         }
     }
 }
 
 int sb__search_contains(const char *in, sb_buf *b)
 {
-    int terms = 0;
-    const char *rest = in, *p = NULL;
-    for (size_t tl; (tl = sb__search_term(&rest, &p)) > 0;) {
-        const char *end = p + tl;
-        int words = 0;
-        const char *w = NULL;
-        for (size_t wl; (wl = next_word(&p, end, &w)) > 0;) {
-            if (wl > SB_SEARCH_WORD_MAX)
-                continue;
-            sb__buf_puts(b, words++ ? " " : terms ? " OR \"" : "\"");
-            for (size_t k = 0; k < wl; k++) {
-                char c = w[k] >= 'A' && w[k] <= 'Z' ? (char)(w[k] - 'A' + 'a')
-                                                    : w[k];
-                sb__buf_append(b, &c, 1);
-            }
-        }
-        if (words > 0) {
-            sb__buf_puts(b, "\"");
-            terms++;
-        }
-    }
-    return terms;
+    static const query_syntax contains = {"\"", " OR \"", " ", "", "\""};
+    return put_query(in, b, &contains);
 }
