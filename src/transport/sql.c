@@ -27,6 +27,19 @@ char *sb__sql_subst(const char *tpl, const char *prefix, int *rc)
     return s;
 }
 
+/* The text built in `b` (freed) with the prefix substituted. */
+static char *subst_built(sb_buf *b, const char *prefix, int *rc)
+{
+    char *tpl = sb__buf_detach(b);
+    if (tpl == NULL) {
+        *rc = SB_NOMEM;
+        return NULL;
+    }
+    char *s = sb__sql_subst(tpl, prefix, rc);
+    sb__free(tpl);
+    return s;
+}
+
 /* An insert of `rows` rows: $1 queue, $2 now; then 4 per row. */
 static char *multi_insert(const sb_sql_templates *t, const char *prefix,
                           int rows, int *rc)
@@ -45,14 +58,7 @@ static char *multi_insert(const sb_sql_templates *t, const char *prefix,
                        i);
     }
     sb__buf_puts(&b, t->insert_tail);
-    char *tpl = sb__buf_detach(&b);
-    if (tpl == NULL) {
-        *rc = SB_NOMEM;
-        return NULL;
-    }
-    char *s = sb__sql_subst(tpl, prefix, rc);
-    sb__free(tpl);
-    return s;
+    return subst_built(&b, prefix, rc);
 }
 
 static const int insert_rows[3] = {1, 10, 100};
@@ -71,14 +77,7 @@ static char *index_ddl(const sb_sql_templates *t, const char *prefix, int *rc)
     sb__buf_puts(&b, t->ddl_indexes);
     sb__buf_puts(&b, "SET LOCK_TIMEOUT -1;\nEND TRY\nBEGIN CATCH\n"
                      "SET LOCK_TIMEOUT -1;\nTHROW;\nEND CATCH;\n");
-    char *tpl = sb__buf_detach(&b);
-    if (tpl == NULL) {
-        *rc = SB_NOMEM;
-        return NULL;
-    }
-    char *s = sb__sql_subst(tpl, prefix, rc);
-    sb__free(tpl);
-    return s;
+    return subst_built(&b, prefix, rc);
 }
 
 int sb__transport_sql_new(int dialect, const char *prefix,

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include "sql_text.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,18 +59,6 @@ static size_t all_of(const sb_transport_sql *s, named out[40])
     return n;
 }
 
-static void has(const char *name, const char *sql, const char *want)
-{
-    if (strstr(sql, want) == NULL)
-        fail_msg("%s lacks \"%s\":\n%s", name, want, sql);
-}
-
-static void lacks(const char *name, const char *sql, const char *bad)
-{
-    if (strstr(sql, bad) != NULL)
-        fail_msg("%s contains \"%s\":\n%s", name, bad, sql);
-}
-
 /* T14 and the seed: the claim skips held rows, in the dequeue index's
  * order, matching the queue exactly. */
 static void test_claim_shape(void **state)
@@ -77,21 +67,21 @@ static void test_claim_shape(void **state)
     sb_transport_sql *s = build();
     const named c[] = {{"claim", s->claim}, {"claim_delete", s->claim_delete}};
     for (size_t i = 0; i < 2; i++) {
-        has(c[i].name, c[i].sql, "WITH (UPDLOCK, ROWLOCK, READPAST)");
-        has(c[i].name, c[i].sql, "ORDER BY available_at, created_at)");
-        has(c[i].name, c[i].sql, SENTINEL_1);
-        has(c[i].name, c[i].sql, "SELECT TOP (CAST($5 AS int))");
+        sbt_has(c[i].name, c[i].sql, "WITH (UPDLOCK, ROWLOCK, READPAST)");
+        sbt_has(c[i].name, c[i].sql, "ORDER BY available_at, created_at)");
+        sbt_has(c[i].name, c[i].sql, SENTINEL_1);
+        sbt_has(c[i].name, c[i].sql, "SELECT TOP (CAST($5 AS int))");
         /* OUTPUT promises no order: the rows come back sorted. */
-        has(c[i].name, c[i].sql,
+        sbt_has(c[i].name, c[i].sql,
             "FROM @claimed ORDER BY available_at, created_at");
     }
-    has("claim", s->claim, "attempts = attempts + 1");
-    has("claim", s->claim, "lock_id = $4");
+    sbt_has("claim", s->claim, "attempts = attempts + 1");
+    sbt_has("claim", s->claim, "lock_id = $4");
     /* Leased rows leave the front of the dequeue index. */
-    has("claim", s->claim, ", available_at = DATEADD(millisecond, CAST($3");
-    has("claim", s->claim, "deleted.available_at INTO @claimed");
-    has("renew", s->renew, ", available_at = DATEADD(millisecond, CAST($4");
-    has("claim_delete", s->claim_delete, "deleted.attempts + 1");
+    sbt_has("claim", s->claim, ", available_at = DATEADD(millisecond, CAST($3");
+    sbt_has("claim", s->claim, "deleted.available_at INTO @claimed");
+    sbt_has("renew", s->renew, ", available_at = DATEADD(millisecond, CAST($4");
+    sbt_has("claim_delete", s->claim_delete, "deleted.attempts + 1");
     sb__transport_sql_free(s);
 }
 
@@ -122,7 +112,7 @@ static void test_queue_sentinel_everywhere(void **state)
                      "%s = %s AND %s + N'.' = %s + N'.' COLLATE "
                      "Latin1_General_100_BIN2",
                      lhs_col, arg, lhs_col, arg);
-            has(all[i].name, all[i].sql, want);
+            sbt_has(all[i].name, all[i].sql, want);
             p = rhs;
         }
     }
@@ -151,9 +141,9 @@ static void test_fences_count_by_rowcount(void **state)
                      f[i].sql);
     }
     for (size_t i = 0; i < 4; i++)
-        has(f[i].name, f[i].sql, "WHERE id = $1 AND lock_id = $2");
+        sbt_has(f[i].name, f[i].sql, "WHERE id = $1 AND lock_id = $2");
     /* Retention deletes in bounded batches. */
-    has("prune", s->prune, "DELETE TOP (CAST($3 AS int))");
+    sbt_has("prune", s->prune, "DELETE TOP (CAST($3 AS int))");
     sb__transport_sql_free(s);
 }
 
@@ -165,12 +155,12 @@ static void test_publish_insert_if_absent(void **state)
     (void)state;
     sb_transport_sql *s = build();
     for (int i = 0; i < 3; i++) {
-        has("insert", s->insert[i],
+        sbt_has("insert", s->insert[i],
             "NOT EXISTS (SELECT 1 FROM t_messages AS m WITH (UPDLOCK, "
             "HOLDLOCK) WHERE m.id = v.id)");
-        has("insert", s->insert[i],
+        sbt_has("insert", s->insert[i],
             "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord)");
-        has("insert", s->insert[i], "WHERE v.rn = 1");
+        sbt_has("insert", s->insert[i], "WHERE v.rn = 1");
     }
     int max = 0;
     for (const char *p = s->insert[2]; (p = strchr(p, '$')) != NULL; p++) {
@@ -181,8 +171,8 @@ static void test_publish_insert_if_absent(void **state)
     assert_int_equal(max, 2 + 4 * 100);
     assert_true(max < 2100);
     /* The 100 rows carry ordinals 0..99. */
-    has("insert100", s->insert[2], ", 99)");
-    has("dlq_insert", s->dlq_insert, "WITH (UPDLOCK, HOLDLOCK)");
+    sbt_has("insert100", s->insert[2], ", 99)");
+    sbt_has("dlq_insert", s->dlq_insert, "WITH (UPDLOCK, HOLDLOCK)");
     sb__transport_sql_free(s);
 }
 
@@ -194,28 +184,28 @@ static void test_schema_and_locks(void **state)
 {
     (void)state;
     sb_transport_sql *s = build();
-    has("ddl", s->ddl, "created_at datetime2(7) NOT NULL");
-    has("ddl", s->ddl, "available_at datetime2(7) NOT NULL");
-    has("ddl", s->ddl, "locked_until datetime2(7) NULL");
-    has("ddl", s->ddl,
+    sbt_has("ddl", s->ddl, "created_at datetime2(7) NOT NULL");
+    sbt_has("ddl", s->ddl, "available_at datetime2(7) NOT NULL");
+    sbt_has("ddl", s->ddl, "locked_until datetime2(7) NULL");
+    sbt_has("ddl", s->ddl,
         "queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL");
-    has("ddl", s->ddl, "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
-    has("ddl", s->ddl, "IF OBJECT_ID(N't_messages', N'U') IS NULL");
-    lacks("ddl", s->ddl, "CREATE INDEX");
-    has("lock", s->lock, "sp_getapplock");
-    has("lock", s->lock, "@LockOwner = N'Transaction'");
-    has("lock", s->lock, "N'sqlbus:ddl:' + SCHEMA_NAME();");
-    has("index_ddl", s->index_ddl, "BEGIN TRY");
-    has("index_ddl", s->index_ddl, "SET LOCK_TIMEOUT 10000;");
-    has("index_ddl", s->index_ddl, "SCHEMA_NAME() + N'.t_messages'");
-    has("index_ddl", s->index_ddl,
+    sbt_has("ddl", s->ddl, "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
+    sbt_has("ddl", s->ddl, "IF OBJECT_ID(N't_messages', N'U') IS NULL");
+    sbt_lacks("ddl", s->ddl, "CREATE INDEX");
+    sbt_has("lock", s->lock, "sp_getapplock");
+    sbt_has("lock", s->lock, "@LockOwner = N'Transaction'");
+    sbt_has("lock", s->lock, "N'sqlbus:ddl:' + SCHEMA_NAME();");
+    sbt_has("index_ddl", s->index_ddl, "BEGIN TRY");
+    sbt_has("index_ddl", s->index_ddl, "SET LOCK_TIMEOUT 10000;");
+    sbt_has("index_ddl", s->index_ddl, "SCHEMA_NAME() + N'.t_messages'");
+    sbt_has("index_ddl", s->index_ddl,
         "ON t_messages (queue, available_at, created_at)");
-    has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
-    has("index_ddl", s->index_ddl,
+    sbt_has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
+    sbt_has("index_ddl", s->index_ddl,
         "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
     /* The script for DBAs: tables and indexes, no locks. */
-    lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
-    has("schema", sb__sql_mssql_schema, "{p}messages_ready_idx");
+    sbt_lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
+    sbt_has("schema", sb__sql_mssql_schema, "{p}messages_ready_idx");
     sb__transport_sql_free(s);
 }
 
@@ -232,7 +222,7 @@ static void test_no_foreign_dialect(void **state)
                                       "SKIP LOCKED", "{p}"};
     for (size_t i = 0; i < n; i++)
         for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
-            lacks(all[i].name, all[i].sql, bad[b]);
+            sbt_lacks(all[i].name, all[i].sql, bad[b]);
     assert_null(s->notify);
     assert_null(s->ack_many);
     sb__transport_sql_free(s);
@@ -246,13 +236,13 @@ static void test_schema_print(void **state)
     char *sql = NULL;
     sb_error err;
     assert_int_equal(sb_schema_sql("mssql", "app_", &sql, &err), SB_OK);
-    has("print", sql, "CREATE TABLE app_messages");
-    has("print", sql, "CREATE INDEX app_messages_ready_idx");
+    sbt_has("print", sql, "CREATE TABLE app_messages");
+    sbt_has("print", sql, "CREATE INDEX app_messages_ready_idx");
     sb_free(sql);
     assert_int_equal(sb_channel_schema_sql("mssql", "app_", &sql, &err),
                      SB_OK);
-    has("channel print", sql, "CREATE SEQUENCE app_channel_ack_seq");
-    lacks("channel print", sql, "sp_getapplock");
+    sbt_has("channel print", sql, "CREATE SEQUENCE app_channel_ack_seq");
+    sbt_lacks("channel print", sql, "sp_getapplock");
     sb_free(sql);
 }
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include "sql_text.h"
 #include <string.h>
 
 #include "channel/channel.h"
@@ -33,23 +35,12 @@ static const char *sql(int k)
 
 static void has(int k, const char *want)
 {
-    if (sql(k) == NULL || strstr(sql(k), want) == NULL)
-        fail_msg("statement %d lacks \"%s\":\n%s", k, want,
-                 sql(k) ? sql(k) : "(none)");
+    sbt_has("statement", sql(k), want);
 }
 
 static void lacks(int k, const char *bad)
 {
-    if (sql(k) != NULL && strstr(sql(k), bad) != NULL)
-        fail_msg("statement %d contains \"%s\":\n%s", k, bad, sql(k));
-}
-
-static size_t count(const char *s, const char *what)
-{
-    size_t n = 0;
-    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
-        n++;
-    return n;
+    sbt_lacks("statement", sql(k), bad);
 }
 
 /* C10 and the seed: the ack sequence is bigint, steps by one, never
@@ -78,7 +69,7 @@ static void test_schema(void **state)
                 "PRIMARY KEY NONCLUSTERED");
     lacks(CH_DDL, "datetime2 ");
     lacks(CH_DDL, "datetime2(3)");
-    assert_int_equal(count(sql(CH_DDL), "datetime2(7)"), 7);
+    assert_int_equal(sbt_count(sql(CH_DDL), "datetime2(7)"), 7);
     has(CH_DDL, "WHERE acked_at IS NULL AND recovery_claimed = 0;");
     has(CH_LOCK, "sp_getapplock");
     has(CH_LOCK, "N'sqlbus:ddl:' + SCHEMA_NAME()");
@@ -93,9 +84,9 @@ static void test_clock(void **state)
     for (int k = CH_WATERMARK; k <= CH_COUNT_STATES; k++) {
         if (sql(k) == NULL)
             continue;
-        size_t bare = count(sql(k), "SYSUTCDATETIME()");
+        size_t bare = sbt_count(sql(k), "SYSUTCDATETIME()");
         size_t rounded =
-            count(sql(k), "CAST(SYSUTCDATETIME() AS datetime2(6))");
+            sbt_count(sql(k), "CAST(SYSUTCDATETIME() AS datetime2(6))");
         if (bare != rounded)
             fail_msg("statement %d reads the clock unrounded:\n%s", k, sql(k));
         lacks(k, "GETDATE");
