@@ -8,6 +8,7 @@
 #ifndef SB_ERRORS_SQL_INT_H
 #define SB_ERRORS_SQL_INT_H
 
+#include "db/tsql.h"
 #include "errors/errors.h"
 
 /* A column a batch row carries: type 't' text, 'i' integer. `ms_len` is
@@ -40,14 +41,14 @@ typedef struct sb_err_dialect {
  * holds; the second comparison, with a sentinel appended, does not pad.
  * The plain one comes first so an index is still sought. `val` may be a
  * parameter or a column of another collation (OPENJSON's): both sides
- * compare under the binary collation. */
-#define SB_MS_BIN2 "Latin1_General_100_BIN2"
+ * compare under the binary collation (the store's columns are all binary
+ * already; db/tsql.h's SB_TSQL_SAME leaves the first comparison to the
+ * column's own collation, for tables a migration owns). */
+#define SB_MS_BIN2 SB_TSQL_BIN2
 #define SB_MS_SAME(col, val)                                                \
     col " = " val " COLLATE " SB_MS_BIN2 " AND " col " + N'.' = " val       \
         " + N'.' COLLATE " SB_MS_BIN2
-/* Rows of `changes` are counted by the statement itself, which a
- * server-wide SET NOCOUNT ON cannot hide (the ODBC driver reads it). */
-#define SB_MS_ROWCOUNT "; SELECT @@ROWCOUNT"
+#define SB_MS_ROWCOUNT SB_TSQL_ROWCOUNT
 /* The JSON array of strings `param`, one row (column v) per element. */
 #define SB_MS_JSON_IDS(param, len)                                          \
     "OPENJSON(CAST(" param " AS nvarchar(max))) WITH (v nvarchar(" len     \
