@@ -936,6 +936,14 @@ SB_API int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
 /* NULL-safe. */
 SB_API void sb_errors_close(sb_errors *e);
 
+/* The error store's DDL (its tables, indexes and the triggers that keep
+ * its counts and status history; on SQL Server then its full-text
+ * catalog and index) for `backend` ("sqlite", "postgresql" or "mssql")
+ * with `table_prefix` (NULL = default), for teams whose migrations own
+ * the schema. Transferred: free with sb_free. */
+SB_API int sb_errors_schema_sql(const char *backend, const char *table_prefix,
+                                char **out, sb_error *err);
+
 typedef struct sb_ingest_stats {
     size_t size;
     int64_t batches;        /* transactions committed */

@@ -69,9 +69,9 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     if (backend == NULL)
         backend = backend_of_url(cli_db_url(ctx));
-    /* The transport's tables, then the channel's. */
+    /* The transport's tables, then the channel's, then the error store's. */
     int (*const parts[])(const char *, const char *, char **, sb_error *) = {
-        sb_schema_sql, sb_channel_schema_sql};
+        sb_schema_sql, sb_channel_schema_sql, sb_errors_schema_sql};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *sql = NULL;
         sb_error err;

@@ -663,6 +663,34 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
     return SB_OK;
 }
 
+int sb_errors_schema_sql(const char *backend, const char *table_prefix,
+                         char **out, sb_error *err)
+{
+    if (out == NULL)
+        return sb__err(err, SB_INVALID, "out", "out must not be NULL");
+    *out = NULL;
+    int dialect_id = 0;
+    int rc = sb__backend_dialect(backend, table_prefix, &dialect_id, err);
+    sb_errors_sql sql;
+    if (rc == SB_OK)
+        rc = sb__errors_sql_new(dialect_id, table_prefix ? table_prefix
+                                                      : "sqlbus_",
+                                &sql, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_buf b;
+    sb__buf_init(&b, (size_t)16 << 20);
+    sb__buf_puts(&b, sql.s[ER_DDL]);
+    if (sql.s[ER_FULLTEXT] != NULL && sql.s[ER_FULLTEXT][0] != '\0') {
+        sb__buf_puts(&b, "-- Search (E22): outside any transaction; nothing "
+                         "happens without Full-Text Search.\n");
+        sb__buf_puts(&b, sql.s[ER_FULLTEXT]);
+    }
+    sb__errors_sql_free(&sql);
+    *out = sb__buf_detach(&b);
+    return *out != NULL ? SB_OK : sb__err(err, SB_NOMEM, NULL, "out of memory");
+}
+
 void sb__errors_sql_free(sb_errors_sql *sql)
 {
     for (size_t i = 0; i < ER_N; i++) {

@@ -153,6 +153,28 @@ void sb__transport_sql_free(sb_transport_sql *s)
     sb__free(s);
 }
 
+int sb__backend_dialect(const char *backend, const char *table_prefix,
+                        int *dialect, sb_error *err)
+{
+    const char *prefix = table_prefix ? table_prefix : "sqlbus_";
+    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
+                                     err);
+    if (rc != SB_OK)
+        return rc;
+    if (backend != NULL && strcmp(backend, "sqlite") == 0)
+        *dialect = SB_DIALECT_SQLITE;
+    else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
+                                 strcmp(backend, "postgres") == 0))
+        *dialect = SB_DIALECT_POSTGRES;
+    else if (backend != NULL && strcmp(backend, "mssql") == 0)
+        *dialect = SB_DIALECT_MSSQL;
+    else
+        return sb__err(err, SB_INVALID, "backend",
+                       "backend must be \"sqlite\", \"postgresql\" or "
+                       "\"mssql\"");
+    return SB_OK;
+}
+
 int sb__ddl_for(const char *backend, const char *table_prefix,
                 const char *sqlite_ddl, const char *postgres_ddl,
                 const char *mssql_ddl, const char *module, char **out,
@@ -161,28 +183,18 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
     if (out == NULL)
         return sb__err(err, SB_INVALID, "out", "out must not be NULL");
     *out = NULL;
-    const char *prefix = table_prefix ? table_prefix : "sqlbus_";
-    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
-                                     err);
+    int dialect = 0;
+    int rc = sb__backend_dialect(backend, table_prefix, &dialect, err);
     if (rc != SB_OK)
         return rc;
-    const char *ddl;
-    if (backend != NULL && strcmp(backend, "sqlite") == 0)
-        ddl = sqlite_ddl;
-    else if (backend != NULL && (strcmp(backend, "postgresql") == 0 ||
-                                 strcmp(backend, "postgres") == 0))
-        ddl = postgres_ddl;
-    else if (backend != NULL && strcmp(backend, "mssql") == 0)
-        ddl = mssql_ddl;
-    else
-        return sb__err(err, SB_INVALID, "backend",
-                       "backend must be \"sqlite\", \"postgresql\" or "
-                       "\"mssql\"");
+    const char *ddl = dialect == SB_DIALECT_SQLITE     ? sqlite_ddl
+                      : dialect == SB_DIALECT_POSTGRES ? postgres_ddl
+                                                       : mssql_ddl;
     if (ddl == NULL)
         return sb__err(err, SB_INVALID, "backend",
                        "the %s's SQL Server (T-SQL) schema is not written yet",
                        module);
-    *out = sb__sql_subst(ddl, prefix, &rc);
+    *out = sb__sql_subst(ddl, table_prefix ? table_prefix : "sqlbus_", &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
 

@@ -191,6 +191,11 @@ int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
  * fails the caller: errors are logged. */
 void sb__maybe_prune(sb_bus *bus);
 
+/* The dialect of a backend name ("sqlite", "postgresql", "mssql"), after
+ * checking `table_prefix` (NULL = the default): SB_INVALID naming
+ * "backend" or "table_prefix". */
+int sb__backend_dialect(const char *backend, const char *table_prefix,
+                        int *dialect, sb_error *err);
 /* The DDL of one module for a backend name ("sqlite", "postgresql",
  * "mssql") with the table prefix substituted: sb_schema_sql and the
  * channel's. A NULL DDL is a backend `module` has no SQL for yet

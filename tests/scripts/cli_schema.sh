@@ -37,10 +37,32 @@ for want in "CREATE TABLE ${prefix}messages" 'datetime2(7)' \
     "${prefix}messages_ready_idx" "ON ${prefix}messages (queue, available_at, created_at)" \
     "CREATE TABLE ${prefix}counts" "CREATE SEQUENCE ${prefix}channel_ack_seq AS bigint" \
     "CREATE TABLE ${prefix}channel_messages" "CREATE TABLE ${prefix}channel_subscribers" \
-    "CREATE TABLE ${prefix}recovery_state"; do
+    "CREATE TABLE ${prefix}recovery_state" "CREATE TABLE ${prefix}failed_messages" \
+    "MERGE ${prefix}failed_counts" "CREATE FULLTEXT INDEX ON ${prefix}failed_messages"; do
     grep -qF "$want" "$tmp/out" || fail "mssql DDL lacks $want: $(cat "$tmp/out")"
 done
 ok "schema print --backend mssql"
+
+# T33: the printed DDL is the whole schema. Applied by the database's own
+# client to a fresh prefix, the tables of the transport, the channel and
+# the error store all exist, and verify passes.
+ddl="${prefix}ddl_"
+"$SQLBUS" --prefix "$ddl" schema print >"$tmp/ddl.sql" || fail "schema print"
+if [ "$backend" = sqlite ]; then
+    sqlite3 "${SQLBUS_DB#sqlite:}" <"$tmp/ddl.sql" || fail "sqlite3 refused the DDL"
+    tables=$(sqlite3 "${SQLBUS_DB#sqlite:}" "SELECT name FROM sqlite_master WHERE type = 'table'")
+else
+    psql -q -v ON_ERROR_STOP=1 "$SQLBUS_DB" -f "$tmp/ddl.sql" >/dev/null || fail "psql refused the DDL"
+    tables=$(psql -qAt "$SQLBUS_DB" -c "SELECT tablename FROM pg_tables")
+fi
+for t in messages counts channel_messages channel_subscribers recovery_state \
+    failed_messages failed_message_groups group_comments known_endpoints \
+    retry_claims group_operations message_edits redirects message_bodies \
+    failed_imports failed_counts failed_message_history; do
+    grep -qx "${ddl}$t" <<<"$tables" || fail "the printed DDL made no ${ddl}$t"
+done
+expect_exit 0 "$SQLBUS" --prefix "$ddl" schema verify
+ok "schema print: the DDL, applied by hand, is the whole schema"
 
 # T33 + T8: bad --backend or prefix.
 expect_exit 2 sb schema print --backend oracle

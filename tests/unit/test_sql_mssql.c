@@ -189,7 +189,8 @@ static void test_schema_and_locks(void **state)
     sbt_has("ddl", s->ddl, "locked_until datetime2(7) NULL");
     sbt_has("ddl", s->ddl,
         "queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL");
-    sbt_has("ddl", s->ddl, "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
+    sbt_has("ddl", s->ddl,
+            "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
     sbt_has("ddl", s->ddl, "IF OBJECT_ID(N't_messages', N'U') IS NULL");
     sbt_lacks("ddl", s->ddl, "CREATE INDEX");
     sbt_has("lock", s->lock, "sp_getapplock");
@@ -228,8 +229,9 @@ static void test_no_foreign_dialect(void **state)
     sb__transport_sql_free(s);
 }
 
-/* `schema print --backend mssql`: the transport's script, and the
- * channel's (sb_channel_schema_sql) beside it. */
+/* T33, `schema print --backend mssql`: the transport's script, the
+ * channel's (sb_channel_schema_sql) and the error store's
+ * (sb_errors_schema_sql) beside it. */
 static void test_schema_print(void **state)
 {
     (void)state;
@@ -244,6 +246,18 @@ static void test_schema_print(void **state)
     sbt_has("channel print", sql, "CREATE SEQUENCE app_channel_ack_seq");
     sbt_lacks("channel print", sql, "sp_getapplock");
     sb_free(sql);
+    /* The error store's, its full-text part last. */
+    assert_int_equal(sb_errors_schema_sql("mssql", "app_", &sql, &err),
+                     SB_OK);
+    sbt_has("errors print", sql, "CREATE TABLE app_failed_messages");
+    const char *ft =
+        strstr(sql, "CREATE FULLTEXT INDEX ON app_failed_messages");
+    assert_non_null(ft);
+    sbt_lacks("errors print, after full-text", ft, "CREATE TABLE");
+    sb_free(sql);
+    assert_int_equal(sb_errors_schema_sql("oracle", NULL, &sql, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "backend");
 }
 
 int main(void)
