@@ -7,6 +7,7 @@
  * specifies; diagnostics are classified by SQLSTATE and SQL Server's
  * native error numbers. See docs/internals/db.md ("ODBC"). */
 #include "db/db.h"
+#include "db/tsql.h"
 
 #include <sql.h>
 #include <sqlext.h>
@@ -496,37 +497,6 @@ static void signature(const odbc_conn *c, const sb_value *params,
     sig[n] = '\0';
 }
 
-static bool is_blank(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' ||
-           ch == '\f' || ch == '\v';
-}
-
-/* Whether `sql` ends, trailing blanks and ';' aside, with SELECT
- * @@ROWCOUNT (any case, blanks between): the statements that report their
- * row count through that result on SQL Server (db.h). */
-static bool ends_with_rowcount(const char *sql)
-{
-    static const char tail[] = "@@ROWCOUNT";
-    size_t n = strlen(sql), tl = sizeof tail - 1;
-    while (n > 0 && (is_blank(sql[n - 1]) || sql[n - 1] == ';'))
-        n--;
-    if (n < tl || strncasecmp(sql + n - tl, tail, tl) != 0)
-        return false;
-    n -= tl;
-    size_t before = n;
-    while (n > 0 && is_blank(sql[n - 1]))
-        n--;
-    if (n == before || n < 6 || strncasecmp(sql + n - 6, "SELECT", 6) != 0)
-        return false;
-    n -= 6;
-    if (n == 0)
-        return true;
-    char ch = sql[n - 1]; /* SELECT must be a word of its own */
-    return !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-             (ch >= '0' && ch <= '9') || ch == '_' || ch == '@' ||
-             ch == '#' || ch == '$');
-}
 
 /* The cached statement for `sql` (and, on PostgreSQL, these parameter
  * types), prepared on first use (LRU eviction). */
@@ -583,7 +553,7 @@ static int prepared(odbc_conn *c, const char *sql, const sb_value *params,
     const char *w = sql + strspn(sql, " \t\r\n(");
     victim->is_select = strncasecmp(w, "SELECT", 6) == 0;
     victim->rowcount_select =
-        c->dialect == SB_DIALECT_MSSQL && ends_with_rowcount(sql);
+        c->dialect == SB_DIALECT_MSSQL && sb__tsql_ends_with_rowcount(sql);
     victim->nparams = nparams;
     memcpy(victim->sig, sig, sizeof sig);
     victim->used = ++c->tick;

@@ -6,6 +6,8 @@
 #ifndef SB_TSQL_H
 #define SB_TSQL_H
 
+#include <stdbool.h>
+
 /* Collation of every identity column and of each exact comparison:
  * ordinal, so nothing the library treats as distinct is folded (case
  * under _CI_, accents under _AI_). */
@@ -59,5 +61,11 @@
     "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 30000;\n"     \
     "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the schema " \
     "lock (sp_getapplock)', 1;\n"
+
+/* Whether `sql` ends, trailing blanks and ';' aside, with SELECT
+ * @@ROWCOUNT (any case, blanks between; SELECT a word of its own): the
+ * statements whose row count the ODBC driver reads from that result
+ * (db.h). Pure. */
+bool sb__tsql_ends_with_rowcount(const char *sql);
 
 #endif

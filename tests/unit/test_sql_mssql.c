@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/tsql.h"
 #include "transport/sql_dialect.h"
 #include "transport/transport.h"
 
@@ -260,6 +261,40 @@ static void test_schema_print(void **state)
     assert_string_equal(err.field, "backend");
 }
 
+/* The driver's side of the contract: which texts report their row count
+ * through SELECT @@ROWCOUNT (db.h), every fenced statement among them. */
+static void test_rowcount_contract(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {
+        "UPDATE t SET a = 1; SELECT @@ROWCOUNT",
+        "DELETE FROM t WHERE id = $1;\nselect   @@rowcount ; \n",
+        "SELECT @@ROWCOUNT",
+        "x;\tSELECT\t@@ROWCOUNT;;"};
+    static const char *const no[] = {
+        "UPDATE t SET a = 1",
+        "SELECT @@ROWCOUNT + 1",
+        "SELECT @@ROWCOUNTS",
+        "UNSELECT @@ROWCOUNT",
+        "x.SELECT@@ROWCOUNT",
+        "@@ROWCOUNT",
+        ""};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!sb__tsql_ends_with_rowcount(yes[i]))
+            fail_msg("not read as a row count: %s", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (sb__tsql_ends_with_rowcount(no[i]))
+            fail_msg("read as a row count: %s", no[i]);
+    sb_transport_sql *s = build();
+    const char *fenced[] = {s->ack,         s->nak,        s->hand_back,
+                            s->renew,       s->dead_letter, s->delete_any,
+                            s->prune};
+    for (size_t i = 0; i < sizeof fenced / sizeof fenced[0]; i++)
+        assert_true(sb__tsql_ends_with_rowcount(fenced[i]));
+    assert_false(sb__tsql_ends_with_rowcount(s->claim));
+    sb__transport_sql_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_schema_and_locks),
         cmocka_unit_test(test_no_foreign_dialect),
         cmocka_unit_test(test_schema_print),
+        cmocka_unit_test(test_rowcount_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
