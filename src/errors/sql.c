@@ -417,10 +417,8 @@ static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
 
 static void build(const dialect *d, int k, sb_buf *b)
 {
-    if (d->ms) {
-        sb__errors_sql_mssql(d, k, b);
+    if (d->ms && sb__errors_sql_mssql(d, k, b))
         return;
-    }
     switch (k) {
     case ER_DDL: build_ddl(d, b); break;
     case ER_UPSERT: build_upsert(d, b); break;

@@ -69,7 +69,8 @@ void sb__errors_minmax(const sb_err_dialect *d, sb_buf *b, int larger,
 void sb__errors_ms_trigger(sb_buf *b, const char *name, const char *table,
                            const char *ev, const char *body);
 
-/* sql_mssql.c: statement `k` in T-SQL into `b`. */
-void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b);
+/* sql_mssql.c: statement `k` in T-SQL into `b`; 0 (nothing written) for
+ * a statement whose text is the same on every backend (sql.c's). */
+int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b);
 
 #endif

@@ -290,7 +290,7 @@ static void build_insert_absent(sb_buf *b, const char *table,
  * process that stopped (the WHEN admits only stale running ones). */
 #define OP_RESUMES "(o.state = N'running' AND o.kind = x.kind)"
 
-void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
+int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
 {
     const char *now = d->now;
     switch (k) {
@@ -356,12 +356,6 @@ void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT TOP (CAST($1 AS int)) id, headers, body FROM "
                         "{p}failed_imports WITH (UPDLOCK, ROWLOCK, READPAST) "
                         "ORDER BY created_at, id");
-        break;
-    case ER_IMPORTS_DELETE: /* an id read from the table */
-        sb__buf_puts(b, "DELETE FROM {p}failed_imports WHERE id = $1");
-        break;
-    case ER_COUNT_IMPORTS:
-        sb__buf_puts(b, "SELECT count(*) FROM {p}failed_imports");
         break;
     case ER_GET:
         sb__buf_puts(b, "SELECT status, status_changed_at, last_modified");
@@ -452,10 +446,6 @@ void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "DECLARE @sb_n int; SELECT @sb_n = COUNT(*) FROM "
                         "{p}redirects WITH (TABLOCKX, HOLDLOCK)");
         break;
-    case ER_REDIRECTS:
-        sb__buf_puts(b, "SELECT id, from_queue, to_queue, last_modified FROM "
-                        "{p}redirects ORDER BY from_queue");
-        break;
     case ER_REDIRECT_PUT: /* $1 id, $2 from, $3 to, $4 now (validated queue
                              names; the id a stored or derived one) */
         sb__buf_puts(b, "MERGE {p}redirects WITH (HOLDLOCK) AS t USING "
@@ -515,9 +505,6 @@ void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                        "last_modified) VALUES (x.group_id, x.comment, %s);",
                        now, now);
         break;
-    case ER_DELETE_COMMENT: /* a normalized UUID */
-        sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id = $1");
-        break;
     case ER_EXPIRED: /* $1 retention ms, $2 now (SQLite), $3 limit: the
                         filtered index on status_changed_at serves it */
         sb__buf_printf(b, "SELECT TOP (CAST($3 AS int)) unique_message_id "
@@ -527,10 +514,6 @@ void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         break;
     case ER_DELETE_MESSAGES: /* at most 1,000 ids (retention.c) */
         sb__buf_puts(b, "DELETE FROM " FM IN_IDS("unique_message_id"));
-        break;
-    case ER_ORPHAN_COMMENTS:
-        sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id NOT IN "
-                        "(SELECT group_id FROM " FG ")");
         break;
     case ER_SEARCH: /* $1 query (search.c, CONTAINS syntax), $2 limit: best
                        rank first, then newest; the condition must be a
@@ -556,6 +539,14 @@ void sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "', N'U'), 'TableHasActiveFulltextIndex'), 0) AS "
                         "int)");
         break;
+    /* The same text on every backend (ids the store read or made itself:
+     * no sentinel needed): sql.c writes them. */
+    case ER_COUNT_IMPORTS:
+    case ER_IMPORTS_DELETE:
+    case ER_REDIRECTS:
+    case ER_DELETE_COMMENT:
+    case ER_ORPHAN_COMMENTS: return 0;
     default: sb__errors_counts_sql(SB_DIALECT_MSSQL, k, b); break;
     }
+    return 1;
 }

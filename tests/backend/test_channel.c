@@ -1205,7 +1205,7 @@ static void test_idempotent_respond(void **state)
     env_close(&e);
 }
 
-/* Issue 6, the seed's catalog checks on SQL Server: a table the channel
+/* T7 and C10 on SQL Server (the seed's catalog checks): a table the channel
  * did not create, with a correlation id on a case-insensitive collation
  * or a time of reduced scale, and an ack sequence with a low maximum, are
  * refused at open, naming the column and the fix. */
