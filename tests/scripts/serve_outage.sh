@@ -24,7 +24,7 @@ stop_cluster() {
     "$cluster" stop "$pgdir" >/dev/null 2>&1 || true
     rm -rf "$pgdir"
 }
-trap 'rc=$?; stop_cluster; (exit $rc); cleanup' EXIT
+trap 'rc=$?; stop_cluster; cleanup $rc' EXIT
 SQLBUS_DB=$("$cluster" start "$pgdir") || fail "could not start a private PostgreSQL cluster"
 export SQLBUS_DB
 

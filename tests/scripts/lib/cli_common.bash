@@ -49,8 +49,10 @@ drop_tables() {
         psql -q "$SQLBUS_DB" >/dev/null 2>&1 || true
 }
 
+# cleanup [RC]: the exit trap (RC: the script's status, for a trap of a
+# test's own that ran commands first).
 cleanup() {
-    local rc=$?
+    local rc=${1:-$?}
     for p in "${bg_pids[@]}"; do
         kill -KILL "$p" 2>/dev/null || true
     done
