@@ -110,6 +110,16 @@ while [ $SECONDS -lt $deadline ]; do
         esac
         is_alive "$pid" || fail "serve died: $(tail -n 5 "$tmp/serve.err")"
         check_workers "after the database's turn at step $step"
+        # The workers reconnect by themselves: runs resume (while work is
+        # left), without a restart.
+        done_before=$(wc -l <"$tmp/runs")
+        for _ in $(seq 1 150); do
+            [ "$(wc -l <"$tmp/runs")" -gt "$done_before" ] && break
+            [ "$(count chaos ready)" = 0 ] && break
+            sleep 0.1
+        done
+        [ "$(wc -l <"$tmp/runs")" -gt "$done_before" ] || [ "$(count chaos ready)" = 0 ] ||
+            fail "no run within 15 s of the database's turn at step $step"
     fi
     victim=$((RANDOM % workers))
     kill -KILL "${worker_pid[$victim]}"
