@@ -1,9 +1,9 @@
 /*
  * test_server_ops.c - the durable operations of `sqlbus serve`
  * (src/server/operations.c, rule S5) on both backends: a retry of every
- * unresolved message whose process is killed part way resumes after its
- * job's lease and reports the whole operation, each message retried
- * exactly once.
+ * unresolved message, or of a group, whose process is killed part way
+ * resumes after its job's lease and reports the whole operation, each
+ * message retried exactly once.
  */
 #include "harness_errors.h"
 
@@ -66,34 +66,50 @@ static void die_at(const char *id, int64_t done, int64_t total, void *user)
         raise(SIGKILL);
 }
 
-/* S5: serve killed (SIGKILL) during a retry of every unresolved message,
- * KILL_AT of MESSAGES done. After the job's lease another process's
- * worker resumes it, and the finished operation reports the whole
- * operation (total MESSAGES, done MESSAGES), not what was left at the
- * resume; every message was re-published exactly once. */
-static void test_retry_all_resumes_whole(void **state)
+/* The id of the "Endpoint Address" group of `queue` (unresolved). */
+static void group_of(sbe_env *e, const char *queue, char id[37])
 {
-    (void)state;
-    sbe_env e;
-    sbe_open_single_threaded(&e);
-    seed(&e, "qk", MESSAGES);
+    sb_failure_group *g = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_groups(e->store, "Endpoint Address",
+                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+           &err, "groups");
+    id[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(g[i].title, queue) == 0)
+            memcpy(id, g[i].id, 37);
+    sb_free(g);
+    assert_true(id[0] != '\0');
+}
+
+/* S5: serve killed (SIGKILL) during a retry of MESSAGES failed messages
+ * on `queue` (`group` NULL: every unresolved one; else that group's),
+ * KILL_AT of them done. After the job's lease another process's worker
+ * resumes it, and the finished operation reports the whole operation
+ * (total MESSAGES, done MESSAGES), not what was left at the resume; every
+ * message was re-published exactly once. */
+static void retry_resumes_whole(sbe_env *e, const char *queue,
+                                const char *group)
+{
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
     if (pid == 0) {
         alarm(60);
         close(fds[0]);
-        sb_bus *cb = sbt_open(e.prefix, NULL);
+        sb_bus *cb = sbt_open(e->prefix, NULL);
         sb_errors *store = NULL;
         sb_ops *ops = NULL;
         sb_ops_options oo = {.lease_ms = LEASE_MS, .progress = die_at};
         if (sb_errors_open(cb, NULL, &store, NULL) != SB_OK ||
             sb__ops_start(cb, store, &oo, &ops, NULL) != SB_OK)
             _exit(2);
-        sb_failed_selection all = {.size = sizeof all, .all = 1};
+        sb_failed_selection sel = {.size = sizeof sel, .group_id = group,
+                                   .all = group == NULL};
         sb_op_info op;
         sb_error err;
-        if (sb__ops_submit(ops, cb, "retry", &all, &op, &err) != SB_OK)
+        if (sb__ops_submit(ops, cb, "retry", &sel, &op, &err) != SB_OK)
             _exit(2);
         if (write(fds[1], op.id, sizeof op.id) != (ssize_t)sizeof op.id)
             _exit(2);
@@ -110,11 +126,21 @@ static void test_retry_all_resumes_whole(void **state)
     assert_int_equal(got, (ssize_t)sizeof id);
     assert_int_equal(scalar("SELECT count(*) FROM %sfailed_messages WHERE "
                             "status = CAST($1 AS INTEGER)",
-                            e.prefix, "0"),
+                            e->prefix, "0"),
                      MESSAGES - KILL_AT);
+    if (group != NULL) {
+        /* The group's own operation (E19) is resumed only once it counts
+         * as interrupted, 60 s after its last batch: that time passes. */
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "UPDATE %sgroup_operations SET updated_at = updated_at - "
+                 "61000000",
+                 e->prefix);
+        sbt_exec(e->bus, sql);
+    }
 
     /* serve again: its worker takes the job once the lease has passed. */
-    sb_bus *bus = sbt_open(e.prefix, NULL);
+    sb_bus *bus = sbt_open(e->prefix, NULL);
     sb_errors *store = NULL;
     sb_ops *ops = NULL;
     sb_error err;
@@ -145,18 +171,49 @@ static void test_retry_all_resumes_whole(void **state)
     sb_close(bus);
     assert_int_equal(scalar("SELECT count(*) FROM %sfailed_messages WHERE "
                             "status = CAST($1 AS INTEGER)",
-                            e.prefix, "1"),
+                            e->prefix, "1"),
                      MESSAGES);
     /* Each message was re-published once: as many jobs on its queue as
      * messages, each with its own headers (sb-retry-of is its id). */
     assert_int_equal(scalar("SELECT count(*) FROM %smessages WHERE queue = "
                             "$1",
-                            e.prefix, "qk"),
+                            e->prefix, queue),
                      MESSAGES);
     assert_int_equal(scalar("SELECT count(DISTINCT headers) FROM %smessages "
                             "WHERE queue = $1",
-                            e.prefix, "qk"),
+                            e->prefix, queue),
                      MESSAGES);
+}
+
+/* S5: POST /api/errors/retry/all, serve killed part way. */
+static void test_retry_all_resumes_whole(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open_single_threaded(&e);
+    seed(&e, "qk", MESSAGES);
+    retry_resumes_whole(&e, "qk", NULL);
+    sbe_close(&e);
+}
+
+/* S5, E19: a group's retry, serve killed part way: the operation and the
+ * group's own record both resume. */
+static void test_group_retry_resumes_whole(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open_single_threaded(&e);
+    seed(&e, "qg", MESSAGES);
+    char group[37];
+    group_of(&e, "qg", group);
+    retry_resumes_whole(&e, "qg", group);
+    sb_group_operation g;
+    sb_error err;
+    sbt_ok(sb_errors_group_operation(e.store, group, &g, &err), &err,
+           "group operation");
+    assert_string_equal(g.state, "completed");
+    assert_int_equal(g.total, MESSAGES);
+    assert_int_equal(g.done, MESSAGES);
     sbe_close(&e);
 }
 
@@ -165,6 +222,7 @@ int main(void)
     sbt_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_all_resumes_whole),
+        cmocka_unit_test(test_group_retry_resumes_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
