@@ -20,6 +20,13 @@ static int set_batch(sb_conn *c, sb_errors *e, const char *ids, size_t n,
 int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
                       int archive, int64_t *changed, sb_error *err)
 {
+    return sb__errors_archive(e, sel, archive, NULL, changed, err);
+}
+
+int sb__errors_archive(sb_errors *e, const sb_failed_selection *sel,
+                       int archive, const sb_errors_op_hook *hook,
+                       int64_t *changed, sb_error *err)
+{
     sb_error_clear(err);
     int64_t n = 0;
     if (changed != NULL)
@@ -31,7 +38,7 @@ int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
     int from = archive ? SB_FAILED_UNRESOLVED : SB_FAILED_ARCHIVED;
     if (rc == SB_OK)
         rc = sb__errors_each_batch(e, sel, from,
-                                   archive ? "archive" : "unarchive",
+                                   archive ? "archive" : "unarchive", hook,
                                    set_batch, &to, &n, err);
     if (changed != NULL)
         *changed = n;

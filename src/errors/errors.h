@@ -119,9 +119,40 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
  * status, then the filters). */
 void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
                          int count, sb_buf *b);
+/* A caller's record of the operation kept in step with the walk (serve's
+ * durable operations, S5). `start` runs in the transaction that counts
+ * the selection, before the first batch, with *total the count and *done
+ * what a resumed group operation had done (else 0); a record that already
+ * holds figures (its operation resumed) replaces both with its own.
+ * `step` runs in each batch's transaction after its changes with the
+ * batch's count, so the record's progress is exactly what committed. The
+ * progress callback of the selection then reports the record's figures.
+ * A hook's failure rolls its transaction back and ends the walk. */
+typedef struct sb_errors_op_hook {
+    int (*start)(sb_conn *c, int64_t *total, int64_t *done, void *user,
+                 sb_error *err);
+    int (*step)(sb_conn *c, int64_t changed, void *user, sb_error *err);
+    void *user;
+} sb_errors_op_hook;
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
-                          int status, const char *kind, sb_batch_fn fn,
+                          int status, const char *kind,
+                          const sb_errors_op_hook *hook, sb_batch_fn fn,
                           void *user, int64_t *changed, sb_error *err);
+/* retry.c, archive.c: sb_errors_retry, sb_errors_archive,
+ * sb_errors_retry_pending and sb_errors_resolve with an operation's
+ * record kept by `hook` (NULL: none, as the public calls). */
+int sb__errors_retry(sb_errors *e, const sb_failed_selection *sel,
+                     const sb_errors_op_hook *hook, int64_t *retried,
+                     sb_error *err);
+int sb__errors_archive(sb_errors *e, const sb_failed_selection *sel,
+                       int archive, const sb_errors_op_hook *hook,
+                       int64_t *changed, sb_error *err);
+int sb__errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
+                             const sb_errors_op_hook *hook,
+                             int64_t *retried, sb_error *err);
+int sb__errors_resolve(sb_errors *e, const sb_failed_selection *sel,
+                       const sb_errors_op_hook *hook, int64_t *resolved,
+                       sb_error *err);
 
 /* headers.c: the headers that describe a failure, which a re-published or
  * edited copy drops (NULL-terminated; `*n` without the NULL). */

@@ -103,6 +103,13 @@ static int retry_batch(sb_conn *c, sb_errors *e, const char *ids, size_t n,
 int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
                     int64_t *retried, sb_error *err)
 {
+    return sb__errors_retry(e, sel, NULL, retried, err);
+}
+
+int sb__errors_retry(sb_errors *e, const sb_failed_selection *sel,
+                     const sb_errors_op_hook *hook, int64_t *retried,
+                     sb_error *err)
+{
     sb_error_clear(err);
     int64_t n = 0;
     if (retried != NULL)
@@ -112,7 +119,7 @@ int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
         rc = sb__errors_each_batch(e, sel, SB_FAILED_UNRESOLVED, "retry",
-                                   retry_batch, NULL, &n, err);
+                                   hook, retry_batch, NULL, &n, err);
     if (retried != NULL)
         *retried = n;
     return rc;
@@ -149,7 +156,8 @@ static int resolve_batch(sb_conn *c, sb_errors *e, const char *ids,
 }
 
 static int on_pending(sb_errors *e, const sb_failed_selection *sel,
-                      sb_batch_fn fn, int64_t *count, sb_error *err)
+                      const sb_errors_op_hook *hook, sb_batch_fn fn,
+                      int64_t *count, sb_error *err)
 {
     sb_error_clear(err);
     int64_t n = 0;
@@ -159,8 +167,8 @@ static int on_pending(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, NULL, fn,
-                                   NULL, &n, err);
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, NULL,
+                                   hook, fn, NULL, &n, err);
     if (count != NULL)
         *count = n;
     return rc;
@@ -169,11 +177,25 @@ static int on_pending(sb_errors *e, const sb_failed_selection *sel,
 int sb_errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
                             int64_t *retried, sb_error *err)
 {
-    return on_pending(e, sel, retry_pending_batch, retried, err);
+    return on_pending(e, sel, NULL, retry_pending_batch, retried, err);
 }
 
 int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
                       int64_t *resolved, sb_error *err)
 {
-    return on_pending(e, sel, resolve_batch, resolved, err);
+    return on_pending(e, sel, NULL, resolve_batch, resolved, err);
+}
+
+int sb__errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
+                             const sb_errors_op_hook *hook,
+                             int64_t *retried, sb_error *err)
+{
+    return on_pending(e, sel, hook, retry_pending_batch, retried, err);
+}
+
+int sb__errors_resolve(sb_errors *e, const sb_failed_selection *sel,
+                       const sb_errors_op_hook *hook, int64_t *resolved,
+                       sb_error *err)
+{
+    return on_pending(e, sel, hook, resolve_batch, resolved, err);
 }

@@ -6,7 +6,9 @@
  * group is also a row of group_operations: taken before the first batch
  * (one operation per group at a time), advanced in each batch's
  * transaction (so its progress is exactly what committed) and resumed
- * from its cursor when its process died. */
+ * from its cursor when its process died. A caller's own record of the
+ * operation (sb_errors_op_hook: serve's durable operations) is kept in
+ * the same transactions. */
 #include "errors/sql_int.h"
 
 #include <string.h>
@@ -71,6 +73,7 @@ typedef struct walk {
     const sb_failed_selection *sel;
     int status;
     const char *kind;         /* a group operation's kind, or NULL */
+    const sb_errors_op_hook *hook; /* the caller's record, or NULL */
     const char *ids_json;     /* the selection's ids, or "" */
     sb_batch_fn fn;
     void *user;
@@ -221,9 +224,18 @@ static int count_selected(sb_conn *c, walk *w, sb_error *err)
     return rc;
 }
 
+/* The caller's record at the start (see sb_errors_op_hook). */
+static int hook_start(sb_conn *c, walk *w, sb_error *err)
+{
+    if (w->hook == NULL || w->hook->start == NULL)
+        return SB_OK;
+    return w->hook->start(c, &w->total, &w->so_far, w->hook->user, err);
+}
+
 static int count_tx(sb_conn *c, void *vctx, sb_error *err)
 {
-    return count_selected(c, vctx, err);
+    int rc = count_selected(c, vctx, err);
+    return rc == SB_OK ? hook_start(c, vctx, err) : rc;
 }
 
 /* Take the group's operation row: start afresh, resume a stale one of the
@@ -252,6 +264,8 @@ static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
     int taken = rc == SB_OK && rows->nrows == 1;
     sb__rows_free(rows);
     rows = NULL;
+    if (taken)
+        rc = hook_start(c, w, err);
     if (rc != SB_OK || taken)
         return rc;
     rc = sb__query(c, w->e->sql.s[ER_OP_GET], p, 1, &rows, NULL, err);
@@ -335,6 +349,8 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = w->fn(c, w->e, b.data, n, w->user, &w->batch_changed, err);
     if (rc == SB_OK && n > 0 && w->owner[0] != '\0')
         rc = op_step(c, w, err);
+    if (rc == SB_OK && n > 0 && w->hook != NULL && w->hook->step != NULL)
+        rc = w->hook->step(c, w->batch_changed, w->hook->user, err);
     sb__buf_free(&b);
     return rc;
 }
@@ -345,7 +361,7 @@ static int run_walk(walk *w, int64_t *changed, sb_error *err)
     int rc = SB_OK;
     if (w->owner[0] != '\0')
         rc = sb__db_run_tx(e->bus->pool, NULL, op_start_tx, w, err);
-    else if (w->sel->progress != NULL)
+    else if (w->sel->progress != NULL || w->hook != NULL)
         rc = sb__db_run_tx(e->bus->pool, NULL, count_tx, w, err);
     if (rc != SB_OK) {
         w->owner[0] = '\0';
@@ -367,7 +383,8 @@ static int run_walk(walk *w, int64_t *changed, sb_error *err)
 }
 
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
-                          int status, const char *kind, sb_batch_fn fn,
+                          int status, const char *kind,
+                          const sb_errors_op_hook *hook, sb_batch_fn fn,
                           void *user, int64_t *changed, sb_error *err)
 {
     /* SQL Server's keys ignore trailing spaces: the operation row of "g "
@@ -384,6 +401,7 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
     w.sel = sel;
     w.status = status;
     w.kind = kind;
+    w.hook = hook;
     w.fn = fn;
     w.user = user;
     if (kind != NULL && sel->group_id != NULL)

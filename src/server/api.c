@@ -1,7 +1,8 @@
 /* api.c - the handlers' common ground (see api.h): dispatch by route,
- * errors by result code (S7), the JSON member writers, request bodies
- * parsed with a depth limit and unknown fields refused (S10), and the
- * status names. */
+ * with the request body parsed and of the shape the route declares
+ * before its handler runs (S7, S10), errors by result code (S7), the
+ * JSON member writers, unknown fields refused (S10), and the status
+ * names. */
 #include "server/api.h"
 
 #include <jansson.h>
@@ -12,16 +13,6 @@
 
 #include "server/isotime.h"
 
-void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
-{
-    if (sb__api_errors_read(a, r, out) || sb__api_groups(a, r, out) ||
-        sb__api_errors_write(a, r, out) || sb__api_own(a, r, out))
-        return;
-    /* Every route of the router has a handler; this would be a route
-     * added to the table without one. */
-    sb__api_error(out, 500, "internal", NULL, "no handler for %s",
-                  r->m->pattern);
-}
 
 int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
                   const char *field, const char *fmt, ...)
@@ -158,7 +149,11 @@ static size_t depth(const json_t *j)
     return 1;
 }
 
-json_t *sb__api_body(const sb_api_req *r, sb_api_resp *out)
+/* The request body as JSON (jansson), at most SB_API_JSON_DEPTH deep and
+ * of the shape `kind`; NULL with the 400 in `out` when it is not. The
+ * result is transferred (json_decref). */
+static json_t *parse_body(const sb_api_req *r, sb_body_kind kind,
+                          sb_api_resp *out)
 {
     if (r->body_len == 0) {
         sb__api_error(out, 400, "invalid", "body",
@@ -180,7 +175,40 @@ json_t *sb__api_body(const sb_api_req *r, sb_api_resp *out)
                       SB_API_JSON_DEPTH);
         return NULL;
     }
+    int fits = kind == SB_BODY_OBJECT  ? json_is_object(j)
+               : kind == SB_BODY_ARRAY ? json_is_array(j)
+                                       : json_is_object(j) || json_is_array(j);
+    if (!fits) {
+        json_decref(j);
+        sb__api_error(out, 400, "invalid", "body",
+                      kind == SB_BODY_OBJECT  ? "the body must be a JSON object"
+                      : kind == SB_BODY_ARRAY ? "the body must be a JSON array"
+                                              : "the body must be a JSON "
+                                                "object or an array of them");
+        return NULL;
+    }
     return j;
+}
+
+void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    sb_body_kind kind = r->m->body;
+    sb_api_req req = *r;
+    json_t *j = NULL;
+    if (kind == SB_BODY_OBJECT || kind == SB_BODY_ARRAY ||
+        kind == SB_BODY_OBJECT_OR_ARRAY) {
+        j = parse_body(r, kind, out);
+        if (j == NULL)
+            return;
+        req.json = j;
+    }
+    if (!(sb__api_errors_read(a, &req, out) || sb__api_groups(a, &req, out) ||
+          sb__api_errors_write(a, &req, out) || sb__api_own(a, &req, out)))
+        /* Every route of the router has a handler; this would be a route
+         * added to the table without one. */
+        sb__api_error(out, 500, "internal", NULL, "no handler for %s",
+                      r->m->pattern);
+    json_decref(j);
 }
 
 int sb__api_known_fields(const json_t *obj, const char *const *known,

@@ -31,12 +31,17 @@ typedef struct sb_api {
     int edit_enabled;      /* E18 */
 } sb_api;
 
+struct json_t;
+
 typedef struct sb_api_req {
     int method;                  /* SB_HTTP_* */
     const sb_route_match *m;
     const sb_query_params *q;
     const char *body;            /* NUL-terminated; "" when none */
     size_t body_len;
+    /* The body parsed, of the shape the route declares (router.h), on a
+     * route that takes one; NULL on the others. Borrowed. */
+    const struct json_t *json;
     const char *idempotency_key; /* header, or NULL */
 } sb_api_req;
 
@@ -58,8 +63,12 @@ typedef struct sb_api_resp {
     int64_t timeout_ms;
 } sb_api_resp;
 
-/* api.c: run the handler of r->m->route. Always fills `out` (an error
- * status on failure). */
+/* api.c: run the handler of r->m->route. On a route that takes a body
+ * (r->m->body) the body is parsed first — JSON, at most
+ * SB_API_JSON_DEPTH deep, no duplicate names, of the declared shape —
+ * and a body that is none of that is a 400 naming "body" before the
+ * handler runs; the handler gets it as r->json. Always fills `out` (an
+ * error status on failure). */
 void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 /* api.c, for the handlers: the response for a library failure (status by
@@ -81,11 +90,6 @@ void sb__json_int_m(sb_buf *b, int *first, const char *name, int64_t v);
 void sb__json_time_m(sb_buf *b, int *first, const char *name, int64_t us);
 void sb__json_bool_m(sb_buf *b, int *first, const char *name, int v);
 
-/* api.c: parse the request body as JSON (jansson), at most
- * SB_API_JSON_DEPTH deep; NULL with the 400 in `out` when it is not. The
- * result is transferred (json_decref). */
-struct json_t;
-struct json_t *sb__api_body(const sb_api_req *r, sb_api_resp *out);
 /* 0 when `obj` has a member not in the NULL-terminated `known` (the 400
  * naming it is in `out`), 1 otherwise. */
 int sb__api_known_fields(const struct json_t *obj, const char *const *known,

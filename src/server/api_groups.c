@@ -271,35 +271,26 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     }
     static const char *const known[] = {"fromphysicaladdress",
                                         "tophysicaladdress", NULL};
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
+    const json_t *j = r->json;
     const char *from = json_string_value(json_object_get(j,
                                                          "fromphysicaladdress"));
     const char *to = json_string_value(json_object_get(j, "tophysicaladdress"));
-    if (!json_is_object(j) || !sb__api_known_fields(j, known, out)) {
-        if (!json_is_object(j))
-            sb__api_error(out, 400, "invalid", "body",
-                          "the body must be a JSON object");
-    } else if (from == NULL || to == NULL) {
-        sb__api_error(out, 400, "invalid",
-                      from == NULL ? "fromphysicaladdress"
-                                   : "tophysicaladdress",
-                      "fromphysicaladdress and tophysicaladdress (strings) "
-                      "are required");
-    } else {
-        sb_redirect d;
-        rc = sb_errors_redirect_add(a->store, from, to, &d, &err);
-        if (rc != SB_OK) {
-            sb__api_fail(out, rc, &err);
-        } else {
-            redirect_json(&out->body, &d);
-            out->status = 201;
-            snprintf(out->location, sizeof out->location,
-                     "/api/redirects/%s", d.id);
-        }
-    }
-    json_decref(j);
+    if (!sb__api_known_fields(j, known, out))
+        return 1;
+    if (from == NULL || to == NULL)
+        return sb__api_error(out, 400, "invalid",
+                             from == NULL ? "fromphysicaladdress"
+                                          : "tophysicaladdress",
+                             "fromphysicaladdress and tophysicaladdress "
+                             "(strings) are required"),
+               1;
+    sb_redirect d;
+    rc = sb_errors_redirect_add(a->store, from, to, &d, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    redirect_json(&out->body, &d);
+    out->status = 201;
+    snprintf(out->location, sizeof out->location, "/api/redirects/%s", d.id);
     return 1;
 }
 
@@ -312,22 +303,16 @@ static int redirect(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         rc = sb_errors_redirect_remove(a->store, id, &err);
     } else {
         static const char *const known[] = {"tophysicaladdress", NULL};
-        json_t *j = sb__api_body(r, out);
-        if (j == NULL)
-            return 1;
         const char *to =
-            json_string_value(json_object_get(j, "tophysicaladdress"));
-        if (!json_is_object(j) || !sb__api_known_fields(j, known, out) ||
-            to == NULL) {
+            json_string_value(json_object_get(r->json, "tophysicaladdress"));
+        if (!sb__api_known_fields(r->json, known, out) || to == NULL) {
             if (out->code == NULL)
                 sb__api_error(out, 400, "invalid", "tophysicaladdress",
                               "the body must be an object with "
                               "tophysicaladdress (a string)");
-            json_decref(j);
             return 1;
         }
         rc = sb_errors_redirect_update(a->store, id, to, &err);
-        json_decref(j);
     }
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;

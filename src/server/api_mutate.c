@@ -68,18 +68,14 @@ static int ids_of(const json_t *arr, const char *field, unsigned status,
 static int by_ids(const sb_api *a, const sb_api_req *r, const char *kind,
                   unsigned empty_status, sb_api_resp *out)
 {
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
     const char **ids = NULL;
     size_t n = 0;
-    if (ids_of(j, "body", empty_status, &ids, &n, out)) {
+    if (ids_of(r->json, "body", empty_status, &ids, &n, out)) {
         sb_failed_selection sel = {.size = sizeof sel, .ids = ids,
                                    .n_ids = n};
         submit_op(a, kind, &sel, out);
     }
     sb__free(ids);
-    json_decref(j);
     return 1;
 }
 
@@ -110,17 +106,12 @@ static int pending(const sb_api *a, const sb_api_req *r, const char *kind,
                                             NULL};
     static const char *const known_queue[] = {"queueaddress", "from", "to",
                                               NULL};
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
+    const json_t *j = r->json;
     sb_failed_selection sel = {.size = sizeof sel};
     const char **ids = NULL;
     size_t n = 0;
-    int ok = json_is_object(j) ||
-             sb__api_error(out, 400, "invalid", "body",
-                           "the body must be a JSON object");
-    ok = ok &&
-         sb__api_known_fields(j, queue_form ? known_queue : known_ids, out) &&
+    int ok =
+        sb__api_known_fields(j, queue_form ? known_queue : known_ids, out) &&
          time_of(j, "from", &sel.modified_from_us, out) &&
          time_of(j, "to", &sel.modified_to_us, out);
     if (ok && queue_form) {
@@ -140,7 +131,6 @@ static int pending(const sb_api *a, const sb_api_req *r, const char *kind,
     if (ok)
         submit_op(a, kind, &sel, out);
     sb__free(ids);
-    json_decref(j);
     return 1;
 }
 
@@ -177,15 +167,10 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                              "editing is off: start serve with "
                              "--allow-edit"),
                1;
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
+    const json_t *j = r->json;
     const char *body = json_string_value(json_object_get(j, "message_body"));
     json_t *headers = json_object_get(j, "message_headers");
-    int ok = json_is_object(j) ||
-             sb__api_error(out, 400, "invalid", "body",
-                           "the body must be a JSON object");
-    ok = ok && sb__api_known_fields(j, known, out);
+    int ok = sb__api_known_fields(j, known, out);
     if (ok && body == NULL)
         ok = sb__api_error(out, 400, "invalid", "message_body",
                            "message_body (a string) is required");
@@ -226,7 +211,6 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         }
     }
     sb__free(htext);
-    json_decref(j);
     return 1;
 }
 

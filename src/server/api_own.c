@@ -180,14 +180,9 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     static const char *const known[] = {"body", "headers", "delay_ms", NULL};
     const char *queue = r->m->captures[0];
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
+    const json_t *j = r->json;
     char *headers = NULL, *payload = NULL;
-    int ok = json_is_object(j) ||
-             sb__api_error(out, 400, "invalid", "body",
-                           "the body must be a JSON object");
-    ok = ok && sb__api_known_fields(j, known, out);
+    int ok = sb__api_known_fields(j, known, out);
     json_t *body = ok ? json_object_get(j, "body") : NULL;
     if (ok && body == NULL)
         ok = sb__api_error(out, 400, "invalid", "body",
@@ -239,7 +234,6 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     }
     sb__free(headers);
     sb__free(payload);
-    json_decref(j);
     return 1;
 }
 
@@ -248,9 +242,7 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     static const char *const known[] = {"headers", "body", NULL};
-    json_t *j = sb__api_body(r, out);
-    if (j == NULL)
-        return 1;
+    json_t *j = (json_t *)r->json; /* json_pack's "O" takes a reference */
     json_t *arr = json_is_array(j) ? j : json_pack("[O]", j);
     size_t n = json_array_size(arr);
     sb_failed_submission *s = n ? sb__calloc(n, sizeof *s) : NULL;
@@ -299,7 +291,6 @@ static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     sb__free(s);
     if (arr != j)
         json_decref(arr);
-    json_decref(j);
     return 1;
 }
 

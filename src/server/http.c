@@ -1,6 +1,6 @@
 /* http.c - the HTTP layer of `sqlbus serve` over libmicrohttpd
- * (docs/internals/server.md, "Requests"): request bodies with a cap,
- * routing, tokens, JSON-only mutations, the security headers on every
+ * (docs/internals/server.md, "Requests"): request bodies with a cap and
+ * refused on the routes that take none, routing, tokens, JSON-only mutations, the security headers on every
  * response, JSON errors, ETags and 304, the health routes and the
  * dashboard's files; every other route goes to the handlers (api.c). */
 #include "server/api.h"
@@ -487,8 +487,8 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
         .method = method,
         .m = m,
         .q = q,
-        .body = r->body.data && !r->body.failed ? r->body.data : "",
-        .body_len = r->body.failed ? 0 : r->body.len,
+        .body = r->body.data ? r->body.data : "",
+        .body_len = r->body.len,
         .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                        "Idempotency-Key")};
     sb_api_resp *a = sb__calloc(1, sizeof *a);
@@ -548,6 +548,19 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                           "a request that changes something must be sent "
                           "as Content-Type: application/json",
                           "Content-Type", NULL);
+    if (r->body.failed)
+        return send_error(r, c, 503, "unavailable", "out of memory", NULL,
+                          NULL);
+    /* S7: a route that takes no body refuses one (whatever it holds, even
+     * whitespace) before anything runs; a route that takes one has it
+     * parsed and its shape checked before its handler (api.c). */
+    if (m.body != SB_BODY_OBJECT && m.body != SB_BODY_ARRAY &&
+        m.body != SB_BODY_OBJECT_OR_ARRAY && r->body.len > 0)
+        return send_error(r, c, 400, "invalid",
+                          "this route takes no request body; send it with "
+                          "none (its parameters are in the path and the "
+                          "query string)",
+                          "body", NULL);
     sb_buf qt;
     sb__buf_init(&qt, QUERY_TEXT_MAX);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qt);

@@ -12,7 +12,6 @@
 
 #define LEASE_MS 60000
 #define ATTEMPTS 10               /* then the operation is marked failed */
-#define PROGRESS_EVERY_US 200000  /* progress rows written at most 5/s */
 #define SWEEP_EVERY_US (60LL * 1000000)
 #define ORPHAN_AFTER_US (60LL * 1000000) /* a queued row without its job */
 #define KEEP_DEFAULT_MS (7LL * 24 * 3600 * 1000)
@@ -22,7 +21,7 @@ struct sb_ops {
     sb_errors *store;
     sb_ops_options o;
     sb_worker *worker;
-    char *sql[8];
+    char *sql[10];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
@@ -30,8 +29,8 @@ struct sb_ops {
     int started_sweeper;
 };
 
-enum { Q_INSERT, Q_GET, Q_RECENT, Q_START, Q_PROGRESS, Q_END, Q_ORPHANS,
-       Q_PRUNE };
+enum { Q_INSERT, Q_GET, Q_RECENT, Q_START, Q_TOTAL, Q_FIGURES, Q_STEP,
+       Q_END, Q_ORPHANS, Q_PRUNE };
 
 #define COLS "id, kind, state, group_id, total, done, created_at, " \
              "updated_at, error"
@@ -49,13 +48,18 @@ static const char *const tpl[] = {
     /* Q_START: $1 id, $2 now */
     "UPDATE {p}operations SET state = 'running', updated_at = $2, error = "
     "NULL WHERE id = $1",
-    /* Q_PROGRESS: $1 id, $2 done, $3 total, $4 now */
-    "UPDATE {p}operations SET done = $2, total = $3, updated_at = $4 WHERE "
-    "id = $1",
-    /* Q_END: $1 id, $2 state, $3 done, $4 now, $5 error */
-    "UPDATE {p}operations SET state = $2, done = $3, total = CASE WHEN "
-    "total < $3 THEN $3 ELSE total END, updated_at = $4, error = $5 WHERE "
-    "id = $1",
+    /* Q_TOTAL: $1 id, $2 total, $3 done, $4 now: the first run's figures,
+     * kept */
+    "UPDATE {p}operations SET total = $2, done = $3, updated_at = $4 WHERE "
+    "id = $1 AND total < 0",
+    /* Q_FIGURES: $1 id */
+    "SELECT total, done FROM {p}operations WHERE id = $1",
+    /* Q_STEP: $1 id, $2 changed, $3 now: in the batch's transaction */
+    "UPDATE {p}operations SET done = done + $2, updated_at = $3 WHERE id = "
+    "$1",
+    /* Q_END: $1 id, $2 state, $3 now, $4 error */
+    "UPDATE {p}operations SET state = $2, total = CASE WHEN total < done "
+    "THEN done ELSE total END, updated_at = $3, error = $4 WHERE id = $1",
     /* Q_ORPHANS: $1 cutoff */
     "SELECT id FROM {p}operations WHERE state = 'queued' AND updated_at < "
     "$1 ORDER BY created_at LIMIT 100",
@@ -314,34 +318,60 @@ static int exec1(sb_ops *o, int q, const sb_value *p, size_t n, sb_error *err)
 typedef struct progress_ctx {
     sb_ops *o;
     const char *id;
-    int64_t last_us;
 } progress_ctx;
 
+/* The operation's record kept in step with the library's walk
+ * (sb_errors_op_hook), on the walk's connection inside its transactions:
+ * the first run writes the selection's count as the total (and, for a
+ * group operation it resumes, what that had done); a resumed run (the
+ * process died, or a transient failure) keeps the first figures and goes
+ * on from the done its committed batches wrote. */
+static int record_start(sb_conn *c, int64_t *total, int64_t *done,
+                        void *user, sb_error *err)
+{
+    progress_ctx *x = user;
+    sb_value p[4] = {sb__v_text(x->id), sb__v_int(*total), sb__v_int(*done),
+                     sb__v_int(sb__wall_us())};
+    int rc = sb__query(c, x->o->sql[Q_TOTAL], p, 4, NULL, NULL, err);
+    sb_rows *rows = NULL;
+    if (rc == SB_OK)
+        rc = sb__query(c, x->o->sql[Q_FIGURES], p, 1, &rows, NULL, err);
+    if (rc == SB_OK && rows->nrows == 1) {
+        *total = sb__rows_int(rows, 0, 0);
+        *done = sb__rows_int(rows, 0, 1);
+    }
+    sb__rows_free(rows);
+    return rc;
+}
+
+static int record_step(sb_conn *c, int64_t changed, void *user,
+                       sb_error *err)
+{
+    progress_ctx *x = user;
+    sb_value p[3] = {sb__v_text(x->id), sb__v_int(changed),
+                     sb__v_int(sb__wall_us())};
+    return sb__query(c, x->o->sql[Q_STEP], p, 3, NULL, NULL, err);
+}
+
+/* After each committed batch: the record's figures, to the observer. */
 static void on_progress(int64_t done, int64_t total, void *user)
 {
     progress_ctx *x = user;
-    int64_t now = sb__wall_us();
-    if (now - x->last_us < PROGRESS_EVERY_US && done < total)
-        return;
-    x->last_us = now;
-    sb_value p[4] = {sb__v_text(x->id), sb__v_int(done), sb__v_int(total),
-                     sb__v_int(now)};
-    sb_error err;
-    exec1(x->o, Q_PROGRESS, p, 4, &err);
+    x->o->o.progress(x->id, done, total, x->o->o.progress_user);
 }
 
 static int run_kind(sb_ops *o, const char *kind, const sb_failed_selection *s,
-                    int64_t *changed, sb_error *err)
+                    const sb_errors_op_hook *h, sb_error *err)
 {
     if (strcmp(kind, "retry") == 0)
-        return sb_errors_retry(o->store, s, changed, err);
+        return sb__errors_retry(o->store, s, h, NULL, err);
     if (strcmp(kind, "archive") == 0)
-        return sb_errors_archive(o->store, s, 1, changed, err);
+        return sb__errors_archive(o->store, s, 1, h, NULL, err);
     if (strcmp(kind, "unarchive") == 0)
-        return sb_errors_archive(o->store, s, 0, changed, err);
+        return sb__errors_archive(o->store, s, 0, h, NULL, err);
     if (strcmp(kind, "retry_pending") == 0)
-        return sb_errors_retry_pending(o->store, s, changed, err);
-    return sb_errors_resolve(o->store, s, changed, err);
+        return sb__errors_retry_pending(o->store, s, h, NULL, err);
+    return sb__errors_resolve(o->store, s, h, NULL, err);
 }
 
 static int transient(int rc)
@@ -394,14 +424,16 @@ static int handle(sb_delivery *d, void *user)
     sb_failed_selection sel;
     const char **ids = NULL;
     int prc = selection_parse(j, &sel, &ids);
-    progress_ctx px = {o, id, 0};
-    sel.progress = on_progress;
-    sel.progress_user = &px;
-    int64_t changed = 0;
+    progress_ctx px = {o, id};
+    sb_errors_op_hook hook = {record_start, record_step, &px};
+    if (o->o.progress != NULL) {
+        sel.progress = on_progress;
+        sel.progress_user = &px;
+    }
     if (rc == SB_OK)
         rc = prc != SB_OK ? sb__err(&err, prc, "selection",
                                     "the stored selection is unreadable")
-                          : run_kind(o, info.kind, &sel, &changed, &err);
+                          : run_kind(o, info.kind, &sel, &hook, &err);
     sb__free(ids);
     json_decref(j);
     if (rc != SB_OK && transient(rc) && sb_msg_attempts(m) < ATTEMPTS) {
@@ -410,11 +442,11 @@ static int handle(sb_delivery *d, void *user)
         return rc;
     }
     const char *state = rc == SB_OK ? "completed" : "failed";
-    sb_value end[5] = {sb__v_text(id), sb__v_text(state), sb__v_int(changed),
+    sb_value end[4] = {sb__v_text(id), sb__v_text(state),
                        sb__v_int(sb__wall_us()),
                        rc == SB_OK ? sb__v_null() : sb__v_text(err.message)};
     sb_error e2;
-    int erc = exec1(o, Q_END, end, 5, &e2);
+    int erc = exec1(o, Q_END, end, 4, &e2);
     if (rc != SB_OK)
         say(o, SB_LOG_WARN, "operation %s failed: %s", id, err.message);
     return erc;
@@ -508,7 +540,8 @@ int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
                                .handler = handle,
                                .user = o,
                                .concurrency = 1,
-                               .lease_ms = LEASE_MS,
+                               .lease_ms = o->o.lease_ms > 0 ? o->o.lease_ms
+                                                             : LEASE_MS,
                                .max_attempts = -1,
                                .redelivery_delay_ms = 2000,
                                .redelivery_factor = 2.0,

@@ -4,9 +4,11 @@
  * accepted is a row of {p}operations and a job on the internal queue
  * sqlbus.operations, written in one transaction; a transport worker runs
  * the job with the library call the CLI uses and records its progress in
- * the row. A process that dies mid-operation leaves the job leased; the
- * lease expires and the job runs again, which is safe because every bulk
- * change is idempotent over its status filter.
+ * the row, in the transaction of each batch. A process that dies
+ * mid-operation leaves the job leased; the lease expires and the job runs
+ * again, which is safe because every bulk change is idempotent over its
+ * status filter; the row keeps the first run's total and the done its
+ * batches committed, so the resumed operation reports the whole of it.
  */
 #ifndef SB_SERVER_OPERATIONS_H
 #define SB_SERVER_OPERATIONS_H
@@ -19,7 +21,13 @@
 typedef struct sb_ops_options {
     sb_log_fn log; /* may be NULL */
     void *log_user;
-    int64_t keep_ms; /* finished rows kept this long (0: 7 days) */
+    int64_t keep_ms;  /* finished rows kept this long (0: 7 days) */
+    int64_t lease_ms; /* an operation job's lease (0: 60 s) */
+    /* Optional: called on the worker's thread after each batch of an
+     * operation has committed, with the progress its row now holds. */
+    void (*progress)(const char *id, int64_t done, int64_t total,
+                     void *user);
+    void *progress_user;
 } sb_ops_options;
 
 /* One operation as the API reports it. */
@@ -37,7 +45,8 @@ typedef struct sb_op_info {
 
 /* Create the table if missing and start the worker (one handler thread)
  * and the sweeper (old rows; jobs of queued rows a crash left without
- * one). `bus` and `store` are borrowed and must outlive the handle. */
+ * one). `bus` and `store` (opened over `bus`: each batch's transaction
+ * writes the row's progress) are borrowed and must outlive the handle. */
 int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
                   sb_ops **out, sb_error *err);
 /* Stop the worker (the running job finishes or is handed back), join,

@@ -9,75 +9,93 @@
 #define MAX_SEGMENTS 8
 #define GET_ (SB_HTTP_GET | SB_HTTP_HEAD)
 
+/* A route: its methods, its pattern, and the methods of those that take
+ * a body with the kind they take (every other method takes none). */
 typedef struct route {
     int methods;
     const char *pattern;
     sb_route_id id;
+    int body_methods;
+    sb_body_kind body;
 } route;
 
+#define NO_BODY 0, SB_BODY_NONE
+#define BODY(methods, kind) methods, kind
+
 static const route routes[] = {
-    {GET_, "/api/errors", SB_R_ERRORS},
-    {GET_, "/api/errors/{id}", SB_R_ERROR},
-    {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST},
-    {GET_, "/api/errors/summary", SB_R_ERRORS_SUMMARY},
-    {GET_, "/api/errors/queues/addresses", SB_R_ERRORS_QUEUE_ADDRESSES},
-    {GET_, "/api/endpoints/{name}/errors", SB_R_ENDPOINT_ERRORS},
-    {SB_HTTP_POST, "/api/errors/{id}/retry", SB_R_ERROR_RETRY},
-    {SB_HTTP_POST, "/api/errors/retry", SB_R_ERRORS_RETRY},
+    {GET_, "/api/errors", SB_R_ERRORS, NO_BODY},
+    {GET_, "/api/errors/{id}", SB_R_ERROR, NO_BODY},
+    {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST, NO_BODY},
+    {GET_, "/api/errors/summary", SB_R_ERRORS_SUMMARY, NO_BODY},
+    {GET_, "/api/errors/queues/addresses",
+     SB_R_ERRORS_QUEUE_ADDRESSES, NO_BODY},
+    {GET_, "/api/endpoints/{name}/errors", SB_R_ENDPOINT_ERRORS, NO_BODY},
+    {SB_HTTP_POST, "/api/errors/{id}/retry", SB_R_ERROR_RETRY, NO_BODY},
+    {SB_HTTP_POST, "/api/errors/retry",
+     SB_R_ERRORS_RETRY, BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
     {SB_HTTP_POST, "/api/errors/queues/{address}/retry",
-     SB_R_ERRORS_QUEUE_RETRY},
-    {SB_HTTP_POST, "/api/errors/retry/all", SB_R_ERRORS_RETRY_ALL},
+     SB_R_ERRORS_QUEUE_RETRY, NO_BODY},
+    {SB_HTTP_POST, "/api/errors/retry/all", SB_R_ERRORS_RETRY_ALL, NO_BODY},
     {SB_HTTP_POST, "/api/errors/{endpoint}/retry/all",
-     SB_R_ENDPOINT_RETRY_ALL},
+     SB_R_ENDPOINT_RETRY_ALL, NO_BODY},
     {SB_HTTP_POST | SB_HTTP_PATCH, "/api/errors/{id}/archive",
-     SB_R_ERROR_ARCHIVE},
+     SB_R_ERROR_ARCHIVE, NO_BODY},
     {SB_HTTP_POST | SB_HTTP_PATCH, "/api/errors/archive",
-     SB_R_ERRORS_ARCHIVE},
-    {SB_HTTP_PATCH, "/api/errors/unarchive", SB_R_ERRORS_UNARCHIVE},
+     SB_R_ERRORS_ARCHIVE, BODY(SB_HTTP_POST | SB_HTTP_PATCH, SB_BODY_ARRAY)},
+    {SB_HTTP_PATCH, "/api/errors/unarchive",
+     SB_R_ERRORS_UNARCHIVE, BODY(SB_HTTP_PATCH, SB_BODY_ARRAY)},
     {SB_HTTP_PATCH, "/api/errors/{from}...{to}/unarchive",
-     SB_R_ERRORS_UNARCHIVE_RANGE},
-    {GET_, "/api/recoverability/classifiers", SB_R_CLASSIFIERS},
-    {GET_, "/api/recoverability/groups", SB_R_GROUPS},
-    {GET_, "/api/recoverability/groups/{classifier}", SB_R_GROUPS},
-    {GET_, "/api/recoverability/groups/id/{id}", SB_R_GROUP},
-    {GET_, "/api/recoverability/groups/{id}/errors", SB_R_GROUP_ERRORS},
+     SB_R_ERRORS_UNARCHIVE_RANGE, NO_BODY},
+    {GET_, "/api/recoverability/classifiers", SB_R_CLASSIFIERS, NO_BODY},
+    {GET_, "/api/recoverability/groups", SB_R_GROUPS, NO_BODY},
+    {GET_, "/api/recoverability/groups/{classifier}", SB_R_GROUPS, NO_BODY},
+    {GET_, "/api/recoverability/groups/id/{id}", SB_R_GROUP, NO_BODY},
+    {GET_, "/api/recoverability/groups/{id}/errors",
+     SB_R_GROUP_ERRORS, NO_BODY},
     {SB_HTTP_POST, "/api/recoverability/groups/{id}/errors/retry",
-     SB_R_GROUP_RETRY},
+     SB_R_GROUP_RETRY, NO_BODY},
     {SB_HTTP_POST, "/api/recoverability/groups/{id}/errors/archive",
-     SB_R_GROUP_ARCHIVE},
+     SB_R_GROUP_ARCHIVE, NO_BODY},
     {SB_HTTP_POST, "/api/recoverability/groups/{id}/errors/unarchive",
-     SB_R_GROUP_UNARCHIVE},
+     SB_R_GROUP_UNARCHIVE, NO_BODY},
     {SB_HTTP_POST | SB_HTTP_DELETE, "/api/recoverability/groups/{id}/comment",
-     SB_R_GROUP_COMMENT},
-    {GET_, "/api/recoverability/history", SB_R_HISTORY},
-    {GET_, "/api/errors/groups", SB_R_ARCHIVED_GROUPS},
-    {GET_, "/api/errors/groups/{classifier}", SB_R_ARCHIVED_GROUPS},
-    {SB_HTTP_POST, "/api/pendingretries/retry", SB_R_PENDING_RETRY},
-    {SB_HTTP_PATCH, "/api/pendingretries/resolve", SB_R_PENDING_RESOLVE},
+     SB_R_GROUP_COMMENT, NO_BODY},
+    {GET_, "/api/recoverability/history", SB_R_HISTORY, NO_BODY},
+    {GET_, "/api/errors/groups", SB_R_ARCHIVED_GROUPS, NO_BODY},
+    {GET_, "/api/errors/groups/{classifier}", SB_R_ARCHIVED_GROUPS, NO_BODY},
+    {SB_HTTP_POST, "/api/pendingretries/retry",
+     SB_R_PENDING_RETRY, BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
+    {SB_HTTP_PATCH, "/api/pendingretries/resolve",
+     SB_R_PENDING_RESOLVE, BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
     {SB_HTTP_POST, "/api/pendingretries/queues/retry",
-     SB_R_PENDING_QUEUE_RETRY},
+     SB_R_PENDING_QUEUE_RETRY, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
     {SB_HTTP_PATCH, "/api/pendingretries/queues/resolve",
-     SB_R_PENDING_QUEUE_RESOLVE},
-    {GET_, "/api/edit/config", SB_R_EDIT_CONFIG},
-    {SB_HTTP_POST, "/api/edit/{id}", SB_R_EDIT},
-    {GET_ | SB_HTTP_POST, "/api/redirects", SB_R_REDIRECTS},
-    {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/redirects/{id}", SB_R_REDIRECT},
-    {GET_, "/api/messages/search", SB_R_SEARCH},
-    {GET_, "/api/messages/{id}/body", SB_R_MESSAGE_BODY},
-    {GET_, "/api/endpoints/known", SB_R_KNOWN_ENDPOINTS},
-    {GET_, "/api/configuration", SB_R_CONFIGURATION},
-    {GET_, "/api/queues", SB_R_QUEUES},
-    {GET_ | SB_HTTP_POST, "/api/queues/{q}/messages", SB_R_QUEUE_MESSAGES},
-    {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES},
-    {GET_, "/api/recovery", SB_R_RECOVERY},
-    {GET_, "/api/stats", SB_R_STATS},
-    {GET_, "/api/operations", SB_R_OPERATIONS},
-    {GET_, "/api/operations/{id}", SB_R_OPERATION},
-    {GET_, "/health", SB_R_HEALTH},
-    {GET_, "/health/ready", SB_R_HEALTH_READY},
-    {GET_, "/metrics", SB_R_METRICS},
-    {GET_, "/", SB_R_UI},
-    {GET_, "/ui/{file}", SB_R_UI_ASSET},
+     SB_R_PENDING_QUEUE_RESOLVE, BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
+    {GET_, "/api/edit/config", SB_R_EDIT_CONFIG, NO_BODY},
+    {SB_HTTP_POST, "/api/edit/{id}",
+     SB_R_EDIT, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {GET_ | SB_HTTP_POST, "/api/redirects",
+     SB_R_REDIRECTS, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/redirects/{id}",
+     SB_R_REDIRECT, BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
+    {GET_, "/api/messages/search", SB_R_SEARCH, NO_BODY},
+    {GET_, "/api/messages/{id}/body", SB_R_MESSAGE_BODY, NO_BODY},
+    {GET_, "/api/endpoints/known", SB_R_KNOWN_ENDPOINTS, NO_BODY},
+    {GET_, "/api/configuration", SB_R_CONFIGURATION, NO_BODY},
+    {GET_, "/api/queues", SB_R_QUEUES, NO_BODY},
+    {GET_ | SB_HTTP_POST, "/api/queues/{q}/messages",
+     SB_R_QUEUE_MESSAGES, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/failed-messages",
+     SB_R_FAILED_MESSAGES, BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
+    {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},
+    {GET_, "/api/stats", SB_R_STATS, NO_BODY},
+    {GET_, "/api/operations", SB_R_OPERATIONS, NO_BODY},
+    {GET_, "/api/operations/{id}", SB_R_OPERATION, NO_BODY},
+    {GET_, "/health", SB_R_HEALTH, NO_BODY},
+    {GET_, "/health/ready", SB_R_HEALTH_READY, NO_BODY},
+    {GET_, "/metrics", SB_R_METRICS, NO_BODY},
+    {GET_, "/", SB_R_UI, NO_BODY},
+    {GET_, "/ui/{file}", SB_R_UI_ASSET, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 
@@ -188,6 +206,15 @@ static int match(const route *r, char seg[][SB_SEGMENT_MAX + 1],
     return 1;
 }
 
+/* What `r` takes with the method `bit`: its declared kind for a method
+ * that takes a body, else none; an undeclared kind stays undeclared. */
+static sb_body_kind body_of(const route *r, int bit)
+{
+    if (r->body == SB_BODY_UNDECLARED)
+        return SB_BODY_UNDECLARED;
+    return (r->body_methods & bit) ? r->body : SB_BODY_NONE;
+}
+
 int sb__route(const char *method, const char *path, sb_route_match *m,
               sb_error *err)
 {
@@ -237,12 +264,32 @@ int sb__route(const char *method, const char *path, sb_route_match *m,
     }
     m->allowed = best->methods;
     m->pattern = best->pattern;
-    if ((best->methods & sb__http_method(method)) == 0) {
+    int bit = sb__http_method(method);
+    if ((best->methods & bit) == 0) {
         m->n_captures = 0;
         return SB_NOTFOUND;
     }
     m->route = best->id;
+    m->body = body_of(best, bit);
     return SB_OK;
+}
+
+size_t sb__route_count(void)
+{
+    return N_ROUTES;
+}
+
+int sb__route_entry(size_t i, int method, const char **pattern,
+                    sb_route_id *id, int *methods, sb_body_kind *body)
+{
+    if (i >= N_ROUTES)
+        return 0;
+    *pattern = routes[i].pattern;
+    *id = routes[i].id;
+    *methods = routes[i].methods;
+    *body = (routes[i].methods & method) ? body_of(&routes[i], method)
+                                          : SB_BODY_NONE;
+    return 1;
 }
 
 int sb__query_parse(const char *qs, sb_query_params *out, sb_error *err)

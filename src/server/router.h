@@ -85,10 +85,26 @@ typedef enum sb_route_id {
     SB_R_COUNT
 } sb_route_id;
 
+/* What request body a route takes with a method (S7, S10). Every route
+ * of the table declares one for each of its methods (a unit test walks
+ * the table): GET and HEAD never take one. A route with SB_BODY_NONE
+ * refuses any body of one byte or more (whitespace too: only no body or
+ * zero bytes is empty) with a 400 naming "body", before its handler runs;
+ * on the others the body is parsed as JSON and its top level checked
+ * before the handler runs. */
+typedef enum sb_body_kind {
+    SB_BODY_UNDECLARED = 0, /* an entry that forgot to say: taken as none */
+    SB_BODY_NONE,
+    SB_BODY_OBJECT,          /* a JSON object */
+    SB_BODY_ARRAY,           /* a JSON array */
+    SB_BODY_OBJECT_OR_ARRAY  /* either (a batch of objects) */
+} sb_body_kind;
+
 typedef struct sb_route_match {
     sb_route_id route;   /* SB_R_NONE when no route has this path */
     int allowed;         /* the methods of the path's route (Allow header) */
     const char *pattern; /* the route's pattern: a label for metrics */
+    sb_body_kind body;   /* what the route takes with this method (SB_OK) */
     size_t n_captures;
     char captures[SB_ROUTE_CAPTURES][SB_SEGMENT_MAX + 1];
 } sb_route_match;
@@ -96,15 +112,23 @@ typedef struct sb_route_match {
 /* The method's mask bit, or 0 for a method no route takes. */
 int sb__http_method(const char *method);
 
-/* Route `method` `path` (the path only, no query string). SB_OK: m->route
- * and the captures (percent-decoded). SB_NOTFOUND: no route has the path
- * (m->allowed 0: 404), or it has, for other methods (m->allowed: 405).
+/* Route `method` `path` (the path only, no query string). SB_OK:
+ * m->route, m->body and the captures (percent-decoded). SB_NOTFOUND: no
+ * route has the path (m->allowed 0: 404), or it has, for other methods
+ * (m->allowed: 405).
  * SB_INVALID (field "path"): longer than SB_PATH_MAX, a segment over
  * SB_SEGMENT_MAX bytes decoded, a bad or NUL percent escape, not UTF-8,
  * or not starting with '/'. Where two routes match, the one with a fixed
  * segment where the other captures, first from the left, wins. */
 int sb__route(const char *method, const char *path, sb_route_match *m,
               sb_error *err);
+
+/* The route table, for tests that walk it: the number of entries, and
+ * entry `i`'s pattern, id, methods and the body it takes with `method`
+ * (SB_BODY_NONE for a method it does not take). 0 past the end. */
+size_t sb__route_count(void);
+int sb__route_entry(size_t i, int method, const char **pattern,
+                    sb_route_id *id, int *methods, sb_body_kind *body);
 
 typedef struct sb_query_params {
     size_t n;

@@ -2,7 +2,8 @@
  * test_router.c - unit tests of the HTTP API's router and query-string
  * parser (src/server/router.c; rules S4, S6, S8, S10): every route by a
  * sample request, precedence between routes that could both match, 404
- * against 405, percent-decoding, and every limit named in its error.
+ * against 405, percent-decoding, every limit named in its error, and the
+ * request body every route declares it takes (S7).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,6 +281,93 @@ static void test_query_strings(void **state)
     expect_bad_query(value, "q", "at most 1024 bytes");
 }
 
+/* S7, S10: every route of the table declares, for each of its methods,
+ * the body it takes; GET and HEAD take none, and exactly these take one
+ * (every other mutation — retry/all, one message's retry or archive, a
+ * group's retry, archive, unarchive and comment, a redirect's DELETE ...
+ * — takes none, so the server refuses a body there before anything
+ * changes). */
+static void test_body_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        sb_route_id id;
+        int method;
+        sb_body_kind body;
+    } takes[] = {
+        {SB_R_ERRORS_RETRY, SB_HTTP_POST, SB_BODY_ARRAY},
+        {SB_R_ERRORS_ARCHIVE, SB_HTTP_POST, SB_BODY_ARRAY},
+        {SB_R_ERRORS_ARCHIVE, SB_HTTP_PATCH, SB_BODY_ARRAY},
+        {SB_R_ERRORS_UNARCHIVE, SB_HTTP_PATCH, SB_BODY_ARRAY},
+        {SB_R_PENDING_RETRY, SB_HTTP_POST, SB_BODY_ARRAY},
+        {SB_R_PENDING_RESOLVE, SB_HTTP_PATCH, SB_BODY_OBJECT},
+        {SB_R_PENDING_QUEUE_RETRY, SB_HTTP_POST, SB_BODY_OBJECT},
+        {SB_R_PENDING_QUEUE_RESOLVE, SB_HTTP_PATCH, SB_BODY_OBJECT},
+        {SB_R_EDIT, SB_HTTP_POST, SB_BODY_OBJECT},
+        {SB_R_REDIRECTS, SB_HTTP_POST, SB_BODY_OBJECT},
+        {SB_R_REDIRECT, SB_HTTP_PUT, SB_BODY_OBJECT},
+        {SB_R_QUEUE_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT},
+        {SB_R_FAILED_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY},
+    };
+    size_t n = sb__route_count(), seen = 0;
+    assert_true(n > 0);
+    const char *pattern;
+    sb_route_id id;
+    int methods;
+    sb_body_kind body;
+    for (size_t i = 0; i < n; i++) {
+        for (int bit = SB_HTTP_GET; bit <= SB_HTTP_DELETE; bit <<= 1) {
+            assert_int_equal(sb__route_entry(i, bit, &pattern, &id, &methods,
+                                             &body),
+                             1);
+            if (!(methods & bit)) {
+                assert_int_equal(body, SB_BODY_NONE);
+                continue;
+            }
+            if (body == SB_BODY_UNDECLARED)
+                fail_msg("%s declares no body kind for method %d", pattern,
+                         bit);
+            sb_body_kind want = SB_BODY_NONE;
+            for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+                if (takes[k].id == id && takes[k].method == bit)
+                    want = takes[k].body;
+            if (body != want)
+                fail_msg("%s with method %d takes body kind %d, want %d",
+                         pattern, bit, body, want);
+            seen += want != SB_BODY_NONE;
+        }
+    }
+    assert_int_equal(seen, sizeof takes / sizeof *takes);
+    assert_int_equal(sb__route_entry(n, SB_HTTP_GET, &pattern, &id, &methods,
+                                     &body),
+                     0);
+    /* The match carries the method's kind. */
+    static const struct {
+        const char *method, *path;
+        sb_body_kind body;
+    } samples[] = {
+        {"POST", "/api/errors/retry/all", SB_BODY_NONE},
+        {"POST", "/api/errors/retry", SB_BODY_ARRAY},
+        {"GET", "/api/redirects", SB_BODY_NONE},
+        {"POST", "/api/redirects", SB_BODY_OBJECT},
+        {"PUT", "/api/redirects/r-1", SB_BODY_OBJECT},
+        {"DELETE", "/api/redirects/r-1", SB_BODY_NONE},
+        {"POST", "/api/recoverability/groups/g-1/comment", SB_BODY_NONE},
+        {"DELETE", "/api/recoverability/groups/g-1/comment", SB_BODY_NONE},
+        {"POST", "/api/failed-messages", SB_BODY_OBJECT_OR_ARRAY},
+    };
+    for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
+        sb_route_match m;
+        sb_error err;
+        assert_int_equal(sb__route(samples[i].method, samples[i].path, &m,
+                                   &err),
+                         SB_OK);
+        if (m.body != samples[i].body)
+            fail_msg("%s %s: body kind %d, want %d", samples[i].method,
+                     samples[i].path, m.body, samples[i].body);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_not_found_and_method),
         cmocka_unit_test(test_path_decoding_and_limits),
         cmocka_unit_test(test_query_strings),
+        cmocka_unit_test(test_body_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

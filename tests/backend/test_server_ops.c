@@ -1,0 +1,228 @@
+/*
+ * test_server_ops.c - the durable operations of `sqlbus serve`
+ * (src/server/operations.c, rule S5) on both backends: a retry of every
+ * unresolved message, or of a group, whose process is killed part way
+ * resumes after its job's lease and reports the whole operation, each
+ * message retried exactly once.
+ */
+#include "harness_errors.h"
+
+#include "server/operations.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MESSAGES 3500     /* four batches of at most 1,000 */
+#define KILL_AT 2000      /* after the second batch committed */
+#define LEASE_MS 1000     /* the operation job's lease, shortened */
+
+/* `n` dead letters that failed on `queue`, unique ids "<queue>-00000"...,
+ * published in batches, then ingested. */
+static void seed(sbe_env *e, const char *queue, int n)
+{
+    enum { CHUNK = 500 };
+    static char headers[CHUNK][512];
+    sb_outgoing o[CHUNK];
+    for (int at = 0; at < n; at += CHUNK) {
+        int k = n - at < CHUNK ? n - at : CHUNK;
+        for (int i = 0; i < k; i++) {
+            snprintf(headers[i], sizeof headers[i],
+                     "{\"sb-retry-of\":\"%s-%05d\",\"sb-failed-queue\":"
+                     "\"%s\",\"sb-time-of-failure\":"
+                     "\"2026-01-02T00:00:01Z\",\"sb-exception-type\":\"X\","
+                     "\"sb-processing-endpoint\":\"Sales\"}",
+                     queue, at + i, queue);
+            memset(&o[i], 0, sizeof o[i]);
+            o[i].payload = "body";
+            o[i].payload_len = 4;
+            o[i].headers_json = headers[i];
+        }
+        sb_error err;
+        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k,
+                                NULL, &err),
+               &err, "seed");
+    }
+    sbe_ingest(e);
+}
+
+static long scalar(const char *fmt, const char *prefix, const char *param)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, fmt, prefix);
+    return sbt_native_scalar(sql, param);
+}
+
+/* The child's kill point: once the operation's committed progress
+ * reaches KILL_AT, the process dies as if SIGKILLed from outside. */
+static void die_at(const char *id, int64_t done, int64_t total, void *user)
+{
+    (void)id;
+    (void)total;
+    (void)user;
+    if (done >= KILL_AT)
+        raise(SIGKILL);
+}
+
+/* The id of the "Endpoint Address" group of `queue` (unresolved). */
+static void group_of(sbe_env *e, const char *queue, char id[37])
+{
+    sb_failure_group *g = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_errors_groups(e->store, "Endpoint Address",
+                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+           &err, "groups");
+    id[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(g[i].title, queue) == 0)
+            memcpy(id, g[i].id, 37);
+    sb_free(g);
+    assert_true(id[0] != '\0');
+}
+
+/* S5: serve killed (SIGKILL) during a retry of MESSAGES failed messages
+ * on `queue` (`group` NULL: every unresolved one; else that group's),
+ * KILL_AT of them done. After the job's lease another process's worker
+ * resumes it, and the finished operation reports the whole operation
+ * (total MESSAGES, done MESSAGES), not what was left at the resume; every
+ * message was re-published exactly once. */
+static void retry_resumes_whole(sbe_env *e, const char *queue,
+                                const char *group)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        close(fds[0]);
+        sb_bus *cb = sbt_open(e->prefix, NULL);
+        sb_errors *store = NULL;
+        sb_ops *ops = NULL;
+        sb_ops_options oo = {.lease_ms = LEASE_MS, .progress = die_at};
+        if (sb_errors_open(cb, NULL, &store, NULL) != SB_OK ||
+            sb__ops_start(cb, store, &oo, &ops, NULL) != SB_OK)
+            _exit(2);
+        sb_failed_selection sel = {.size = sizeof sel, .group_id = group,
+                                   .all = group == NULL};
+        sb_op_info op;
+        sb_error err;
+        if (sb__ops_submit(ops, cb, "retry", &sel, &op, &err) != SB_OK)
+            _exit(2);
+        if (write(fds[1], op.id, sizeof op.id) != (ssize_t)sizeof op.id)
+            _exit(2);
+        for (;;)
+            pause(); /* the worker's kill, or the alarm */
+    }
+    close(fds[1]);
+    char id[37] = "";
+    ssize_t got = read(fds[0], id, sizeof id);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(got, (ssize_t)sizeof id);
+    assert_int_equal(scalar("SELECT count(*) FROM %sfailed_messages WHERE "
+                            "status = CAST($1 AS INTEGER)",
+                            e->prefix, "0"),
+                     MESSAGES - KILL_AT);
+    if (group != NULL) {
+        /* The group's own operation (E19) is resumed only once it counts
+         * as interrupted, 60 s after its last batch: that time passes. */
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "UPDATE %sgroup_operations SET updated_at = updated_at - "
+                 "61000000",
+                 e->prefix);
+        sbt_exec(e->bus, sql);
+    }
+
+    /* serve again: its worker takes the job once the lease has passed. */
+    sb_bus *bus = sbt_open(e->prefix, NULL);
+    sb_errors *store = NULL;
+    sb_ops *ops = NULL;
+    sb_error err;
+    sbt_ok(sb_errors_open(bus, NULL, &store, &err), &err, "store");
+    sb_ops_options oo = {.lease_ms = LEASE_MS};
+    sbt_ok(sb__ops_start(bus, store, &oo, &ops, &err), &err, "ops");
+    sb_op_info op;
+    memset(&op, 0, sizeof op);
+    for (int i = 0; i < 300; i++) {
+        sbt_ok(sb__ops_get(ops, bus, id, &op, &err), &err, "get");
+        if (strcmp(op.state, "completed") == 0 ||
+            strcmp(op.state, "failed") == 0)
+            break;
+        sbt_sleep_ms(100);
+    }
+    if (strcmp(op.state, "completed") != 0)
+        fail_msg("the resumed operation is %s after 30 s (done %lld of "
+                 "%lld): %s",
+                 op.state, (long long)op.done, (long long)op.total,
+                 op.error);
+    if (op.total != MESSAGES || op.done != MESSAGES)
+        fail_msg("the resumed operation reports total %lld, done %lld; "
+                 "want the whole operation, %d of %d",
+                 (long long)op.total, (long long)op.done, MESSAGES,
+                 MESSAGES);
+    sb__ops_stop(ops);
+    sb_errors_close(store);
+    sb_close(bus);
+    assert_int_equal(scalar("SELECT count(*) FROM %sfailed_messages WHERE "
+                            "status = CAST($1 AS INTEGER)",
+                            e->prefix, "1"),
+                     MESSAGES);
+    /* Each message was re-published once: as many jobs on its queue as
+     * messages, each with its own headers (sb-retry-of is its id). */
+    assert_int_equal(scalar("SELECT count(*) FROM %smessages WHERE queue = "
+                            "$1",
+                            e->prefix, queue),
+                     MESSAGES);
+    assert_int_equal(scalar("SELECT count(DISTINCT headers) FROM %smessages "
+                            "WHERE queue = $1",
+                            e->prefix, queue),
+                     MESSAGES);
+}
+
+/* S5: POST /api/errors/retry/all, serve killed part way. */
+static void test_retry_all_resumes_whole(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open_single_threaded(&e);
+    seed(&e, "qk", MESSAGES);
+    retry_resumes_whole(&e, "qk", NULL);
+    sbe_close(&e);
+}
+
+/* S5, E19: a group's retry, serve killed part way: the operation and the
+ * group's own record both resume. */
+static void test_group_retry_resumes_whole(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open_single_threaded(&e);
+    seed(&e, "qg", MESSAGES);
+    char group[37];
+    group_of(&e, "qg", group);
+    retry_resumes_whole(&e, "qg", group);
+    sb_group_operation g;
+    sb_error err;
+    sbt_ok(sb_errors_group_operation(e.store, group, &g, &err), &err,
+           "group operation");
+    assert_string_equal(g.state, "completed");
+    assert_int_equal(g.total, MESSAGES);
+    assert_int_equal(g.done, MESSAGES);
+    sbe_close(&e);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_retry_all_resumes_whole),
+        cmocka_unit_test(test_group_retry_resumes_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
