@@ -1,8 +1,9 @@
 /* http.c - the HTTP layer of `sqlbus serve` over libmicrohttpd
  * (docs/internals/server.md, "Requests"): request bodies with a cap and
- * refused on the routes that take none, routing, tokens, JSON-only mutations, the security headers on every
- * response, JSON errors, ETags and 304, the health routes and the
- * dashboard's files; every other route goes to the handlers (api.c). */
+ * refused on the routes that take none, routing, tokens, JSON-only
+ * mutations, the security headers on every response, JSON errors, ETags
+ * and 304, the health routes and the dashboard's files; every other
+ * route goes to the handlers (api.c). */
 #include "server/api.h"
 #include "server/metrics.h"
 #include "server/operations.h"
