@@ -497,7 +497,9 @@ typedef int (*sb_handler_fn)(sb_delivery *d, void *user);
 
 enum sb_ack_mode {
     SB_ACK_AFTER_HANDLER = 0, /* settle when the handler returns (default) */
-    SB_ACK_AFTER_ENQUEUE = 1  /* delete once accepted in memory (T23) */
+    SB_ACK_AFTER_ENQUEUE = 1  /* accept into a bounded in-memory queue;
+                                 delete as a background thread takes it,
+                                 before its handler runs (T23) */
 };
 
 /* Called (on a worker thread) when an early-acked message fails. */
@@ -540,8 +542,13 @@ SB_API int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
                            sb_worker **out, sb_error *err);
 
 /* Stop gracefully (T26): no new claims, running handlers get
- * stop_timeout_ms, unstarted rows are handed back. Idempotent; safe from
- * any thread except a handler of this worker. */
+ * stop_timeout_ms (drain_timeout_ms after enqueue), unstarted rows are
+ * handed back. Returns within that budget (plus about a second) whatever
+ * the database does: SB_OK when every handler finished and every write was
+ * made; SB_UNAVAILABLE when handlers finished but settlements or
+ * hand-backs could not be written (their rows return after the lease);
+ * SB_TIMEOUT (field stop_timeout_ms) when handlers are still running.
+ * Idempotent; safe from any thread except a handler of this worker. */
 SB_API int sb_worker_stop(sb_worker *w, sb_error *err);
 
 /* Block until the queue has had no ready or leased message for one poll

@@ -26,7 +26,9 @@ enum cli_exit {
                             operation already running, a conflicting
                             redirect, a reply id reused */
     CLI_REPLY_ERROR = 2, /* request/wait: the reply was an error reply */
-    CLI_TIMEOUT = 124,   /* request/wait: no reply within --timeout */
+    CLI_TIMEOUT = 124,   /* request/wait: no reply within --timeout;
+                            work: handlers still running at the stop
+                            timeout */
     CLI_INTERRUPTED = 130 /* SIGINT during a non-work command */
 };
 

@@ -245,8 +245,13 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     atomic_store(&work.stopping, 1);
     sb_error_clear(&err);
     src = sb_worker_stop(w, &err);
-    if (src != SB_OK && rc == CLI_OK)
+    if (src != SB_OK && rc == CLI_OK) {
+        /* docs/cli.md, "Stopping": 5 = writes left to lease expiry, 124 =
+         * handlers still running at the stop timeout. */
         rc = cli_report(src, &err);
+        if (src == SB_TIMEOUT)
+            rc = CLI_TIMEOUT;
+    }
     summary(ctx, w, start);
     sb_worker_free(w);
     sb_channel_close(ch);

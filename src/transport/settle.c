@@ -57,12 +57,18 @@ static int confirm_retry_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
     return rc;
 }
 
-int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
+/* The ack's fenced delete alone, without E16's confirmation. */
+static int remove_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
 {
     sb_value p[2] = {sb__v_text(m->id), sb__v_text(m->lock_id)};
     int64_t changes = 0;
     int rc = sb__query(c, bus->sql->ack, p, 2, NULL, &changes, err);
-    rc = fenced(rc, changes, m, err);
+    return fenced(rc, changes, m, err);
+}
+
+int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
+{
+    int rc = remove_on(bus, c, m, err);
     return rc == SB_OK ? confirm_retry_on(bus, c, m, err) : rc;
 }
 
@@ -228,23 +234,28 @@ static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
     return rc;
 }
 
-int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
-                    int *lost, sb_error *err)
+int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
+                       size_t n, int *lost, sb_error *err)
 {
-    if (n > 1 && bus->sql->ack_many != NULL) {
-        int rc = many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
-        for (size_t i = 0; rc == SB_OK && i < n; i++)
-            if (!lost[i])
-                rc = confirm_retry_on(bus, c, msgs[i], err);
-        return rc;
-    }
+    if (n > 1 && bus->sql->ack_many != NULL)
+        return many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
     for (size_t i = 0; i < n; i++) {
-        int rc = sb__ack_on(bus, c, msgs[i], err);
+        int rc = remove_on(bus, c, msgs[i], err);
         lost[i] = rc == SB_LOST_LEASE;
         if (rc != SB_OK && rc != SB_LOST_LEASE)
             return rc;
     }
     return SB_OK;
+}
+
+int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                    int *lost, sb_error *err)
+{
+    int rc = sb__remove_many_on(bus, c, msgs, n, lost, err);
+    for (size_t i = 0; rc == SB_OK && i < n; i++)
+        if (!lost[i])
+            rc = confirm_retry_on(bus, c, msgs[i], err);
+    return rc;
 }
 
 int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,

@@ -184,6 +184,11 @@ int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                     int *lost, sb_error *err);
 int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                       int64_t lease_ms, int *lost, sb_error *err);
+/* The fenced deletes of sb__ack_many_on without E16's retry
+ * confirmations: an early-ack worker removes a row this way as a
+ * background thread takes it, before its handler runs (T23). */
+int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
+                       size_t n, int *lost, sb_error *err);
 /* True if `queue` holds a ready or leased message. */
 int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
                    sb_error *err);

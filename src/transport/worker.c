@@ -2,7 +2,9 @@
  * database work of the worker in one transaction per cycle: it settles
  * what handlers finished, renews leases that reached a third of their
  * life, and claims at most as many rows as there are idle handler slots.
- * Handler threads only run handlers. See docs/internals/transport.md. */
+ * In ack-after-enqueue mode it also removes the rows background threads
+ * are about to run. Handler threads only run handlers. See
+ * docs/internals/transport.md. */
 #include "transport/transport.h"
 
 #include <math.h>
@@ -11,12 +13,20 @@
 
 enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
 
+/* Once every handler is done, a stopping worker tries its last writes for
+ * this long before it leaves them to lease expiry (T26). */
+#define STOP_WRITE_GRACE_US 1000000
+/* How long sb_worker_stop waits past its deadline for the pump to leave
+ * the database call it is in. */
+#define STOP_MARGIN_US 1000000
+
 struct sb_delivery {
     sb_worker *w;
     sb_msg *msg;
     int64_t next_renew_us; /* monotonic */
     atomic_int lost;
     int running;
+    int removed; /* early-ack: its row is deleted, it runs from memory */
     int outcome;
     int64_t delay_ms;
     char *exc_type, *exc_msg, *exc_detail, *dl_reason;
@@ -42,10 +52,19 @@ struct sb_worker {
     sb_wake_listener *listener;
     sb_wal_watch *wal; /* SQLite: other processes' commits wake the pump */
     sb_delivery *ready_head, *ready_tail, *settle_head, *all;
+    /* early-ack: accepted (claimed, leased, renewed) but not yet taken by
+     * a background thread; its row is deleted only when one takes it */
+    sb_delivery *buf_head, *buf_tail;
+    int n_ready;  /* in the ready list */
+    int starting; /* early-ack: being removed by the cycle under way */
     int held;     /* claimed and not yet settled */
     int running_handlers;
     int live_handlers;
-    int stopping, abandon, pump_done, stopped;
+    int stopping, abandon, pump_done, stopped, joined;
+    int64_t retry_at_us;   /* after a failed cycle: not before this */
+    int64_t give_up_at_us; /* stopping, handlers done, writes failing */
+    int unwritten;         /* writes a stop left to lease expiry */
+    char last_db_error[sizeof ((sb_error *)0)->message];
     int idle;
     int64_t next_poll_us, poll_delay_us, outage_delay_us;
     uint64_t wakes; /* wake-ups so far: one during a cycle is not lost */
@@ -53,9 +72,13 @@ struct sb_worker {
     int64_t last_cycle_us; /* written by the pump only */
     /* the pump's scratch arrays, `slots` entries each (allocated at start
      * so the pump never fails for memory) */
-    sb_delivery **renew_buf, **ack_buf;
+    sb_delivery **renew_buf, **ack_buf, **start_buf;
     sb_msg **msgs_buf;
-    int *renew_lost_buf, *lost_buf;
+    int *renew_lost_buf, *lost_buf, *start_lost_buf, *claim_lost_buf;
+    /* early-ack: deliveries allocated before a cycle for the rows it
+     * removes as it claims them, so memory never loses a removed row */
+    sb_delivery **spare;
+    int n_spare;
     sb_waker waker;
     atomic_llong acked, naked, dead, lost, handed_back;
     sb_count_slot *counts; /* the queue's in sb_bus_metrics */
@@ -123,6 +146,13 @@ typedef struct cycle {
     int claim_max;
     sb_msg **claimed;
     size_t n_claimed;
+    sb_delivery **start;  /* early-ack: buffered rows to remove and run */
+    int n_start;
+    int *start_lost;
+    int start_claimed;    /* early-ack: remove and run up to this many of
+                             the claimed rows at once */
+    size_t claimed_started; /* ... how many were */
+    int *claim_lost;
     int probe;     /* ask whether anything is pending */
     int pending;
     uint64_t wakes; /* the worker's wake count when the cycle began */
@@ -146,7 +176,7 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
     sb_bus *bus = w->bus;
     if (d->outcome < 0)
         return SB_OK; /* its lease was found lost in an earlier try */
-    if (w->early) {
+    if (d->removed) {
         if (d->outcome != OUT_DEAD)
             return SB_OK;
         /* The row is gone already: write the dead letter from memory. */
@@ -207,7 +237,7 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     int rc = SB_OK;
     size_t n_acks = 0;
     for (sb_delivery *d = x->settle; rc == SB_OK && d; d = d->next) {
-        if (d->outcome == OUT_ACK && !w->early) {
+        if (d->outcome == OUT_ACK && !d->removed) {
             x->ack_d[n_acks] = d;
             x->msgs[n_acks++] = d->msg; /* acks go in one statement below */
             continue;
@@ -223,6 +253,13 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     for (size_t i = 0; rc == SB_OK && i < n_acks; i++)
         if (x->lost[i])
             note_lost(w, x->ack_d[i]);
+    /* Early-ack (T23): the rows background threads take now are removed
+     * before their handlers run; until then they stay leased. */
+    for (int i = 0; i < x->n_start; i++)
+        x->msgs[i] = x->start[i]->msg;
+    if (rc == SB_OK && x->n_start > 0)
+        rc = sb__remove_many_on(w->bus, c, x->msgs, (size_t)x->n_start,
+                                x->start_lost, err);
     for (int i = 0; i < x->n_renew; i++)
         x->msgs[i] = x->renew[i]->msg;
     if (rc == SB_OK && x->n_renew > 0)
@@ -231,9 +268,17 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_msg_free_array(x->claimed, x->n_claimed);
     x->claimed = NULL;
     x->n_claimed = 0;
+    x->claimed_started = 0;
     if (rc == SB_OK && x->claim_max > 0)
-        rc = sb__claim_on(w->bus, c, w->queue, x->claim_max, w->o.lease_ms,
-                          w->early, &x->claimed, &x->n_claimed, err);
+        rc = sb__claim_on(w->bus, c, w->queue, x->claim_max, w->o.lease_ms, 0,
+                          &x->claimed, &x->n_claimed, err);
+    /* ... and so are fresh rows for threads with nothing to take. */
+    size_t k = x->n_claimed < (size_t)x->start_claimed ? x->n_claimed
+                                                        : (size_t)x->start_claimed;
+    if (rc == SB_OK && k > 0) {
+        rc = sb__remove_many_on(w->bus, c, x->claimed, k, x->claim_lost, err);
+        x->claimed_started = k;
+    }
     x->pending = 1;
     if (rc == SB_OK && x->probe && x->n_claimed == 0)
         rc = sb__pending_on(w->bus, c, w->queue, &x->pending, err);
@@ -242,6 +287,7 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
 
 static void push_ready(sb_worker *w, sb_delivery *d)
 {
+    w->n_ready++;
     d->next = NULL;
     if (w->ready_tail)
         w->ready_tail->next = d;
@@ -254,6 +300,29 @@ static void push_settle(sb_worker *w, sb_delivery *d)
 {
     d->next = w->settle_head;
     w->settle_head = d;
+}
+
+static void push_buf(sb_worker *w, sb_delivery *d)
+{
+    d->next = NULL;
+    if (w->buf_tail)
+        w->buf_tail->next = d;
+    else
+        w->buf_head = d;
+    w->buf_tail = d;
+}
+
+/* A held delivery whose row turned out not to be ours any more. */
+static void drop_lost(sb_worker *w, sb_delivery *d)
+{
+    sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+            "message %s: lease lost while it waited in memory; another "
+            "consumer has it",
+            d->msg->id);
+    atomic_fetch_add(&w->lost, 1);
+    all_remove(w, d);
+    w->held--;
+    delivery_free(d);
 }
 
 /* The sb_bus_metrics count of a committed settlement. */
@@ -300,31 +369,59 @@ static void after_commit(sb_worker *w, cycle *x)
             atomic_store(&x->renew[i]->lost, 1);
             x->renew[i]->next_renew_us = INT64_MAX;
         }
+    size_t woken = 0;
+    for (int i = 0; i < x->n_start; i++) {
+        sb_delivery *sd = x->start[i];
+        if (x->start_lost[i]) {
+            drop_lost(w, sd);
+            continue;
+        }
+        sd->removed = 1;
+        push_ready(w, sd);
+        woken++;
+    }
+    w->starting = 0;
+    x->n_start = 0;
     for (size_t i = 0; i < x->n_claimed; i++) {
-        sb_delivery *nd = sb__calloc(1, sizeof *nd);
+        int run_now = i < x->claimed_started;
+        sb_delivery *nd = NULL;
+        if (run_now && !x->claim_lost[i])
+            nd = w->spare[--w->n_spare]; /* allocated before the cycle */
+        else if (!run_now)
+            nd = sb__calloc(1, sizeof *nd);
         if (nd == NULL) {
-            /* Not settling it is safe: the lease lapses and it returns. */
+            /* Not holding a leased row is safe: the lease lapses and it
+             * returns. */
             sb_msg_free(x->claimed[i]);
             continue;
         }
+        memset(nd, 0, sizeof *nd);
         nd->w = w;
         nd->msg = x->claimed[i];
-        nd->next_renew_us = w->early ? INT64_MAX
-                                     : now + w->o.lease_ms * 1000 / 3;
+        nd->removed = run_now;
+        nd->next_renew_us = run_now ? INT64_MAX
+                                    : now + w->o.lease_ms * 1000 / 3;
         nd->all_next = w->all;
         if (w->all)
             w->all->all_prev = nd;
         w->all = nd;
         w->held++;
-        push_ready(w, nd);
+        if (w->early && !run_now) {
+            push_buf(w, nd);
+        } else {
+            push_ready(w, nd);
+            woken++;
+        }
     }
     sb__free(x->claimed);
     x->claimed = NULL;
+    /* Wake one handler per delivery, not the whole herd. */
+    for (size_t i = 0; i < woken && i < (size_t)w->n_handlers; i++)
+        pthread_cond_signal(&w->handler_cv);
+    if (w->stopping)
+        pthread_cond_broadcast(&w->handler_cv); /* they may be done */
     if (x->n_claimed > 0) {
         w->idle = 0;
-        /* Wake one handler per delivery, not the whole herd. */
-        for (size_t i = 0; i < x->n_claimed && i < (size_t)w->n_handlers; i++)
-            pthread_cond_signal(&w->handler_cv);
         w->poll_delay_us = 0;
         w->next_poll_us = 0;
     } else if (x->claim_max > 0 && w->wakes != x->wakes) {
@@ -347,23 +444,39 @@ static void after_commit(sb_worker *w, cycle *x)
     pthread_cond_broadcast(&w->idle_cv);
 }
 
-/* Unstarted deliveries go back on stop (T15, T26); in early-ack mode they
- * are dead-lettered, since their rows are already gone (T23). */
+/* Unstarted deliveries go back on stop (T15, T26). */
 static void hand_back_unstarted(sb_worker *w)
 {
     while (w->ready_head != NULL) {
         sb_delivery *d = w->ready_head;
         w->ready_head = d->next;
-        if (w->early) {
-            d->outcome = OUT_DEAD;
-            d->dl_reason = sb__strdup("worker stopped before the message "
-                                      "was processed");
-        } else {
-            d->outcome = OUT_HANDBACK;
-        }
+        d->outcome = OUT_HANDBACK;
         push_settle(w, d);
     }
     w->ready_tail = NULL;
+    w->n_ready = 0;
+}
+
+/* Early-ack (T23): accepted rows no background thread took before the
+ * drain's last quarter are dead-lettered. Their rows still exist, so the
+ * dead letter and the delete are one fenced transaction (T21): if it
+ * cannot be written, the rows return when their leases lapse. */
+static void dead_letter_unstarted(sb_worker *w)
+{
+    int any = w->buf_head != NULL;
+    while (w->buf_head != NULL) {
+        sb_delivery *d = w->buf_head;
+        w->buf_head = d->next;
+        d->outcome = OUT_DEAD;
+        d->next_renew_us = INT64_MAX;
+        sb__free(d->dl_reason);
+        d->dl_reason = sb__strdup("worker stopped before the message was "
+                                  "processed");
+        push_settle(w, d);
+    }
+    w->buf_tail = NULL;
+    if (any)
+        pthread_cond_broadcast(&w->handler_cv); /* nothing more to take */
 }
 
 static int count_settled(const sb_worker *w)
@@ -372,6 +485,35 @@ static int count_settled(const sb_worker *w)
     for (const sb_delivery *d = w->settle_head; d; d = d->next)
         n++;
     return n;
+}
+
+/* Writes still owed to the database: settlements other than a removed
+ * row's ack (which needs none), and accepted rows not yet removed. */
+static int count_unwritten(const sb_worker *w)
+{
+    int n = 0;
+    for (const sb_delivery *d = w->settle_head; d; d = d->next)
+        if (d->outcome > 0 && !(d->removed && d->outcome != OUT_DEAD))
+            n++;
+    for (const sb_delivery *d = w->buf_head; d; d = d->next)
+        n++;
+    return n;
+}
+
+/* Early-ack: how many background threads have nothing to run. */
+static int idle_background(const sb_worker *w)
+{
+    int n = w->n_handlers - w->running_handlers - w->n_ready - w->starting;
+    return n > 0 ? n : 0;
+}
+
+/* Wait on the pump's condition until `until` (INT64_MAX: until woken). */
+static void pump_wait(sb_worker *w, int64_t until)
+{
+    if (until == INT64_MAX)
+        pthread_cond_wait(&w->pump_cv, &w->mu);
+    else
+        sb__cond_wait_until(&w->pump_cv, &w->mu, until);
 }
 
 static void *pump_main(void *arg)
@@ -385,20 +527,48 @@ static void *pump_main(void *arg)
     x.msgs = w->msgs_buf;
     x.ack_d = w->ack_buf;
     x.lost = w->lost_buf;
+    x.start = w->start_buf;
+    x.start_lost = w->start_lost_buf;
+    x.claim_lost = w->claim_lost_buf;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         int64_t now = sb__mono_us();
+        /* Early-ack: the drain's last quarter is kept for dead letters. */
+        int64_t cut = w->stop_deadline_us -
+                      (w->early ? w->o.drain_timeout_ms * 250 : 0);
         if (w->stopping) {
-            int64_t early_cut = w->stop_deadline_us -
-                                (w->early ? w->o.drain_timeout_ms * 250 : 0);
-            if (!w->early || now >= early_cut || w->ready_head == NULL)
+            if (!w->early)
                 hand_back_unstarted(w);
+            else if (now >= cut)
+                dead_letter_unstarted(w);
             if ((w->held == 0 && w->live_handlers == 0) || w->abandon)
                 break;
         }
+        if (now < w->retry_at_us) {
+            /* Backing off after a failed cycle (T26). */
+            int64_t until = w->retry_at_us;
+            if (w->stopping && w->early && w->buf_head && cut > now &&
+                cut < until)
+                until = cut;
+            pump_wait(w, until);
+            continue;
+        }
+        /* Early-ack: idle background threads take buffered rows; the
+         * cycle removes them before they run (not after the cut). */
+        x.n_start = 0;
+        int can_start = w->early && (!w->stopping || now < cut);
+        while (can_start && w->buf_head != NULL && idle_background(w) > 0) {
+            sb_delivery *d = w->buf_head;
+            w->buf_head = d->next;
+            if (w->buf_head == NULL)
+                w->buf_tail = NULL;
+            d->next_renew_us = INT64_MAX; /* it is being removed */
+            x.start[x.n_start++] = d;
+            w->starting++;
+        }
         int64_t next_renew = INT64_MAX;
         x.n_renew = 0;
-        for (sb_delivery *d = w->all; d && !w->abandon; d = d->all_next) {
+        for (sb_delivery *d = w->all; d; d = d->all_next) {
             if (d->outcome != OUT_NONE || d->next_renew_us == INT64_MAX)
                 continue;
             if (d->next_renew_us <= now && x.n_renew < w->slots)
@@ -410,16 +580,20 @@ static void *pump_main(void *arg)
         int free_slots = w->slots - w->held + count_settled(w);
         int want_claim = !w->stopping && free_slots > 0 &&
                          now >= w->next_poll_us;
-        if (w->settle_head == NULL && x.n_renew == 0 && !want_claim) {
+        if (w->settle_head == NULL && x.n_renew == 0 && !want_claim &&
+            x.n_start == 0) {
             int64_t until = next_renew;
             if (!w->stopping && free_slots > 0 && w->next_poll_us < until)
                 until = w->next_poll_us;
-            if (w->stopping && w->stop_deadline_us < until)
+            /* A deadline already past is waited for by signal, not by a
+             * spin that would starve sb_worker_stop of the lock. */
+            if (w->stopping && w->stop_deadline_us > now &&
+                w->stop_deadline_us < until)
                 until = w->stop_deadline_us;
-            if (until == INT64_MAX)
-                pthread_cond_wait(&w->pump_cv, &w->mu);
-            else
-                sb__cond_wait_until(&w->pump_cv, &w->mu, until);
+            if (w->stopping && w->early && w->buf_head && cut > now &&
+                cut < until)
+                until = cut;
+            pump_wait(w, until);
             continue;
         }
         /* Batched settlement (T24): if handlers are still running, give
@@ -428,7 +602,7 @@ static void *pump_main(void *arg)
          * window is bounded by the last cycle's own cost, so it never adds
          * more latency than a cycle does. */
         if (w->settle_head != NULL && w->running_handlers > 0 &&
-            x.n_renew == 0 && !w->stopping) {
+            x.n_renew == 0 && x.n_start == 0 && !w->stopping) {
             int64_t linger = w->last_cycle_us < 2000 ? w->last_cycle_us : 2000;
             int64_t until = sb__mono_us() + linger;
             while (w->running_handlers > 0 && sb__mono_us() < until)
@@ -442,6 +616,17 @@ static void *pump_main(void *arg)
         x.claim_max = want_claim ? free_slots : 0;
         x.probe = want_claim && w->held == 0;
         x.wakes = w->wakes;
+        /* Early-ack: threads still idle run fresh rows at once; their
+         * deliveries exist before the rows are removed. */
+        x.start_claimed = want_claim && w->early ? idle_background(w) : 0;
+        while (w->n_spare < x.start_claimed) {
+            sb_delivery *d = sb__calloc(1, sizeof *d);
+            if (d == NULL)
+                break;
+            w->spare[w->n_spare++] = d;
+        }
+        if (x.start_claimed > w->n_spare)
+            x.start_claimed = w->n_spare;
         for (int i = 0; i < x.n_renew; i++)
             x.renew[i]->next_renew_us = now + w->o.lease_ms * 1000 / 3;
         pthread_mutex_unlock(&w->mu);
@@ -456,13 +641,17 @@ static void *pump_main(void *arg)
         pthread_mutex_lock(&w->mu);
         if (rc == SB_OK) {
             after_commit(w, &x);
+            w->retry_at_us = 0;
+            w->give_up_at_us = 0;
+            w->last_db_error[0] = '\0';
             continue;
         }
         sb_msg_free_array(x.claimed, x.n_claimed);
         x.claimed = NULL;
         x.n_claimed = 0;
         /* Outage or error: keep the settlements (fenced, safe to repeat),
-         * retry renewals soon, back off 100 ms -> 5 s with jitter (T26). */
+         * retry renewals soon, back off 100 ms -> 5 s with jitter (T26);
+         * rows that were to be removed wait in the buffer again, leased. */
         while (x.settle != NULL) {
             sb_delivery *d = x.settle;
             x.settle = d->next;
@@ -473,14 +662,48 @@ static void *pump_main(void *arg)
         if (w->outage_delay_us > 5000000)
             w->outage_delay_us = 5000000;
         int64_t pause = sb__jitter_us(w->outage_delay_us);
+        if (w->stopping && pause > 250000)
+            pause = 250000; /* a stop has a deadline: try more often */
+        now = sb__mono_us();
+        for (int i = x.n_start - 1; i >= 0; i--) {
+            sb_delivery *d = x.start[i];
+            d->next = w->buf_head;
+            w->buf_head = d;
+            if (w->buf_tail == NULL)
+                w->buf_tail = d;
+            d->next_renew_us = now + pause;
+        }
+        x.n_start = 0;
+        w->starting = 0;
         for (int i = 0; i < x.n_renew; i++)
-            x.renew[i]->next_renew_us = sb__mono_us() + pause;
+            x.renew[i]->next_renew_us = now + pause;
+        snprintf(w->last_db_error, sizeof w->last_db_error, "%s",
+                 err.message);
         sb__log(&w->bus->log, SB_LOG_WARN, "worker",
                 "queue %s: database cycle failed (%s); retrying in %lld ms",
                 w->queue, err.message, (long long)(pause / 1000));
-        w->next_poll_us = sb__mono_us() + pause;
-        sb__cond_wait_until(&w->pump_cv, &w->mu, sb__mono_us() + pause);
+        w->next_poll_us = now + pause;
+        w->retry_at_us = now + pause;
+        if (w->stopping)
+            pthread_cond_broadcast(&w->handler_cv); /* they may be done */
+        /* Stopping with every handler done: what is left are writes. Try
+         * them for a moment, then leave them to lease expiry (T26). */
+        if (w->stopping && w->running_handlers == 0 && w->n_ready == 0) {
+            if (w->give_up_at_us == 0)
+                w->give_up_at_us = now + STOP_WRITE_GRACE_US;
+            if (now >= w->give_up_at_us || now >= w->stop_deadline_us)
+                break;
+        }
     }
+    w->unwritten = count_unwritten(w);
+    if (w->unwritten > 0)
+        sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+                "queue %s: stopped with %d settlement(s) or hand-back(s) "
+                "not written (%s); their messages return to the queue when "
+                "their leases expire",
+                w->queue, w->unwritten,
+                w->last_db_error[0] ? w->last_db_error
+                                    : "the stop timeout passed");
     w->pump_done = 1;
     pthread_cond_broadcast(&w->idle_cv);
     pthread_cond_broadcast(&w->handler_cv);
@@ -546,13 +769,26 @@ static void send_reply(sb_worker *w, sb_delivery *d, int outcome)
     }
 }
 
+/* Whether a handler thread with nothing to run should wait for more: not
+ * once the pump is gone, nor once the worker stops -- except, in early-ack
+ * mode, while accepted rows may still be handed to background threads. */
+static int may_get_work(const sb_worker *w)
+{
+    if (w->pump_done)
+        return 0;
+    if (!w->stopping)
+        return 1;
+    return w->early && (w->buf_head != NULL || w->starting > 0);
+}
+
 static void *handler_main(void *arg)
 {
     sb_worker *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (w->ready_head == NULL && !w->pump_done &&
-               !(w->stopping && w->ready_head == NULL))
+        /* A removed (early-ack) row in the list always runs, even after
+         * the pump has gone: memory is its only copy. */
+        while (w->ready_head == NULL && may_get_work(w))
             pthread_cond_wait(&w->handler_cv, &w->mu);
         if (w->ready_head == NULL)
             break;
@@ -560,6 +796,7 @@ static void *handler_main(void *arg)
         w->ready_head = d->next;
         if (w->ready_head == NULL)
             w->ready_tail = NULL;
+        w->n_ready--;
         d->running = 1;
         w->running_handlers++;
         pthread_mutex_unlock(&w->mu);
@@ -657,6 +894,12 @@ static void free_buffers(sb_worker *w)
     sb__free(w->endpoint);
     sb__free(w->renew_buf);
     sb__free(w->ack_buf);
+    sb__free(w->start_buf);
+    sb__free(w->start_lost_buf);
+    sb__free(w->claim_lost_buf);
+    for (int i = 0; w->spare != NULL && i < w->n_spare; i++)
+        sb__free(w->spare[i]);
+    sb__free(w->spare);
     sb__free(w->msgs_buf);
     sb__free(w->renew_lost_buf);
     sb__free(w->lost_buf);
@@ -735,9 +978,15 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     w->msgs_buf = sb__calloc(k, sizeof *w->msgs_buf);
     w->renew_lost_buf = sb__calloc(k, sizeof *w->renew_lost_buf);
     w->lost_buf = sb__calloc(k, sizeof *w->lost_buf);
+    w->start_buf = sb__calloc(k, sizeof *w->start_buf);
+    w->start_lost_buf = sb__calloc(k, sizeof *w->start_lost_buf);
+    w->claim_lost_buf = sb__calloc(k, sizeof *w->claim_lost_buf);
+    w->spare = sb__calloc((size_t)w->n_handlers, sizeof *w->spare);
     if (w->queue == NULL || w->handlers == NULL || w->renew_buf == NULL ||
         w->ack_buf == NULL || w->msgs_buf == NULL ||
-        w->renew_lost_buf == NULL || w->lost_buf == NULL) {
+        w->renew_lost_buf == NULL || w->lost_buf == NULL ||
+        w->start_buf == NULL || w->start_lost_buf == NULL ||
+        w->claim_lost_buf == NULL || w->spare == NULL) {
         free_buffers(w);
         sb__free(w);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -765,6 +1014,7 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
             pthread_join(w->handlers[i], NULL);
         w->n_handlers = 0;
         w->stopped = 1;
+        w->joined = 1;
         sb_worker_free(w);
         return sb__err(err, SB_NOMEM, NULL, "could not start threads");
     }
@@ -807,22 +1057,46 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
         sb__cond_wait_until(&w->idle_cv, &w->mu, w->stop_deadline_us);
     int rc = SB_OK;
     if (!w->pump_done) {
-        /* Handlers overran the budget: stop renewing so their rows return
-         * to the queue after the lease; free() still waits for them. */
+        /* The budget is spent: stop renewing, so the rows of handlers
+         * still running return to the queue after the lease (free() still
+         * waits for them), and leave what is not written to lease expiry.
+         * The pump leaves at once unless it is inside a database call. */
         w->abandon = 1;
         pthread_cond_broadcast(&w->pump_cv);
-        rc = sb__err(err, SB_TIMEOUT, "stop_timeout_ms",
-                     "%d handler(s) still running after the stop timeout",
-                     w->running_handlers);
+        int64_t until = sb__mono_us() + STOP_MARGIN_US;
+        while (!w->pump_done && sb__mono_us() < until)
+            sb__cond_wait_until(&w->idle_cv, &w->mu, until);
+        if (w->running_handlers > 0)
+            rc = sb__err(err, SB_TIMEOUT, "stop_timeout_ms",
+                         "%d handler(s) still running after the stop "
+                         "timeout; their messages return to the queue when "
+                         "their leases expire",
+                         w->running_handlers);
     }
+    if (rc == SB_OK && !w->pump_done)
+        rc = sb__err(err, SB_UNAVAILABLE, NULL,
+                     "the database did not answer before the stop timeout; "
+                     "unwritten settlements return to the queue when their "
+                     "leases expire");
+    else if (rc == SB_OK && w->unwritten > 0)
+        rc = sb__err(err, SB_UNAVAILABLE, NULL,
+                     "%d settlement(s) or hand-back(s) not written (%s); "
+                     "their messages return to the queue when their leases "
+                     "expire",
+                     w->unwritten,
+                     w->last_db_error[0] ? w->last_db_error
+                                         : "the stop timeout passed");
+    int done = w->pump_done;
     pthread_mutex_unlock(&w->mu);
     sb__wake_listener_stop(w->listener);
     w->listener = NULL;
     sb__wal_watch_stop(w->wal);
     w->wal = NULL;
     sb__bus_remove_waker(w->bus, &w->waker);
-    pthread_join(w->pump, NULL);
+    if (done)
+        pthread_join(w->pump, NULL); /* it has returned or is returning */
     pthread_mutex_lock(&w->mu);
+    w->joined = done;
     w->stopped = 1;
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -846,18 +1120,66 @@ int sb_worker_wait_idle(sb_worker *w, int64_t timeout_ms)
     return rc;
 }
 
+static int late_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    sb_worker *w = vctx;
+    int rc = SB_OK;
+    for (sb_delivery *d = w->settle_head; rc == SB_OK && d; d = d->next)
+        if (d->removed && d->outcome == OUT_DEAD)
+            rc = settle_one(w, c, d, err);
+    return rc;
+}
+
+/* Early-ack: handlers that failed after the pump had gone (they overran
+ * the drain) have only this process's memory; write their dead letters
+ * now, once, name the ones that could not be written, and report each
+ * through on_background_failure. */
+static void write_late_dead_letters(sb_worker *w)
+{
+    int n = 0;
+    for (sb_delivery *d = w->settle_head; d; d = d->next)
+        if (d->removed && d->outcome == OUT_DEAD)
+            n++;
+    if (n == 0)
+        return;
+    sb_error err;
+    sb_retry_policy once = {1, 0, 0};
+    int rc = sb__db_run_tx(w->bus->pool, &once, late_tx, w, &err);
+    for (sb_delivery *d = w->settle_head; d; d = d->next) {
+        if (!d->removed || d->outcome != OUT_DEAD)
+            continue;
+        if (rc == SB_OK) {
+            atomic_fetch_add(&w->dead, 1);
+            sb__counters_add(w->counts, SB_COUNT_DEAD, 1);
+        } else {
+            sb__log(&w->bus->log, SB_LOG_ERROR, "worker",
+                    "message %s failed after it was acknowledged and its "
+                    "dead letter could not be written: %s",
+                    d->msg->id, err.message);
+        }
+        if (w->o.on_background_failure != NULL) {
+            sb_failure f = failure_of(d);
+            w->o.on_background_failure(d->msg, &f, w->o.user);
+        }
+    }
+}
+
 void sb_worker_free(sb_worker *w)
 {
     if (w == NULL)
         return;
     if (!w->stopped)
         sb_worker_stop(w, NULL);
+    if (!w->joined)
+        pthread_join(w->pump, NULL); /* it was inside a database call */
     pthread_mutex_lock(&w->mu);
     w->pump_done = 1;
     pthread_cond_broadcast(&w->handler_cv);
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->n_handlers; i++)
         pthread_join(w->handlers[i], NULL);
+    if (w->early)
+        write_late_dead_letters(w);
     /* Deliveries whose handlers overran the stop are freed unsettled: their
      * leases lapse and the rows are redelivered (at least once). */
     while (w->all != NULL) {
@@ -951,7 +1273,7 @@ void sb_delivery_dead_letter(sb_delivery *d, const char *reason)
 
 int sb_delivery_renew(sb_delivery *d, sb_error *err)
 {
-    if (d->w->early)
+    if (d->removed)
         return SB_OK; /* the row is gone already: nothing to renew */
     int rc = sb_renew(d->w->bus, d->msg, d->w->o.lease_ms, err);
     pthread_mutex_lock(&d->w->mu);

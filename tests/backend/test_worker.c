@@ -389,6 +389,38 @@ static void test_renewal_and_graceful_stop(void **state)
     sb_close(bus);
 }
 
+/* T26 (issue 19): a handler that outlasts stop_timeout makes the stop
+ * return SB_TIMEOUT on time, counting the handlers really running; its
+ * message stays in the queue for the lease to return. */
+static void test_stop_timeout_counts_running(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.stop_timeout_ms = 300;
+    sb_worker *w = start(bus, "q", 2, gated_handler, &g, &o);
+    pthread_mutex_lock(&g.mu);
+    while (g.started == 0)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    sb_error err;
+    assert_int_equal(sb_worker_stop(w, &err), SB_TIMEOUT);
+    assert_string_equal(err.field, "stop_timeout_ms");
+    assert_non_null(strstr(err.message, "1 handler(s) still running"));
+    pthread_mutex_lock(&g.mu);
+    g.release = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    sb_worker_free(w);
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 static int failing_handler(sb_delivery *d, void *user)
 {
     (void)user;
@@ -446,6 +478,82 @@ static void test_ack_after_enqueue(void **state)
     assert_int_equal(sbt_count(bus, "deadletter"), 1);
     sbt_drop(bus, prefix);
     sb_close(bus);
+}
+
+/* Where each published id ended up after an early-ack stop: the queue,
+ * the dead-letter queue (by sb-message-id), or neither. */
+static void count_places(sb_bus *bus, tally *t, int *in_queue, int *in_dlq)
+{
+    sb_error err;
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_peek(bus, "q", 0, 500, &m, &n, &err), &err, "peek");
+    for (size_t k = 0; k < n; k++) {
+        int i = index_of(t, sb_msg_id(m[k]));
+        assert_true(i >= 0);
+        in_queue[i]++;
+    }
+    sb_msg_free_array(m, n);
+    sb_dlq_filter f = {sizeof f, "q", 0, NULL, 0};
+    sbt_ok(sb_dlq_list(bus, &f, &m, &n, &err), &err, "dlq list");
+    for (size_t k = 0; k < n; k++) {
+        const char *orig = sb_msg_header(m[k], "sb-message-id");
+        const char *why = sb_msg_header(m[k], "sb-dead-letter-reason");
+        int i = orig ? index_of(t, orig) : -1;
+        assert_true(i >= 0);
+        assert_non_null(why);
+        assert_string_equal(why, "worker stopped before the message was "
+                                 "processed");
+        in_dlq[i]++;
+    }
+    sb_msg_free_array(m, n);
+}
+
+/* T23 (issue 19): an early-ack worker stopped while its bounded queue is
+ * full of slow work, with a drain timeout shorter than that work: every
+ * published message ran, or is still in the queue, or was dead-lettered
+ * as unrun -- exactly one of the three, never none. The stop lands at a
+ * different moment of the handlers' cycle in each round. */
+static void test_ack_after_enqueue_stop_loses_nothing(void **state)
+{
+    (void)state;
+    enum { ROUNDS = 12, MSGS = 30 };
+    for (int r = 0; r < ROUNDS; r++) {
+        const char *prefix = sbt_new_prefix();
+        sb_bus *bus = sbt_open(prefix, NULL);
+        tally *t = tally_new(MSGS);
+        t->sleep_ms = 500;
+        sbt_publish_n(bus, "q", MSGS, t->ids);
+        sb_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.ack_mode = SB_ACK_AFTER_ENQUEUE;
+        o.background_workers = 2;
+        o.background_capacity = 10;
+        o.drain_timeout_ms = 1000;
+        sb_worker *w = start(bus, "q", 1, counting_handler, t, &o);
+        for (int i = 0; i < 1000 && atomic_load(&t->calls) < 2; i++)
+            sbt_sleep_ms(5);
+        assert_true(atomic_load(&t->calls) >= 2);
+        sbt_sleep_ms(45L * r);
+        int rc = sb_worker_stop(w, NULL);
+        /* Handlers started before the cut may outlast the drain. */
+        assert_true(rc == SB_OK || rc == SB_TIMEOUT);
+        sb_worker_free(w);
+        int in_queue[MSGS] = {0}, in_dlq[MSGS] = {0};
+        count_places(bus, t, in_queue, in_dlq);
+        for (int i = 0; i < MSGS; i++) {
+            int places = t->handled[i] + in_queue[i] + in_dlq[i];
+            if (places != 1)
+                fail_msg("round %d: message %s ran %d time(s), is %d time(s) "
+                         "in the queue and %d time(s) in the dead-letter "
+                         "queue (want exactly one of the three)",
+                         r, t->ids[i], t->handled[i], in_queue[i],
+                         in_dlq[i]);
+        }
+        sbt_drop(bus, prefix);
+        sb_close(bus);
+        tally_free(t);
+    }
 }
 
 typedef struct child_ctx {
@@ -767,7 +875,9 @@ int main(void)
         cmocka_unit_test(test_explicit_dead_letter),
         cmocka_unit_test(test_dead_letter_endpoint),
         cmocka_unit_test(test_renewal_and_graceful_stop),
+        cmocka_unit_test(test_stop_timeout_counts_running),
         cmocka_unit_test(test_ack_after_enqueue),
+        cmocka_unit_test(test_ack_after_enqueue_stop_loses_nothing),
         cmocka_unit_test(test_processes_exactly_once),
         cmocka_unit_test(test_sigkill_mid_handler),
         cmocka_unit_test(test_wake_in_process),
