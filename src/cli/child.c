@@ -1,17 +1,50 @@
-/* child.c - run one handler command: spawn it in its own process group,
- * feed the payload to its stdin, capture stdout and the tail of stderr,
- * and enforce the timeout. One poll loop does all three, so a child that
- * never reads its stdin (or writes a lot before reading) cannot deadlock
- * us. Runs on worker threads, several at once. */
+/* child.c - run one handler command: start it in its own process group
+ * with the payload on its stdin, capture stdout and the tail of stderr,
+ * and enforce the timeout. One poll loop reads both pipes while it waits,
+ * so a child that writes a lot cannot deadlock us. Runs on worker
+ * threads, several at once.
+ *
+ * The process tree of one run (issue 19: a handler must never outlive
+ * its worker, nor start on a payload cut short):
+ *
+ *   worker thread --fork--> keeper --fork+exec--> command --> ...
+ *
+ * The keeper is a forked copy of sqlbus that never execs. It leads the
+ * process group the command and everything the command starts belong
+ * to, waits for the command, reports its wait status, and - when the
+ * worker dies, whatever the cause, SIGKILL included - kills the whole
+ * group with SIGKILL, itself last. It learns of the worker's death from
+ * a "life" pipe: the worker holds the write end, the kernel closes it
+ * when the worker process ends, and the keeper's read end then reports
+ * POLLHUP. A pipe belongs to the process, not to a thread, so a worker
+ * thread that exits (a pool shrinking) kills nothing; PR_SET_PDEATHSIG on
+ * the keeper would fire when the forking *thread* exits, and SIGKILL
+ * would leave the keeper no moment to kill the group. The command itself
+ * gets PR_SET_PDEATHSIG(SIGKILL): its parent is the single-threaded
+ * keeper, so should the keeper be killed outright the command dies too
+ * (and a keeper that died between fork and prctl is caught by comparing
+ * getppid() with its pid).
+ *
+ * The payload is written whole into a sealed memfd before the keeper is
+ * forked, and that memfd is the command's stdin: the command can only
+ * ever read the whole payload, and a worker that dies before the write
+ * is done has started nothing.
+ *
+ * Between fork and exec only async-signal-safe calls are made (the
+ * worker has other threads); everything the keeper needs - the resolved
+ * path, argv, envp, the descriptors - is prepared before fork. */
+#define _GNU_SOURCE
 #include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,10 +54,15 @@
 #define DRAIN_GRACE_US 200000
 #define IO_CHUNK 65536
 
-/* Serialises "create pipes, mark them close-on-exec, spawn": without it a
- * child spawned by another thread could inherit our pipe ends before
- * FD_CLOEXEC is set, and our EOF would never come. */
-static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The keeper's descriptors: the first three are the command's stdio. */
+enum { FD_PAYLOAD, FD_STDOUT, FD_STDERR, FD_LIFE, FD_REPORT, FD_COUNT };
+
+/* What the keeper (or the command, when exec fails) tells the worker
+ * through the report pipe. */
+enum { REPORT_EXEC_ERRNO = 1, REPORT_STATUS = 2 };
+typedef struct report {
+    int kind, value;
+} report;
 
 static const struct {
     int sig;
@@ -103,21 +141,6 @@ static void close_fd(int *fd)
     }
 }
 
-static int make_pipe(int fds[2])
-{
-    if (pipe(fds) != 0)
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        int fl = fcntl(fds[i], F_GETFD);
-        if (fl < 0 || fcntl(fds[i], F_SETFD, fl | FD_CLOEXEC) < 0) {
-            close(fds[0]);
-            close(fds[1]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static void set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -125,99 +148,260 @@ static void set_nonblock(int fd)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Spawn argv with our three pipes; returns 0 or an errno value. */
-static int spawn(const cli_child_spec *spec, pid_t *pid, int *in_fd,
-                 int *out_fd, int *err_fd)
+/* ---- after fork: async-signal-safe calls only ---- */
+
+/* Everything the keeper needs, prepared before fork. */
+typedef struct launch {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int fds[FD_COUNT];
+} launch;
+
+static void send_report(int fd, int kind, int value)
 {
-    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    int rc;
+    report r = {kind, value};
+    ssize_t w = write(fd, &r, sizeof r);
+    (void)w; /* if it fails the worker reads the keeper's exit status */
+}
 
-    pthread_mutex_lock(&spawn_lock);
-    if (make_pipe(pin) != 0 || make_pipe(pout) != 0 || make_pipe(perr) != 0) {
-        rc = errno != 0 ? errno : EMFILE;
-        for (int i = 0; i < 2; i++) {
-            close_fd(&pin[i]);
-            close_fd(&pout[i]);
-            close_fd(&perr[i]);
-        }
-        pthread_mutex_unlock(&spawn_lock);
-        return rc;
-    }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pin[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, pout[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, perr[1], STDERR_FILENO);
+static void on_sigchld(int sig)
+{
+    (void)sig; /* only to interrupt ppoll */
+}
 
-    /* Own process group (so a timeout kills the whole tree and a Ctrl-C
-     * on the terminal reaches only sqlbus), an empty signal mask (ours
-     * blocks SIGINT/SIGTERM) and default actions for what we ignore. */
-    posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
+/* The command: die with the keeper, take default signal actions and an
+ * empty mask (the worker blocks SIGINT/SIGTERM and ignores SIGPIPE), and
+ * exec. Descriptors 0-2 are its stdio; 3 and 4 close on exec. */
+_Noreturn static void run_command(const launch *l, pid_t keeper)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != keeper)
+        _exit(127); /* the keeper is gone already */
+    static const int defaults[] = {SIGPIPE, SIGINT, SIGTERM, SIGCHLD};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        sigaction(defaults[i], &dfl, NULL);
+    sigset_t none;
     sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                        POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(l->path, l->argv, l->envp);
+    send_report(FD_REPORT, REPORT_EXEC_ERRNO, errno);
+    _exit(127);
+}
 
-    rc = posix_spawnp(pid, spec->argv[0], &fa, &attr, spec->argv,
-                      spec->envp);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pin[0]);
-    close(pout[1]);
-    close(perr[1]);
-    pthread_mutex_unlock(&spawn_lock);
-    if (rc != 0) {
-        close(pin[1]);
-        close(pout[0]);
-        close(perr[0]);
-        return rc;
+/* The keeper (see the top of the file). Never returns. */
+_Noreturn static void run_keeper(const launch *l)
+{
+    pid_t me = getpid();
+    setpgid(0, 0); /* the worker does it too: whoever is first */
+    /* Every signal blocked (SIGCHLD is let in only inside ppoll): a
+     * SIGTERM to the group is the command's to handle. */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+
+    /* Move our descriptors to 0..4 (through copies above 4, so no
+     * target overwrites a source) and close every other one: without
+     * that a keeper would hold other runs' pipes open. */
+    int tmp[FD_COUNT];
+    for (int i = 0; i < FD_COUNT; i++) {
+        tmp[i] = fcntl(l->fds[i], F_DUPFD_CLOEXEC, FD_COUNT);
+        if (tmp[i] < 0) {
+            send_report(l->fds[FD_REPORT], REPORT_EXEC_ERRNO, errno);
+            _exit(127);
+        }
     }
-    *in_fd = pin[1];
-    *out_fd = pout[0];
-    *err_fd = perr[0];
-    set_nonblock(*in_fd);
-    set_nonblock(*out_fd);
-    set_nonblock(*err_fd);
+    for (int i = 0; i < FD_COUNT; i++) {
+        if (dup2(tmp[i], i) < 0) {
+            send_report(tmp[FD_REPORT], REPORT_EXEC_ERRNO, errno);
+            _exit(127);
+        }
+    }
+    if (close_range(FD_COUNT, ~0U, 0) != 0)
+        for (int fd = FD_COUNT; fd < 65536; fd++)
+            close(fd);
+    fcntl(FD_LIFE, F_SETFD, FD_CLOEXEC);
+    fcntl(FD_REPORT, F_SETFD, FD_CLOEXEC);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+
+    /* vfork: the keeper is a copy of the whole worker, and the command
+     * needs none of it before exec (and the keeper waits meanwhile). */
+    pid_t cmd = vfork();
+    if (cmd < 0) {
+        send_report(FD_REPORT, REPORT_EXEC_ERRNO, errno);
+        _exit(127);
+    }
+    if (cmd == 0)
+        run_command(l, me);
+    /* The command's stdio is the command's: EOF on the pipes is its. */
+    close(FD_PAYLOAD);
+    close(FD_STDOUT);
+    close(FD_STDERR);
+
+    sigset_t chld_only = all;
+    sigdelset(&chld_only, SIGCHLD);
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(cmd, &status, WNOHANG);
+        if (r == cmd)
+            break;
+        if (r < 0 && errno != EINTR) {
+            status = 127 << 8; /* cannot happen: the command is ours */
+            break;
+        }
+        struct pollfd p = {.fd = FD_LIFE, .events = POLLIN};
+        /* SIGCHLD is blocked outside ppoll, so an exit between waitpid
+         * and ppoll interrupts ppoll at once. */
+        if (ppoll(&p, 1, NULL, &chld_only) > 0 && p.revents != 0) {
+            /* The worker is gone: nobody will ack or nak this run, and
+             * another worker will run the message again. Take the whole
+             * group down, the keeper with it. */
+            kill(-me, SIGKILL);
+            _exit(128 + SIGKILL);
+        }
+    }
+    send_report(FD_REPORT, REPORT_STATUS, status);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status)
+                            : (128 + WTERMSIG(status)) & 0xff);
+}
+
+/* ---- the worker's side ---- */
+
+/* The path execve gets for `cmd`, searched in PATH as execvp would (but
+ * before fork: execvp is not async-signal-safe). 0 or an errno value. */
+static int resolve(const char *cmd, char *out, size_t cap)
+{
+    if (cmd[0] == '\0')
+        return ENOENT;
+    if (strchr(cmd, '/') != NULL) {
+        int w = snprintf(out, cap, "%s", cmd);
+        return w > 0 && (size_t)w < cap ? 0 : ENAMETOOLONG;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL || path[0] == '\0')
+        path = "/usr/bin:/bin";
+    int found = ENOENT;
+    for (;;) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        /* An empty entry is the current directory. */
+        int w = n == 0 ? snprintf(out, cap, "./%s", cmd)
+                       : snprintf(out, cap, "%.*s/%s", (int)n, path, cmd);
+        struct stat st;
+        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0 &&
+            S_ISREG(st.st_mode)) {
+            if (access(out, X_OK) == 0)
+                return 0;
+            found = EACCES;
+        }
+        if (colon == NULL)
+            break;
+        path = colon + 1;
+    }
+    return found;
+}
+
+/* The payload in a sealed memfd, offset 0: the command's stdin. */
+static int payload_fd(const cli_child_spec *spec, int *out)
+{
+    int fd = memfd_create("sqlbus-payload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return errno;
+    const char *p = spec->input;
+    size_t done = 0;
+    while (done < spec->input_len) {
+        ssize_t w = write(fd, p + done, spec->input_len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            return e;
+        }
+        done += (size_t)w;
+    }
+    /* Read-only from here on, for the command too (best effort). */
+    fcntl(fd, F_ADD_SEALS,
+          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    *out = fd;
     return 0;
 }
 
 typedef struct run_state {
     const cli_child_spec *spec;
     cli_child_result *res;
-    int in_fd, out_fd, err_fd;
-    size_t written;
+    pid_t pid;     /* the keeper: the group's leader */
+    int life_fd;   /* our end of the life pipe */
+    int report_fd; /* what the keeper reports */
+    int out_fd, err_fd;
+    int exec_errno;      /* reported: the command could not be started */
+    int has_status;      /* reported: the command's wait status */
+    int command_status;
     ring err;
     char chunk[IO_CHUNK];
 } run_state;
 
-static void feed_stdin(run_state *s)
+/* Start the keeper; returns 0 or an errno value. */
+static int start(run_state *s)
 {
-    const char *p = s->spec->input;
-    while (s->written < s->spec->input_len) {
-        size_t n = s->spec->input_len - s->written;
-        if (n > IO_CHUNK)
-            n = IO_CHUNK;
-        ssize_t w = write(s->in_fd, p + s->written, n);
-        if (w > 0) {
-            s->written += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            return;
-        break; /* EPIPE: the child closed its stdin; it wants no more */
+    const cli_child_spec *spec = s->spec;
+    char path[4096];
+    int rc = resolve(spec->argv[0], path, sizeof path);
+    int payload = -1;
+    if (rc == 0)
+        rc = payload_fd(spec, &payload);
+    if (rc != 0)
+        return rc;
+    int fds[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    for (int i = 0; i < 4 && rc == 0; i++)
+        if (pipe2(fds[i], O_CLOEXEC) != 0)
+            rc = errno;
+    pid_t pid = -1;
+    if (rc == 0) {
+        launch l = {path, spec->argv, spec->envp,
+                    {payload, fds[0][1], fds[1][1], fds[2][0], fds[3][1]}};
+        pid = fork();
+        if (pid == 0)
+            run_keeper(&l);
+        if (pid < 0)
+            rc = errno;
     }
-    close_fd(&s->in_fd);
+    close(payload);
+    for (int i = 0; i < 4; i++) {
+        /* The keeper's ends: out, err and report are written there, the
+         * life pipe read there. */
+        close_fd(i == 2 ? &fds[i][0] : &fds[i][1]);
+        if (rc != 0) {
+            close_fd(&fds[i][0]);
+            close_fd(&fds[i][1]);
+        }
+    }
+    if (rc != 0)
+        return rc;
+    setpgid(pid, pid);
+    s->pid = pid;
+    s->out_fd = fds[0][0];
+    s->err_fd = fds[1][0];
+    s->life_fd = fds[2][1];
+    s->report_fd = fds[3][0];
+    set_nonblock(s->out_fd);
+    set_nonblock(s->err_fd);
+    set_nonblock(s->report_fd);
+    return 0;
 }
 
 static void keep_stdout(run_state *s, const char *p, size_t n)
@@ -255,14 +439,35 @@ static void drain(run_state *s, int *fd, int is_stdout)
     }
 }
 
+/* Take the keeper's reports; at EOF the keeper has exited (or is a
+ * moment from it), since only it holds the write end. */
+static void read_reports(run_state *s)
+{
+    for (;;) {
+        report r;
+        ssize_t n = read(s->report_fd, &r, sizeof r);
+        if (n == (ssize_t)sizeof r) {
+            if (r.kind == REPORT_EXEC_ERRNO) {
+                s->exec_errno = r.value;
+            } else if (r.kind == REPORT_STATUS) {
+                s->has_status = 1;
+                s->command_status = r.value;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        close_fd(&s->report_fd); /* EOF (a report is never split) */
+        return;
+    }
+}
+
 static void poll_once(run_state *s, int timeout_ms)
 {
     struct pollfd pfd[3];
-    int n = 0, iin = -1, iout = -1, ierr = -1;
-    if (s->in_fd >= 0) {
-        pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
-        iin = n++;
-    }
+    int n = 0, iout = -1, ierr = -1, irep = -1;
     if (s->out_fd >= 0) {
         pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
         iout = n++;
@@ -271,42 +476,68 @@ static void poll_once(run_state *s, int timeout_ms)
         pfd[n] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
         ierr = n++;
     }
+    if (s->report_fd >= 0) {
+        pfd[n] = (struct pollfd){.fd = s->report_fd, .events = POLLIN};
+        irep = n++;
+    }
     if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
         return;
-    if (iin >= 0 && pfd[iin].revents != 0)
-        feed_stdin(s);
     if (iout >= 0 && pfd[iout].revents != 0)
         drain(s, &s->out_fd, 1);
     if (ierr >= 0 && pfd[ierr].revents != 0)
         drain(s, &s->err_fd, 0);
+    if (irep >= 0 && pfd[irep].revents != 0)
+        read_reports(s);
+}
+
+/* The outcome of a keeper that exited with `status` by itself: what it
+ * reported of the command, else its own status. */
+static void decode(run_state *s, int status)
+{
+    cli_child_result *res = s->res;
+    if (s->report_fd >= 0)
+        read_reports(s);
+    if (s->exec_errno != 0) {
+        res->outcome = CLI_CHILD_SPAWN_FAILED;
+        res->status = s->exec_errno;
+        return;
+    }
+    if (s->has_status)
+        status = s->command_status;
+    if (WIFEXITED(status)) {
+        res->outcome = CLI_CHILD_EXITED;
+        res->status = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        res->outcome = CLI_CHILD_SIGNALED;
+        res->status = WTERMSIG(status);
+    } else {
+        res->outcome = CLI_CHILD_EXITED;
+        res->status = 255;
+    }
 }
 
 /* Supervise the running child until it has exited and its pipes are
  * drained. Sets the outcome. */
-static void supervise(run_state *s, pid_t pid)
+static void supervise(run_state *s)
 {
     const cli_child_spec *spec = s->spec;
     cli_child_result *res = s->res;
-    int64_t start = sb__mono_us();
-    int64_t deadline = start + spec->timeout_ms * 1000;
+    pid_t pid = s->pid;
+    int64_t start_us = sb__mono_us();
+    int64_t deadline = start_us + spec->timeout_ms * 1000;
     int64_t term_at = 0, exited_at = 0;
     int killing = 0; /* 0 no, 1 SIGTERM sent, 2 SIGKILL sent */
     int exited = 0, status = 0;
-    /* With every pipe at EOF there is nothing to poll: the child is
-     * usually a moment away from being reapable, so check again soon,
-     * backing off to the full slice. */
-    int nap_ms = 1;
 
-    if (spec->input_len == 0)
-        close_fd(&s->in_fd);
     for (;;) {
         int64_t now = sb__mono_us();
         if (!exited) {
-            pid_t r = waitpid(pid, &status, WNOHANG);
+            /* With the report pipe at EOF the keeper is exiting: wait
+             * for it rather than poll for it. */
+            pid_t r = waitpid(pid, &status, s->report_fd < 0 ? 0 : WNOHANG);
             if (r == pid || (r < 0 && errno == ECHILD)) {
                 exited = 1;
                 exited_at = now;
-                close_fd(&s->in_fd);
             }
         }
         if (exited && ((s->out_fd < 0 && s->err_fd < 0) ||
@@ -332,29 +563,18 @@ static void supervise(run_state *s, pid_t pid)
             killing = 2;
         }
         int wait_ms = POLL_SLICE_MS;
-        if (s->in_fd < 0 && s->out_fd < 0 && s->err_fd < 0) {
-            wait_ms = nap_ms;
-            nap_ms = nap_ms * 2 < POLL_SLICE_MS ? nap_ms * 2 : POLL_SLICE_MS;
-        }
         if (!exited && killing == 0 && (deadline - now) / 1000 < wait_ms)
             wait_ms = (int)((deadline - now) / 1000) + 1;
         poll_once(s, wait_ms);
     }
     if (killing != 0) {
-        /* Leave nothing of the tree behind (a grandchild may outlive
-         * the group leader's SIGTERM). */
+        /* Leave nothing of the group behind (a grandchild may outlive
+         * the command's SIGTERM). */
         kill(-pid, SIGKILL);
-    } else if (WIFEXITED(status)) {
-        res->outcome = CLI_CHILD_EXITED;
-        res->status = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-        res->outcome = CLI_CHILD_SIGNALED;
-        res->status = WTERMSIG(status);
     } else {
-        res->outcome = CLI_CHILD_EXITED;
-        res->status = 255;
+        decode(s, status);
     }
-    res->elapsed_ms = (sb__mono_us() - start) / 1000;
+    res->elapsed_ms = (sb__mono_us() - start_us) / 1000;
 }
 
 /* Run one handler command to completion (see cli.h). `res` is always
@@ -372,20 +592,21 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
     }
     s->spec = spec;
     s->res = res;
-    s->in_fd = s->out_fd = s->err_fd = -1;
+    s->life_fd = s->report_fd = s->out_fd = s->err_fd = -1;
 
-    pid_t pid = 0;
-    int rc = spawn(spec, &pid, &s->in_fd, &s->out_fd, &s->err_fd);
+    int rc = start(s);
     if (rc != 0) {
         res->outcome = CLI_CHILD_SPAWN_FAILED;
         res->status = rc;
         sb__free(s);
         return;
     }
-    supervise(s, pid);
-    close_fd(&s->in_fd);
+    supervise(s);
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
+    close_fd(&s->report_fd);
+    /* Last: the keeper is reaped, so closing the life pipe kills nothing. */
+    close_fd(&s->life_fd);
     res->err_len = ring_read(&s->err, res->err_tail);
     sb__free(s);
 }

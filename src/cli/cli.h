@@ -466,9 +466,11 @@ typedef struct cli_child_result {
     size_t err_len;
 } cli_child_result;
 
-/* Run `spec->argv` in its own process group with `input` on stdin and
- * its stdout/stderr captured, until it exits, the timeout passes or
- * abort_fn asks to stop. Always fills `res` (free with
+/* Run `spec->argv` in its own process group with `input` on stdin (a
+ * memfd written whole before the command starts) and its stdout/stderr
+ * captured, until it exits, the timeout passes or abort_fn asks to stop.
+ * A keeper process leads the group and kills all of it with SIGKILL if
+ * this process dies (see child.c). Always fills `res` (free with
  * cli_child_result_free). Thread-safe: several handlers run children at
  * once. */
 void cli_child_run(const cli_child_spec *spec, cli_child_result *res);
