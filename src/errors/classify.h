@@ -159,8 +159,8 @@ typedef struct sb_uncaught {
  *           lines, a "goroutine N [...]:" line; the report ends at the
  *           first blank or "exit status" line after it.
  *
- * TYPE is at most 255 bytes of letters, digits and "_$.+`", not starting
- * with a digit or '.'. A report whose first lines were cut off (no
+ * TYPE (but Go's) is at most 255 bytes of letters, digits and "_$.+`",
+ * not starting with a digit or '.'. A report whose first lines were cut off (no
  * header, or a "Caused by:" first) is not one. Linear in len; reads no
  * byte outside text[0..len); allocates nothing.
  */

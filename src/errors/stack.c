@@ -823,6 +823,8 @@ static void found_at(finding *f, size_t start, size_t end, size_t type_off,
         f->growing = false;
         return;
     }
+    if (msg_end < msg_off) /* "TYPE: " and blanks: no message */
+        msg_end = msg_off;
     f->found = true;
     f->growing = true;
     f->u.type = span_of(type_off, type_n);
@@ -841,13 +843,12 @@ static void grow_to(finding *f, size_t end)
 static void at_header(finding *f, const char *text, const past_line *past,
                       size_t count, size_t frame_end)
 {
+    /* A blank line, or one with a control byte, is never inside. */
     size_t first = count;
-    while (first > 0 && !past[first - 1].blank)
+    while (first > 0 && !past[first - 1].blank && !past[first - 1].opaque)
         first--;
     for (size_t k = first; k < count; k++) {
         const past_line *p = &past[k];
-        if (p->opaque)
-            continue;
         const char *s = text + p->off;
         size_t pre = header_prefix(s, p->n);
         size_t type_n, msg_at;

@@ -22,8 +22,8 @@
  * sb__stack_find_uncaught on the whole input (message, NUL and trace as
  * one text): 0 or 1, the same twice; a report's spans lie inside the
  * text, the type and the message inside the trace, the type 1..255
- * bytes of "[A-Za-z0-9_$.+`]" not starting with a digit or '.', and no
- * span holds a NUL.
+ * bytes of "[A-Za-z0-9_$.+`]" not starting with a digit or '.' (or Go's
+ * "panic" / "fatal error"), and no span holds a NUL.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -219,7 +219,10 @@ static void check_uncaught(const uint8_t *data, size_t size)
         CHECK(inside(u.type, u.trace));
         CHECK(inside(u.message, u.trace));
         CHECK(u.type.len >= 1 && u.type.len <= 255);
-        for (size_t i = 0; i < u.type.len; i++) {
+        int go = (u.type.len == 5 && memcmp(text + u.type.off, "panic", 5) == 0) ||
+                 (u.type.len == 11 &&
+                  memcmp(text + u.type.off, "fatal error", 11) == 0);
+        for (size_t i = 0; i < u.type.len && !go; i++) {
             char c = text[u.type.off + i];
             CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                   (c >= '0' && c <= '9') || c == '_' || c == '$' ||

@@ -106,6 +106,12 @@ static void test_python(void **state)
            "KeyboardInterrupt\r\n",
            "KeyboardInterrupt", "", "Traceback", "KeyboardInterrupt",
            "KeyboardInterrupt: x.main");
+    /* "TYPE: " with nothing after it (found by fuzz_stack). */
+    expect("Traceback (most recent call last):\n"
+           "  File \"/app/x.py\", line 1, in main\n"
+           "RuntimeError: \n",
+           "RuntimeError", "", "Traceback", "RuntimeError: ",
+           "RuntimeError: x.main");
     /* Two failures: the last one is the one that ended the program. */
     expect("Traceback (most recent call last):\n"
            "  File \"/app/retry.py\", line 5, in attempt\n"
