@@ -4,35 +4,36 @@
  * so a child that writes a lot cannot deadlock us. Runs on worker
  * threads, several at once.
  *
- * The process tree of one run (issue 19: a handler must never outlive
- * its worker, nor start on a payload cut short):
+ * A command never outlives its worker (issue 19: after a SIGKILL of the
+ * worker a second worker ran the same message beside the survivor):
  *
- *   worker thread --fork--> keeper --fork+exec--> command --> ...
+ * - The command gets PR_SET_PDEATHSIG(SIGKILL), and compares getppid()
+ *   with its parent's pid taken before the fork, in case the worker died
+ *   before prctl. PDEATHSIG fires when the *thread* that forked exits,
+ *   not the process: the command is forked by the handler thread that
+ *   runs it, and that thread stays in cli_child_run until it has reaped
+ *   the command, so it cannot exit while the command lives (the worker's
+ *   pool of handler threads is fixed for its life, too).
+ * - PDEATHSIG reaches the command only, not what it started. The
+ *   command's whole process group is killed by the keeper: a process
+ *   forked once when `sqlbus work` starts (small and single-threaded
+ *   then), in a process group of its own, that holds the read end of a
+ *   pipe. Every command, before it execs, writes its pgid into the pipe
+ *   (and the worker writes it again, as gone, once it has reaped the
+ *   command). When the worker process ends in any way, SIGKILL included,
+ *   the kernel closes the write end; the keeper reads EOF and kills every
+ *   group still registered with SIGKILL. A pipe belongs to the process,
+ *   so no thread's exit sets it off. The registration happens before
+ *   exec, so the command has started nothing yet that could escape.
  *
- * The keeper is a forked copy of sqlbus that never execs. It leads the
- * process group the command and everything the command starts belong
- * to, waits for the command, reports its wait status, and - when the
- * worker dies, whatever the cause, SIGKILL included - kills the whole
- * group with SIGKILL, itself last. It learns of the worker's death from
- * a "life" pipe: the worker holds the write end, the kernel closes it
- * when the worker process ends, and the keeper's read end then reports
- * POLLHUP. A pipe belongs to the process, not to a thread, so a worker
- * thread that exits (a pool shrinking) kills nothing; PR_SET_PDEATHSIG on
- * the keeper would fire when the forking *thread* exits, and SIGKILL
- * would leave the keeper no moment to kill the group. The command itself
- * gets PR_SET_PDEATHSIG(SIGKILL): its parent is the single-threaded
- * keeper, so should the keeper be killed outright the command dies too
- * (and a keeper that died between fork and prctl is caught by comparing
- * getppid() with its pid).
+ * The payload is written whole into a sealed memfd before the fork, and
+ * that memfd is the command's stdin: the command only ever reads the
+ * whole payload, and a worker that dies before the write is done has
+ * started nothing.
  *
- * The payload is written whole into a sealed memfd before the keeper is
- * forked, and that memfd is the command's stdin: the command can only
- * ever read the whole payload, and a worker that dies before the write
- * is done has started nothing.
- *
- * Between fork and exec only async-signal-safe calls are made (the
- * worker has other threads); everything the keeper needs - the resolved
- * path, argv, envp, the descriptors - is prepared before fork. */
+ * The command is started with vfork (as posix_spawn does): between it and
+ * exec only async-signal-safe calls, on data prepared before (the
+ * resolved path, argv, envp, descriptors). */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -53,16 +54,15 @@
  * still holds its pipes open. */
 #define DRAIN_GRACE_US 200000
 #define IO_CHUNK 65536
+/* Groups the keeper can hold at once (concurrency is at most 256). */
+#define KEEPER_GROUPS 1024
 
-/* The keeper's descriptors: the first three are the command's stdio. */
-enum { FD_PAYLOAD, FD_STDOUT, FD_STDERR, FD_LIFE, FD_REPORT, FD_COUNT };
-
-/* What the keeper (or the command, when exec fails) tells the worker
- * through the report pipe. */
-enum { REPORT_EXEC_ERRNO = 1, REPORT_STATUS = 2 };
-typedef struct report {
-    int kind, value;
-} report;
+/* What goes through the keeper's pipe: one write each, atomic. */
+enum { KEEP_ADD = 1, KEEP_DEL = 2 };
+typedef struct keeper_msg {
+    int op;
+    pid_t pgid;
+} keeper_msg;
 
 static const struct {
     int sig;
@@ -148,36 +148,140 @@ static void set_nonblock(int fd)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* ---- after fork: async-signal-safe calls only ---- */
 
-/* Everything the keeper needs, prepared before fork. */
+/* ---- the keeper (after fork: async-signal-safe calls only) ---- */
+
+_Noreturn static void run_keeper(int rfd)
+{
+    /* Its own group: a signal to the worker's job does not reach it, and
+     * it ignores every other signal; SIGKILL aside, only the worker's
+     * end ends it. */
+    setpgid(0, 0);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* Nothing of the worker's but the pipe: not its stdio (a shell
+     * reading the worker's output must see EOF when the worker ends),
+     * not the pipe's write end (or EOF would never come). */
+    if (rfd != 0 && dup2(rfd, 0) != 0)
+        _exit(1);
+    if (close_range(1, ~0U, 0) != 0)
+        for (int fd = 1; fd < 65536; fd++)
+            close(fd);
+    pid_t groups[KEEPER_GROUPS];
+    size_t n = 0;
+    for (;;) {
+        keeper_msg m;
+        ssize_t r = read(0, &m, sizeof m);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != (ssize_t)sizeof m)
+            break; /* EOF: the worker is gone */
+        if (m.op == KEEP_ADD && n < KEEPER_GROUPS && m.pgid > 1) {
+            groups[n++] = m.pgid;
+        } else if (m.op == KEEP_DEL) {
+            for (size_t i = 0; i < n; i++)
+                if (groups[i] == m.pgid) {
+                    groups[i] = groups[--n];
+                    break;
+                }
+        }
+    }
+    /* Nobody will ack or nak these runs, and other workers will run the
+     * messages again: leave nothing of them running. */
+    for (size_t i = 0; i < n; i++)
+        kill(-groups[i], SIGKILL);
+    _exit(0);
+}
+
+/* Start the keeper (see the top of the file); call it while the process
+ * is small, before the worker starts. Returns the write end of its pipe
+ * (close-on-exec, non-blocking) and sets *pid, or -1 with errno set. */
+int cli_keeper_start(pid_t *pid)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    pid_t p = fork();
+    if (p == 0)
+        run_keeper(fds[0]);
+    int e = errno;
+    close(fds[0]);
+    if (p < 0) {
+        close(fds[1]);
+        errno = e;
+        return -1;
+    }
+    /* A keeper that cannot keep up (stopped) must not block handlers:
+     * a registration that does not fit is dropped. */
+    int fl = fcntl(fds[1], F_GETFL);
+    if (fl >= 0)
+        fcntl(fds[1], F_SETFL, fl | O_NONBLOCK);
+    *pid = p;
+    return fds[1];
+}
+
+/* Close the keeper's pipe (it then kills what is still registered,
+ * normally nothing, and exits) and reap it. */
+void cli_keeper_stop(int fd, pid_t pid)
+{
+    if (fd < 0)
+        return;
+    close(fd);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static void keeper_send(int fd, int op, pid_t pgid)
+{
+    if (fd < 0)
+        return;
+    keeper_msg m = {op, pgid};
+    ssize_t w = write(fd, &m, sizeof m);
+    (void)w; /* a dead or stopped keeper: PDEATHSIG still holds */
+}
+
+/* ---- the command (after vfork: async-signal-safe calls only) ---- */
+
+/* Everything the command needs, prepared before vfork. */
 typedef struct launch {
     const char *path;
     char *const *argv;
     char *const *envp;
-    int fds[FD_COUNT];
+    int stdio[3]; /* payload memfd, stdout and stderr write ends */
+    int keeper_fd;
+    pid_t parent;
+    volatile int exec_errno; /* set by the child when it cannot exec */
 } launch;
 
-static void send_report(int fd, int kind, int value)
+_Noreturn static void run_command(launch *l)
 {
-    report r = {kind, value};
-    ssize_t w = write(fd, &r, sizeof r);
-    (void)w; /* if it fails the worker reads the keeper's exit status */
-}
-
-static void on_sigchld(int sig)
-{
-    (void)sig; /* only to interrupt ppoll */
-}
-
-/* The command: die with the keeper, take default signal actions and an
- * empty mask (the worker blocks SIGINT/SIGTERM and ignores SIGPIPE), and
- * exec. Descriptors 0-2 are its stdio; 3 and 4 close on exec. */
-_Noreturn static void run_command(const launch *l, pid_t keeper)
-{
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != keeper)
-        _exit(127); /* the keeper is gone already */
-    static const int defaults[] = {SIGPIPE, SIGINT, SIGTERM, SIGCHLD};
+    setpgid(0, 0); /* the worker does it too: whoever is first */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->parent) {
+        l->exec_errno = ESRCH; /* the worker is gone already */
+        _exit(127);
+    }
+    keeper_send(l->keeper_fd, KEEP_ADD, getpid());
+    /* To 0..2 through copies above 2, so no target overwrites a source;
+     * every other descriptor closes on exec. */
+    int tmp[3];
+    for (int i = 0; i < 3; i++) {
+        tmp[i] = fcntl(l->stdio[i], F_DUPFD_CLOEXEC, 3);
+        if (tmp[i] < 0) {
+            l->exec_errno = errno;
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (dup2(tmp[i], i) < 0) {
+            l->exec_errno = errno;
+            _exit(127);
+        }
+    }
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    /* Default actions (the worker ignores SIGPIPE) and an empty mask
+     * (it blocks SIGINT/SIGTERM). */
+    static const int defaults[] = {SIGPIPE, SIGINT, SIGTERM};
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -188,90 +292,18 @@ _Noreturn static void run_command(const launch *l, pid_t keeper)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execve(l->path, l->argv, l->envp);
-    send_report(FD_REPORT, REPORT_EXEC_ERRNO, errno);
+    l->exec_errno = errno;
     _exit(127);
 }
 
-/* The keeper (see the top of the file). Never returns. */
-_Noreturn static void run_keeper(const launch *l)
+/* vfork in a function of its own: nothing of the caller's frame can be
+ * clobbered. The child has exec'd (or exited) when this returns. */
+static pid_t spawn_command(launch *l)
 {
-    pid_t me = getpid();
-    setpgid(0, 0); /* the worker does it too: whoever is first */
-    /* Every signal blocked (SIGCHLD is let in only inside ppoll): a
-     * SIGTERM to the group is the command's to handle. */
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-
-    /* Move our descriptors to 0..4 (through copies above 4, so no
-     * target overwrites a source) and close every other one: without
-     * that a keeper would hold other runs' pipes open. */
-    int tmp[FD_COUNT];
-    for (int i = 0; i < FD_COUNT; i++) {
-        tmp[i] = fcntl(l->fds[i], F_DUPFD_CLOEXEC, FD_COUNT);
-        if (tmp[i] < 0) {
-            send_report(l->fds[FD_REPORT], REPORT_EXEC_ERRNO, errno);
-            _exit(127);
-        }
-    }
-    for (int i = 0; i < FD_COUNT; i++) {
-        if (dup2(tmp[i], i) < 0) {
-            send_report(tmp[FD_REPORT], REPORT_EXEC_ERRNO, errno);
-            _exit(127);
-        }
-    }
-    if (close_range(FD_COUNT, ~0U, 0) != 0)
-        for (int fd = FD_COUNT; fd < 65536; fd++)
-            close(fd);
-    fcntl(FD_LIFE, F_SETFD, FD_CLOEXEC);
-    fcntl(FD_REPORT, F_SETFD, FD_CLOEXEC);
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigchld;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &sa, NULL);
-
-    /* vfork: the keeper is a copy of the whole worker, and the command
-     * needs none of it before exec (and the keeper waits meanwhile). */
-    pid_t cmd = vfork();
-    if (cmd < 0) {
-        send_report(FD_REPORT, REPORT_EXEC_ERRNO, errno);
-        _exit(127);
-    }
-    if (cmd == 0)
-        run_command(l, me);
-    /* The command's stdio is the command's: EOF on the pipes is its. */
-    close(FD_PAYLOAD);
-    close(FD_STDOUT);
-    close(FD_STDERR);
-
-    sigset_t chld_only = all;
-    sigdelset(&chld_only, SIGCHLD);
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(cmd, &status, WNOHANG);
-        if (r == cmd)
-            break;
-        if (r < 0 && errno != EINTR) {
-            status = 127 << 8; /* cannot happen: the command is ours */
-            break;
-        }
-        struct pollfd p = {.fd = FD_LIFE, .events = POLLIN};
-        /* SIGCHLD is blocked outside ppoll, so an exit between waitpid
-         * and ppoll interrupts ppoll at once. */
-        if (ppoll(&p, 1, NULL, &chld_only) > 0 && p.revents != 0) {
-            /* The worker is gone: nobody will ack or nak this run, and
-             * another worker will run the message again. Take the whole
-             * group down, the keeper with it. */
-            kill(-me, SIGKILL);
-            _exit(128 + SIGKILL);
-        }
-    }
-    send_report(FD_REPORT, REPORT_STATUS, status);
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status)
-                            : (128 + WTERMSIG(status)) & 0xff);
+    pid_t pid = vfork();
+    if (pid == 0)
+        run_command(l);
+    return pid;
 }
 
 /* ---- the worker's side ---- */
@@ -341,67 +373,61 @@ static int payload_fd(const cli_child_spec *spec, int *out)
     return 0;
 }
 
+
 typedef struct run_state {
     const cli_child_spec *spec;
     cli_child_result *res;
-    pid_t pid;     /* the keeper: the group's leader */
-    int life_fd;   /* our end of the life pipe */
-    int report_fd; /* what the keeper reports */
     int out_fd, err_fd;
-    int exec_errno;      /* reported: the command could not be started */
-    int has_status;      /* reported: the command's wait status */
-    int command_status;
     ring err;
     char chunk[IO_CHUNK];
 } run_state;
 
-/* Start the keeper; returns 0 or an errno value. */
-static int start(run_state *s)
+/* Start the command; returns its pid, or -1 with *rc an errno value. */
+static pid_t start(run_state *s, int *rc)
 {
     const cli_child_spec *spec = s->spec;
     char path[4096];
-    int rc = resolve(spec->argv[0], path, sizeof path);
     int payload = -1;
-    if (rc == 0)
-        rc = payload_fd(spec, &payload);
-    if (rc != 0)
-        return rc;
-    int fds[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
-    for (int i = 0; i < 4 && rc == 0; i++)
-        if (pipe2(fds[i], O_CLOEXEC) != 0)
-            rc = errno;
-    pid_t pid = -1;
-    if (rc == 0) {
-        launch l = {path, spec->argv, spec->envp,
-                    {payload, fds[0][1], fds[1][1], fds[2][0], fds[3][1]}};
-        pid = fork();
-        if (pid == 0)
-            run_keeper(&l);
-        if (pid < 0)
-            rc = errno;
+    *rc = resolve(spec->argv[0], path, sizeof path);
+    if (*rc == 0)
+        *rc = payload_fd(spec, &payload);
+    if (*rc != 0)
+        return -1;
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+        *rc = errno;
+        close(payload);
+        close_fd(&out[0]);
+        close_fd(&out[1]);
+        return -1;
     }
+    launch l = {path, spec->argv, spec->envp, {payload, out[1], err[1]},
+                spec->keeper_fd, getpid(), 0};
+    pid_t pid = spawn_command(&l);
+    if (pid < 0)
+        *rc = errno;
+    else if (l.exec_errno != 0)
+        *rc = l.exec_errno;
     close(payload);
-    for (int i = 0; i < 4; i++) {
-        /* The keeper's ends: out, err and report are written there, the
-         * life pipe read there. */
-        close_fd(i == 2 ? &fds[i][0] : &fds[i][1]);
-        if (rc != 0) {
-            close_fd(&fds[i][0]);
-            close_fd(&fds[i][1]);
-        }
+    close(out[1]);
+    close(err[1]);
+    if (pid > 0 && *rc != 0) {
+        /* It exited without exec'ing: reap it. */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        keeper_send(spec->keeper_fd, KEEP_DEL, pid);
     }
-    if (rc != 0)
-        return rc;
+    if (*rc != 0) {
+        close(out[0]);
+        close(err[0]);
+        return -1;
+    }
     setpgid(pid, pid);
-    s->pid = pid;
-    s->out_fd = fds[0][0];
-    s->err_fd = fds[1][0];
-    s->life_fd = fds[2][1];
-    s->report_fd = fds[3][0];
+    s->out_fd = out[0];
+    s->err_fd = err[0];
     set_nonblock(s->out_fd);
     set_nonblock(s->err_fd);
-    set_nonblock(s->report_fd);
-    return 0;
+    return pid;
 }
 
 static void keep_stdout(run_state *s, const char *p, size_t n)
@@ -441,33 +467,11 @@ static void drain(run_state *s, int *fd, int is_stdout)
 
 /* Take the keeper's reports; at EOF the keeper has exited (or is a
  * moment from it), since only it holds the write end. */
-static void read_reports(run_state *s)
-{
-    for (;;) {
-        report r;
-        ssize_t n = read(s->report_fd, &r, sizeof r);
-        if (n == (ssize_t)sizeof r) {
-            if (r.kind == REPORT_EXEC_ERRNO) {
-                s->exec_errno = r.value;
-            } else if (r.kind == REPORT_STATUS) {
-                s->has_status = 1;
-                s->command_status = r.value;
-            }
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        close_fd(&s->report_fd); /* EOF (a report is never split) */
-        return;
-    }
-}
 
 static void poll_once(run_state *s, int timeout_ms)
 {
-    struct pollfd pfd[3];
-    int n = 0, iout = -1, ierr = -1, irep = -1;
+    struct pollfd pfd[2];
+    int n = 0, iout = -1, ierr = -1;
     if (s->out_fd >= 0) {
         pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
         iout = n++;
@@ -476,65 +480,34 @@ static void poll_once(run_state *s, int timeout_ms)
         pfd[n] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
         ierr = n++;
     }
-    if (s->report_fd >= 0) {
-        pfd[n] = (struct pollfd){.fd = s->report_fd, .events = POLLIN};
-        irep = n++;
-    }
     if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
         return;
     if (iout >= 0 && pfd[iout].revents != 0)
         drain(s, &s->out_fd, 1);
     if (ierr >= 0 && pfd[ierr].revents != 0)
         drain(s, &s->err_fd, 0);
-    if (irep >= 0 && pfd[irep].revents != 0)
-        read_reports(s);
-}
-
-/* The outcome of a keeper that exited with `status` by itself: what it
- * reported of the command, else its own status. */
-static void decode(run_state *s, int status)
-{
-    cli_child_result *res = s->res;
-    if (s->report_fd >= 0)
-        read_reports(s);
-    if (s->exec_errno != 0) {
-        res->outcome = CLI_CHILD_SPAWN_FAILED;
-        res->status = s->exec_errno;
-        return;
-    }
-    if (s->has_status)
-        status = s->command_status;
-    if (WIFEXITED(status)) {
-        res->outcome = CLI_CHILD_EXITED;
-        res->status = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-        res->outcome = CLI_CHILD_SIGNALED;
-        res->status = WTERMSIG(status);
-    } else {
-        res->outcome = CLI_CHILD_EXITED;
-        res->status = 255;
-    }
 }
 
 /* Supervise the running child until it has exited and its pipes are
  * drained. Sets the outcome. */
-static void supervise(run_state *s)
+static void supervise(run_state *s, pid_t pid)
 {
     const cli_child_spec *spec = s->spec;
     cli_child_result *res = s->res;
-    pid_t pid = s->pid;
     int64_t start_us = sb__mono_us();
     int64_t deadline = start_us + spec->timeout_ms * 1000;
     int64_t term_at = 0, exited_at = 0;
     int killing = 0; /* 0 no, 1 SIGTERM sent, 2 SIGKILL sent */
     int exited = 0, status = 0;
+    /* With both pipes at EOF there is nothing to poll: the child is
+     * usually a moment away from being reapable, so check again soon,
+     * backing off to the full slice. */
+    int nap_ms = 1;
 
     for (;;) {
         int64_t now = sb__mono_us();
         if (!exited) {
-            /* With the report pipe at EOF the keeper is exiting: wait
-             * for it rather than poll for it. */
-            pid_t r = waitpid(pid, &status, s->report_fd < 0 ? 0 : WNOHANG);
+            pid_t r = waitpid(pid, &status, WNOHANG);
             if (r == pid || (r < 0 && errno == ECHILD)) {
                 exited = 1;
                 exited_at = now;
@@ -563,6 +536,10 @@ static void supervise(run_state *s)
             killing = 2;
         }
         int wait_ms = POLL_SLICE_MS;
+        if (s->out_fd < 0 && s->err_fd < 0) {
+            wait_ms = nap_ms;
+            nap_ms = nap_ms * 2 < POLL_SLICE_MS ? nap_ms * 2 : POLL_SLICE_MS;
+        }
         if (!exited && killing == 0 && (deadline - now) / 1000 < wait_ms)
             wait_ms = (int)((deadline - now) / 1000) + 1;
         poll_once(s, wait_ms);
@@ -571,9 +548,20 @@ static void supervise(run_state *s)
         /* Leave nothing of the group behind (a grandchild may outlive
          * the command's SIGTERM). */
         kill(-pid, SIGKILL);
+    } else if (WIFEXITED(status)) {
+        res->outcome = CLI_CHILD_EXITED;
+        res->status = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        res->outcome = CLI_CHILD_SIGNALED;
+        res->status = WTERMSIG(status);
     } else {
-        decode(s, status);
+        res->outcome = CLI_CHILD_EXITED;
+        res->status = 255;
     }
+    /* Reaped: the keeper need not kill its group should we die now.
+     * (What the command left running in it stays, as after any normal
+     * exit.) */
+    keeper_send(spec->keeper_fd, KEEP_DEL, pid);
     res->elapsed_ms = (sb__mono_us() - start_us) / 1000;
 }
 
@@ -592,21 +580,19 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
     }
     s->spec = spec;
     s->res = res;
-    s->life_fd = s->report_fd = s->out_fd = s->err_fd = -1;
+    s->out_fd = s->err_fd = -1;
 
-    int rc = start(s);
-    if (rc != 0) {
+    int rc = 0;
+    pid_t pid = start(s, &rc);
+    if (pid < 0) {
         res->outcome = CLI_CHILD_SPAWN_FAILED;
         res->status = rc;
         sb__free(s);
         return;
     }
-    supervise(s);
+    supervise(s, pid);
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
-    close_fd(&s->report_fd);
-    /* Last: the keeper is reaped, so closing the life pipe kills nothing. */
-    close_fd(&s->life_fd);
     res->err_len = ring_read(&s->err, res->err_tail);
     sb__free(s);
 }

@@ -187,10 +187,20 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     if (!command_exists(o.argv[0]))
         return cli_usage_error(ctx, "command not found: %s", o.argv[0]);
 
+    /* Before the bus and the worker's threads exist: the keeper is a
+     * fork of this process (issue 19: no command outlives us). */
+    pid_t keeper = 0;
+    int keeper_fd = cli_keeper_start(&keeper);
+    if (keeper_fd < 0) {
+        cli_errorf("cannot start the keeper process: %s", strerror(errno));
+        return CLI_ERROR;
+    }
     sb_bus *bus = NULL;
     rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
-    if (rc != CLI_OK)
+    if (rc != CLI_OK) {
+        cli_keeper_stop(keeper_fd, keeper);
         return rc;
+    }
 
     /* C23: the channel registers the bus's reply hook, so jobs published
      * by `sqlbus request` get their replies. Without it work goes on. */
@@ -211,6 +221,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     work.timeout_ms = o.timeout_ms;
     work.kill_grace_ms = KILL_GRACE_MS;
     work.ctx = ctx;
+    work.keeper_fd = keeper_fd;
     atomic_init(&work.stopping, 0);
 
     sb_worker_options wo;
@@ -241,6 +252,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         rc = cli_report(src, &err);
         sb_channel_close(ch);
         sb_close(bus);
+        cli_keeper_stop(keeper_fd, keeper);
         return rc;
     }
     if (ctx->verbosity >= 1)
@@ -267,5 +279,6 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     sb_worker_free(w);
     sb_channel_close(ch);
     sb_close(bus);
+    cli_keeper_stop(keeper_fd, keeper);
     return rc;
 }

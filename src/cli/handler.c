@@ -207,6 +207,7 @@ int cli_work_handler(sb_delivery *d, void *user)
     spec.max_stdout = MAX_STDOUT;
     spec.abort_fn = should_abort;
     spec.abort_user = &actx;
+    spec.keeper_fd = w->keeper_fd;
 
     cli_child_result res;
     cli_child_run(&spec, &res);

@@ -50,6 +50,28 @@ gone_within 2 "$hpid" "$cpid" ||
     fail "the handler ($hpid) or its child ($cpid) survived SIGKILL of the worker"
 ok "SIGKILL of the worker kills the handler and its child"
 
+# T30: the same with several handlers running at once.
+handler many "sleep 1000 & echo \$! > '$tmp/many-child.'\$SQLBUS_MESSAGE_ID.pid
+echo \$\$ > '$tmp/many.'\$SQLBUS_MESSAGE_ID.pid
+wait"
+ids=()
+for i in 1 2 3; do ids+=("$(printf 'm%s' $i | sb publish --queue many)"); done
+"$SQLBUS" --prefix "$prefix" work --queue many --concurrency 3 -- "$tmp/many" \
+    2>"$tmp/worker-many.err" &
+worker=$!
+bg_pids+=("$worker")
+pids=()
+for id in "${ids[@]}"; do
+    wait_for_file "$tmp/many.$id.pid"
+    wait_for_file "$tmp/many-child.$id.pid"
+    pids+=("$(cat "$tmp/many.$id.pid")" "$(cat "$tmp/many-child.$id.pid")")
+done
+kill -KILL "$worker"
+wait_exit "$worker" 10
+gone_within 2 "${pids[@]}" ||
+    fail "a handler or its child survived SIGKILL of a worker running three"
+ok "SIGKILL of the worker kills every running handler and its children"
+
 # T30: a timeout kills the command's whole process group: its child and
 # a grandchild that ignores SIGTERM.
 handler deep "trap '' TERM
