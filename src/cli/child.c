@@ -256,6 +256,11 @@ typedef struct launch {
 
 _Noreturn static void run_command(launch *l)
 {
+    /* No signal handler may run here, on the worker's memory, until
+     * exec (the mask is emptied just before). */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
     setpgid(0, 0); /* the worker does it too: whoever is first */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->parent) {
         l->exec_errno = ESRCH; /* the worker is gone already */
