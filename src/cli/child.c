@@ -1,17 +1,51 @@
-/* child.c - run one handler command: spawn it in its own process group,
- * feed the payload to its stdin, capture stdout and the tail of stderr,
- * and enforce the timeout. One poll loop does all three, so a child that
- * never reads its stdin (or writes a lot before reading) cannot deadlock
- * us. Runs on worker threads, several at once. */
+/* child.c - run one handler command: start it in its own process group
+ * with the payload on its stdin, capture stdout and the tail of stderr,
+ * and enforce the timeout. One poll loop reads both pipes while it waits,
+ * so a child that writes a lot cannot deadlock us. Runs on worker
+ * threads, several at once.
+ *
+ * A command never outlives its worker (issue 19: after a SIGKILL of the
+ * worker a second worker ran the same message beside the survivor):
+ *
+ * - The command gets PR_SET_PDEATHSIG(SIGKILL), and compares getppid()
+ *   with its parent's pid taken before the fork, in case the worker died
+ *   before prctl. PDEATHSIG fires when the *thread* that forked exits,
+ *   not the process: the command is forked by the handler thread that
+ *   runs it, and that thread stays in cli_child_run until it has reaped
+ *   the command, so it cannot exit while the command lives (the worker's
+ *   pool of handler threads is fixed for its life, too).
+ * - PDEATHSIG reaches the command only, not what it started. The
+ *   command's whole process group is killed by the keeper: a process
+ *   forked once when `sqlbus work` starts (small and single-threaded
+ *   then), in a process group of its own, that holds the read end of a
+ *   pipe. Every command, before it execs, writes its pgid into the pipe
+ *   (and the worker writes it again, as gone, once it has reaped the
+ *   command). When the worker process ends in any way, SIGKILL included,
+ *   the kernel closes the write end; the keeper reads EOF and kills every
+ *   group still registered with SIGKILL. A pipe belongs to the process,
+ *   so no thread's exit sets it off. The registration happens before
+ *   exec, so the command has started nothing yet that could escape.
+ *
+ * The payload is written whole into a sealed memfd before the fork, and
+ * that memfd is the command's stdin: the command only ever reads the
+ * whole payload, and a worker that dies before the write is done has
+ * started nothing.
+ *
+ * The command is started with vfork (as posix_spawn does): between it and
+ * exec only async-signal-safe calls, on data prepared before (the
+ * resolved path, argv, envp, descriptors). */
+#define _GNU_SOURCE
 #include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,11 +54,15 @@
  * still holds its pipes open. */
 #define DRAIN_GRACE_US 200000
 #define IO_CHUNK 65536
+/* Groups the keeper can hold at once (concurrency is at most 256). */
+#define KEEPER_GROUPS 1024
 
-/* Serialises "create pipes, mark them close-on-exec, spawn": without it a
- * child spawned by another thread could inherit our pipe ends before
- * FD_CLOEXEC is set, and our EOF would never come. */
-static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What goes through the keeper's pipe: one write each, atomic. */
+enum { KEEP_ADD = 1, KEEP_DEL = 2 };
+typedef struct keeper_msg {
+    int op;
+    pid_t pgid;
+} keeper_msg;
 
 static const struct {
     int sig;
@@ -103,21 +141,6 @@ static void close_fd(int *fd)
     }
 }
 
-static int make_pipe(int fds[2])
-{
-    if (pipe(fds) != 0)
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        int fl = fcntl(fds[i], F_GETFD);
-        if (fl < 0 || fcntl(fds[i], F_SETFD, fl | FD_CLOEXEC) < 0) {
-            close(fds[0]);
-            close(fds[1]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static void set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -125,99 +148,291 @@ static void set_nonblock(int fd)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Spawn argv with our three pipes; returns 0 or an errno value. */
-static int spawn(const cli_child_spec *spec, pid_t *pid, int *in_fd,
-                 int *out_fd, int *err_fd)
+
+/* ---- the keeper (after fork: async-signal-safe calls only) ---- */
+
+_Noreturn static void run_keeper(int rfd)
 {
-    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    int rc;
-
-    pthread_mutex_lock(&spawn_lock);
-    if (make_pipe(pin) != 0 || make_pipe(pout) != 0 || make_pipe(perr) != 0) {
-        rc = errno != 0 ? errno : EMFILE;
-        for (int i = 0; i < 2; i++) {
-            close_fd(&pin[i]);
-            close_fd(&pout[i]);
-            close_fd(&perr[i]);
+    /* Its own group: a signal to the worker's job does not reach it, and
+     * it ignores every other signal; SIGKILL aside, only the worker's
+     * end ends it. */
+    setpgid(0, 0);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* Nothing of the worker's but the pipe: not its stdio (a shell
+     * reading the worker's output must see EOF when the worker ends),
+     * not the pipe's write end (or EOF would never come). */
+    if (rfd != 0 && dup2(rfd, 0) != 0)
+        _exit(1);
+    if (close_range(1, ~0U, 0) != 0)
+        for (int fd = 1; fd < 65536; fd++)
+            close(fd);
+    pid_t groups[KEEPER_GROUPS];
+    size_t n = 0;
+    for (;;) {
+        keeper_msg m;
+        ssize_t r = read(0, &m, sizeof m);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != (ssize_t)sizeof m)
+            break; /* EOF: the worker is gone */
+        if (m.op == KEEP_ADD && n < KEEPER_GROUPS && m.pgid > 1) {
+            groups[n++] = m.pgid;
+        } else if (m.op == KEEP_DEL) {
+            for (size_t i = 0; i < n; i++)
+                if (groups[i] == m.pgid) {
+                    groups[i] = groups[--n];
+                    break;
+                }
         }
-        pthread_mutex_unlock(&spawn_lock);
-        return rc;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pin[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, pout[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, perr[1], STDERR_FILENO);
+    /* Nobody will ack or nak these runs, and other workers will run the
+     * messages again: leave nothing of them running. */
+    for (size_t i = 0; i < n; i++)
+        kill(-groups[i], SIGKILL);
+    _exit(0);
+}
 
-    /* Own process group (so a timeout kills the whole tree and a Ctrl-C
-     * on the terminal reaches only sqlbus), an empty signal mask (ours
-     * blocks SIGINT/SIGTERM) and default actions for what we ignore. */
-    posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
+/* Start the keeper (see the top of the file); call it while the process
+ * is small, before the worker starts. Returns the write end of its pipe
+ * (close-on-exec, non-blocking) and sets *pid, or -1 with errno set. */
+int cli_keeper_start(pid_t *pid)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    pid_t p = fork();
+    if (p == 0)
+        run_keeper(fds[0]);
+    int e = errno;
+    close(fds[0]);
+    if (p < 0) {
+        close(fds[1]);
+        errno = e;
+        return -1;
+    }
+    /* A keeper that cannot keep up (stopped) must not block handlers:
+     * a registration that does not fit is dropped. */
+    int fl = fcntl(fds[1], F_GETFL);
+    if (fl >= 0)
+        fcntl(fds[1], F_SETFL, fl | O_NONBLOCK);
+    *pid = p;
+    return fds[1];
+}
+
+/* Close the keeper's pipe (it then kills what is still registered,
+ * normally nothing, and exits) and reap it. */
+void cli_keeper_stop(int fd, pid_t pid)
+{
+    if (fd < 0)
+        return;
+    close(fd);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static void keeper_send(int fd, int op, pid_t pgid)
+{
+    if (fd < 0)
+        return;
+    keeper_msg m = {op, pgid};
+    ssize_t w = write(fd, &m, sizeof m);
+    (void)w; /* a dead or stopped keeper: PDEATHSIG still holds */
+}
+
+/* ---- the command (after vfork: async-signal-safe calls only) ---- */
+
+/* Everything the command needs, prepared before vfork. */
+typedef struct launch {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int stdio[3]; /* payload memfd, stdout and stderr write ends */
+    int keeper_fd;
+    pid_t parent;
+    volatile int exec_errno; /* set by the child when it cannot exec */
+} launch;
+
+_Noreturn static void run_command(launch *l)
+{
+    /* No signal handler may run here, on the worker's memory, until
+     * exec (the mask is emptied just before). */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    setpgid(0, 0); /* the worker does it too: whoever is first */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->parent) {
+        l->exec_errno = ESRCH; /* the worker is gone already */
+        _exit(127);
+    }
+    keeper_send(l->keeper_fd, KEEP_ADD, getpid());
+    /* To 0..2 through copies above 2, so no target overwrites a source;
+     * every other descriptor closes on exec. */
+    int tmp[3];
+    for (int i = 0; i < 3; i++) {
+        tmp[i] = fcntl(l->stdio[i], F_DUPFD_CLOEXEC, 3);
+        if (tmp[i] < 0) {
+            l->exec_errno = errno;
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (dup2(tmp[i], i) < 0) {
+            l->exec_errno = errno;
+            _exit(127);
+        }
+    }
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    /* Default actions (the worker ignores SIGPIPE) and an empty mask
+     * (it blocks SIGINT/SIGTERM). */
+    static const int defaults[] = {SIGPIPE, SIGINT, SIGTERM};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        sigaction(defaults[i], &dfl, NULL);
+    sigset_t none;
     sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                        POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(l->path, l->argv, l->envp);
+    l->exec_errno = errno;
+    _exit(127);
+}
 
-    rc = posix_spawnp(pid, spec->argv[0], &fa, &attr, spec->argv,
-                      spec->envp);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pin[0]);
-    close(pout[1]);
-    close(perr[1]);
-    pthread_mutex_unlock(&spawn_lock);
-    if (rc != 0) {
-        close(pin[1]);
-        close(pout[0]);
-        close(perr[0]);
-        return rc;
+/* vfork in a function of its own: nothing of the caller's frame can be
+ * clobbered. The child has exec'd (or exited) when this returns. */
+static pid_t spawn_command(launch *l)
+{
+    pid_t pid = vfork();
+    if (pid == 0)
+        run_command(l);
+    return pid;
+}
+
+/* ---- the worker's side ---- */
+
+/* The path execve gets for `cmd`, searched in PATH as execvp would (but
+ * before fork: execvp is not async-signal-safe). 0 or an errno value. */
+static int resolve(const char *cmd, char *out, size_t cap)
+{
+    if (cmd[0] == '\0')
+        return ENOENT;
+    if (strchr(cmd, '/') != NULL) {
+        int w = snprintf(out, cap, "%s", cmd);
+        return w > 0 && (size_t)w < cap ? 0 : ENAMETOOLONG;
     }
-    *in_fd = pin[1];
-    *out_fd = pout[0];
-    *err_fd = perr[0];
-    set_nonblock(*in_fd);
-    set_nonblock(*out_fd);
-    set_nonblock(*err_fd);
+    const char *path = getenv("PATH");
+    if (path == NULL || path[0] == '\0')
+        path = "/usr/bin:/bin";
+    int found = ENOENT;
+    for (;;) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        /* An empty entry is the current directory. */
+        int w = n == 0 ? snprintf(out, cap, "./%s", cmd)
+                       : snprintf(out, cap, "%.*s/%s", (int)n, path, cmd);
+        struct stat st;
+        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0 &&
+            S_ISREG(st.st_mode)) {
+            if (access(out, X_OK) == 0)
+                return 0;
+            found = EACCES;
+        }
+        if (colon == NULL)
+            break;
+        path = colon + 1;
+    }
+    return found;
+}
+
+/* The payload in a sealed memfd, offset 0: the command's stdin. */
+static int payload_fd(const cli_child_spec *spec, int *out)
+{
+    int fd = memfd_create("sqlbus-payload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return errno;
+    const char *p = spec->input;
+    size_t done = 0;
+    while (done < spec->input_len) {
+        ssize_t w = write(fd, p + done, spec->input_len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            return e;
+        }
+        done += (size_t)w;
+    }
+    /* Read-only from here on, for the command too (best effort). */
+    fcntl(fd, F_ADD_SEALS,
+          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    *out = fd;
     return 0;
 }
+
 
 typedef struct run_state {
     const cli_child_spec *spec;
     cli_child_result *res;
-    int in_fd, out_fd, err_fd;
-    size_t written;
+    int out_fd, err_fd;
     ring err;
     char chunk[IO_CHUNK];
 } run_state;
 
-static void feed_stdin(run_state *s)
+/* Start the command; returns its pid, or -1 with *rc an errno value. */
+static pid_t start(run_state *s, int *rc)
 {
-    const char *p = s->spec->input;
-    while (s->written < s->spec->input_len) {
-        size_t n = s->spec->input_len - s->written;
-        if (n > IO_CHUNK)
-            n = IO_CHUNK;
-        ssize_t w = write(s->in_fd, p + s->written, n);
-        if (w > 0) {
-            s->written += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            return;
-        break; /* EPIPE: the child closed its stdin; it wants no more */
+    const cli_child_spec *spec = s->spec;
+    char path[4096];
+    int payload = -1;
+    *rc = resolve(spec->argv[0], path, sizeof path);
+    if (*rc == 0)
+        *rc = payload_fd(spec, &payload);
+    if (*rc != 0)
+        return -1;
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+        *rc = errno;
+        close(payload);
+        close_fd(&out[0]);
+        close_fd(&out[1]);
+        return -1;
     }
-    close_fd(&s->in_fd);
+    launch l = {path, spec->argv, spec->envp, {payload, out[1], err[1]},
+                spec->keeper_fd, getpid(), 0};
+    pid_t pid = spawn_command(&l);
+    if (pid < 0)
+        *rc = errno;
+    else if (l.exec_errno != 0)
+        *rc = l.exec_errno;
+    close(payload);
+    close(out[1]);
+    close(err[1]);
+    if (pid > 0 && *rc != 0) {
+        /* It exited without exec'ing: reap it. */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        keeper_send(spec->keeper_fd, KEEP_DEL, pid);
+    }
+    if (*rc != 0) {
+        close(out[0]);
+        close(err[0]);
+        return -1;
+    }
+    setpgid(pid, pid);
+    s->out_fd = out[0];
+    s->err_fd = err[0];
+    set_nonblock(s->out_fd);
+    set_nonblock(s->err_fd);
+    return pid;
 }
 
 static void keep_stdout(run_state *s, const char *p, size_t n)
@@ -255,14 +470,13 @@ static void drain(run_state *s, int *fd, int is_stdout)
     }
 }
 
+/* Take the keeper's reports; at EOF the keeper has exited (or is a
+ * moment from it), since only it holds the write end. */
+
 static void poll_once(run_state *s, int timeout_ms)
 {
-    struct pollfd pfd[3];
-    int n = 0, iin = -1, iout = -1, ierr = -1;
-    if (s->in_fd >= 0) {
-        pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLOUT};
-        iin = n++;
-    }
+    struct pollfd pfd[2];
+    int n = 0, iout = -1, ierr = -1;
     if (s->out_fd >= 0) {
         pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
         iout = n++;
@@ -273,8 +487,6 @@ static void poll_once(run_state *s, int timeout_ms)
     }
     if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
         return;
-    if (iin >= 0 && pfd[iin].revents != 0)
-        feed_stdin(s);
     if (iout >= 0 && pfd[iout].revents != 0)
         drain(s, &s->out_fd, 1);
     if (ierr >= 0 && pfd[ierr].revents != 0)
@@ -287,18 +499,16 @@ static void supervise(run_state *s, pid_t pid)
 {
     const cli_child_spec *spec = s->spec;
     cli_child_result *res = s->res;
-    int64_t start = sb__mono_us();
-    int64_t deadline = start + spec->timeout_ms * 1000;
+    int64_t start_us = sb__mono_us();
+    int64_t deadline = start_us + spec->timeout_ms * 1000;
     int64_t term_at = 0, exited_at = 0;
     int killing = 0; /* 0 no, 1 SIGTERM sent, 2 SIGKILL sent */
     int exited = 0, status = 0;
-    /* With every pipe at EOF there is nothing to poll: the child is
+    /* With both pipes at EOF there is nothing to poll: the child is
      * usually a moment away from being reapable, so check again soon,
      * backing off to the full slice. */
     int nap_ms = 1;
 
-    if (spec->input_len == 0)
-        close_fd(&s->in_fd);
     for (;;) {
         int64_t now = sb__mono_us();
         if (!exited) {
@@ -306,7 +516,6 @@ static void supervise(run_state *s, pid_t pid)
             if (r == pid || (r < 0 && errno == ECHILD)) {
                 exited = 1;
                 exited_at = now;
-                close_fd(&s->in_fd);
             }
         }
         if (exited && ((s->out_fd < 0 && s->err_fd < 0) ||
@@ -332,7 +541,7 @@ static void supervise(run_state *s, pid_t pid)
             killing = 2;
         }
         int wait_ms = POLL_SLICE_MS;
-        if (s->in_fd < 0 && s->out_fd < 0 && s->err_fd < 0) {
+        if (s->out_fd < 0 && s->err_fd < 0) {
             wait_ms = nap_ms;
             nap_ms = nap_ms * 2 < POLL_SLICE_MS ? nap_ms * 2 : POLL_SLICE_MS;
         }
@@ -341,8 +550,8 @@ static void supervise(run_state *s, pid_t pid)
         poll_once(s, wait_ms);
     }
     if (killing != 0) {
-        /* Leave nothing of the tree behind (a grandchild may outlive
-         * the group leader's SIGTERM). */
+        /* Leave nothing of the group behind (a grandchild may outlive
+         * the command's SIGTERM). */
         kill(-pid, SIGKILL);
     } else if (WIFEXITED(status)) {
         res->outcome = CLI_CHILD_EXITED;
@@ -354,7 +563,11 @@ static void supervise(run_state *s, pid_t pid)
         res->outcome = CLI_CHILD_EXITED;
         res->status = 255;
     }
-    res->elapsed_ms = (sb__mono_us() - start) / 1000;
+    /* Reaped: the keeper need not kill its group should we die now.
+     * (What the command left running in it stays, as after any normal
+     * exit.) */
+    keeper_send(spec->keeper_fd, KEEP_DEL, pid);
+    res->elapsed_ms = (sb__mono_us() - start_us) / 1000;
 }
 
 /* Run one handler command to completion (see cli.h). `res` is always
@@ -372,18 +585,17 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
     }
     s->spec = spec;
     s->res = res;
-    s->in_fd = s->out_fd = s->err_fd = -1;
+    s->out_fd = s->err_fd = -1;
 
-    pid_t pid = 0;
-    int rc = spawn(spec, &pid, &s->in_fd, &s->out_fd, &s->err_fd);
-    if (rc != 0) {
+    int rc = 0;
+    pid_t pid = start(s, &rc);
+    if (pid < 0) {
         res->outcome = CLI_CHILD_SPAWN_FAILED;
         res->status = rc;
         sb__free(s);
         return;
     }
     supervise(s, pid);
-    close_fd(&s->in_fd);
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
     res->err_len = ring_read(&s->err, res->err_tail);

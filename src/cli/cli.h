@@ -13,6 +13,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes, documented in docs/cli.md. */
 enum cli_exit {
@@ -455,6 +456,7 @@ typedef struct cli_child_spec {
      * with abort_reason = the value. */
     int (*abort_fn)(void *user);
     void *abort_user;
+    int keeper_fd;             /* cli_keeper_start's pipe, or -1 */
 } cli_child_spec;
 
 typedef struct cli_child_result {
@@ -468,13 +470,23 @@ typedef struct cli_child_result {
     size_t err_len;
 } cli_child_result;
 
-/* Run `spec->argv` in its own process group with `input` on stdin and
- * its stdout/stderr captured, until it exits, the timeout passes or
- * abort_fn asks to stop. Always fills `res` (free with
- * cli_child_result_free). Thread-safe: several handlers run children at
- * once. */
+/* Run `spec->argv` in its own process group with `input` on stdin (a
+ * memfd written whole before the command starts) and its stdout/stderr
+ * captured, until it exits, the timeout passes or abort_fn asks to stop.
+ * The command dies with this process (PR_SET_PDEATHSIG), and with a
+ * keeper (`keeper_fd`) its whole process group does (see child.c).
+ * Always fills `res` (free with cli_child_result_free). Thread-safe:
+ * several handlers run children at once. */
 void cli_child_run(const cli_child_spec *spec, cli_child_result *res);
 void cli_child_result_free(cli_child_result *res);
+
+/* Start the keeper, which kills the process group of every command
+ * still running when this process ends, however it ends. Call it before
+ * starting threads that run commands. Returns the descriptor to give
+ * cli_child_spec.keeper_fd and sets *pid, or -1 with errno set. */
+int cli_keeper_start(pid_t *pid);
+/* Stop the keeper once no command runs: close `fd` and reap `pid`. */
+void cli_keeper_stop(int fd, pid_t pid);
 
 /* Name of a signal ("SIGKILL"), or NULL when not in the table. */
 const char *cli_signal_name(int sig);
@@ -486,6 +498,7 @@ typedef struct cli_work {
     int64_t kill_grace_ms;
     _Atomic int stopping;   /* 1 once main asked the worker to stop; 2 when
                                a second signal asks to kill children */
+    int keeper_fd;          /* see cli_keeper_start */
     const cli_ctx *ctx;
 } cli_work;
 

@@ -20,6 +20,7 @@ typedef struct work_opts {
     int64_t lease_ms;
     int64_t delay_ms;
     int once;
+    const char *endpoint; /* sb-processing-endpoint; NULL = the queue */
     char **argv; /* the handler command */
 } work_opts;
 
@@ -30,7 +31,8 @@ enum {
     OPT_TIMEOUT,
     OPT_LEASE,
     OPT_DELAY,
-    OPT_ONCE
+    OPT_ONCE,
+    OPT_ENDPOINT
 };
 
 static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
@@ -43,6 +45,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         {"lease", required_argument, NULL, OPT_LEASE},
         {"delay", required_argument, NULL, OPT_DELAY},
         {"once", no_argument, NULL, OPT_ONCE},
+        {"endpoint", required_argument, NULL, OPT_ENDPOINT},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, rc = CLI_OK;
@@ -85,6 +88,15 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         case OPT_ONCE:
             o->once = 1;
             break;
+        case OPT_ENDPOINT: {
+            sb_error err;
+            sb_error_clear(&err);
+            o->endpoint = optarg;
+            if (sb__validate_name(optarg, 200, "endpoint", "the endpoint name",
+                                  &err) != SB_OK)
+                rc = cli_usage_error(ctx, "--endpoint: %s", err.message);
+            break;
+        }
         default:
             return cli_bad_option(ctx, c, argv);
         }
@@ -175,10 +187,20 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     if (!command_exists(o.argv[0]))
         return cli_usage_error(ctx, "command not found: %s", o.argv[0]);
 
+    /* Before the bus and the worker's threads exist: the keeper is a
+     * fork of this process (issue 19: no command outlives us). */
+    pid_t keeper = 0;
+    int keeper_fd = cli_keeper_start(&keeper);
+    if (keeper_fd < 0) {
+        cli_errorf("cannot start the keeper process: %s", strerror(errno));
+        return CLI_ERROR;
+    }
     sb_bus *bus = NULL;
     rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
-    if (rc != CLI_OK)
+    if (rc != CLI_OK) {
+        cli_keeper_stop(keeper_fd, keeper);
         return rc;
+    }
 
     /* C23: the channel registers the bus's reply hook, so jobs published
      * by `sqlbus request` get their replies. Without it work goes on. */
@@ -199,12 +221,17 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     work.timeout_ms = o.timeout_ms;
     work.kill_grace_ms = KILL_GRACE_MS;
     work.ctx = ctx;
+    work.keeper_fd = keeper_fd;
     atomic_init(&work.stopping, 0);
 
     sb_worker_options wo;
     memset(&wo, 0, sizeof wo);
     wo.size = sizeof wo;
     wo.queue = o.queue;
+    /* The failures of every worker of a queue share one endpoint (not
+     * host:pid), so the error store's endpoint views and unique ids
+     * (E6) do not split per process. */
+    wo.endpoint = o.endpoint != NULL ? o.endpoint : o.queue;
     wo.handler = cli_work_handler;
     wo.user = &work;
     wo.concurrency = (int)o.concurrency;
@@ -225,6 +252,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         rc = cli_report(src, &err);
         sb_channel_close(ch);
         sb_close(bus);
+        cli_keeper_stop(keeper_fd, keeper);
         return rc;
     }
     if (ctx->verbosity >= 1)
@@ -256,5 +284,6 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     sb_worker_free(w);
     sb_channel_close(ch);
     sb_close(bus);
+    cli_keeper_stop(keeper_fd, keeper);
     return rc;
 }

@@ -2,6 +2,7 @@
  * message runs the user's command once (rule T30); its exit status
  * decides ack or nak. */
 #include "cli.h"
+#include "errors/classify.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -49,6 +50,47 @@ static void sanitize(char *s, size_t n)
         }
         i += len;
     }
+}
+
+/* A copy of text[span] (NUL-terminated, owned), or NULL. */
+static char *copy_span(const char *text, sb_span span, const char *suffix)
+{
+    size_t extra = suffix != NULL ? strlen(suffix) : 0;
+    char *out = sb__malloc(span.len + extra + 1);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, text + span.off, span.len);
+    if (extra > 0)
+        memcpy(out + span.len, suffix, extra);
+    out[span.len + extra] = '\0';
+    return out;
+}
+
+/* A command that exited or was killed having printed a runtime's report
+ * of an uncaught exception (Python, Java, .NET, Go, Node.js) on stderr:
+ * record that exception, with the report as the stack trace, so the
+ * error store groups it by exception type and first frame (E12). The
+ * exit status stays visible as the trace's last line. 1 if recorded. */
+static int fail_with_exception(sb_delivery *d, const cli_child_result *res,
+                               const char *status_text)
+{
+    char type[256];
+    sb_uncaught u;
+    if (sb__stack_find_uncaught(res->err_tail, res->err_len, &u) != 1)
+        return 0;
+    char trailer[300];
+    snprintf(trailer, sizeof trailer, "\n--- %s ---", status_text);
+    char *msg = copy_span(res->err_tail, u.message, NULL);
+    char *trace = copy_span(res->err_tail, u.trace, trailer);
+    int ok = msg != NULL && trace != NULL && u.type.len < sizeof type;
+    if (ok) {
+        memcpy(type, res->err_tail + u.type.off, u.type.len);
+        type[u.type.len] = '\0';
+        sb_delivery_fail(d, type, msg, trace);
+    }
+    sb__free(msg);
+    sb__free(trace);
+    return ok;
 }
 
 /* Record why the command failed; returns the handler's result. */
@@ -105,7 +147,10 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
     const char *msg = res->err_len > 0 && res->outcome != CLI_CHILD_SPAWN_FAILED
                           ? res->err_tail
                           : fallback;
-    sb_delivery_fail(d, type, msg, NULL);
+    if (!((res->outcome == CLI_CHILD_EXITED ||
+           res->outcome == CLI_CHILD_SIGNALED) &&
+          fail_with_exception(d, res, fallback)))
+        sb_delivery_fail(d, type, msg, NULL);
     if (w->ctx->verbosity >= 1) {
         const sb_msg *m = sb_delivery_msg(d);
         fprintf(stderr, "sqlbus: work: message %s attempt %d failed: %s "
@@ -162,6 +207,7 @@ int cli_work_handler(sb_delivery *d, void *user)
     spec.max_stdout = MAX_STDOUT;
     spec.abort_fn = should_abort;
     spec.abort_user = &actx;
+    spec.keeper_fd = w->keeper_fd;
 
     cli_child_result res;
     cli_child_run(&spec, &res);

@@ -718,3 +718,282 @@ int sb__stack_first_frame(const char *trace, size_t len,
     render(&t, &f);
     return 1;
 }
+
+/* ---- uncaught-exception reports (sb__stack_find_uncaught) ---- */
+
+#define TYPE_MAX 255
+#define LOOKBACK 16
+
+static bool is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The length of the exception type at the start of s[0..n), 0 if none. */
+static size_t type_name(const char *s, size_t n)
+{
+    if (n == 0 || !(is_alpha(s[0]) || s[0] == '_' || s[0] == '$'))
+        return 0;
+    size_t i = 1;
+    while (i < n && (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '_' ||
+                     s[i] == '$' || s[i] == '.' || s[i] == '+' ||
+                     s[i] == '`'))
+        i++;
+    return i <= TYPE_MAX && s[i - 1] != '.' ? i : 0;
+}
+
+/* "TYPE", "TYPE:", "TYPE: MESSAGE", each with an optional " [CODE]"
+ * after TYPE (Node.js): the type's length and where the message starts
+ * (n when there is none). */
+static bool exception_line(const char *s, size_t n, size_t *type_n,
+                           size_t *msg_at)
+{
+    size_t t = type_name(s, n), i = t;
+    if (t == 0)
+        return false;
+    if (has_prefix(s + i, n - i, " [")) {
+        size_t close = index_of(s, i, n, ']');
+        if (close == n || has_blank(s + i + 2, close - i - 2))
+            return false;
+        i = close + 1;
+    }
+    *type_n = t;
+    if (i == n) {
+        *msg_at = n;
+        return true;
+    }
+    if (s[i] != ':')
+        return false;
+    if (i + 1 == n) {
+        *msg_at = n;
+        return true;
+    }
+    if (s[i + 1] != ' ')
+        return false;
+    *msg_at = skip_blanks(s, i + 2, n);
+    return true;
+}
+
+/* A type that needs no prefix: qualified, or named like an exception. */
+static bool exception_like(const char *s, size_t n)
+{
+    return index_of(s, 0, n, '.') < n || has_suffix(s, n, "Exception") ||
+           has_suffix(s, n, "Error");
+}
+
+/* The header of an "at" trace: how far its prefix goes, 0 without one
+ * (NONE: not a header at all). */
+static size_t header_prefix(const char *s, size_t n)
+{
+    static const char *const plain[] = {"Unhandled exception. ",
+                                        "Unhandled Exception: ", "Uncaught "};
+    if (has_prefix(s, n, "Exception in thread \"")) {
+        for (size_t i = 21; i + 1 < n; i++)
+            if (s[i] == '"' && s[i + 1] == ' ')
+                return i + 2;
+        return NONE;
+    }
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (has_prefix(s, n, plain[i]))
+            return strlen(plain[i]);
+    return 0;
+}
+
+typedef struct past_line {
+    size_t off, n;
+    bool blank, opaque;
+} past_line;
+
+typedef struct finding {
+    bool found, growing;
+    sb_uncaught u;
+} finding;
+
+static sb_span span_of(size_t off, size_t len)
+{
+    sb_span s = {off, len};
+    return s;
+}
+
+/* Record a report starting at `start` (the latest start wins). */
+static void found_at(finding *f, size_t start, size_t end, size_t type_off,
+                     size_t type_n, size_t msg_off, size_t msg_end)
+{
+    if (f->found && start < f->u.trace.off) {
+        f->growing = false;
+        return;
+    }
+    if (msg_end < msg_off) /* "TYPE: " and blanks: no message */
+        msg_end = msg_off;
+    f->found = true;
+    f->growing = true;
+    f->u.type = span_of(type_off, type_n);
+    f->u.message = span_of(msg_off, msg_end - msg_off);
+    f->u.trace = span_of(start, end - start);
+}
+
+static void grow_to(finding *f, size_t end)
+{
+    if (f->growing)
+        f->u.trace.len = end - f->u.trace.off;
+}
+
+/* The header of the "at" trace whose first frame follows past[] (oldest
+ * first, `count` of them): found_at with it, if there is one. */
+static void at_header(finding *f, const char *text, const past_line *past,
+                      size_t count, size_t frame_end)
+{
+    /* A blank line, or one with a control byte, is never inside. */
+    size_t first = count;
+    while (first > 0 && !past[first - 1].blank && !past[first - 1].opaque)
+        first--;
+    for (size_t k = first; k < count; k++) {
+        const past_line *p = &past[k];
+        const char *s = text + p->off;
+        size_t pre = header_prefix(s, p->n);
+        size_t type_n, msg_at;
+        if (pre == NONE || !exception_line(s + pre, p->n - pre, &type_n,
+                                           &msg_at))
+            continue;
+        if (pre == 0 && !exception_like(s, type_n))
+            continue;
+        size_t msg_off = p->off + pre + msg_at;
+        size_t msg_end = p->off + p->n; /* through the line before the frame */
+        if (k + 1 < count)
+            msg_end = past[count - 1].off + past[count - 1].n;
+        else {
+            /* .NET: the outer message ends where the inner one begins. */
+            for (size_t i = msg_off; i + 6 <= msg_end; i++)
+                if (text[i] == ' ' && memcmp(text + i, " ---> ", 6) == 0) {
+                    msg_end = i;
+                    break;
+                }
+        }
+        msg_end = msg_off + trim_end(text + msg_off, msg_end - msg_off);
+        found_at(f, p->off, frame_end, p->off + pre, type_n, msg_off,
+                 msg_end);
+        return;
+    }
+}
+
+static bool python_chain_line(const line *ln)
+{
+    return is_exactly(ln->s, ln->n,
+                      "During handling of the above exception, another "
+                      "exception occurred:") ||
+           is_exactly(ln->s, ln->n,
+                      "The above exception was the direct cause of the "
+                      "following exception:");
+}
+
+enum { PY_NONE, PY_BLOCK, PY_AFTER, PY_CHAIN };
+enum { GO_NONE, GO_PANIC, GO_TRACE };
+
+int sb__stack_find_uncaught(const char *text, size_t len, sb_uncaught *out)
+{
+    if (text == NULL)
+        return 0;
+    scanner sc;
+    scanner_init(&sc, text, len, NULL);
+    finding f;
+    memset(&f, 0, sizeof f);
+    past_line past[LOOKBACK];
+    size_t npast = 0;
+    int py = PY_NONE, go = GO_NONE;
+    size_t py_start = 0, go_start = 0, go_type_n = 0, go_msg = 0,
+           go_msg_end = 0;
+    bool in_at = false;
+    line ln;
+    while (next_line(&sc, &ln)) {
+        size_t off = (size_t)(ln.s - text), end = off + ln.n;
+        bool blank = trim_end(ln.s, ln.n) == 0;
+        bool indented = ln.n > 0 && is_blank(ln.s[0]);
+        bool ok = !ln.opaque;
+
+        /* Python */
+        if (ok && !indented && python_header(&ln)) {
+            if (py != PY_CHAIN)
+                py_start = off;
+            py = PY_BLOCK;
+        } else if (py == PY_BLOCK) {
+            size_t type_n, msg_at;
+            if (ok && !blank && !indented) {
+                if (exception_line(ln.s, ln.n, &type_n, &msg_at)) {
+                    found_at(&f, py_start, end, off, type_n, off + msg_at,
+                             off + trim_end(ln.s, ln.n));
+                    f.growing = false;
+                    py = PY_AFTER;
+                } else {
+                    py = PY_NONE;
+                }
+            } else if (!ok) {
+                py = PY_NONE;
+            }
+        } else if (py == PY_AFTER || py == PY_CHAIN) {
+            if (ok && python_chain_line(&ln))
+                py = PY_CHAIN;
+            else if (!blank)
+                py = PY_NONE;
+        }
+
+        /* Go */
+        if (go == GO_TRACE) {
+            if (blank || !ok || has_prefix(ln.s, ln.n, "exit status ")) {
+                go = GO_NONE;
+                f.growing = false;
+            } else {
+                grow_to(&f, end);
+            }
+        } else if (go == GO_PANIC) {
+            if (ok && go_header(&ln)) {
+                go = GO_TRACE;
+                found_at(&f, go_start, end, go_start, go_type_n, go_msg,
+                         go_msg_end);
+            } else if (!(blank || (ok && (indented || ln.s[0] == '[')))) {
+                go = GO_NONE;
+            }
+        }
+        if (go != GO_TRACE && ok &&
+            (has_prefix(ln.s, ln.n, "panic: ") ||
+             has_prefix(ln.s, ln.n, "fatal error: "))) {
+            go = GO_PANIC;
+            go_start = off;
+            go_type_n = ln.s[0] == 'p' ? 5 : 11;
+            go_msg = off + go_type_n + 2;
+            go_msg_end = off + trim_end(ln.s, ln.n);
+        }
+
+        /* "at" frames: Java, .NET, Node.js */
+        frame fr;
+        bool is_frame = ok && py != PY_BLOCK && parse_at(ln.s, ln.n, &fr);
+        if (in_at) {
+            if (is_frame || (ok && !blank && indented) ||
+                (ok && has_prefix(ln.s, ln.n, "Caused by: "))) {
+                grow_to(&f, end);
+                continue;
+            }
+            in_at = false;
+            f.growing = false;
+            npast = 0;
+        } else if (is_frame) {
+            in_at = true;
+            f.growing = false;
+            at_header(&f, text, past, npast, end);
+            npast = 0;
+            continue;
+        }
+        if (npast == LOOKBACK) {
+            memmove(past, past + 1, (LOOKBACK - 1) * sizeof past[0]);
+            npast--;
+        }
+        past[npast].off = off;
+        past[npast].n = ln.n;
+        past[npast].blank = blank;
+        past[npast].opaque = !ok;
+        npast++;
+    }
+    if (!f.found)
+        return 0;
+    *out = f.u;
+    return 1;
+}

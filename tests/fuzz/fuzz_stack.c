@@ -18,6 +18,12 @@
  * (left to right, not overlapping) masked by a control byte and no
  * message. Classifier titles come in the fixed order, fit in 512 bytes,
  * and are the exception type plus the frame (or "No stacktrace").
+ *
+ * sb__stack_find_uncaught on the whole input (message, NUL and trace as
+ * one text): 0 or 1, the same twice; a report's spans lie inside the
+ * text, the type and the message inside the trace, the type 1..255
+ * bytes of "[A-Za-z0-9_$.+`]" not starting with a digit or '.' (or Go's
+ * "panic" / "fatal error"), and no span holds a NUL.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -190,8 +196,49 @@ static void check_classify(const char *trace_text, const char *message)
     }
 }
 
+static int inside(sb_span in, sb_span out)
+{
+    return in.off >= out.off && in.len <= out.len &&
+           in.off - out.off <= out.len - in.len;
+}
+
+static void check_uncaught(const uint8_t *data, size_t size)
+{
+    /* Exact size, so a read past size is caught. */
+    char *text = malloc(size ? size : 1);
+    CHECK(text != NULL);
+    memcpy(text, data, size);
+    sb_uncaught u, again;
+    int rc = sb__stack_find_uncaught(text, size, &u);
+    CHECK(rc == 0 || rc == 1);
+    CHECK(sb__stack_find_uncaught(text, size, &again) == rc);
+    if (rc == 1) {
+        CHECK(memcmp(&u, &again, sizeof u) == 0);
+        sb_span all = {0, size};
+        CHECK(inside(u.trace, all));
+        CHECK(inside(u.type, u.trace));
+        CHECK(inside(u.message, u.trace));
+        CHECK(u.type.len >= 1 && u.type.len <= 255);
+        int go = (u.type.len == 5 && memcmp(text + u.type.off, "panic", 5) == 0) ||
+                 (u.type.len == 11 &&
+                  memcmp(text + u.type.off, "fatal error", 11) == 0);
+        for (size_t i = 0; i < u.type.len && !go; i++) {
+            char c = text[u.type.off + i];
+            CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+                  c == '.' || c == '+' || c == '`');
+        }
+        char c0 = text[u.type.off];
+        CHECK(!(c0 >= '0' && c0 <= '9') && c0 != '.');
+        CHECK(memchr(text + u.trace.off, '\0', u.trace.len) == NULL);
+    }
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_uncaught(data, size);
+
     const uint8_t *nul = memchr(data, '\0', size);
     size_t msg_len = nul != NULL ? (size_t)(nul - data) : 0;
     size_t start = nul != NULL ? msg_len + 1 : 0;
