@@ -1,6 +1,7 @@
 /* ingest.c - the write path (E1, E3, E8-E11): one transaction per batch
  * claims and deletes dead-letter rows, keeps the unmappable ones in
- * failed_imports, folds the rest, upserts them with the guards of E10,
+ * failed_imports, folds the rest, keeps the keys of their attempts and
+ * drops the attempts stored before, upserts them with the guards of E10,
  * replaces the groups (and external bodies) of messages whose newest
  * attempt is this batch's, records endpoints insert-if-absent, and
  * resolves confirmed retries last. */
@@ -236,6 +237,51 @@ static long find_folded(const batch *x, long lo, long hi, const char *id)
     return -1;
 }
 
+/* E10: the batch's attempts are counted once each, whatever their order
+ * and however often they come. Their keys (unique id, time of failure)
+ * are inserted where absent, SB_ERRORS_CHUNK messages a statement, and
+ * each row's count becomes the number of keys new to the store; a row
+ * with none (every attempt delivered before) leaves the batch, so the
+ * store does not change for it. The keys' lock order is the fold's
+ * (unique id, then time), as the upsert's is. */
+static int count_new_attempts(batch *x, sb_error *err)
+{
+    int rc = SB_OK;
+    for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
+        long end = at + SB_ERRORS_CHUNK < x->n_folded ? at + SB_ERRORS_CHUNK
+                                                      : x->n_folded;
+        sb__buf_reset(&x->json);
+        sb__buf_puts(&x->json, "[");
+        for (long i = at; i < end; i++) {
+            const sb_folded *f = &x->folded[i];
+            for (size_t k = 0; k < f->n_times; k++) {
+                sb__buf_puts(&x->json, i > at || k > 0 ? ",{" : "{");
+                json_text(&x->json, "u", f->newest->unique_id, 0);
+                json_int(&x->json, "t", f->times[k]);
+                sb__buf_puts(&x->json, "}");
+            }
+            x->folded[i].attempts = 0;
+        }
+        sb__buf_puts(&x->json, "]");
+        sb_rows *rows = NULL;
+        rc = run_json(x, ER_NEW_ATTEMPTS, &rows, err);
+        for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+            const char *id = sb__rows_text(rows, r, 0);
+            long i = id != NULL ? find_folded(x, at, end, id) : -1;
+            if (i >= 0)
+                x->folded[i].attempts++;
+        }
+        sb__rows_free(rows);
+    }
+    long kept = 0;
+    for (long i = 0; rc == SB_OK && i < x->n_folded; i++)
+        if (x->folded[i].attempts > 0)
+            x->folded[kept++] = x->folded[i];
+    if (rc == SB_OK)
+        x->n_folded = kept;
+    return rc;
+}
+
 /* E10, E11: the upsert, SB_ERRORS_CHUNK rows a statement; marks the rows
  * whose stored newest attempt is now this batch's. */
 static int upsert(batch *x, sb_error *err)
@@ -458,6 +504,8 @@ static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
         if (x->n_folded < 0 || x->won == NULL || x->place == NULL)
             rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = count_new_attempts(x, err);
     for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
         const sb_attempt *a = x->folded[i].newest;
         size_t len = 0;
