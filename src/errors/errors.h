@@ -99,13 +99,15 @@ void sb__attempt_clear(sb_attempt *a);
 /* One failed message after the fold (E8): the newest attempt, the number
  * of distinct failure times and the failure window. An attempt is known
  * by its message's unique id and its time of failure (E10): `times` are
- * the batch's distinct ones, ascending (`n_times` of them). Ingestion
- * then sets `attempts` to the number of them new to the store. */
+ * the batch's distinct ones, ascending (`n_times` of them), `of` the
+ * attempt of each (the later in the batch of equal ones). Ingestion then
+ * folds the row again over the attempts new to the store. */
 typedef struct sb_folded {
     const sb_attempt *newest;
     int64_t attempts;
     int64_t first_us, last_us;
     const int64_t *times;
+    const sb_attempt *const *of;
     size_t n_times;
 } sb_folded;
 
@@ -211,8 +213,8 @@ void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
 int sb__search_contains(const char *in, sb_buf *b);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
- * unique id, the rows' `times` in the same allocation: one sb__free);
- * returns the count or -1 when out of memory. */
+ * unique id, the rows' `times` and `of` in the same allocation: one
+ * sb__free); returns the count or -1 when out of memory. */
 long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out);
 
 #endif

@@ -31,14 +31,17 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
     if (n == 0)
         return 0;
     keyed *k = sb__calloc(n, sizeof *k);
-    /* The rows, then every row's times: int64_t is as aligned as a row. */
-    sb_folded *f = sb__calloc(n, sizeof *f + sizeof(int64_t));
-    int64_t *times = (int64_t *)(void *)(f + n);
+    /* The rows, then every row's times, then their attempts: int64_t and
+     * pointers are as aligned as a row. */
+    sb_folded *f = sb__calloc(n, sizeof *f + sizeof(int64_t) +
+                                     sizeof(const sb_attempt *));
     if (k == NULL || f == NULL) {
         sb__free(k);
         sb__free(f);
         return -1;
     }
+    int64_t *times = (int64_t *)(void *)(f + n);
+    const sb_attempt **of = (const sb_attempt **)(void *)(times + n);
     for (size_t i = 0; i < n; i++) {
         k[i].a = attempts[i];
         k[i].order = i;
@@ -53,6 +56,7 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
             f[m].first_us = a->time_of_failure_us;
             f[m].attempts = 0;
             f[m].times = times;
+            f[m].of = of;
         }
         /* Sorted by time within an id: a new time is a new attempt, and
          * the last one seen is the newest. */
@@ -60,7 +64,9 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
             f[m].attempts++;
             f[m].n_times++;
             *times++ = a->time_of_failure_us;
+            of++;
         }
+        of[-1] = a;
         f[m].last_us = a->time_of_failure_us;
         f[m].newest = a;
     }

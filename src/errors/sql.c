@@ -273,8 +273,9 @@ void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
     incoming(d, b, in, "status_changed_at");
     sb__buf_printf(b, " ELSE %s.status_changed_at END, last_modified = ", t);
     incoming(d, b, in, "last_modified");
-    /* The incoming count is of attempts new to the store (ER_NEW_ATTEMPTS
-     * kept their keys first; a row with none is not sent). */
+    /* The incoming row holds only attempts new to the store
+     * (ER_NEW_ATTEMPTS kept their keys first; a row with none is not
+     * sent). */
     sb__buf_printf(b,
                    ", number_of_processing_attempts = "
                    "%s.number_of_processing_attempts + "
@@ -473,7 +474,7 @@ static void build(const dialect *d, int k, sb_buf *b)
                      "time_of_failure)",
                      attempt_cols, 2,
                      "ON CONFLICT (unique_message_id, time_of_failure) DO "
-                     "NOTHING RETURNING unique_message_id");
+                     "NOTHING RETURNING unique_message_id, time_of_failure");
         break;
     case ER_UPSERT: build_upsert(d, b); break;
     case ER_DELETE_GROUPS:

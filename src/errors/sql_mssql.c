@@ -323,17 +323,18 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                              a space: ingestion refuses those), so the
                              comparison is plain. */
         sb__buf_puts(b, "DECLARE @sb_new TABLE (unique_message_id "
-                        "nvarchar(400)); INSERT INTO "
+                        "nvarchar(400), time_of_failure bigint); INSERT INTO "
                         "{p}failed_message_attempts (unique_message_id, "
-                        "time_of_failure) OUTPUT inserted.unique_message_id "
-                        "INTO @sb_new SELECT x.u, x.t FROM (SELECT DISTINCT "
-                        "j.u" BIN2 " AS u, j.t FROM OPENJSON(CAST($1 AS "
-                        "nvarchar(max))) WITH (u nvarchar(400) '$.u', t "
-                        "bigint '$.t') AS j) AS x WHERE NOT EXISTS (SELECT 1 "
-                        "FROM {p}failed_message_attempts AS o WITH (UPDLOCK, "
+                        "time_of_failure) OUTPUT inserted.unique_message_id, "
+                        "inserted.time_of_failure INTO @sb_new SELECT x.u, "
+                        "x.t FROM (SELECT DISTINCT j.u" BIN2 " AS u, j.t "
+                        "FROM OPENJSON(CAST($1 AS nvarchar(max))) WITH (u "
+                        "nvarchar(400) '$.u', t bigint '$.t') AS j) AS x "
+                        "WHERE NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts AS o WITH (UPDLOCK, "
                         "HOLDLOCK) WHERE o.unique_message_id = x.u AND "
-                        "o.time_of_failure = x.t); SELECT unique_message_id "
-                        "FROM @sb_new");
+                        "o.time_of_failure = x.t); SELECT unique_message_id, "
+                        "time_of_failure FROM @sb_new");
         break;
     case ER_UPSERT: build_upsert(d, b); break;
     case ER_DELETE_GROUPS:

@@ -283,11 +283,25 @@ static void test_dead_letter_delivered_twice(void **state)
         sbe_status(&e, "u-dup", &attempts);
         assert_int_equal(attempts, expected[i]);
     }
+    /* One batch: a new, older attempt beside a copy of the newest that
+     * differs (another queue): counted once, the copy changes nothing. */
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:05Z", "Copy",
+                    "c", retry);
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:02Z", "At02",
+                    "c", retry);
+    sbe_ingest(&e);
     sb_failed_message *m = sbe_get(&e, "u-dup");
-    assert_int_equal(sb_failed_first_failure_us(m), at_second(3));
+    assert_int_equal(sb_failed_attempts(m), 4);
+    assert_int_equal(sb_failed_first_failure_us(m), at_second(2));
     assert_int_equal(sb_failed_last_failure_us(m), at_second(5));
     assert_string_equal(sb_failed_field(m, "exception_type"), "Five");
     assert_string_equal(sb_failed_field(m, "failed_queue"), "orders");
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *type, *title;
+        sb_failed_group(m, i, NULL, &type, &title);
+        assert_false(strcmp(type, "Endpoint Address") == 0 &&
+                     strcmp(title, "payments") == 0);
+    }
     sb_failed_message_free(m);
     assert_int_equal(sbt_count(e.bus, "deadletter"), 0); /* E1 */
     sbe_close(&e); /* the counts agree with the rows */

@@ -235,24 +235,26 @@ static void test_upsert_is_a_guarded_merge(void **state)
 
 /* E8, E10 (issue 19): an attempt is its message's unique id and time of
  * failure, counted once: the batch's keys are inserted where absent
- * (under a key-range lock, as the other inserts-if-absent) and the ids of
- * those inserted are returned, through a table variable, for the caller
- * to count; the MERGE adds that count whatever the stored newest attempt
- * is. The keys are a table of their own, filled at open for a store made
+ * (under a key-range lock, as the other inserts-if-absent) and those
+ * inserted are returned, through a table variable, for the caller to
+ * fold the rows again over them; the MERGE adds that count whatever the
+ * stored newest attempt is. The keys are a table of their own, filled at open for a store made
  * before it, and deleted with their message by a trigger. */
 static void test_attempts_counted_once(void **state)
 {
     (void)state;
     ALL(all, n);
     assert_string_equal(find(all, n, "NEW_ATTEMPTS"),
-        "DECLARE @sb_new TABLE (unique_message_id nvarchar(400)); INSERT INTO "
-        "t_failed_message_attempts (unique_message_id, time_of_failure) "
-        "OUTPUT inserted.unique_message_id INTO @sb_new SELECT x.u, x.t FROM "
-        "(SELECT DISTINCT j.u " BIN2 " AS u, j.t FROM OPENJSON(CAST($1 AS "
-        "nvarchar(max))) WITH (u nvarchar(400) '$.u', t bigint '$.t') AS j) "
-        "AS x WHERE NOT EXISTS (SELECT 1 FROM t_failed_message_attempts AS o "
-        "WITH (UPDLOCK, HOLDLOCK) WHERE o.unique_message_id = x.u AND "
-        "o.time_of_failure = x.t); SELECT unique_message_id FROM @sb_new");
+        "DECLARE @sb_new TABLE (unique_message_id nvarchar(400), "
+        "time_of_failure bigint); INSERT INTO t_failed_message_attempts "
+        "(unique_message_id, time_of_failure) OUTPUT "
+        "inserted.unique_message_id, inserted.time_of_failure INTO @sb_new "
+        "SELECT x.u, x.t FROM (SELECT DISTINCT j.u " BIN2 " AS u, j.t FROM "
+        "OPENJSON(CAST($1 AS nvarchar(max))) WITH (u nvarchar(400) '$.u', t "
+        "bigint '$.t') AS j) AS x WHERE NOT EXISTS (SELECT 1 FROM "
+        "t_failed_message_attempts AS o WITH (UPDLOCK, HOLDLOCK) WHERE "
+        "o.unique_message_id = x.u AND o.time_of_failure = x.t); SELECT "
+        "unique_message_id, time_of_failure FROM @sb_new");
     const char *m = find(all, n, "UPSERT");
     sbt_lacks("upsert", m, "x.last_attempted_at = t.last_attempted_at");
     const char *d = find(all, n, "DDL");
@@ -278,7 +280,7 @@ static void test_attempts_counted_once(void **state)
         sb_errors_sql o = build(k ? SB_DIALECT_POSTGRES : SB_DIALECT_SQLITE);
         sbt_has("new attempts", o.s[ER_NEW_ATTEMPTS],
             "ON CONFLICT (unique_message_id, time_of_failure) DO NOTHING "
-            "RETURNING unique_message_id");
+            "RETURNING unique_message_id, time_of_failure");
         sbt_has("upsert", o.s[ER_UPSERT],
             "number_of_processing_attempts = "
             "t_failed_messages.number_of_processing_attempts + "
