@@ -525,18 +525,23 @@ static void *ingest_main(void *arg)
 /* "Two concurrent ingesters on the same messages neither collide nor lose
  * attempts and leave only the newest attempt's groups" (E8-E10); "an
  * endpoint recorded concurrently is inserted once and keeps its monitored
- * flag" (E9 step 3). */
+ * flag" (E9 step 3). Every attempt is dead-lettered twice, so the two
+ * ingesters also meet copies of one attempt, and count it once (E10,
+ * issue 19). */
 static void test_concurrent_ingesters(void **state)
 {
     (void)state;
-    enum { MESSAGES = 12, ATTEMPTS = 6 };
+    enum { MESSAGES = 12, ATTEMPTS = 6, COPIES = 2 };
     sbe_env e;
     sbe_open(&e);
     /* Attempt k of message i fails on queue q<k>: the newest (k = 5) must
      * own the Endpoint Address group. Interleaved so both ingesters see
-     * attempts of every message. */
-    for (int k = 0; k < ATTEMPTS; k++)
+     * attempts of every message; the copies follow in the other order,
+     * so the newest attempt's copies meet it in flight, and the older
+     * ones come after newer attempts. */
+    for (int c = 0; c < COPIES * ATTEMPTS; c++)
         for (int i = 0; i < MESSAGES; i++) {
+            int k = c < ATTEMPTS ? c : COPIES * ATTEMPTS - 1 - c;
             char uid[16], queue[16], when[64];
             snprintf(uid, sizeof uid, "uc-%d", i);
             snprintf(queue, sizeof queue, "q%d", k);
@@ -551,7 +556,8 @@ static void test_concurrent_ingesters(void **state)
         pthread_join(t[i], NULL);
     assert_int_equal(g[0].rc, SB_OK);
     assert_int_equal(g[1].rc, SB_OK);
-    assert_int_equal(g[0].stats.rows + g[1].stats.rows, MESSAGES * ATTEMPTS);
+    assert_int_equal(g[0].stats.rows + g[1].stats.rows,
+                     MESSAGES * ATTEMPTS * COPIES);
     assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
     for (int i = 0; i < MESSAGES; i++) {
         char uid[32];
