@@ -154,23 +154,14 @@ static const char search_sqlite[] =
 /* E10: the attempts the store has counted, one key each: a message's
  * unique id and a time of failure. Identities only (the row keeps the
  * newest attempt's data, E4); each batch inserts its keys first, and only
- * the new ones count. A store made before the table existed gets the
- * keys it can know, each message's first and newest attempt, when the
- * table is empty (a no-op after that: the table is never empty while the
- * store holds messages). The keys go with their message, by a trigger,
+ * the new ones count. The keys go with their message, by a trigger,
  * whatever deletes it (the retention sweep, or SQL of one's own). */
 static const char attempts_sql[] =
     "CREATE TABLE IF NOT EXISTS {p}failed_message_attempts (\n"
     "  unique_message_id TEXT NOT NULL,\n"
     "  time_of_failure BIGINT NOT NULL,\n"
     "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
-    ")%s;\n"
-    "INSERT INTO {p}failed_message_attempts SELECT unique_message_id,\n"
-    "  first_time_of_failure FROM {p}failed_messages WHERE NOT EXISTS\n"
-    "  (SELECT 1 FROM {p}failed_message_attempts) UNION SELECT\n"
-    "  unique_message_id, last_attempted_at FROM {p}failed_messages WHERE\n"
-    "  NOT EXISTS (SELECT 1 FROM {p}failed_message_attempts)\n"
-    "  ON CONFLICT DO NOTHING;\n";
+    ")%s;\n";
 static const char attempts_sqlite[] =
     "CREATE TRIGGER IF NOT EXISTS {p}fa_fm_ad AFTER DELETE ON\n"
     "  {p}failed_messages BEGIN DELETE FROM {p}failed_message_attempts\n"
@@ -468,6 +459,23 @@ static void build(const dialect *d, int k, sb_buf *b)
         return;
     switch (k) {
     case ER_DDL: build_ddl(d, b); break;
+    case ER_ATTEMPTS_STATE: /* a store made before the keys (the same
+                               text on every backend) */
+        sb__buf_puts(b, "SELECT CASE WHEN EXISTS (SELECT 1 FROM "
+                        "{p}failed_messages) AND NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts) THEN 1 ELSE 0 END");
+        break;
+    case ER_ATTEMPTS_FILL: /* the keys such a store can know: each
+                              message's first and newest attempt (both
+                              counted ones, so the fill is right and
+                              idempotent anywhere); a full scan, run by
+                              the open only when ER_ATTEMPTS_STATE says */
+        sb__buf_puts(b, "INSERT INTO {p}failed_message_attempts SELECT "
+                        "unique_message_id, first_time_of_failure FROM "
+                        "{p}failed_messages UNION SELECT unique_message_id, "
+                        "last_attempted_at FROM {p}failed_messages WHERE "
+                        "true ON CONFLICT DO NOTHING");
+        break;
     case ER_NEW_ATTEMPTS: /* $1 JSON [{u, t}]: the keys inserted */
         build_insert(d, b,
                      "{p}failed_message_attempts (unique_message_id, "
@@ -734,6 +742,11 @@ int sb_errors_schema_sql(const char *backend, const char *table_prefix,
     sb_buf b;
     sb__buf_init(&b, (size_t)16 << 20);
     sb__buf_puts(&b, sql.s[ER_DDL]);
+    /* What the open does for a store made before the attempts' keys. */
+    sb__buf_puts(&b, "-- The attempts' keys of a store made before them "
+                     "(E10; idempotent, a scan of the store).\n");
+    sb__buf_puts(&b, sql.s[ER_ATTEMPTS_FILL]);
+    sb__buf_puts(&b, ";\n");
     if (sql.s[ER_FULLTEXT] != NULL && sql.s[ER_FULLTEXT][0] != '\0') {
         sb__buf_puts(&b, "-- Search (E22): outside any transaction; nothing "
                          "happens without Full-Text Search.\n");

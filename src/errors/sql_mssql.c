@@ -147,21 +147,15 @@ static const char more_tables[] =
     ");\n";
 
 /* E10: the attempts counted, one key each (sql.c, attempts_sql): 808
- * bytes of clustered key. An empty table over stored messages (a store
- * made before it) gets their first and newest attempts' keys; EXEC, so
- * the batch compiles before the table exists. The keys go with their
- * message (the trigger, in build_ddl). */
+ * bytes of clustered key. The keys go with their message (the trigger,
+ * in build_ddl). */
 static const char attempts[] =
     "IF OBJECT_ID(N'{p}failed_message_attempts', N'U') IS NULL\n"
     "CREATE TABLE {p}failed_message_attempts (\n"
     "  unique_message_id " KEY(400) " NOT NULL,\n"
     "  time_of_failure bigint NOT NULL,\n"
     "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
-    ");\n"
-    "IF NOT EXISTS (SELECT 1 FROM {p}failed_message_attempts)\n"
-    "EXEC(N'INSERT INTO {p}failed_message_attempts (unique_message_id, "
-    "time_of_failure) SELECT unique_message_id, first_time_of_failure FROM "
-    FM " UNION SELECT unique_message_id, last_attempted_at FROM " FM "');\n";
+    ");\n";
 
 /* E22 on SQL Server: a full-text catalog and index over search_text (the
  * words ingestion cuts with words.c, as PostgreSQL's vector: '.' and '+'
@@ -318,6 +312,18 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
     const char *now = d->now;
     switch (k) {
     case ER_DDL: build_ddl(b); break;
+    case ER_ATTEMPTS_FILL: /* sql.c's, where absent (stored ids: a plain
+                              comparison) */
+        sb__buf_puts(b, "INSERT INTO {p}failed_message_attempts "
+                        "(unique_message_id, time_of_failure) SELECT x.u, "
+                        "x.t FROM (SELECT unique_message_id AS u, "
+                        "first_time_of_failure AS t FROM " FM " UNION SELECT "
+                        "unique_message_id, last_attempted_at FROM " FM ") AS "
+                        "x WHERE NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts AS o WITH (UPDLOCK, "
+                        "HOLDLOCK) WHERE o.unique_message_id = x.u AND "
+                        "o.time_of_failure = x.t)");
+        break;
     case ER_NEW_ATTEMPTS: /* $1 JSON [{u, t}]: the keys inserted. The ids
                              are the fold's (distinct keys, never ending in
                              a space: ingestion refuses those), so the
@@ -582,6 +588,7 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         break;
     /* The same text on every backend (ids the store read or made itself:
      * no sentinel needed): sql.c writes them. */
+    case ER_ATTEMPTS_STATE:
     case ER_COUNT_IMPORTS:
     case ER_IMPORTS_DELETE:
     case ER_REDIRECTS:
