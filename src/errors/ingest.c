@@ -2,10 +2,9 @@
  * claims and deletes dead-letter rows, keeps the unmappable ones in
  * failed_imports, folds the rest, keeps the keys of their attempts and
  * leaves out the attempts stored before, upserts the new ones with the
- * guards of E10,
- * replaces the groups (and external bodies) of messages whose newest
- * attempt is this batch's, records endpoints insert-if-absent, and
- * resolves confirmed retries last. */
+ * guards of E10, replaces the groups (and external bodies) of messages
+ * whose newest attempt is this batch's, records endpoints
+ * insert-if-absent, and resolves confirmed retries last. */
 #include "errors/body.h"
 #include "errors/classify.h"
 #include "errors/errors.h"
