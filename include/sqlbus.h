@@ -955,7 +955,8 @@ typedef struct sb_ingest_stats {
     size_t size;
     int64_t batches;        /* transactions committed */
     int64_t rows;           /* dead-letter rows consumed */
-    int64_t messages;       /* failed-message rows written (after the fold) */
+    int64_t messages;       /* failed-message rows written (after the fold;
+                               attempts stored before write none, E10) */
     int64_t failed_imports; /* rows kept in failed_imports with a reason */
     int64_t confirmations;  /* retries confirmed as successful */
 } sb_ingest_stats;

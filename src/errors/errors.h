@@ -33,9 +33,9 @@
 
 /* Statement indexes (sql.c builds them for one dialect and prefix). */
 enum {
-    ER_DDL, ER_UPSERT, ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS,
-    ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS, ER_FAILED_IMPORT,
-    ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY, ER_GET_HISTORY,
+    ER_DDL, ER_ATTEMPTS_STATE, ER_ATTEMPTS_FILL, ER_NEW_ATTEMPTS, ER_UPSERT,
+    ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS, ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS,
+    ER_FAILED_IMPORT, ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY, ER_GET_HISTORY,
     ER_CLAIM, ER_RETRY_SOURCE, ER_SET_STATUS,
     ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
     ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_OP_START,
@@ -97,11 +97,18 @@ int sb__attempt_from_row(const sb_msg *row, sb_attempt *out, sb_error *err);
 void sb__attempt_clear(sb_attempt *a);
 
 /* One failed message after the fold (E8): the newest attempt, the number
- * of distinct failure times and the failure window. */
+ * of distinct failure times and the failure window. An attempt is known
+ * by its message's unique id and its time of failure (E10): `times` are
+ * the batch's distinct ones, ascending (`n_times` of them), `of` the
+ * attempt of each (the later in the batch of equal ones). Ingestion then
+ * folds the row again over the attempts new to the store. */
 typedef struct sb_folded {
     const sb_attempt *newest;
     int64_t attempts;
     int64_t first_us, last_us;
+    const int64_t *times;
+    const sb_attempt *const *of;
+    size_t n_times;
 } sb_folded;
 
 /* select.c: run `fn` on each batch (at most 1,000) of the messages of
@@ -237,7 +244,8 @@ void sb__search_words(sb_buf *b, const char *const *texts, const size_t *lens,
 int sb__search_contains(const char *in, sb_buf *b);
 
 /* Fold `n` attempts (failures only) into *out (allocated, sorted by
- * unique id); returns the count or -1 when out of memory. */
+ * unique id, the rows' `times` and `of` in the same allocation: one
+ * sb__free); returns the count or -1 when out of memory. */
 long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out);
 
 #endif

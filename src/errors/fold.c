@@ -1,7 +1,8 @@
 /* fold.c - a batch's attempts folded in memory into one row per failed
  * message (E8): the newest attempt (by time of failure) supplies the data,
- * the attempt count is the number of distinct failure times, the window
- * is their minimum and maximum. Rows come out sorted by unique id, so
+ * the attempt count is the number of distinct failure times (each row
+ * keeps them: they identify its attempts, E10), the window is their
+ * minimum and maximum. Rows come out sorted by unique id, so
  * concurrent writers take row locks in the same order. */
 #include "errors/errors.h"
 
@@ -30,12 +31,17 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
     if (n == 0)
         return 0;
     keyed *k = sb__calloc(n, sizeof *k);
-    sb_folded *f = sb__calloc(n, sizeof *f);
+    /* The rows, then every row's times, then their attempts: int64_t and
+     * pointers are as aligned as a row. */
+    sb_folded *f = sb__calloc(n, sizeof *f + sizeof(int64_t) +
+                                     sizeof(const sb_attempt *));
     if (k == NULL || f == NULL) {
         sb__free(k);
         sb__free(f);
         return -1;
     }
+    int64_t *times = (int64_t *)(void *)(f + n);
+    const sb_attempt **of = (const sb_attempt **)(void *)(times + n);
     for (size_t i = 0; i < n; i++) {
         k[i].a = attempts[i];
         k[i].order = i;
@@ -49,11 +55,18 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
             m++;
             f[m].first_us = a->time_of_failure_us;
             f[m].attempts = 0;
+            f[m].times = times;
+            f[m].of = of;
         }
         /* Sorted by time within an id: a new time is a new attempt, and
          * the last one seen is the newest. */
-        if (!same || a->time_of_failure_us != f[m].last_us)
+        if (!same || a->time_of_failure_us != f[m].last_us) {
             f[m].attempts++;
+            f[m].n_times++;
+            *times++ = a->time_of_failure_us;
+            of++;
+        }
+        of[-1] = a;
         f[m].last_us = a->time_of_failure_us;
         f[m].newest = a;
     }

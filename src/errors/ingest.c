@@ -1,9 +1,10 @@
 /* ingest.c - the write path (E1, E3, E8-E11): one transaction per batch
  * claims and deletes dead-letter rows, keeps the unmappable ones in
- * failed_imports, folds the rest, upserts them with the guards of E10,
- * replaces the groups (and external bodies) of messages whose newest
- * attempt is this batch's, records endpoints insert-if-absent, and
- * resolves confirmed retries last. */
+ * failed_imports, folds the rest, keeps the keys of their attempts and
+ * leaves out the attempts stored before, upserts the new ones with the
+ * guards of E10, replaces the groups (and external bodies) of messages
+ * whose newest attempt is this batch's, records endpoints
+ * insert-if-absent, and resolves confirmed retries last. */
 #include "errors/body.h"
 #include "errors/classify.h"
 #include "errors/errors.h"
@@ -236,6 +237,89 @@ static long find_folded(const batch *x, long lo, long hi, const char *id)
     return -1;
 }
 
+/* The key `t` of folded row `f` (its times are ascending), or -1. */
+static long find_time(const sb_folded *f, int64_t t)
+{
+    size_t lo = 0, hi = f->n_times;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->times[mid] == t)
+            return (long)mid;
+        if (f->times[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* E10: the batch's attempts are counted once each, whatever their order
+ * and however often they come. Their keys (unique id, time of failure)
+ * are inserted where absent, SB_ERRORS_CHUNK messages a statement (in
+ * the fold's order, unique id then time: the upsert's lock order), and
+ * each row is folded again over the keys that were new: their count,
+ * their window, the newest of them. An attempt stored before therefore
+ * changes nothing, and a row with no new attempt leaves the batch. */
+static int keep_new_attempts(batch *x, sb_error *err)
+{
+    /* One flag a key: the rows' times are one array (sb__fold). */
+    const int64_t *base = x->folded[0].times;
+    size_t n_keys = 0;
+    for (long i = 0; i < x->n_folded; i++)
+        n_keys += x->folded[i].n_times;
+    unsigned char *fresh = sb__calloc(n_keys, 1);
+    if (fresh == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    int rc = SB_OK;
+    for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
+        long end = at + SB_ERRORS_CHUNK < x->n_folded ? at + SB_ERRORS_CHUNK
+                                                      : x->n_folded;
+        sb__buf_reset(&x->json);
+        sb__buf_puts(&x->json, "[");
+        for (long i = at; i < end; i++) {
+            const sb_folded *f = &x->folded[i];
+            for (size_t k = 0; k < f->n_times; k++) {
+                sb__buf_puts(&x->json, i > at || k > 0 ? ",{" : "{");
+                json_text(&x->json, "u", f->newest->unique_id, 0);
+                json_int(&x->json, "t", f->times[k]);
+                sb__buf_puts(&x->json, "}");
+            }
+        }
+        sb__buf_puts(&x->json, "]");
+        sb_rows *rows = NULL;
+        rc = run_json(x, ER_NEW_ATTEMPTS, &rows, err);
+        for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+            const char *id = sb__rows_text(rows, r, 0);
+            long i = id != NULL ? find_folded(x, at, end, id) : -1;
+            long k = i >= 0 ? find_time(&x->folded[i],
+                                        sb__rows_int(rows, r, 1))
+                            : -1;
+            if (k >= 0)
+                fresh[x->folded[i].times + k - base] = 1;
+        }
+        sb__rows_free(rows);
+    }
+    long kept = 0;
+    for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
+        sb_folded f = x->folded[i];
+        f.attempts = 0;
+        for (size_t k = 0; k < f.n_times; k++) {
+            if (!fresh[f.times + k - base])
+                continue;
+            if (f.attempts++ == 0)
+                f.first_us = f.times[k];
+            f.last_us = f.times[k];
+            f.newest = f.of[k];
+        }
+        if (f.attempts > 0)
+            x->folded[kept++] = f;
+    }
+    if (rc == SB_OK)
+        x->n_folded = kept;
+    sb__free(fresh);
+    return rc;
+}
+
 /* E10, E11: the upsert, SB_ERRORS_CHUNK rows a statement; marks the rows
  * whose stored newest attempt is now this batch's. */
 static int upsert(batch *x, sb_error *err)
@@ -458,6 +542,8 @@ static int batch_tx(sb_conn *c, void *vctx, sb_error *err)
         if (x->n_folded < 0 || x->won == NULL || x->place == NULL)
             rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
+    if (rc == SB_OK && x->n_folded > 0)
+        rc = keep_new_attempts(x, err);
     for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
         const sb_attempt *a = x->folded[i].newest;
         size_t len = 0;

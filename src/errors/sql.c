@@ -151,6 +151,33 @@ static const char search_sqlite[] =
     "  body_text) VALUES (new.rowid, new.message_type, new.headers,\n"
     "  new.body_text); END;\n";
 
+/* E10: the attempts the store has counted, one key each: a message's
+ * unique id and a time of failure. Identities only (the row keeps the
+ * newest attempt's data, E4); each batch inserts its keys first, and only
+ * the new ones count. The keys go with their message, by a trigger,
+ * whatever deletes it (the retention sweep, or SQL of one's own). */
+static const char attempts_sql[] =
+    "CREATE TABLE IF NOT EXISTS {p}failed_message_attempts (\n"
+    "  unique_message_id TEXT NOT NULL,\n"
+    "  time_of_failure BIGINT NOT NULL,\n"
+    "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
+    ")%s;\n";
+static const char attempts_sqlite[] =
+    "CREATE TRIGGER IF NOT EXISTS {p}fa_fm_ad AFTER DELETE ON\n"
+    "  {p}failed_messages BEGIN DELETE FROM {p}failed_message_attempts\n"
+    "  WHERE unique_message_id = old.unique_message_id; END;\n";
+/* A row trigger, as the history's: an index probe per deleted message
+ * (no seqscan, whatever plan plpgsql cached while the table was small). */
+static const char attempts_pg[] =
+    "CREATE OR REPLACE FUNCTION {p}fa_drop() RETURNS trigger LANGUAGE\n"
+    "  plpgsql SET enable_seqscan = off AS $f$ BEGIN\n"
+    "  DELETE FROM {p}failed_message_attempts WHERE unique_message_id =\n"
+    "  OLD.unique_message_id; RETURN NULL; END $f$;\n"
+    "DO $do$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid =\n"
+    "  '{p}failed_messages'::regclass AND tgname = '{p}fa_fm_del') THEN\n"
+    "  CREATE TRIGGER {p}fa_fm_del AFTER DELETE ON {p}failed_messages FOR\n"
+    "  EACH ROW EXECUTE FUNCTION {p}fa_drop(); END IF; END $do$;\n";
+
 /* E22 on SQLite: the best $2 matches by bm25, then newest first, reading
  * failed_messages only for the rows returned. Joining every match to its
  * row before the LIMIT read a row (a random page of the biggest table) for
@@ -237,14 +264,15 @@ void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
     incoming(d, b, in, "status_changed_at");
     sb__buf_printf(b, " ELSE %s.status_changed_at END, last_modified = ", t);
     incoming(d, b, in, "last_modified");
+    /* The incoming row holds only attempts new to the store
+     * (ER_NEW_ATTEMPTS kept their keys first; a row with none is not
+     * sent). */
     sb__buf_printf(b,
-                   ", number_of_processing_attempts = CASE WHEN "
-                   "%s.last_attempted_at = %s.last_attempted_at THEN "
-                   "%s.number_of_processing_attempts ELSE "
+                   ", number_of_processing_attempts = "
                    "%s.number_of_processing_attempts + "
-                   "%s.number_of_processing_attempts END, "
+                   "%s.number_of_processing_attempts, "
                    "first_time_of_failure = ",
-                   in, t, t, t, in);
+                   t, in);
     sb__errors_minmax(d, b, 0, t, in, "first_time_of_failure");
     sb__buf_puts(b, ", last_time_of_failure = ");
     sb__errors_minmax(d, b, 1, t, in, "last_time_of_failure");
@@ -324,6 +352,15 @@ static void build_ddl(const dialect *d, sb_buf *b)
     b->data[b->len] = '\0';
     sb__buf_puts(b, "\n);\n");
     put_ddl(d, b, ddl_tail);
+    sb_buf keys;
+    sb__buf_init(&keys, 4096);
+    sb__buf_printf(&keys, attempts_sql, d->pg ? "" : " WITHOUT ROWID");
+    if (keys.failed)
+        b->failed = keys.failed;
+    else
+        put_ddl(d, b, keys.data);
+    sb__buf_free(&keys);
+    sb__buf_puts(b, d->pg ? attempts_pg : attempts_sqlite);
     sb__buf_puts(b, d->pg ? search_pg : search_sqlite);
     if (d->pg)
         sb__buf_puts(b, search_pg_unbind);
@@ -380,6 +417,7 @@ static void build_upsert(const dialect *d, sb_buf *b)
     sb__buf_puts(b, " RETURNING unique_message_id, last_attempted_at");
 }
 
+static const column attempt_cols[] = {{"u", 't', 0, 0}, {"t", 'i', 0, 0}};
 static const column group_cols[] = {
     {"u", 't', 0, 0}, {"g", 't', 0, 0}, {"t", 't', 0, 0}, {"c", 't', 0, 0}};
 static const column endpoint_cols[] = {
@@ -421,6 +459,31 @@ static void build(const dialect *d, int k, sb_buf *b)
         return;
     switch (k) {
     case ER_DDL: build_ddl(d, b); break;
+    case ER_ATTEMPTS_STATE: /* a store made before the keys (the same
+                               text on every backend) */
+        sb__buf_puts(b, "SELECT CASE WHEN EXISTS (SELECT 1 FROM "
+                        "{p}failed_messages) AND NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts) THEN 1 ELSE 0 END");
+        break;
+    case ER_ATTEMPTS_FILL: /* the keys such a store can know: each
+                              message's first and newest attempt (both
+                              counted ones, so the fill is right and
+                              idempotent anywhere); a full scan, run by
+                              the open only when ER_ATTEMPTS_STATE says */
+        sb__buf_puts(b, "INSERT INTO {p}failed_message_attempts SELECT "
+                        "unique_message_id, first_time_of_failure FROM "
+                        "{p}failed_messages UNION SELECT unique_message_id, "
+                        "last_attempted_at FROM {p}failed_messages WHERE "
+                        "true ON CONFLICT DO NOTHING");
+        break;
+    case ER_NEW_ATTEMPTS: /* $1 JSON [{u, t}]: the keys inserted */
+        build_insert(d, b,
+                     "{p}failed_message_attempts (unique_message_id, "
+                     "time_of_failure)",
+                     attempt_cols, 2,
+                     "ON CONFLICT (unique_message_id, time_of_failure) DO "
+                     "NOTHING RETURNING unique_message_id, time_of_failure");
+        break;
     case ER_UPSERT: build_upsert(d, b); break;
     case ER_DELETE_GROUPS:
         build_in_ids(d, b, "DELETE FROM {p}failed_message_groups");
@@ -679,6 +742,11 @@ int sb_errors_schema_sql(const char *backend, const char *table_prefix,
     sb_buf b;
     sb__buf_init(&b, (size_t)16 << 20);
     sb__buf_puts(&b, sql.s[ER_DDL]);
+    /* What the open does for a store made before the attempts' keys. */
+    sb__buf_puts(&b, "-- The attempts' keys of a store made before them "
+                     "(E10; idempotent, a scan of the store).\n");
+    sb__buf_puts(&b, sql.s[ER_ATTEMPTS_FILL]);
+    sb__buf_puts(&b, ";\n");
     if (sql.s[ER_FULLTEXT] != NULL && sql.s[ER_FULLTEXT][0] != '\0') {
         sb__buf_puts(&b, "-- Search (E22): outside any transaction; nothing "
                          "happens without Full-Text Search.\n");

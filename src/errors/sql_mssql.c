@@ -146,6 +146,17 @@ static const char more_tables[] =
     "  created_at bigint NOT NULL\n"
     ");\n";
 
+/* E10: the attempts counted, one key each (sql.c, attempts_sql): 808
+ * bytes of clustered key. The keys go with their message (the trigger,
+ * in build_ddl). */
+static const char attempts[] =
+    "IF OBJECT_ID(N'{p}failed_message_attempts', N'U') IS NULL\n"
+    "CREATE TABLE {p}failed_message_attempts (\n"
+    "  unique_message_id " KEY(400) " NOT NULL,\n"
+    "  time_of_failure bigint NOT NULL,\n"
+    "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
+    ");\n";
+
 /* E22 on SQL Server: a full-text catalog and index over search_text (the
  * words ingestion cuts with words.c, as PostgreSQL's vector: '.' and '+'
  * break words whatever the server's word breakers would do), when the
@@ -219,6 +230,12 @@ static void build_ddl(sb_buf *b)
     sb__buf_puts(b, indexes);
     sb__buf_puts(b, tables);
     sb__buf_puts(b, more_tables);
+    sb__buf_puts(b, attempts);
+    sb__errors_ms_trigger(
+        b, "{p}fa_fm_del", FM, "DELETE",
+        "BEGIN SET NOCOUNT ON; DELETE a FROM {p}failed_message_attempts AS a "
+        "JOIN deleted AS od ON a.unique_message_id = od.unique_message_id; "
+        "END");
     sb__errors_counts_ddl(SB_DIALECT_MSSQL, NULL, b);
     sb__errors_history_ddl(SB_DIALECT_MSSQL, NULL, b);
 }
@@ -295,6 +312,36 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
     const char *now = d->now;
     switch (k) {
     case ER_DDL: build_ddl(b); break;
+    case ER_ATTEMPTS_FILL: /* sql.c's, where absent (stored ids: a plain
+                              comparison) */
+        sb__buf_puts(b, "INSERT INTO {p}failed_message_attempts "
+                        "(unique_message_id, time_of_failure) SELECT x.u, "
+                        "x.t FROM (SELECT unique_message_id AS u, "
+                        "first_time_of_failure AS t FROM " FM " UNION SELECT "
+                        "unique_message_id, last_attempted_at FROM " FM ") AS "
+                        "x WHERE NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts AS o WITH (UPDLOCK, "
+                        "HOLDLOCK) WHERE o.unique_message_id = x.u AND "
+                        "o.time_of_failure = x.t)");
+        break;
+    case ER_NEW_ATTEMPTS: /* $1 JSON [{u, t}]: the keys inserted. The ids
+                             are the fold's (distinct keys, never ending in
+                             a space: ingestion refuses those), so the
+                             comparison is plain. */
+        sb__buf_puts(b, "DECLARE @sb_new TABLE (unique_message_id "
+                        "nvarchar(400), time_of_failure bigint); INSERT INTO "
+                        "{p}failed_message_attempts (unique_message_id, "
+                        "time_of_failure) OUTPUT inserted.unique_message_id, "
+                        "inserted.time_of_failure INTO @sb_new SELECT x.u, "
+                        "x.t FROM (SELECT DISTINCT j.u" BIN2 " AS u, j.t "
+                        "FROM OPENJSON(CAST($1 AS nvarchar(max))) WITH (u "
+                        "nvarchar(400) '$.u', t bigint '$.t') AS j) AS x "
+                        "WHERE NOT EXISTS (SELECT 1 FROM "
+                        "{p}failed_message_attempts AS o WITH (UPDLOCK, "
+                        "HOLDLOCK) WHERE o.unique_message_id = x.u AND "
+                        "o.time_of_failure = x.t); SELECT unique_message_id, "
+                        "time_of_failure FROM @sb_new");
+        break;
     case ER_UPSERT: build_upsert(d, b); break;
     case ER_DELETE_GROUPS:
         sb__buf_puts(b, "DELETE FROM " FG IN_IDS("unique_message_id"));
@@ -541,6 +588,7 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         break;
     /* The same text on every backend (ids the store read or made itself:
      * no sentinel needed): sql.c writes them. */
+    case ER_ATTEMPTS_STATE:
     case ER_COUNT_IMPORTS:
     case ER_IMPORTS_DELETE:
     case ER_REDIRECTS:

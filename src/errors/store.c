@@ -10,6 +10,22 @@
 #define DEFAULT_BODY (100 * 1024)
 #define MAX_BODY (16 * 1024 * 1024)
 
+/* E10: a store made before the attempts' keys gets those it can know
+ * (sql.c, ER_ATTEMPTS_FILL), once: afterwards the table is never empty
+ * while the store holds messages. */
+static int fill_attempts(sb_conn *c, sb_errors *e, sb_error *err)
+{
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, e->sql.s[ER_ATTEMPTS_STATE], NULL, 0, &rows, NULL,
+                       err);
+    int fill = rc == SB_OK && rows->nrows == 1 &&
+               sb__rows_int(rows, 0, 0) == 1;
+    sb__rows_free(rows);
+    if (rc == SB_OK && fill)
+        rc = sb__exec(c, e->sql.s[ER_ATTEMPTS_FILL], err);
+    return rc;
+}
+
 static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
     sb_errors *e = ctx;
@@ -24,6 +40,8 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
         rc = sb__exec(c, e->sql.s[ER_DDL], err);
     if (rc == SB_OK)
         rc = sb__errors_counts_ensure(c, e, err);
+    if (rc == SB_OK)
+        rc = fill_attempts(c, e, err);
     return rc;
 }
 

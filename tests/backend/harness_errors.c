@@ -74,7 +74,7 @@ void sbe_close(sbe_env *e)
             "failed_messages", "failed_message_groups", "group_comments",
             "known_endpoints", "retry_claims",          "failed_imports",
             "message_bodies",  "group_operations",      "message_edits",
-            "redirects",       "failed_counts"};
+            "redirects",       "failed_counts",       "failed_message_attempts"};
         static const char *const functions[] = {"fm_ins", "fm_upd", "fm_del",
                                                 "fg_ins", "fg_del"};
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
@@ -98,7 +98,8 @@ void sbe_close(sbe_env *e)
             "failed_messages", "failed_message_groups", "group_comments",
             "known_endpoints", "retry_claims",          "failed_imports",
             "message_bodies",  "group_operations",      "message_edits",
-            "redirects",       "failed_counts",       "failed_message_history"};
+            "redirects",       "failed_counts",       "failed_message_history",
+            "failed_message_attempts"};
         char sql[4096];
         size_t len = (size_t)snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS ");
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)

@@ -126,6 +126,187 @@ static void test_attempts_fold_and_guard(void **state)
     sbe_close(&e);
 }
 
+/* Attempts of message m-1 (endpoint Sales, so its unique id is derived,
+ * E6) submitted as `sqlbus errors import` does: one failed message per
+ * time of failure "2026-01-02T00:00:0<s>Z", exception type "E<s>", all in
+ * one call (so one ingestion batch). */
+static void submit_attempts(sbe_env *e, const int *secs, size_t n)
+{
+    sb_failed_submission m[4];
+    char headers[4][512];
+    assert_true(n <= 4);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(headers[i], sizeof headers[i],
+                 "{\"sb-message-id\":\"m-1\",\"sb-failed-queue\":\"orders\","
+                 "\"sb-processing-endpoint\":\"Sales\","
+                 "\"sb-time-of-failure\":\"2026-01-02T00:00:0%dZ\","
+                 "\"sb-exception-type\":\"E%d\"}",
+                 secs[i], secs[i]);
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].headers_json = headers[i];
+        m[i].body = "{}";
+        m[i].len = 2;
+    }
+    sb_error err;
+    sbt_ok(sb_errors_submit(e->store, m, n, &err), &err, "submit");
+}
+
+static int64_t at_second(int s)
+{
+    return 1767312000000000LL + (int64_t)s * 1000000;
+}
+
+/* The stored attempt count, window and newest data of m-1. */
+static void expect_m1(sbe_env *e, const char *uid, int64_t attempts,
+                      int first, int last, const char *exception_type)
+{
+    sb_failed_message *m = sbe_get(e, uid);
+    assert_int_equal(sb_failed_attempts(m), attempts);
+    assert_int_equal(sb_failed_first_failure_us(m), at_second(first));
+    assert_int_equal(sb_failed_last_failure_us(m), at_second(last));
+    assert_string_equal(sb_failed_field(m, "exception_type"), exception_type);
+    sb_failed_message_free(m);
+}
+
+/* Issue 19, defect 2 (E8, E9, E10): an attempt is identified by its
+ * message's unique id and its time of failure, and each is counted
+ * exactly once whatever the order and however often it arrives: within
+ * a batch, across batches, older or newer than the stored one. A
+ * delivery of an attempt already stored changes nothing (a replayed
+ * import leaves a resolved message resolved); its keys go with the
+ * message (E21), and a store without them (made by an older version)
+ * gets its stored attempts' keys at open. */
+static void test_attempt_counted_once(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    char uid[37];
+    sb__deterministic_guid_str("m-1", "Sales", uid);
+    static const int three[] = {1, 2, 3};
+    submit_attempts(&e, three, 3);
+    sbe_ingest(&e);
+    expect_m1(&e, uid, 3, 1, 3, "E3");
+    static const int again[] = {3, 1, 2}; /* the newest, then older ones */
+    int64_t written = 0;
+    for (size_t i = 0; i < 3; i++) {
+        submit_attempts(&e, &again[i], 1);
+        sb_ingest_stats st = sbe_ingest(&e);
+        assert_int_equal(st.rows, 1);
+        written += st.messages;
+        expect_m1(&e, uid, 3, 1, 3, "E3");
+    }
+    assert_int_equal(written, 0); /* nothing was written */
+    /* One batch: a new, older attempt and a duplicate of the newest. */
+    static const int mixed[] = {0, 3};
+    submit_attempts(&e, mixed, 2);
+    sb_ingest_stats st = sbe_ingest(&e);
+    assert_int_equal(st.batches, 1);
+    expect_m1(&e, uid, 4, 0, 3, "E3");
+    /* The same new attempt twice in one batch counts once. */
+    static const int twice[] = {4, 4, 2};
+    submit_attempts(&e, twice, 3);
+    sbe_ingest(&e);
+    expect_m1(&e, uid, 5, 0, 4, "E4");
+    /* Resolved meanwhile, then the import replayed: still resolved. */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE %sfailed_messages SET status = 2, status_changed_at = "
+             "status_changed_at - 7200000000",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    static const int replay[] = {0, 1, 2, 3};
+    submit_attempts(&e, replay, 4);
+    sbe_ingest(&e);
+    assert_int_equal(sbe_status(&e, uid, NULL), SB_FAILED_RESOLVED);
+    expect_m1(&e, uid, 5, 0, 4, "E4");
+    /* An older store: its messages have no keys until it is opened. */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_attempts WHERE "
+             "unique_message_id = $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, uid), 5);
+    char drop[256];
+    snprintf(drop, sizeof drop, "DROP TABLE %sfailed_message_attempts",
+             e.prefix);
+    sbt_exec(e.bus, drop);
+    sb_errors_close(e.store);
+    sb_error err;
+    sbt_ok(sb_errors_open(e.bus, NULL, &e.store, &err), &err, "reopen");
+    assert_int_equal(sbt_native_scalar(sql, uid), 2); /* first and last */
+    static const int newest[] = {4};
+    submit_attempts(&e, newest, 1);
+    sbe_ingest(&e);
+    expect_m1(&e, uid, 5, 0, 4, "E4");
+    /* E21: the keys go with the message; the same attempt then makes a
+     * new failed message. */
+    int64_t deleted = 0;
+    sbt_ok(sb_errors_expire(e.store, 3600 * 1000LL, &deleted, &err), &err,
+           "expire");
+    assert_int_equal(deleted, 1);
+    assert_int_equal(sbt_native_scalar(sql, uid), 0);
+    submit_attempts(&e, newest, 1);
+    sbe_ingest(&e);
+    expect_m1(&e, uid, 1, 4, 4, "E4");
+    assert_int_equal(sbe_status(&e, uid, NULL), SB_FAILED_UNRESOLVED);
+    sbe_close(&e);
+}
+
+/* The same through dead-letter rows as the transport writes them (E1,
+ * E8, E10): a message dead-lettered again with the same time of failure,
+ * in the same batch and in a later one, and attempts arriving out of
+ * order; the groups and counts follow the newest attempt only. */
+static void test_dead_letter_delivered_twice(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    const char *retry = ",\"sb-retry-of\":\"u-dup\"";
+    sbe_dead_letter(&e, "m-d", "orders", "2026-01-02T00:00:05Z", "Five", "a",
+                    retry);
+    sbe_dead_letter(&e, "m-d", "orders", "2026-01-02T00:00:05Z", "Five", "a",
+                    retry);
+    sbe_ingest(&e);
+    int64_t attempts = 0;
+    sbe_status(&e, "u-dup", &attempts);
+    assert_int_equal(attempts, 1);
+    static const char *const arrivals[] = {"03", "05", "04", "03", "05",
+                                           "04"};
+    static const int64_t expected[] = {2, 2, 3, 3, 3, 3};
+    for (size_t i = 0; i < sizeof arrivals / sizeof *arrivals; i++) {
+        char when[32], type[16];
+        snprintf(when, sizeof when, "2026-01-02T00:00:%sZ", arrivals[i]);
+        snprintf(type, sizeof type, "At%s", arrivals[i]);
+        sbe_dead_letter(&e, "m-d", i % 2 ? "payments" : "orders", when,
+                        type, "b", retry);
+        sbe_ingest(&e);
+        sbe_status(&e, "u-dup", &attempts);
+        assert_int_equal(attempts, expected[i]);
+    }
+    /* One batch: a new, older attempt beside a copy of the newest that
+     * differs (another queue): counted once, the copy changes nothing. */
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:05Z", "Copy",
+                    "c", retry);
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:02Z", "At02",
+                    "c", retry);
+    sbe_ingest(&e);
+    sb_failed_message *m = sbe_get(&e, "u-dup");
+    assert_int_equal(sb_failed_attempts(m), 4);
+    assert_int_equal(sb_failed_first_failure_us(m), at_second(2));
+    assert_int_equal(sb_failed_last_failure_us(m), at_second(5));
+    assert_string_equal(sb_failed_field(m, "exception_type"), "Five");
+    assert_string_equal(sb_failed_field(m, "failed_queue"), "orders");
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *type, *title;
+        sb_failed_group(m, i, NULL, &type, &title);
+        assert_false(strcmp(type, "Endpoint Address") == 0 &&
+                     strcmp(title, "payments") == 0);
+    }
+    sb_failed_message_free(m);
+    assert_int_equal(sbt_count(e.bus, "deadletter"), 0); /* E1 */
+    sbe_close(&e); /* the counts agree with the rows */
+}
+
 /* "Re-failure of a resolved message restarts its retention clock, of an
  * unresolved one keeps it"; "confirmation resolves and drops the claim";
  * "fail + confirm in one batch ends resolved" (E9, E10, E16). */
@@ -344,18 +525,23 @@ static void *ingest_main(void *arg)
 /* "Two concurrent ingesters on the same messages neither collide nor lose
  * attempts and leave only the newest attempt's groups" (E8-E10); "an
  * endpoint recorded concurrently is inserted once and keeps its monitored
- * flag" (E9 step 3). */
+ * flag" (E9 step 3). Every attempt is dead-lettered twice, so the two
+ * ingesters also meet copies of one attempt, and count it once (E10,
+ * issue 19). */
 static void test_concurrent_ingesters(void **state)
 {
     (void)state;
-    enum { MESSAGES = 12, ATTEMPTS = 6 };
+    enum { MESSAGES = 12, ATTEMPTS = 6, COPIES = 2 };
     sbe_env e;
     sbe_open(&e);
     /* Attempt k of message i fails on queue q<k>: the newest (k = 5) must
      * own the Endpoint Address group. Interleaved so both ingesters see
-     * attempts of every message. */
-    for (int k = 0; k < ATTEMPTS; k++)
+     * attempts of every message; the copies follow in the other order,
+     * so the newest attempt's copies meet it in flight, and the older
+     * ones come after newer attempts. */
+    for (int c = 0; c < COPIES * ATTEMPTS; c++)
         for (int i = 0; i < MESSAGES; i++) {
+            int k = c < ATTEMPTS ? c : COPIES * ATTEMPTS - 1 - c;
             char uid[16], queue[16], when[64];
             snprintf(uid, sizeof uid, "uc-%d", i);
             snprintf(queue, sizeof queue, "q%d", k);
@@ -370,7 +556,8 @@ static void test_concurrent_ingesters(void **state)
         pthread_join(t[i], NULL);
     assert_int_equal(g[0].rc, SB_OK);
     assert_int_equal(g[1].rc, SB_OK);
-    assert_int_equal(g[0].stats.rows + g[1].stats.rows, MESSAGES * ATTEMPTS);
+    assert_int_equal(g[0].stats.rows + g[1].stats.rows,
+                     MESSAGES * ATTEMPTS * COPIES);
     assert_int_equal(sbt_count(e.bus, "deadletter"), 0);
     for (int i = 0; i < MESSAGES; i++) {
         char uid[32];
@@ -1596,6 +1783,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_failure_stored),
         cmocka_unit_test(test_attempts_fold_and_guard),
+        cmocka_unit_test(test_attempt_counted_once),
+        cmocka_unit_test(test_dead_letter_delivered_twice),
         cmocka_unit_test(test_status_and_confirmation),
         cmocka_unit_test(test_large_batch),
         cmocka_unit_test(test_failed_import_and_derived_id),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_errorstore.sh - `sqlbus errors ingest|show` (rules E1, E3, E23, E24):
 # a job fails its last attempt, the dead-letter row is ingested into the
-# error store and shown.
+# error store and shown; imported attempts count once each (E8, E10).
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -35,6 +35,28 @@ expect_exit 0 sb errors ingest --json
 jq -e '.rows == 1 and .failed_imports == 1' "$tmp/out" >/dev/null ||
     fail "failed import: $(cat "$tmp/out")"
 ok "failed imports"
+
+# E8, E10 (issue 19): an attempt is counted once however often it is
+# imported: three attempts, the same three again, then a new older one
+# beside a copy of the newest.
+attempts() { # SECONDS...: one import line per attempt of u-imp
+    for s in "$@"; do
+        jq -cn --arg t "2026-01-02T00:00:0${s}Z" '{headers: {
+            "sb-failed-queue": "eq", "sb-message-id": "m-1",
+            "sb-retry-of": "u-imp", "sb-time-of-failure": $t,
+            "sb-exception-type": "Oops"}, body: "{}"}'
+    done >"$tmp/attempts.jsonl"
+    expect_exit 0 sb errors import "$tmp/attempts.jsonl" --ingest --json
+    expect_exit 0 sb errors show u-imp --json
+}
+attempts 1 2 3
+jq -e '.attempts == 3' "$tmp/out" >/dev/null || fail "3 attempts: $(cat "$tmp/out")"
+attempts 3
+attempts 1 2
+jq -e '.attempts == 3' "$tmp/out" >/dev/null || fail "imported again: $(cat "$tmp/out")"
+attempts 0 3
+jq -e '.attempts == 4' "$tmp/out" >/dev/null || fail "a new and an old one: $(cat "$tmp/out")"
+ok "errors import: each attempt counted once"
 
 # Usage and lookups: exit 2 for usage, 4 for an unknown id.
 expect_exit 4 sb errors show no-such-id

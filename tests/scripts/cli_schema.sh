@@ -58,7 +58,7 @@ fi
 for t in messages counts channel_messages channel_subscribers recovery_state \
     failed_messages failed_message_groups group_comments known_endpoints \
     retry_claims group_operations message_edits redirects message_bodies \
-    failed_imports failed_counts failed_message_history; do
+    failed_imports failed_counts failed_message_history failed_message_attempts; do
     grep -qx "${ddl}$t" <<<"$tables" || fail "the printed DDL made no ${ddl}$t"
 done
 expect_exit 0 "$SQLBUS" --prefix "$ddl" schema verify
