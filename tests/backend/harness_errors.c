@@ -74,7 +74,8 @@ void sbe_close(sbe_env *e)
             "failed_messages", "failed_message_groups", "group_comments",
             "known_endpoints", "retry_claims",          "failed_imports",
             "message_bodies",  "group_operations",      "message_edits",
-            "redirects",       "failed_counts",       "failed_message_attempts"};
+            "redirects",       "failed_counts",       "failed_message_history",
+            "failed_message_attempts"};
         static const char *const functions[] = {"fm_ins", "fm_upd", "fm_del",
                                                 "fg_ins", "fg_del"};
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
@@ -87,6 +88,14 @@ void sbe_close(sbe_env *e)
             char sql[256];
             snprintf(sql, sizeof sql, "DROP FUNCTION IF EXISTS %sfc_%s()",
                      e->prefix, functions[i]);
+            sbt_exec(e->bus, sql);
+        }
+        /* The history's and the attempt keys' trigger functions. */
+        static const char *const others[] = {"fh_change", "fa_drop"};
+        for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+            char sql[256];
+            snprintf(sql, sizeof sql, "DROP FUNCTION IF EXISTS %s%s()",
+                     e->prefix, others[i]);
             sbt_exec(e->bus, sql);
         }
     }
