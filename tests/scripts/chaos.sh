@@ -30,19 +30,7 @@ workers=${SB_CHAOS_WORKERS:-3}
 chaos_seconds=${SB_CHAOS_SECONDS:-30}
 dead_letters=${SB_CHAOS_DEAD_LETTERS:-8000}
 
-pgdir=""
-if [ "$backend" = postgresql ]; then
-    cluster="$here/../pg-cluster"
-    # Under /tmp: the cluster runs as postgres, who cannot enter $tmp.
-    pgdir=$(mktemp -d "${TMPDIR:-/tmp}/sqlbus-chaos-pg.XXXXXX")
-    stop_cluster() {
-        "$cluster" stop "$pgdir" >/dev/null 2>&1 || true
-        rm -rf "$pgdir"
-    }
-    trap 'rc=$?; stop_cluster; cleanup $rc' EXIT
-    SQLBUS_DB=$("$cluster" start "$pgdir") || fail "could not start a private PostgreSQL cluster"
-    export SQLBUS_DB
-fi
+if [ "$backend" = postgresql ]; then private_cluster; fi
 
 # --- 1. transport -------------------------------------------------------
 seq 1 "$messages" | sed 's/^/p-/' | sb publish --queue chaos --lines >/dev/null

@@ -15,17 +15,7 @@ if [ "$backend" != postgresql ]; then
     echo "skipped: SQLite has no database server to stop"
     exit 77
 fi
-cluster="$here/../pg-cluster"
-# Its own folder under /tmp: the cluster runs as postgres, who cannot enter
-# this test's private $tmp.
-pgdir=$(mktemp -d "${TMPDIR:-/tmp}/sqlbus-stop-pg.XXXXXX")
-stop_cluster() {
-    "$cluster" stop "$pgdir" >/dev/null 2>&1 || true
-    rm -rf "$pgdir"
-}
-trap 'rc=$?; stop_cluster; (exit $rc); cleanup' EXIT
-SQLBUS_DB=$("$cluster" start "$pgdir") || fail "could not start a private PostgreSQL cluster"
-export SQLBUS_DB
+private_cluster
 
 # `work --timeout T` gives running commands T + 3 s to finish on stop; the
 # stop may take that plus this margin, never more.

@@ -70,6 +70,19 @@ cleanup() {
 trap cleanup EXIT
 drop_tables
 
+# private_cluster: a PostgreSQL cluster of this test's own (tests/pg-cluster)
+# becomes $SQLBUS_DB, for tests that stop or restart the server; $cluster
+# and $pgdir name it for "$cluster" stop|start|restart "$pgdir". Stopped and
+# removed at exit. Its folder is under /tmp: the cluster runs as postgres,
+# who cannot enter this test's private $tmp.
+private_cluster() {
+    cluster="$(dirname "${BASH_SOURCE[0]}")/../../pg-cluster"
+    pgdir=$(mktemp -d "${TMPDIR:-/tmp}/sqlbus-private-pg.XXXXXX")
+    trap 'rc=$?; "$cluster" stop "$pgdir" >/dev/null 2>&1 || true; rm -rf "$pgdir"; cleanup $rc' EXIT
+    SQLBUS_DB=$("$cluster" start "$pgdir") || fail "could not start a private PostgreSQL cluster"
+    export SQLBUS_DB
+}
+
 # sb ARGS...: the CLI on this test's database and prefix. (A function: to
 # run it in the background with a pid that can be signalled, write
 # "$SQLBUS" --prefix "$prefix" ... & instead.)
