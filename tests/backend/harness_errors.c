@@ -232,3 +232,30 @@ int sbe_status(sbe_env *e, const char *uid, int64_t *attempts)
     sb_failed_message_free(m);
     return st;
 }
+
+void sbe_seed_failed(sbe_env *e, const char *queue, int n)
+{
+    enum { CHUNK = 500 };
+    static char headers[CHUNK][512];
+    sb_outgoing o[CHUNK];
+    for (int at = 0; at < n; at += CHUNK) {
+        int k = n - at < CHUNK ? n - at : CHUNK;
+        for (int i = 0; i < k; i++) {
+            snprintf(headers[i], sizeof headers[i],
+                     "{\"sb-retry-of\":\"%s-%05d\",\"sb-failed-queue\":"
+                     "\"%s\",\"sb-time-of-failure\":"
+                     "\"2026-01-02T00:00:01Z\",\"sb-exception-type\":\"X\","
+                     "\"sb-processing-endpoint\":\"Sales\"}",
+                     queue, at + i, queue);
+            memset(&o[i], 0, sizeof o[i]);
+            o[i].payload = "body";
+            o[i].payload_len = 4;
+            o[i].headers_json = headers[i];
+        }
+        sb_error err;
+        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k,
+                                NULL, &err),
+               &err, "seed");
+    }
+    sbe_ingest(e);
+}

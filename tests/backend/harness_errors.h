@@ -40,6 +40,10 @@ void sbe_dead_letter_as(sbe_env *e, const char *uid, const char *queue,
                         const char *body);
 /* One ingestion pass; asserts success. */
 sb_ingest_stats sbe_ingest(sbe_env *e);
+/* `n` dead letters that failed on `queue` (endpoint Sales, exception X,
+ * one time of failure), unique ids "<queue>-00000"..., published in
+ * batches of 500, then ingested. */
+void sbe_seed_failed(sbe_env *e, const char *queue, int n);
 /* E22 on SQL Server: whether the server has Full-Text Search; without it
  * asserts that search is refused, clearly, and returns 0 (the caller
  * skips its searches). 1 on the other backends. */

@@ -16,35 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* `n` dead letters that failed on `queue`, unique ids "<queue>-00000"...,
- * published in batches. */
-static void seed(sbe_env *e, const char *queue, int n)
-{
-    enum { CHUNK = 500 };
-    static char headers[CHUNK][512];
-    sb_outgoing o[CHUNK];
-    for (int at = 0; at < n; at += CHUNK) {
-        int k = n - at < CHUNK ? n - at : CHUNK;
-        for (int i = 0; i < k; i++) {
-            snprintf(headers[i], sizeof headers[i],
-                     "{\"sb-retry-of\":\"%s-%05d\",\"sb-failed-queue\":"
-                     "\"%s\",\"sb-time-of-failure\":"
-                     "\"2026-01-02T00:00:01Z\",\"sb-exception-type\":\"X\","
-                     "\"sb-processing-endpoint\":\"Sales\"}",
-                     queue, at + i, queue);
-            memset(&o[i], 0, sizeof o[i]);
-            o[i].payload = "body";
-            o[i].payload_len = 4;
-            o[i].headers_json = headers[i];
-        }
-        sb_error err;
-        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k,
-                                NULL, &err),
-               &err, "seed");
-    }
-    sbe_ingest(e);
-}
-
 /* The id of the "Endpoint Address" group of `queue` over `status`. */
 static void group_of(sbe_env *e, const char *queue, int status, char id[37])
 {
@@ -122,7 +93,7 @@ static void test_group_operation_excludes(void **state)
     (void)state;
     sbe_env e;
     sbe_open(&e);
-    seed(&e, "qg", 1500);
+    sbe_seed_failed(&e, "qg", 1500);
     char group[37];
     group_of(&e, "qg", SB_FAILED_UNRESOLVED, group);
     sb_failed_selection s = group_sel(group);
@@ -177,7 +148,7 @@ static void test_group_operation_resumes(void **state)
     (void)state;
     sbe_env e;
     sbe_open_single_threaded(&e);
-    seed(&e, "qr", 1500);
+    sbe_seed_failed(&e, "qr", 1500);
     char group[37];
     group_of(&e, "qr", SB_FAILED_UNRESOLVED, group);
     sb_failed_selection s = group_sel(group);
@@ -247,7 +218,7 @@ static void test_modified_range(void **state)
     (void)state;
     sbe_env e;
     sbe_open(&e);
-    seed(&e, "qm", 4);
+    sbe_seed_failed(&e, "qm", 4);
     sb_error err;
     const char *early[] = {"qm-00000", "qm-00001"};
     const char *late[] = {"qm-00002", "qm-00003"};

@@ -19,35 +19,6 @@
 #define KILL_AT 2000      /* after the second batch committed */
 #define LEASE_MS 1000     /* the operation job's lease, shortened */
 
-/* `n` dead letters that failed on `queue`, unique ids "<queue>-00000"...,
- * published in batches, then ingested. */
-static void seed(sbe_env *e, const char *queue, int n)
-{
-    enum { CHUNK = 500 };
-    static char headers[CHUNK][512];
-    sb_outgoing o[CHUNK];
-    for (int at = 0; at < n; at += CHUNK) {
-        int k = n - at < CHUNK ? n - at : CHUNK;
-        for (int i = 0; i < k; i++) {
-            snprintf(headers[i], sizeof headers[i],
-                     "{\"sb-retry-of\":\"%s-%05d\",\"sb-failed-queue\":"
-                     "\"%s\",\"sb-time-of-failure\":"
-                     "\"2026-01-02T00:00:01Z\",\"sb-exception-type\":\"X\","
-                     "\"sb-processing-endpoint\":\"Sales\"}",
-                     queue, at + i, queue);
-            memset(&o[i], 0, sizeof o[i]);
-            o[i].payload = "body";
-            o[i].payload_len = 4;
-            o[i].headers_json = headers[i];
-        }
-        sb_error err;
-        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k,
-                                NULL, &err),
-               &err, "seed");
-    }
-    sbe_ingest(e);
-}
-
 static long scalar(const char *fmt, const char *prefix, const char *param)
 {
     char sql[512];
@@ -191,7 +162,7 @@ static void test_retry_all_resumes_whole(void **state)
     (void)state;
     sbe_env e;
     sbe_open_single_threaded(&e);
-    seed(&e, "qk", MESSAGES);
+    sbe_seed_failed(&e, "qk", MESSAGES);
     retry_resumes_whole(&e, "qk", NULL);
     sbe_close(&e);
 }
@@ -203,7 +174,7 @@ static void test_group_retry_resumes_whole(void **state)
     (void)state;
     sbe_env e;
     sbe_open_single_threaded(&e);
-    seed(&e, "qg", MESSAGES);
+    sbe_seed_failed(&e, "qg", MESSAGES);
     char group[37];
     group_of(&e, "qg", group);
     retry_resumes_whole(&e, "qg", group);
