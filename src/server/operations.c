@@ -374,9 +374,17 @@ static int run_kind(sb_ops *o, const char *kind, const sb_failed_selection *s,
     return sb__errors_resolve(o->store, s, h, NULL, err);
 }
 
-static int transient(int rc)
+/* Whether a failed run of the job is tried again. A group operation's
+ * job that comes back after its process died may find the group's own
+ * record of that run still live (E19: it counts as interrupted only 60 s
+ * after its last batch, and the job's lease can lapse sooner): that
+ * conflict passes with time, so the job waits for it too. */
+static int transient(int rc, const sb_op_info *info, const sb_msg *m)
 {
     rc &= 0xff;
+    if (rc == SB_CONFLICT && info->group_id[0] != '\0' &&
+        sb_msg_attempts(m) > 1)
+        return 1;
     return rc == SB_BUSY || rc == SB_UNAVAILABLE || rc == SB_TIMEOUT ||
            rc == SB_NOMEM;
 }
@@ -436,7 +444,8 @@ static int handle(sb_delivery *d, void *user)
                           : run_kind(o, info.kind, &sel, &hook, &err);
     sb__free(ids);
     json_decref(j);
-    if (rc != SB_OK && transient(rc) && sb_msg_attempts(m) < ATTEMPTS) {
+    if (rc != SB_OK && transient(rc, &info, m) &&
+        sb_msg_attempts(m) < ATTEMPTS) {
         say(o, SB_LOG_WARN, "operation %s will run again: %s", id,
             err.message);
         return rc;
