@@ -41,6 +41,9 @@ typedef struct cli_ctx {
     const char *cmd;     /* "publish", "dlq list": used in messages */
     int signal_stops;    /* 1: a SIGINT/SIGTERM is the normal way to stop
                             this command (exit 0, not 130) */
+    int abandoned;       /* 1: a thread was left inside a database call
+                            that never answered: main ends the program
+                            with _Exit, running no exit handler beside it */
 } cli_ctx;
 
 #define CLI_DEFAULT_DB "sqlite:./sqlbus.db"
@@ -487,6 +490,11 @@ void cli_child_result_free(cli_child_result *res);
 int cli_keeper_start(pid_t *pid);
 /* Stop the keeper once no command runs: close `fd` and reap `pid`. */
 void cli_keeper_stop(int fd, pid_t pid);
+
+/* bounded.c: run fn(user) on a thread of its own, waiting at most `ms`;
+ * 1 when it finished, 0 when it is left running (then the program must
+ * end with _Exit: see cli_ctx.abandoned). */
+int cli_run_bounded(void (*fn)(void *), void *user, int64_t ms);
 
 /* Name of a signal ("SIGKILL"), or NULL when not in the table. */
 const char *cli_signal_name(int sig);

@@ -11,6 +11,25 @@
 #include <unistd.h>
 
 #define KILL_GRACE_MS 2000
+/* How long the worker's last join and the closes may take after the stop:
+ * when the stop found the database unavailable, and otherwise. */
+#define CLOSE_BOUND_DOWN_MS 2000
+#define CLOSE_BOUND_MS 10000
+
+/* What is closed after the stop (close_all, on a bounded thread). */
+typedef struct closing {
+    sb_worker *w;
+    sb_channel *ch;
+    sb_bus *bus;
+} closing;
+
+static void close_all(void *arg)
+{
+    closing *cl = arg;
+    sb_worker_free(cl->w);
+    sb_channel_close(cl->ch);
+    sb_close(cl->bus);
+}
 
 typedef struct work_opts {
     const char *queue;
@@ -281,9 +300,28 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
             rc = CLI_TIMEOUT;
     }
     summary(ctx, w, start);
-    sb_worker_free(w);
-    sb_channel_close(ch);
-    sb_close(bus);
+    /* The last join, the channel's and the bus's close may wait on the
+     * database; one that stopped answering must not hold the exit. */
+    int64_t bound = src == SB_UNAVAILABLE ? CLOSE_BOUND_DOWN_MS
+                                          : CLOSE_BOUND_MS;
+    closing *cl = sb__malloc(sizeof *cl);
+    if (cl == NULL) {
+        closing now = {w, ch, bus};
+        close_all(&now);
+    } else {
+        *cl = (closing){w, ch, bus};
+    }
+    if (cl != NULL && cli_run_bounded(close_all, cl, bound)) {
+        sb__free(cl);
+    } else if (cl != NULL) { /* cl stays with the thread left waiting */
+        cli_notef(ctx, "work: the database did not answer within %lld ms "
+                  "of the stop; exiting without closing its connections "
+                  "(unwritten settlements return when their leases expire)",
+                  (long long)bound);
+        ctx->abandoned = 1;
+        if (rc == CLI_OK)
+            rc = CLI_UNAVAILABLE;
+    }
     cli_keeper_stop(keeper_fd, keeper);
     return rc;
 }

@@ -170,5 +170,9 @@ int main(int argc, char **argv)
     }
     if (!is_work && !ctx.signal_stops && cli_first_signal() != 0)
         rc = CLI_INTERRUPTED;
+    if (ctx.abandoned) {
+        fflush(stderr);
+        _Exit(rc);
+    }
     exit(rc);
 }
