@@ -21,7 +21,7 @@ typedef struct sb_transport_sql {
                            transaction of their own, or NULL */
     char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
     char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
-    char *claim_delete; /* after-enqueue mode: claim and delete at once */
+    char *claim_delete; /* claim and delete at once (error ingestion) */
     char *ack;          /* $1 id, $2 lock_id */
     char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
     char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
@@ -158,7 +158,8 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    int *any_immediate, sb_error *err);
 
 /* Claim on an open transaction. Appends to *out (array grown as needed).
- * `delete_now` selects the after-enqueue form. */
+ * `delete_now` deletes the claimed rows in the same statement (the error
+ * store's ingestion, whose transaction writes them elsewhere). */
 int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
                  int64_t lease_ms, int delete_now, sb_msg ***out,
                  size_t *n_out, sb_error *err);
