@@ -710,6 +710,8 @@ typedef struct pub_ctx {
     int64_t last_pub_ns, max_late_ns;
     int index, count; /* this thread publishes slots index, index+count, ... */
     hist call; /* sb_publish call duration, ns */
+    atomic_llong *per_sec; /* NULL, or publishes per second since start_ns */
+    int nsec;
 } pub_ctx;
 
 static void *publisher(void *arg)
@@ -747,6 +749,11 @@ static void *publisher(void *arg)
         }
         p->sent++;
         p->last_pub_ns = t2;
+        if (p->per_sec) {
+            int64_t sec = (t - p->start_ns) / 1000000000LL;
+            if (sec >= 0 && sec < p->nsec)
+                atomic_fetch_add(&p->per_sec[sec], 1);
+        }
         if (t >= p->lc->measure_from_ns) {
             p->measured_sent++;
             hist_add(&p->call, t2 - t);
@@ -1059,7 +1066,8 @@ static int cmd_xmin(const args *a)
     x.dead = calloc((size_t)x.nsec, sizeof *x.dead);
     x.live = calloc((size_t)x.nsec, sizeof *x.live);
     int64_t *sent = calloc((size_t)x.nsec, sizeof *sent);
-    if (!x.by_pub || !x.pub_recv || !x.recv || !x.dead || !x.live || !sent) {
+    atomic_llong *per_sec = calloc((size_t)x.nsec, sizeof *per_sec);
+    if (!per_sec || !x.by_pub || !x.pub_recv || !x.recv || !x.dead || !x.live || !sent) {
         fail_json("xmin", "out of memory");
         return 1;
     }
@@ -1106,6 +1114,8 @@ static int cmd_xmin(const args *a)
         hist_init(&pubs[k].call);
         pubs[k].start_ns = x.start_ns;
         pubs[k].end_ns = end_ns;
+        pubs[k].per_sec = per_sec;
+        pubs[k].nsec = x.nsec;
         pthread_create(&th[k], NULL, publisher, &pubs[k]);
     }
     int64_t total_sent = 0, measured_sent = 0, errors = 0;
@@ -1115,17 +1125,8 @@ static int cmd_xmin(const args *a)
         measured_sent += pubs[k].measured_sent;
         errors += pubs[k].errors;
     }
-    /* Per-second publishes follow the fixed schedule: slot i is due at
-     * start + i / rate (a late publisher sends late, and its message
-     * carries the time it was sent, so count from the histograms' view:
-     * every started message is in by_pub; unstarted ones are counted by
-     * schedule). */
-    for (int64_t i = 0;; i++) {
-        int64_t due = x.start_ns + (int64_t)((double)i * 1e9 / a->rate);
-        if (due >= end_ns)
-            break;
-        sent[xmin_sec(&x, due)]++;
-    }
+    for (int k = 0; k < x.nsec; k++)
+        sent[k] = atomic_load(&per_sec[k]);
     int64_t pub_done = mono_ns();
     while (atomic_load(&x.lc.received) < total_sent &&
            mono_ns() - pub_done < (int64_t)tail * 1000000000LL)
@@ -1206,6 +1207,7 @@ static int cmd_xmin(const args *a)
     free(x.dead);
     free(x.live);
     free(sent);
+    free(per_sec);
     sb_close(bus);
     return ok ? 0 : 1;
 }
