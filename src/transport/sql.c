@@ -103,6 +103,8 @@ int sb__transport_sql_new(int dialect, const char *prefix,
         s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
+    s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
+    s->claim_delete_from = sb__sql_subst(t->claim_delete_from, prefix, &rc);
     s->ack = sb__sql_subst(t->ack, prefix, &rc);
     s->nak = sb__sql_subst(t->nak, prefix, &rc);
     s->hand_back = sb__sql_subst(t->hand_back, prefix, &rc);
@@ -139,7 +141,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
     char **all[] = {&s->ddl,       &s->lock,        &s->index_ddl,
                     &s->insert[0],
                     &s->insert[1], &s->insert[2],   &s->claim,
-                    &s->claim_delete, &s->ack,      &s->nak,
+                    &s->claim_delete, &s->claim_from,
+                    &s->claim_delete_from, &s->ack, &s->nak,
                     &s->hand_back, &s->renew,       &s->dead_letter,
                     &s->ack_many,  &s->renew_many,
                     &s->dlq_insert, &s->delete_any, &s->pending,

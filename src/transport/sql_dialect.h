@@ -15,6 +15,10 @@ typedef struct sb_sql_templates {
     const char *ddl_indexes, *index_lock;
     const char *insert_head, *insert_row, *insert_tail;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
+    /* The claims with a lower bound on available_at ($6, microseconds
+     * since the epoch), returning available_at as an eighth column; NULL
+     * where a claim never walks the entries of deleted rows (claim.c). */
+    const char *claim_from, *claim_delete_from;
     const char *ack_many, *renew_many; /* set-based forms, or NULL */
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
     const char *stats, *dlq_stats, *dlq_list, *peek, *prune;

@@ -51,7 +51,7 @@ const sb_sql_templates sb__sql_postgres = {
         "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "
         "FROM c WHERE m.id = c.id "
         "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "
-        "m.created_at, m.queue",
+        "m.created_at, m.queue, m.available_at",
     .claim_delete =
         "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
         "AND available_at <= now() AND (locked_until IS NULL OR "
@@ -59,7 +59,32 @@ const sb_sql_templates sb__sql_postgres = {
         "LIMIT $5 FOR UPDATE SKIP LOCKED) "
         "DELETE FROM {p}messages m USING c WHERE m.id = c.id "
         "RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "
-        "m.created_at, m.queue",
+        "m.created_at, m.queue, m.available_at",
+    /* The same, starting the index scan at $6 (microseconds since the
+     * epoch) instead of the queue's first entry: the entries of rows
+     * deleted or claimed before it are not walked (claim.c). */
+    .claim_from =
+        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at >= 'epoch'::timestamptz + $6::int8 * "
+        "interval '1 microsecond' "
+        "AND available_at <= now() AND (locked_until IS NULL OR "
+        "locked_until <= now()) ORDER BY available_at, created_at "
+        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
+        "UPDATE {p}messages m SET attempts = m.attempts + 1, "
+        "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "
+        "FROM c WHERE m.id = c.id "
+        "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "
+        "m.created_at, m.queue, m.available_at",
+    .claim_delete_from =
+        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
+        "AND available_at >= 'epoch'::timestamptz + $6::int8 * "
+        "interval '1 microsecond' "
+        "AND available_at <= now() AND (locked_until IS NULL OR "
+        "locked_until <= now()) ORDER BY available_at, created_at "
+        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
+        "DELETE FROM {p}messages m USING c WHERE m.id = c.id "
+        "RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "
+        "m.created_at, m.queue, m.available_at",
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
     .ack_many = "DELETE FROM {p}messages m USING unnest($1::uuid[], "
                 "$2::uuid[]) AS x(id, lock_id) WHERE m.id = x.id AND "

@@ -33,6 +33,7 @@ struct sb_worker {
     char *queue;
     char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
     int early; /* SB_ACK_AFTER_ENQUEUE */
+    sb_claim_cursor cursor; /* the pump's, claim.c */
     int slots; /* handler threads = max rows held at once */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
@@ -231,12 +232,12 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_msg_free_array(x->claimed, x->n_claimed);
     x->claimed = NULL;
     x->n_claimed = 0;
-    if (rc == SB_OK && x->claim_max > 0)
-        rc = sb__claim_on(w->bus, c, w->queue, x->claim_max, w->o.lease_ms,
-                          w->early, &x->claimed, &x->n_claimed, err);
     x->pending = 1;
-    if (rc == SB_OK && x->probe && x->n_claimed == 0)
-        rc = sb__pending_on(w->bus, c, w->queue, &x->pending, err);
+    if (rc == SB_OK && x->claim_max > 0)
+        rc = sb__claim_next_on(w->bus, c, &w->cursor, w->queue, x->claim_max,
+                               w->o.lease_ms, w->early,
+                               x->probe ? &x->pending : NULL, &x->claimed,
+                               &x->n_claimed, err);
     return rc;
 }
 
