@@ -111,6 +111,8 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
             rc = sb__pending_on(bus, c, queue, pending, err);
     }
     cur->full_cost_us = sb__mono_us() - now;
+    if (rc == SB_OK && cur->full_cost_us >= SB_CLAIM_SLOW_FULL_US)
+        sb__xmin_check(bus);
     return rc;
 }
 

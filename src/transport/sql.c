@@ -126,6 +126,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->counts_add = sb__sql_subst(t->counts_add, prefix, &rc);
     s->counts_list = sb__sql_subst(t->counts_list, prefix, &rc);
     s->counts_prune = sb__sql_subst(t->counts_prune, prefix, &rc);
+    s->xmin_holder = sb__sql_subst(t->xmin_holder, prefix, &rc);
     if (rc != SB_OK) {
         sb__transport_sql_free(s);
         return sb__err(err, rc, NULL, "out of memory");
@@ -150,7 +151,7 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->peek,      &s->prune,       &s->columns,
                     &s->indexes,
                     &s->notify,    &s->counts_add,  &s->counts_list,
-                    &s->counts_prune};
+                    &s->counts_prune, &s->xmin_holder};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);
     sb__free(s);

@@ -27,6 +27,9 @@ typedef struct sb_sql_templates {
      * dead-lettered to add, $6 now_us; the list; the prune of rows not
      * written for $2 ms at $1 now_us. */
     const char *counts_add, *counts_list, *counts_prune;
+    /* The oldest xmin holder (xmin.c): kind, pid, name, state, user,
+     * xmin age, age in ms; NULL where the backend has no such horizon. */
+    const char *xmin_holder;
 } sb_sql_templates;
 
 extern const sb_sql_templates sb__sql_sqlite;

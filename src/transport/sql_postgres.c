@@ -169,4 +169,23 @@ const sb_sql_templates sb__sql_postgres = {
                    "FROM {p}counts ORDER BY queue",
     .counts_prune = "DELETE FROM {p}counts WHERE updated_at < now() - "
                     "$2::int8 " MS,
+    .xmin_holder =
+        "SELECT kind, pid, name, state, usr, xmin_age, age_ms FROM ("
+        "SELECT 'backend' AS kind, pid, COALESCE(application_name, '') "
+        "AS name, COALESCE(state, '') AS state, COALESCE(usename::text, "
+        "'') AS usr, GREATEST(COALESCE(age(backend_xmin), 0), "
+        "COALESCE(age(backend_xid), 0))::int8 AS xmin_age, "
+        "COALESCE((extract(epoch FROM now() - xact_start) * 1000)::int8, "
+        "-1) AS age_ms FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+        "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL) "
+        "UNION ALL SELECT 'replication_slot', COALESCE(active_pid, 0), "
+        "slot_name::text, CASE WHEN active THEN 'active' ELSE 'inactive' "
+        "END, '', GREATEST(COALESCE(age(xmin), 0), "
+        "COALESCE(age(catalog_xmin), 0))::int8, -1 FROM "
+        "pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS "
+        "NOT NULL "
+        "UNION ALL SELECT 'prepared_transaction', 0, gid, 'prepared', "
+        "owner::text, age(transaction)::int8, "
+        "(extract(epoch FROM now() - prepared) * 1000)::int8 FROM "
+        "pg_prepared_xacts) h ORDER BY xmin_age DESC, age_ms DESC LIMIT 1",
 };

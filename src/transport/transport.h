@@ -23,6 +23,7 @@ typedef struct sb_transport_sql {
     char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* after-enqueue mode: claim and delete at once */
     char *claim_from, *claim_delete_from; /* bounded forms, or NULL */
+    char *xmin_holder;                    /* xmin.c, or NULL */
     char *ack;          /* $1 id, $2 lock_id */
     char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
     char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
@@ -95,6 +96,8 @@ struct sb_bus {
     sb_logger log;
     atomic_int schema_ok;       /* verified once per bus */
     atomic_llong last_prune_us; /* monotonic, for T25's once a minute */
+    atomic_llong xmin_warned_us; /* monotonic, xmin.c's once a minute */
+    atomic_int xmin_warned_pid;  /* the holder it named */
     pthread_mutex_t wake_mu;
     sb_waker *wakers;
     /* Set by a higher module (the channel) so workers can answer jobs
@@ -195,6 +198,17 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
                       const char *queue, int max, int64_t lease_ms,
                       int delete_now, int *pending, sb_msg ***out,
                       size_t *n_out, sb_error *err);
+
+/* sb_xmin_holder_get on an open connection (xmin.c). */
+int sb__xmin_holder_on(sb_bus *bus, sb_conn *c, int64_t warn_after_ms,
+                       sb_xmin_holder *out, sb_error *err);
+/* A consumer's full scan took SB_CLAIM_SLOW_FULL_US or more: on an idle
+ * pooled connection (none: skipped), look for the xmin holder and warn
+ * when its transaction is SB_XMIN_WARN_SLOW_MS old (a slot: always); at
+ * most once a minute per bus once it warned. Never fails the caller. */
+#define SB_CLAIM_SLOW_FULL_US 5000
+#define SB_XMIN_WARN_SLOW_MS 10000
+void sb__xmin_check(sb_bus *bus);
 
 /* Settlement statements on an open transaction; each returns
  * SB_LOST_LEASE when the fence no longer matches. */
