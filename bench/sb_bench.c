@@ -1,9 +1,10 @@
 /*
- * sb_bench - the sqlbus benchmark driver (rules P5, P7, P8 of
+ * sb_bench - the sqlbus benchmark driver (rules P5, P7, P8, P12 of
  * shared/spec/performance.md). Started by bench/run; usable by hand.
  *
  *   sb_bench burndown   --url URL --jobs N --handlers H [--phase P]
  *   sb_bench latency    --url URL --rate R --seconds S [--handlers 4]
+ *   sb_bench xmin       --url URL --rate R [--before 20 --hold 60 --after 30]
  *   sb_bench raw-sqlite --db PATH --jobs N --batch B [--phase P]
  *
  * --phase preload|drain|both (default both) splits a burn-down so that the
@@ -35,6 +36,7 @@
 
 #ifndef SB_BENCH_NO_SQLBUS
 #include "sqlbus.h"
+#include <libpq-fe.h>
 #endif
 
 #define BENCH_NAME "sb_bench"
@@ -117,6 +119,8 @@ typedef struct args {
     double warmup;
     int64_t timeout_s;
     int64_t stall_s;
+    double before, hold, after; /* xmin windows, s */
+    int no_hold; /* xmin: the control run, nobody holds an xmin */
 } args;
 
 static int parse_args(int argc, char **argv, args *a)
@@ -133,6 +137,9 @@ static int parse_args(int argc, char **argv, args *a)
     a->warmup = 1;
     a->timeout_s = 600;
     a->stall_s = 30;
+    a->before = 20;
+    a->hold = 60;
+    a->after = 30;
     for (int i = 2; i < argc; i++) {
         const char *k = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -165,6 +172,14 @@ static int parse_args(int argc, char **argv, args *a)
             a->seconds = atof(v);
         else if (OPT("--warmup"))
             a->warmup = atof(v);
+        else if (strcmp(k, "--no-hold") == 0)
+            a->no_hold = 1;
+        else if (OPT("--before"))
+            a->before = atof(v);
+        else if (OPT("--hold"))
+            a->hold = atof(v);
+        else if (OPT("--after"))
+            a->after = atof(v);
         else if (OPT("--timeout"))
             a->timeout_s = strtoll(v, NULL, 10);
         else if (OPT("--stall"))
@@ -698,6 +713,8 @@ typedef struct pub_ctx {
     int64_t last_pub_ns, max_late_ns;
     int index, count; /* this thread publishes slots index, index+count, ... */
     hist call; /* sb_publish call duration, ns */
+    atomic_llong *per_sec; /* NULL, or publishes per second since start_ns */
+    int nsec;
 } pub_ctx;
 
 static void *publisher(void *arg)
@@ -735,6 +752,11 @@ static void *publisher(void *arg)
         }
         p->sent++;
         p->last_pub_ns = t2;
+        if (p->per_sec) {
+            int64_t sec = (t - p->start_ns) / 1000000000LL;
+            if (sec >= 0 && sec < p->nsec)
+                atomic_fetch_add(&p->per_sec[sec], 1);
+        }
         if (t >= p->lc->measure_from_ns) {
             p->measured_sent++;
             hist_add(&p->call, t2 - t);
@@ -856,6 +878,350 @@ static int cmd_latency(const args *a)
     sb_close(bus);
     return ok ? 0 : 1;
 }
+
+/* ---- held xmin (P12, G9) ---- */
+/* The steady-state workload of `latency` while a second session holds a
+ * snapshot (REPEATABLE READ + txid_current()) for --hold seconds. Every
+ * second of the run keeps its own histogram (by publish time) and its own
+ * count of handler starts (by start time), so the windows before, during
+ * and after the hold, and the time to recover, come from one run. */
+typedef struct xmin_ctx {
+    lat_ctx lc;   /* first: publisher() reads the warm-up boundary here */
+    int64_t start_ns;
+    int nsec;
+    hist *by_pub;        /* [nsec] latency of messages published in second s */
+    int64_t *pub_recv;   /* [nsec] of those, how many were started */
+    int64_t *recv;       /* [nsec] handler starts during second s */
+    int64_t *dead, *live; /* [nsec] pg_stat_user_tables, -1 = no sample */
+    int64_t hold_at_ns, release_ns;
+    atomic_int holder_pid;
+    atomic_int holder_ok;
+    atomic_int stop;
+    const char *url;
+    int no_hold;
+} xmin_ctx;
+
+static int xmin_sec(const xmin_ctx *x, int64_t t)
+{
+    int64_t s = (t - x->start_ns) / 1000000000LL;
+    if (s < 0)
+        s = 0;
+    if (s >= x->nsec)
+        s = x->nsec - 1;
+    return (int)s;
+}
+
+static int xmin_handler(sb_delivery *d, void *user)
+{
+    int64_t now = mono_ns();
+    xmin_ctx *x = user;
+    size_t len = 0;
+    const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
+    char buf[32];
+    pthread_mutex_lock(&x->lc.mu);
+    if (p && len > 0 && len < sizeof buf) {
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        int64_t sent = strtoll(buf, NULL, 10);
+        int s = xmin_sec(x, sent);
+        hist_add(&x->by_pub[s], now - sent);
+        x->pub_recv[s]++;
+        if (sent >= x->lc.measure_from_ns)
+            atomic_fetch_add(&x->lc.measured_received, 1);
+    }
+    x->recv[xmin_sec(x, now)]++;
+    pthread_mutex_unlock(&x->lc.mu);
+    atomic_fetch_add(&x->lc.received, 1);
+    return SB_OK;
+}
+
+static PGconn *xmin_connect(const char *url)
+{
+    PGconn *c = PQconnectdb(url);
+    if (PQstatus(c) != CONNECTION_OK) {
+        logf_("connect %s: %s", url, PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int xmin_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok)
+        logf_("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+/* The other session: opens a REPEATABLE READ transaction, takes an xid and
+ * a snapshot, and holds both until the release time. */
+static void *xmin_holder(void *arg)
+{
+    xmin_ctx *x = arg;
+    PGconn *c = xmin_connect(x->url);
+    if (!c)
+        return NULL;
+    xmin_exec(c, "SET application_name = 'sb_bench xmin holder'");
+    sleep_ns(x->hold_at_ns - mono_ns());
+    if (x->no_hold) {
+        atomic_store(&x->holder_ok, 1); /* the control: same windows */
+    } else if (xmin_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ") == 0 &&
+        xmin_exec(c, "SELECT txid_current(), count(*) FROM pg_class") == 0) {
+        atomic_store(&x->holder_pid, PQbackendPID(c));
+        atomic_store(&x->holder_ok, 1);
+        logf_("holding an xmin (backend pid %d) until the release",
+              PQbackendPID(c));
+    }
+    sleep_ns(x->release_ns - mono_ns());
+    if (!x->no_hold) {
+        xmin_exec(c, "COMMIT");
+        logf_("xmin released");
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+/* Once a second: the table's dead and live tuples. */
+static void *xmin_sampler(void *arg)
+{
+    xmin_ctx *x = arg;
+    PGconn *c = xmin_connect(x->url);
+    if (!c)
+        return NULL;
+    for (int64_t k = 1; !atomic_load(&x->stop); k++) {
+        sleep_ns(x->start_ns + k * 1000000000LL - mono_ns());
+        PGresult *r = PQexec(c, "SELECT n_dead_tup, n_live_tup FROM "
+                                "pg_stat_user_tables WHERE relname = "
+                                "'sqlbus_messages'");
+        int s = xmin_sec(x, mono_ns());
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+            x->dead[s] = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+            x->live[s] = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        }
+        PQclear(r);
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+typedef struct xmin_window {
+    const char *name;
+    int from, to; /* seconds [from, to) */
+    hist h;
+    int64_t sent, started, recv;
+    int64_t dead_max;
+} xmin_window;
+
+static void xmin_window_sum(const xmin_ctx *x, const int64_t *sent,
+                            xmin_window *w)
+{
+    hist_init(&w->h);
+    w->sent = w->started = w->recv = 0;
+    w->dead_max = -1;
+    for (int s = w->from; s < w->to && s < x->nsec; s++) {
+        hist_merge(&w->h, &x->by_pub[s]);
+        w->sent += sent[s];
+        w->started += x->pub_recv[s];
+        w->recv += x->recv[s];
+        if (x->dead[s] > w->dead_max)
+            w->dead_max = x->dead[s];
+    }
+}
+
+static void xmin_window_json(const xmin_window *w)
+{
+    double secs = w->to > w->from ? (double)(w->to - w->from) : 1.0;
+    printf(",\"%s\":{\"from_s\":%d,\"to_s\":%d,\"sent\":%" PRId64
+           ",\"started\":%" PRId64 ",\"received_per_s\":%.1f,"
+           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
+           "\"dead_tup_max\":%" PRId64 "}",
+           w->name, w->from, w->to, w->sent, w->started,
+           (double)w->recv / secs, hist_pct(&w->h, 50) / 1e3,
+           hist_pct(&w->h, 99) / 1e3, w->h.max / 1e3, w->dead_max);
+}
+
+static int cmd_xmin(const args *a)
+{
+    if (!a->url || strncmp(a->url, "postgres", 8) != 0) {
+        logf_("xmin needs --url postgresql://...");
+        return 2;
+    }
+    int warm = (int)(a->warmup + 0.5), before = (int)(a->before + 0.5),
+        hold = (int)(a->hold + 0.5), after = (int)(a->after + 0.5);
+    if (before < 1 || hold < 1 || after < 1) {
+        logf_("--before, --hold and --after must be >= 1 s");
+        return 2;
+    }
+    sb_bus *bus = NULL;
+    if (open_bus(a, &bus) != SB_OK) {
+        fail_json("xmin", "sb_open failed");
+        return 1;
+    }
+    xmin_ctx x;
+    memset(&x, 0, sizeof x);
+    pthread_mutex_init(&x.lc.mu, NULL);
+    hist_init(&x.lc.h);
+    x.url = a->url;
+    x.no_hold = a->no_hold;
+    int tail = 10;
+    x.nsec = warm + before + hold + after + tail + 2;
+    x.by_pub = calloc((size_t)x.nsec, sizeof *x.by_pub);
+    x.pub_recv = calloc((size_t)x.nsec, sizeof *x.pub_recv);
+    x.recv = calloc((size_t)x.nsec, sizeof *x.recv);
+    x.dead = calloc((size_t)x.nsec, sizeof *x.dead);
+    x.live = calloc((size_t)x.nsec, sizeof *x.live);
+    int64_t *sent = calloc((size_t)x.nsec, sizeof *sent);
+    atomic_llong *per_sec = calloc((size_t)x.nsec, sizeof *per_sec);
+    if (!per_sec || !x.by_pub || !x.pub_recv || !x.recv || !x.dead || !x.live || !sent) {
+        fail_json("xmin", "out of memory");
+        return 1;
+    }
+    for (int s = 0; s < x.nsec; s++) {
+        hist_init(&x.by_pub[s]);
+        x.dead[s] = x.live[s] = -1;
+    }
+    int handlers = a->handlers > 1 ? a->handlers : 4;
+    sb_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.size = sizeof wo;
+    wo.queue = a->queue;
+    wo.handler = xmin_handler;
+    wo.user = &x;
+    wo.concurrency = handlers;
+    sb_worker *w = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    if (sb_worker_start(bus, &wo, &w, &err) != SB_OK) {
+        logf_("sb_worker_start: %s", err.message);
+        fail_json("xmin", "sb_worker_start failed");
+        sb_close(bus);
+        return 1;
+    }
+    sleep_ns(200000000LL);
+
+    int np = a->publishers > 0 ? a->publishers : 1;
+    pub_ctx *pubs = calloc((size_t)np, sizeof *pubs);
+    pthread_t *th = calloc((size_t)np, sizeof *th);
+    x.start_ns = mono_ns();
+    x.lc.measure_from_ns = x.start_ns + (int64_t)warm * 1000000000LL;
+    x.hold_at_ns = x.lc.measure_from_ns + (int64_t)before * 1000000000LL;
+    x.release_ns = x.hold_at_ns + (int64_t)hold * 1000000000LL;
+    int64_t end_ns = x.release_ns + (int64_t)after * 1000000000LL;
+    pthread_t holder, sampler;
+    pthread_create(&holder, NULL, xmin_holder, &x);
+    pthread_create(&sampler, NULL, xmin_sampler, &x);
+    for (int k = 0; k < np; k++) {
+        pubs[k].bus = bus;
+        pubs[k].a = a;
+        pubs[k].lc = &x.lc;
+        pubs[k].index = k;
+        pubs[k].count = np;
+        hist_init(&pubs[k].call);
+        pubs[k].start_ns = x.start_ns;
+        pubs[k].end_ns = end_ns;
+        pubs[k].per_sec = per_sec;
+        pubs[k].nsec = x.nsec;
+        pthread_create(&th[k], NULL, publisher, &pubs[k]);
+    }
+    int64_t total_sent = 0, measured_sent = 0, errors = 0;
+    for (int k = 0; k < np; k++) {
+        pthread_join(th[k], NULL);
+        total_sent += pubs[k].sent;
+        measured_sent += pubs[k].measured_sent;
+        errors += pubs[k].errors;
+    }
+    for (int k = 0; k < x.nsec; k++)
+        sent[k] = atomic_load(&per_sec[k]);
+    int64_t pub_done = mono_ns();
+    while (atomic_load(&x.lc.received) < total_sent &&
+           mono_ns() - pub_done < (int64_t)tail * 1000000000LL)
+        sleep_ns(10000000);
+    int64_t unreceived = total_sent - atomic_load(&x.lc.received);
+    atomic_store(&x.stop, 1);
+    pthread_join(holder, NULL);
+    pthread_join(sampler, NULL);
+    sb_worker_stop(w, NULL);
+    sb_worker_free(w);
+
+    int b0 = warm, h0 = warm + before, a0 = h0 + hold, e0 = a0 + after;
+    static xmin_window win[3];
+    const char *names[3] = {"before", "during", "after"};
+    int bounds[4] = {b0, h0, a0, e0};
+    for (int k = 0; k < 3; k++) {
+        win[k].name = names[k];
+        win[k].from = bounds[k];
+        win[k].to = bounds[k + 1];
+        xmin_window_sum(&x, sent, &win[k]);
+    }
+    /* Normal bounds come from the window before the hold: a second (by
+     * publish time) is normal when all its messages were started and its
+     * p99 is at most max(3 x p99 before, p99 before + 10 ms). Recovery =
+     * from the release to the first of XMIN_STEADY normal seconds in a
+     * row (one noisy second of a shared machine does not undo it); -1
+     * when the after window has no such run. */
+    enum { XMIN_STEADY = 5 };
+    double bound = hist_pct(&win[0].h, 99) * 3.0;
+    if (bound < hist_pct(&win[0].h, 99) + 10e6)
+        bound = hist_pct(&win[0].h, 99) + 10e6;
+    int recovered_at = -1, run = 0;
+    for (int s = a0; s < e0 && recovered_at < 0; s++) {
+        int normal = x.pub_recv[s] >= sent[s] &&
+                     (x.by_pub[s].n == 0 || hist_pct(&x.by_pub[s], 99) <= bound);
+        run = normal ? run + 1 : 0;
+        if (run == XMIN_STEADY || (normal && s == e0 - 1))
+            recovered_at = s - run + 1;
+    }
+    /* Seconds on stderr for the reader. */
+    logf_("sec  window  sent  started-of-sent  starts/s  p50_ms  p99_ms  dead_tup");
+    int last = unreceived > 0 ? e0 + tail : e0;
+    for (int s = b0; s < last && s < x.nsec; s++)
+        logf_("%3d  %-6s %5" PRId64 " %6" PRId64 " %8" PRId64 " %9.2f %9.2f %8" PRId64,
+              s, s < h0 ? "before" : s < a0 ? "during" : s < e0 ? "after" : "tail",
+              sent[s], x.pub_recv[s], x.recv[s],
+              hist_pct(&x.by_pub[s], 50) / 1e6, hist_pct(&x.by_pub[s], 99) / 1e6,
+              x.dead[s]);
+    double r_before = (double)win[0].recv / (win[0].to - win[0].from);
+    double r_during = (double)win[1].recv / (win[1].to - win[1].from);
+    int ok = errors == 0 && atomic_load(&x.holder_ok);
+    printf("{\"scenario\":\"xmin\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
+           "\"publishers\":%d,\"target_rate\":%.1f,\"warmup_s\":%d,\"held\":%s,"
+           "\"before_s\":%d,\"hold_s\":%d,\"after_s\":%d,\"holder_pid\":%d,"
+           "\"sent\":%" PRId64 ",\"measured_sent\":%" PRId64
+           ",\"publish_errors\":%" PRId64 ",\"unreceived\":%" PRId64
+           ",\"throughput_during_over_before\":%.3f,\"recovery_s\":%d,"
+           "\"normal_p99_bound_us\":%.1f",
+           ok ? "true" : "false", sb_backend_name(bus), handlers, np, a->rate,
+           warm, x.no_hold ? "false" : "true", before, hold, after, atomic_load(&x.holder_pid), total_sent,
+           measured_sent, errors, unreceived,
+           r_before > 0 ? r_during / r_before : 0.0,
+           recovered_at < 0 ? -1 : recovered_at - a0, bound / 1e3);
+    for (int k = 0; k < 3; k++)
+        xmin_window_json(&win[k]);
+    printf(",\"series\":[");
+    for (int s = 0; s < e0 + tail && s < x.nsec; s++)
+        printf("%s[%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.0f,%.0f,%" PRId64 "]",
+               s ? "," : "", s, sent[s], x.pub_recv[s], x.recv[s],
+               hist_pct(&x.by_pub[s], 50) / 1e3,
+               hist_pct(&x.by_pub[s], 99) / 1e3, x.dead[s]);
+    printf("],\"series_columns\":[\"s\",\"sent\",\"started_of_sent\","
+           "\"starts\",\"p50_us\",\"p99_us\",\"dead_tup\"]}\n");
+    fflush(stdout);
+    free(pubs);
+    free(th);
+    free(x.by_pub);
+    free(x.pub_recv);
+    free(x.recv);
+    free(x.dead);
+    free(x.live);
+    free(sent);
+    free(per_sec);
+    sb_close(bus);
+    return ok ? 0 : 1;
+}
 #endif /* SB_BENCH_NO_SQLBUS */
 
 static void usage(void)
@@ -864,6 +1230,8 @@ static void usage(void)
             "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
             "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
+            "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"
+            "                           [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
             "       sb_bench schema     --url URL   (open once: creates sqlbus's schema)\n"
             "       sb_bench hist-selftest\n");
@@ -912,6 +1280,8 @@ int main(int argc, char **argv)
         return cmd_burndown(&a);
     if (strcmp(cmd, "latency") == 0)
         return cmd_latency(&a);
+    if (strcmp(cmd, "xmin") == 0)
+        return cmd_xmin(&a);
     if (strcmp(cmd, "schema") == 0)
         return cmd_schema(&a);
 #endif

@@ -411,6 +411,40 @@ SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out,
 SB_API int sb_counts_list(sb_bus *bus, sb_queue_counts **out, size_t *n_out,
                           sb_error *err);
 
+/* What holds back PostgreSQL's xmin horizon (docs/backends.md): while a
+ * snapshot or transaction id older than a row's deletion is alive, the
+ * row's versions and index entries stay, and every scan walks them. */
+typedef struct sb_xmin_holder {
+    size_t size;          /* set to sizeof(sb_xmin_holder) */
+    int found;            /* 0: no session, slot or prepared transaction
+                             holds an xmin (the fields below are empty) */
+    char kind[24];        /* "backend", "replication_slot" or
+                             "prepared_transaction" */
+    int pid;              /* the backend's pid (a slot's active_pid); 0
+                             when there is none */
+    char name[64];        /* application_name, slot name or the prepared
+                             transaction's gid */
+    char state[32];       /* pg_stat_activity.state ("idle in
+                             transaction", "active" ...), "active" /
+                             "inactive" for a slot, "prepared" */
+    char user[64];        /* the role ("" for a slot) */
+    int64_t xmin_age;     /* transactions since its xmin or xid */
+    int64_t age_ms;       /* since the transaction began (a backend) or
+                             was prepared; -1 for a slot */
+} sb_xmin_holder;
+
+/* The oldest xmin holder of the bus's PostgreSQL cluster other than the
+ * calling connection: client and other backends of pg_stat_activity with
+ * a backend_xmin or backend_xid, replication slots with an xmin or
+ * catalog_xmin, prepared transactions; the one with the oldest xmin (the
+ * longest open on a tie). When `warn_after_ms` >= 0 and the holder's
+ * transaction is at least that old (a slot: always), a warning naming it
+ * goes to the bus's log, at most once a minute per bus unless the holder
+ * changes. SB_INVALID for a bus of another backend (`bus`) or a short
+ * `size`. Thread-safe. */
+SB_API int sb_xmin_holder_get(sb_bus *bus, int64_t warn_after_ms,
+                              sb_xmin_holder *out, sb_error *err);
+
 /* Add this process's counts that moved since the last write to {p}counts
  * now, instead of at the next interval. SB_MISUSE when counting to the
  * table is off (counts_flush_ms -1, SB_SCHEMA_NONE, or the table is

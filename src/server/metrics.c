@@ -198,6 +198,12 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
                                                      &e) == SB_OK;
     }
     s.recovery_ok = read_recovery(bus, &s, disp, &e) == SB_OK;
+    /* PostgreSQL: who holds the oldest xmin; the library warns in the
+     * log when that transaction is SB_METRICS_XMIN_WARN_MS old. */
+    s.xmin.size = sizeof s.xmin;
+    int xrc = sb_xmin_holder_get(bus, SB_METRICS_XMIN_WARN_MS, &s.xmin, &e);
+    s.xmin_applies = !(xrc == SB_INVALID && strcmp(e.field, "bus") == 0);
+    s.xmin_ok = xrc == SB_OK;
     s.dispatched = disp;
     s.n_http = read_http(m, http);
     s.http = http;

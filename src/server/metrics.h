@@ -14,6 +14,10 @@
 
 typedef struct sb_metrics sb_metrics;
 
+/* A scrape warns in the log (through the bus's log callback, at most once
+ * a minute) when the oldest xmin's transaction is this old. */
+#define SB_METRICS_XMIN_WARN_MS 60000
+
 /* A new, empty set of HTTP counters. SB_NOMEM. */
 int sb__metrics_new(sb_metrics **out, sb_error *err);
 /* NULL-safe. No sb__metrics_http or render may run any more. */

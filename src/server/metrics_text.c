@@ -349,6 +349,42 @@ static void http(sb_buf *b, const sb_metrics_snapshot *s)
                   s->http[r].pattern, &s->http[r].duration);
 }
 
+/* The oldest xmin holder of a PostgreSQL bus (docs/backends.md): its age
+ * in transactions and seconds, and who it is, as an info gauge. */
+static void xmin(sb_buf *b, const sb_metrics_snapshot *s)
+{
+    const sb_xmin_holder *h = &s->xmin;
+    int have = s->xmin_applies && s->xmin_ok && h->found;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", have ? h->pid : 0);
+    family(b, "sqlbus_postgres_oldest_xmin_age_transactions", "gauge",
+           "Transactions since the oldest xmin or xid still held by a "
+           "backend, replication slot or prepared transaction (0: none).");
+    if (s->xmin_applies && s->xmin_ok)
+        sample(b, "sqlbus_postgres_oldest_xmin_age_transactions", "kind",
+               have ? h->kind : "none", "pid", pid, have ? h->xmin_age : 0);
+    family(b, "sqlbus_postgres_oldest_xmin_age_seconds", "gauge",
+           "Seconds since the transaction holding the oldest xmin began "
+           "(a slot has no such time: no sample).");
+    if (s->xmin_applies && s->xmin_ok && (!have || h->age_ms >= 0))
+        sample_seconds(b, "sqlbus_postgres_oldest_xmin_age_seconds", "pid",
+                       pid, have ? h->age_ms * 1000 : 0);
+    family(b, "sqlbus_postgres_oldest_xmin_holder_info", "gauge",
+           "1 for the holder of the oldest xmin: its kind, pid, name "
+           "(application_name, slot or gid), role and state.");
+    if (have) {
+        const char *k[] = {"kind", "pid", "name", "user", "state"};
+        const char *v[] = {h->kind, pid, h->name, h->user, h->state};
+        sb__buf_puts(b, "sqlbus_postgres_oldest_xmin_holder_info{");
+        for (int i = 0; i < 5; i++) {
+            sb__buf_printf(b, "%s%s=\"", i ? "," : "", k[i]);
+            sb__prom_label_value(b, v[i]);
+            sb__buf_puts(b, "\"");
+        }
+        sb__buf_puts(b, "} 1\n");
+    }
+}
+
 int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
 {
     depth(out, s);
@@ -358,15 +394,18 @@ int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
     failed(out, s);
     recovery(out, s);
     http(out, s);
+    xmin(out, s);
     static const char *const source[] = {"queues",         "failed_messages",
                                          "failed_imports", "recovery",
-                                         "loops",          "counts"};
+                                         "loops",          "counts",
+                                         "postgres_xmin"};
     const int up[] = {s->queues_ok,   s->failed_ok, s->imports_ok,
-                      s->recovery_ok, s->loops_ok,  s->totals_ok};
+                      s->recovery_ok, s->loops_ok,  s->totals_ok,
+                      s->xmin_ok};
     family(out, "sqlbus_scrape_source_up", "gauge",
            "1 when this scrape could read the source (0: its metrics are "
            "left out).");
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < (s->xmin_applies ? 7 : 6); i++)
         sample(out, "sqlbus_scrape_source_up", "source", source[i], NULL,
                NULL, up[i] != 0);
     return out->failed;

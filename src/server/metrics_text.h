@@ -57,6 +57,9 @@ typedef struct sb_metrics_snapshot {
     int64_t dispatched_other;     /* handlers past SB_METRICS_HANDLERS */
     const sb_metrics_http_route *http;
     size_t n_http;
+    int xmin_applies; /* a PostgreSQL bus: the xmin families have samples */
+    int xmin_ok;
+    sb_xmin_holder xmin; /* the oldest xmin holder (sb_xmin_holder_get) */
 } sb_metrics_snapshot;
 
 /* Append `v` (NULL = "") as a label value, escaped as the format wants:

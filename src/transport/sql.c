@@ -103,6 +103,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
         s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
+    s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
     s->ack = sb__sql_subst(t->ack, prefix, &rc);
     s->nak = sb__sql_subst(t->nak, prefix, &rc);
     s->hand_back = sb__sql_subst(t->hand_back, prefix, &rc);
@@ -124,6 +125,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->counts_add = sb__sql_subst(t->counts_add, prefix, &rc);
     s->counts_list = sb__sql_subst(t->counts_list, prefix, &rc);
     s->counts_prune = sb__sql_subst(t->counts_prune, prefix, &rc);
+    s->xmin_holder = sb__sql_subst(t->xmin_holder, prefix, &rc);
     if (rc != SB_OK) {
         sb__transport_sql_free(s);
         return sb__err(err, rc, NULL, "out of memory");
@@ -139,7 +141,8 @@ void sb__transport_sql_free(sb_transport_sql *s)
     char **all[] = {&s->ddl,       &s->lock,        &s->index_ddl,
                     &s->insert[0],
                     &s->insert[1], &s->insert[2],   &s->claim,
-                    &s->claim_delete, &s->ack,      &s->nak,
+                    &s->claim_delete, &s->claim_from,
+                    &s->ack, &s->nak,
                     &s->hand_back, &s->renew,       &s->dead_letter,
                     &s->ack_many,  &s->renew_many,
                     &s->dlq_insert, &s->delete_any, &s->pending,
@@ -147,7 +150,7 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->peek,      &s->prune,       &s->columns,
                     &s->indexes,
                     &s->notify,    &s->counts_add,  &s->counts_list,
-                    &s->counts_prune};
+                    &s->counts_prune, &s->xmin_holder};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);
     sb__free(s);

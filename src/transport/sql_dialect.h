@@ -15,6 +15,10 @@ typedef struct sb_sql_templates {
     const char *ddl_indexes, *index_lock;
     const char *insert_head, *insert_row, *insert_tail;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
+    /* The claim with a lower bound on available_at ($6, microseconds
+     * since the epoch), returning available_at as an eighth column; NULL
+     * where a claim never walks the entries of deleted rows (claim.c). */
+    const char *claim_from;
     const char *ack_many, *renew_many; /* set-based forms, or NULL */
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
     const char *stats, *dlq_stats, *dlq_list, *peek, *prune;
@@ -23,6 +27,9 @@ typedef struct sb_sql_templates {
      * dead-lettered to add, $6 now_us; the list; the prune of rows not
      * written for $2 ms at $1 now_us. */
     const char *counts_add, *counts_list, *counts_prune;
+    /* The oldest xmin holder (xmin.c): kind, pid, name, state, user,
+     * xmin age, age in ms; NULL where the backend has no such horizon. */
+    const char *xmin_holder;
 } sb_sql_templates;
 
 extern const sb_sql_templates sb__sql_sqlite;

@@ -42,32 +42,44 @@ const sb_sql_templates sb__sql_postgres = {
     .insert_row = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
                   ", 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
-    .claim =
-        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
-        "AND available_at <= now() AND (locked_until IS NULL OR "
-        "locked_until <= now()) ORDER BY available_at, created_at "
-        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
-        "UPDATE {p}messages m SET attempts = m.attempts + 1, "
-        "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "
-        "FROM c WHERE m.id = c.id "
-        "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "
-        "m.created_at, m.queue",
-    .claim_delete =
-        "WITH c AS (SELECT id FROM {p}messages WHERE queue = $1 "
-        "AND available_at <= now() AND (locked_until IS NULL OR "
-        "locked_until <= now()) ORDER BY available_at, created_at "
-        "LIMIT $5 FOR UPDATE SKIP LOCKED) "
-        "DELETE FROM {p}messages m USING c WHERE m.id = c.id "
-        "RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "
-        "m.created_at, m.queue",
+    /* The claimed rows are found again by id through an array, not a
+     * join with the CTE: with the statistics a held xmin leaves (a few
+     * live rows in a table of dead ones) the planner joined by walking
+     * the whole primary key and filtering, on every claim and ack. */
+#define READY(bound)                                                       \
+    "SELECT id FROM {p}messages WHERE queue = $1 " bound                   \
+    "AND available_at <= now() AND (locked_until IS NULL OR "              \
+    "locked_until <= now()) ORDER BY available_at, created_at "            \
+    "LIMIT $5 FOR UPDATE SKIP LOCKED"
+/* The bound of the claims through a cursor (claim.c): $6 microseconds
+ * since the epoch. */
+#define FROM_US                                                            \
+    "AND available_at >= 'epoch'::timestamptz + $6::int8 * "               \
+    "interval '1 microsecond' "
+#define CLAIM_UPDATE(bound)                                                \
+    "UPDATE {p}messages m SET attempts = m.attempts + 1, "                 \
+    "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "          \
+    "WHERE m.id = ANY (ARRAY(" READY(bound) ")) "                          \
+    "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "        \
+    "m.created_at, m.queue, m.available_at"
+#define CLAIM_DELETE(bound)                                                \
+    "DELETE FROM {p}messages m WHERE m.id = ANY (ARRAY(" READY(bound)      \
+    ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "  \
+    "m.created_at, m.queue, m.available_at"
+    .claim = CLAIM_UPDATE(""),
+    .claim_delete = CLAIM_DELETE(""),
+    /* The claim, starting the index scan at $6 instead of the queue's
+     * first entry: the entries of rows deleted or claimed before it are
+     * not walked (claim.c). */
+    .claim_from = CLAIM_UPDATE(FROM_US),
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
-    .ack_many = "DELETE FROM {p}messages m USING unnest($1::uuid[], "
-                "$2::uuid[]) AS x(id, lock_id) WHERE m.id = x.id AND "
-                "m.lock_id = x.lock_id RETURNING m.id",
+    .ack_many = "DELETE FROM {p}messages m WHERE m.id = ANY ($1::uuid[]) "
+                "AND m.lock_id = ($2::uuid[])[array_position($1::uuid[], "
+                "m.id)] RETURNING m.id",
     .renew_many = "UPDATE {p}messages m SET locked_until = now() + $4::int8 " MS
-                  " FROM "
-                  "unnest($1::uuid[], $2::uuid[]) AS x(id, lock_id) WHERE "
-                  "m.id = x.id AND m.lock_id = x.lock_id RETURNING m.id",
+                  " WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
+                  "($2::uuid[])[array_position($1::uuid[], m.id)] "
+                  "RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1::uuid AND lock_id = $2::uuid",
@@ -144,4 +156,23 @@ const sb_sql_templates sb__sql_postgres = {
                    "FROM {p}counts ORDER BY queue",
     .counts_prune = "DELETE FROM {p}counts WHERE updated_at < now() - "
                     "$2::int8 " MS,
+    .xmin_holder =
+        "SELECT kind, pid, name, state, usr, xmin_age, age_ms FROM ("
+        "SELECT 'backend' AS kind, pid, COALESCE(application_name, '') "
+        "AS name, COALESCE(state, '') AS state, COALESCE(usename::text, "
+        "'') AS usr, GREATEST(COALESCE(age(backend_xmin), 0), "
+        "COALESCE(age(backend_xid), 0))::int8 AS xmin_age, "
+        "COALESCE((extract(epoch FROM now() - xact_start) * 1000)::int8, "
+        "-1) AS age_ms FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+        "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL) "
+        "UNION ALL SELECT 'replication_slot', COALESCE(active_pid, 0), "
+        "slot_name::text, CASE WHEN active THEN 'active' ELSE 'inactive' "
+        "END, '', GREATEST(COALESCE(age(xmin), 0), "
+        "COALESCE(age(catalog_xmin), 0))::int8, -1 FROM "
+        "pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS "
+        "NOT NULL "
+        "UNION ALL SELECT 'prepared_transaction', 0, gid, 'prepared', "
+        "owner::text, age(transaction)::int8, "
+        "(extract(epoch FROM now() - prepared) * 1000)::int8 FROM "
+        "pg_prepared_xacts) h ORDER BY xmin_age DESC, age_ms DESC LIMIT 1",
 };

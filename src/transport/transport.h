@@ -22,6 +22,8 @@ typedef struct sb_transport_sql {
     char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
     char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
+    char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
+    char *xmin_holder;  /* xmin.c, or NULL */
     char *ack;          /* $1 id, $2 lock_id */
     char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
     char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
@@ -94,6 +96,8 @@ struct sb_bus {
     sb_logger log;
     atomic_int schema_ok;       /* verified once per bus */
     atomic_llong last_prune_us; /* monotonic, for T25's once a minute */
+    atomic_llong xmin_warned_us; /* monotonic, xmin.c's once a minute */
+    atomic_int xmin_warned_pid;  /* the holder it named */
     pthread_mutex_t wake_mu;
     sb_waker *wakers;
     /* Set by a higher module (the channel) so workers can answer jobs
@@ -163,6 +167,49 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
 int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
                  int64_t lease_ms, int delete_now, sb_msg ***out,
                  size_t *n_out, sb_error *err);
+
+/* A consumer's position in its queue (claim.c): the newest available_at
+ * it claimed (database clock, microseconds since the epoch; 0 = none
+ * yet) and when it last scanned the queue from its first entry. */
+typedef struct sb_claim_cursor {
+    int64_t floor_us;
+    int64_t full_at_us;   /* sb__mono_us() of the last full scan */
+    int64_t full_cost_us; /* how long it took */
+} sb_claim_cursor;
+
+/* A full scan at least this often (microseconds). An empty bounded claim
+ * of an idle consumer falls back to one after 50 times the last one's
+ * cost, within these bounds, so full scans take at most ~2 % of the
+ * consumer's time however many dead entries they walk. */
+#define SB_CLAIM_FULL_EVERY_US 1000000
+#define SB_CLAIM_FULL_IDLE_US 100000
+/* The bounded scan starts this far before the cursor (microseconds). */
+#define SB_CLAIM_SLACK_US 1000000
+
+/* A consumer's claim on an open transaction (T14), through its cursor:
+ * where the backend has a bounded form, the index scan starts
+ * SB_CLAIM_SLACK_US before the newest available_at claimed so far instead
+ * of at the queue's first entry, so it does not walk the entries of the
+ * rows acked or claimed before it (which a held xmin keeps alive); a full
+ * scan at most SB_CLAIM_FULL_EVERY_US apart finds what lies below (rows
+ * of transactions that committed late, expired leases, T17). With
+ * `pending` set, an empty claim also tells whether the queue holds a
+ * ready or leased row: 1 when a bounded claim cannot tell. */
+int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
+                      const char *queue, int max, int64_t lease_ms,
+                      int *pending, sb_msg ***out, size_t *n_out,
+                      sb_error *err);
+
+/* sb_xmin_holder_get on an open connection (xmin.c). */
+int sb__xmin_holder_on(sb_bus *bus, sb_conn *c, int64_t warn_after_ms,
+                       sb_xmin_holder *out, sb_error *err);
+/* A consumer's full scan took SB_CLAIM_SLOW_FULL_US or more: on an idle
+ * pooled connection (none: skipped), look for the xmin holder and warn
+ * when its transaction is SB_XMIN_WARN_SLOW_MS old (a slot: always); at
+ * most once a minute per bus once it warned. Never fails the caller. */
+#define SB_CLAIM_SLOW_FULL_US 5000
+#define SB_XMIN_WARN_SLOW_MS 10000
+void sb__xmin_check(sb_bus *bus);
 
 /* Settlement statements on an open transaction; each returns
  * SB_LOST_LEASE when the fence no longer matches. */

@@ -43,6 +43,7 @@ struct sb_worker {
     char *queue;
     char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
     int early; /* SB_ACK_AFTER_ENQUEUE */
+    sb_claim_cursor cursor; /* the pump's, claim.c */
     int slots; /* handler threads = max rows held at once */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
@@ -269,9 +270,11 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     x->claimed = NULL;
     x->n_claimed = 0;
     x->claimed_started = 0;
+    x->pending = 1;
     if (rc == SB_OK && x->claim_max > 0)
-        rc = sb__claim_on(w->bus, c, w->queue, x->claim_max, w->o.lease_ms, 0,
-                          &x->claimed, &x->n_claimed, err);
+        rc = sb__claim_next_on(w->bus, c, &w->cursor, w->queue, x->claim_max,
+                               w->o.lease_ms, x->probe ? &x->pending : NULL,
+                               &x->claimed, &x->n_claimed, err);
     /* ... and so are fresh rows for threads with nothing to take. */
     size_t k = x->n_claimed < (size_t)x->start_claimed ? x->n_claimed
                                                         : (size_t)x->start_claimed;
@@ -279,9 +282,6 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = sb__remove_many_on(w->bus, c, x->claimed, k, x->claim_lost, err);
         x->claimed_started = k;
     }
-    x->pending = 1;
-    if (rc == SB_OK && x->probe && x->n_claimed == 0)
-        rc = sb__pending_on(w->bus, c, w->queue, &x->pending, err);
     return rc;
 }
 

@@ -865,6 +865,83 @@ static void test_lost_lease_is_reported(void **state)
     sb_close(bus);
 }
 
+/* T12, T14 and the claim cursor (claim.c): a worker's claims start just
+ * before the newest available_at it claimed. A row whose publish
+ * transaction began long before newer rows were claimed (its available_at
+ * is that transaction's start) and committed after them lies below that
+ * bound: the worker must still deliver it, exactly once. PostgreSQL only:
+ * on SQLite an open transaction holds the only write lock, so nothing
+ * else is published beside it. */
+static void test_late_commit_below_cursor(void **state)
+{
+    (void)state;
+    if (!sbt_is_pg())
+        return;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    tally *t = tally_new(4);
+    sb_tx *tx = NULL;
+    sb_error err;
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin");
+    sb_outgoing o = {NULL, "late", 4, NULL, 0};
+    sbt_ok(sb_publish(bus, tx, "q", &o, t->ids[0], &err), &err, "publish late");
+    sbt_sleep_ms(1500); /* more than the cursor's one-second slack */
+    sb_worker *w = start(bus, "q", 1, counting_handler, t, NULL);
+    sbt_publish_n(bus, "q", 3, &t->ids[1]);
+    for (int i = 0; i < 3000 && atomic_load(&t->calls) < 3; i++)
+        sbt_sleep_ms(10);
+    assert_int_equal(atomic_load(&t->calls), 3);
+    sbt_ok(sb_tx_commit(tx, &err), &err, "commit late");
+    for (int i = 0; i < 3000 && atomic_load(&t->calls) < 4; i++)
+        sbt_sleep_ms(10);
+    if (atomic_load(&t->calls) < 4)
+        fail_msg("the late-committed message was not delivered in 30 s");
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_worker_free(w);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(t->handled[i], 1);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    tally_free(t);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T17 below the cursor: a row claimed elsewhere whose lease lapses after
+ * the worker's claims have moved past it (by more than the slack) is
+ * still redelivered, with its attempt count kept. */
+static void test_lapsed_lease_below_cursor(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    tally *t = tally_new(4);
+    sbt_publish_n(bus, "q", 1, &t->ids[0]);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "q", 1, 3000, &m, &n, &err), &err, "claim");
+    assert_int_equal(n, 1);
+    sbt_sleep_ms(1500);
+    sb_worker *w = start(bus, "q", 1, counting_handler, t, NULL);
+    sbt_publish_n(bus, "q", 3, &t->ids[1]);
+    for (int i = 0; i < 3000 && atomic_load(&t->calls) < 4; i++)
+        sbt_sleep_ms(10);
+    if (atomic_load(&t->calls) < 4)
+        fail_msg("the lapsed lease was not redelivered in 30 s (%d calls)",
+                 atomic_load(&t->calls));
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_worker_free(w);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(t->handled[i], 1);
+    assert_int_equal(t->attempt[0], 2);
+    assert_int_equal(sb_ack(bus, NULL, m[0], &err), SB_LOST_LEASE);
+    sb_msg_free_array(m, n);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    tally_free(t);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -883,6 +960,8 @@ int main(void)
         cmocka_unit_test(test_wake_in_process),
         cmocka_unit_test(test_wake_notify),
         cmocka_unit_test(test_lost_lease_is_reported),
+        cmocka_unit_test(test_late_commit_below_cursor),
+        cmocka_unit_test(test_lapsed_lease_below_cursor),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);
 }
