@@ -5,9 +5,7 @@
  * ends the call). */
 #include "cli.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <time.h>
 
 typedef struct bounded {
     void (*fn)(void *);
@@ -46,11 +44,7 @@ int cli_run_bounded(void (*fn)(void *), void *user, int64_t ms)
     b->fn = fn;
     b->user = user;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sb__cond_init_monotonic(&b->cv);
     if (pthread_create(&t, NULL, run, b) != 0) {
         pthread_cond_destroy(&b->cv);
         pthread_mutex_destroy(&b->mu);
@@ -58,18 +52,10 @@ int cli_run_bounded(void (*fn)(void *), void *user, int64_t ms)
         fn(user);
         return 1;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    int64_t until = sb__mono_us() + ms * 1000;
     pthread_mutex_lock(&b->mu);
-    int rc = 0;
-    while (!b->done && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&b->cv, &b->mu, &until);
+    while (!b->done && sb__mono_us() < until)
+        sb__cond_wait_until(&b->cv, &b->mu, until);
     int done = b->done;
     pthread_mutex_unlock(&b->mu);
     if (!done) {
