@@ -339,6 +339,57 @@ typedef struct sb_failure {
 SB_API int sb_dead_letter(sb_bus *bus, const sb_msg *msg,
                           const sb_failure *failure, sb_error *err);
 
+/* A byte range [off, off + len) of a text. */
+typedef struct sb_span {
+    size_t off, len;
+} sb_span;
+
+/* Where a runtime's report of an uncaught exception sits in a program's
+ * output (sb_find_uncaught), as ranges of that output. */
+typedef struct sb_uncaught {
+    sb_span type;    /* "ValueError", "java.lang.IllegalStateException" */
+    sb_span message; /* may be empty; may span lines (Java) */
+    sb_span trace;   /* the report, from its first line to its last */
+} sb_uncaught;
+
+/*
+ * Find the last report of an uncaught exception in `text` (`len` bytes,
+ * need not be NUL-terminated; a line holding a NUL or another control
+ * character, tab and a final CR aside, is never part of one): 1 and *out
+ * filled, else 0 and *out untouched. So a program's failure can carry
+ * its exception (sb_failure, sb_delivery_fail): `sqlbus work` reads its
+ * commands' stderr with it, whatever language they are written in, and
+ * the error store groups them by exception type and first frame (E12).
+ * Recognised:
+ *
+ *   Python  "Traceback (most recent call last):", its indented entries,
+ *           then "TYPE: MESSAGE" (or "TYPE"); chained tracebacks ("During
+ *           handling of the above exception..." / "The above exception
+ *           was the direct cause...") are one report from the first
+ *           header, with the last exception.
+ *   Java, .NET, Node.js (V8)   indented "at" frames (as
+ *           the error store reads frames) under a header line
+ *           "[PREFIX]TYPE[ [CODE]][: MESSAGE]", PREFIX one of
+ *           `Exception in thread "NAME" `, "Unhandled exception. ",
+ *           "Unhandled Exception: ", "Uncaught ". Without a prefix TYPE
+ *           must contain a '.' or end in "Exception" or "Error". The
+ *           header is the first such line after the last blank line
+ *           among the 16 lines before the first frame; lines between it
+ *           and the frame continue the message (Java). A .NET message
+ *           ends at " ---> " (an inner exception). The report goes on
+ *           over frames, indented lines and "Caused by: " lines.
+ *   Go      "panic: MESSAGE" or "fatal error: MESSAGE" (TYPE "panic" or
+ *           "fatal error"), then, after blank, indented or "[signal"
+ *           lines, a "goroutine N [...]:" line; the report ends at the
+ *           first blank or "exit status" line after it.
+ *
+ * TYPE (but Go's) is at most 255 bytes of letters, digits and "_$.+`",
+ * not starting with a digit or '.'. A report whose first lines were cut
+ * off (no header, or a "Caused by:" first) is not one. Linear in len;
+ * reads no byte outside text[0..len); allocates nothing; thread-safe.
+ */
+SB_API int sb_find_uncaught(const char *text, size_t len, sb_uncaught *out);
+
 /* ------------------------------------------------------------------------
  * Queue statistics and the dead-letter queue (T31, T32)
  * ---------------------------------------------------------------------- */

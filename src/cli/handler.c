@@ -2,7 +2,6 @@
  * message runs the user's command once (rule T30); its exit status
  * decides ack or nak. */
 #include "cli.h"
-#include "errors/classify.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -76,7 +75,7 @@ static int fail_with_exception(sb_delivery *d, const cli_child_result *res,
 {
     char type[256];
     sb_uncaught u;
-    if (sb__stack_find_uncaught(res->err_tail, res->err_len, &u) != 1)
+    if (sb_find_uncaught(res->err_tail, res->err_len, &u) != 1)
         return 0;
     char trailer[300];
     snprintf(trailer, sizeof trailer, "\n--- %s ---", status_text);

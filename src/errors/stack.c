@@ -719,7 +719,7 @@ int sb__stack_first_frame(const char *trace, size_t len,
     return 1;
 }
 
-/* ---- uncaught-exception reports (sb__stack_find_uncaught) ---- */
+/* ---- uncaught-exception reports (sb_find_uncaught) ---- */
 
 #define TYPE_MAX 255
 #define LOOKBACK 16
@@ -889,7 +889,7 @@ static bool python_chain_line(const line *ln)
 enum { PY_NONE, PY_BLOCK, PY_AFTER, PY_CHAIN };
 enum { GO_NONE, GO_PANIC, GO_TRACE };
 
-int sb__stack_find_uncaught(const char *text, size_t len, sb_uncaught *out)
+int sb_find_uncaught(const char *text, size_t len, sb_uncaught *out)
 {
     if (text == NULL)
         return 0;

@@ -19,7 +19,7 @@
  * message. Classifier titles come in the fixed order, fit in 512 bytes,
  * and are the exception type plus the frame (or "No stacktrace").
  *
- * sb__stack_find_uncaught on the whole input (message, NUL and trace as
+ * sb_find_uncaught on the whole input (message, NUL and trace as
  * one text): 0 or 1, the same twice; a report's spans lie inside the
  * text, the type and the message inside the trace, the type 1..255
  * bytes of "[A-Za-z0-9_$.+`]" not starting with a digit or '.' (or Go's
@@ -209,9 +209,9 @@ static void check_uncaught(const uint8_t *data, size_t size)
     CHECK(text != NULL);
     memcpy(text, data, size);
     sb_uncaught u, again;
-    int rc = sb__stack_find_uncaught(text, size, &u);
+    int rc = sb_find_uncaught(text, size, &u);
     CHECK(rc == 0 || rc == 1);
-    CHECK(sb__stack_find_uncaught(text, size, &again) == rc);
+    CHECK(sb_find_uncaught(text, size, &again) == rc);
     if (rc == 1) {
         CHECK(memcmp(&u, &again, sizeof u) == 0);
         sb_span all = {0, size};

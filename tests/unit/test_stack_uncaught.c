@@ -1,6 +1,6 @@
 /*
  * test_stack_uncaught.c - finding a runtime's report of an uncaught
- * exception in a program's stderr (sb__stack_find_uncaught), which
+ * exception in a program's stderr (sb_find_uncaught), which
  * `sqlbus work` uses so a failing handler is grouped by its exception
  * type and first frame (rule E12, issue 19): Python, Java, .NET, Go and
  * Node.js as each runtime prints them, with log lines around them;
@@ -36,7 +36,7 @@ static void expect(const char *text, const char *type, const char *message,
     sb_uncaught u;
     memset(&u, 0xa5, sizeof u);
     size_t len = strlen(text);
-    if (sb__stack_find_uncaught(text, len, &u) != 1)
+    if (sb_find_uncaught(text, len, &u) != 1)
         fail_msg("no report found, want %s", type);
     char *t = span(text, u.type), *m = span(text, u.message),
          *tr = span(text, u.trace);
@@ -66,7 +66,7 @@ static void expect(const char *text, const char *type, const char *message,
 static void expect_none(const char *text, size_t len)
 {
     sb_uncaught u;
-    if (sb__stack_find_uncaught(text, len, &u) != 0)
+    if (sb_find_uncaught(text, len, &u) != 0)
         fail_msg("found a report of type [%zu, +%zu) in \"%.*s\"",
                  u.type.off, u.type.len, (int)len, text);
 }
@@ -285,13 +285,13 @@ static void test_cut_and_binary(void **state)
         noise[i] = (char)(x >> 16);
     }
     sb_uncaught u;
-    int rc = sb__stack_find_uncaught(noise, sizeof noise, &u);
+    int rc = sb_find_uncaught(noise, sizeof noise, &u);
     if (rc == 1)
         assert_true(u.trace.off + u.trace.len <= sizeof noise);
     /* A report after binary noise is still found. */
     static const char after[] = "\x01\x02\x03garbage\x1b[0m\n"
                                 "Error: late\n    at f (/a.js:1:1)\n";
-    assert_int_equal(sb__stack_find_uncaught(after, sizeof after - 1, &u), 1);
+    assert_int_equal(sb_find_uncaught(after, sizeof after - 1, &u), 1);
     assert_int_equal(u.type.len, 5);
 }
 
