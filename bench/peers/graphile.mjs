@@ -1,13 +1,20 @@
 // graphile-worker@0.17.3 burn-down (rule P7): preload N no-op jobs with
 // WorkerUtils.addJobs() (batches of 1000), then drain with run({ concurrency: H })
-// and a no-op task; prints one JSON line. Defaults otherwise (no local queue,
-// no batched completion: both are opt-in in 0.17); the pool is sized above the
+// and a no-op task; prints one JSON line. SB_GRAPHILE_MODE picks how it runs:
+// "tuned" (the default, P6) as its docs advise for throughput, with the local
+// queue (preset.worker.localQueue.size 500: jobs fetched in batches and handed
+// out in the process) and batched completion (completeJobBatchDelay and
+// failJobBatchDelay 0); "default" with the library's defaults (neither, both
+// being opt-in in 0.17), to report beside. The pool is sized above the
 // concurrency, as graphile-worker's docs ask (maxPoolSize >= concurrency).
 import { parseArgs, peerRequire, now, sleep, log, emit, Seen } from './common.mjs'
 
 const a = parseArgs(process.argv)
 const { run, makeWorkerUtils } = peerRequire()('graphile-worker')
 const poolMax = Math.max(10, a.concurrency + 2)
+const mode = process.env.SB_GRAPHILE_MODE || 'tuned'
+if (mode !== 'tuned' && mode !== 'default') throw new Error(`SB_GRAPHILE_MODE must be tuned or default (got ${mode})`)
+const tuned = { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } }
 const logFactory = () => (level, message) => { if (level === 'error' || level === 'warning') log('graphile', level, message) }
 const { Logger } = peerRequire()('graphile-worker')
 const logger = new Logger(logFactory)
@@ -40,6 +47,7 @@ async function drain () {
     noHandleSignals: true,
     pollInterval: 2000,
     logger,
+    ...(mode === 'tuned' ? { preset: tuned } : {}),
     taskList: { noop: async payload => { seen.mark(payload.i) } }
   })
   let tEnd = 0; let hung = false; let lastCalls = -1; let lastProgress = now()
@@ -66,7 +74,7 @@ async function drain () {
   }
 }
 
-const out = { scenario: 'peer-burndown', peer: 'graphile-worker', version: '0.17.3', jobs: a.jobs, concurrency: a.concurrency, pool_max: poolMax, phase: a.phase }
+const out = { scenario: 'peer-burndown', peer: 'graphile-worker', version: '0.17.3', mode, jobs: a.jobs, concurrency: a.concurrency, pool_max: poolMax, phase: a.phase }
 try {
   if (a.phase !== 'drain') out.preload_s = await preload()
   if (a.phase !== 'preload') Object.assign(out, await drain())
