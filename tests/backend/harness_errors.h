@@ -44,6 +44,9 @@ sb_ingest_stats sbe_ingest(sbe_env *e);
  * one time of failure), unique ids "<queue>-00000"..., published in
  * batches of 500, then ingested. */
 void sbe_seed_failed(sbe_env *e, const char *queue, int n);
+/* The id of the "Endpoint Address" group of `queue` over messages of
+ * `status` (it must exist). */
+void sbe_group_of(sbe_env *e, const char *queue, int status, char id[37]);
 /* E22 on SQL Server: whether the server has Full-Text Search; without it
  * asserts that search is refused, clearly, and returns 0 (the caller
  * skips its searches). 1 on the other backends. */

@@ -16,23 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The id of the "Endpoint Address" group of `queue` over `status`. */
-static void group_of(sbe_env *e, const char *queue, int status, char id[37])
-{
-    sb_failure_group *g = NULL;
-    size_t n = 0;
-    sb_error err;
-    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n,
-                            &err),
-           &err, "groups");
-    id[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(g[i].title, queue) == 0)
-            memcpy(id, g[i].id, 37);
-    sb_free(g);
-    assert_true(id[0] != '\0');
-}
-
 static long count_status(sbe_env *e, int status)
 {
     char sql[256];
@@ -95,7 +78,7 @@ static void test_group_operation_excludes(void **state)
     sbe_open(&e);
     sbe_seed_failed(&e, "qg", 1500);
     char group[37];
-    group_of(&e, "qg", SB_FAILED_UNRESOLVED, group);
+    sbe_group_of(&e, "qg", SB_FAILED_UNRESOLVED, group);
     sb_failed_selection s = group_sel(group);
     probe p = {&e, group, 0, 0, 0, 0, ""};
     s.progress = on_progress;
@@ -150,7 +133,7 @@ static void test_group_operation_resumes(void **state)
     sbe_open_single_threaded(&e);
     sbe_seed_failed(&e, "qr", 1500);
     char group[37];
-    group_of(&e, "qr", SB_FAILED_UNRESOLVED, group);
+    sbe_group_of(&e, "qr", SB_FAILED_UNRESOLVED, group);
     sb_failed_selection s = group_sel(group);
     sb_error err;
     sbt_ok(sb_errors_archive(e.store, &s, 1, NULL, &err), &err, "archive");

@@ -37,23 +37,6 @@ static void die_at(const char *id, int64_t done, int64_t total, void *user)
         raise(SIGKILL);
 }
 
-/* The id of the "Endpoint Address" group of `queue` (unresolved). */
-static void group_of(sbe_env *e, const char *queue, char id[37])
-{
-    sb_failure_group *g = NULL;
-    size_t n = 0;
-    sb_error err;
-    sbt_ok(sb_errors_groups(e->store, "Endpoint Address",
-                            SB_FAILED_UNRESOLVED, &g, &n, &err),
-           &err, "groups");
-    id[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(g[i].title, queue) == 0)
-            memcpy(id, g[i].id, 37);
-    sb_free(g);
-    assert_true(id[0] != '\0');
-}
-
 /* S5: serve killed (SIGKILL) during a retry of MESSAGES failed messages
  * on `queue` (`group` NULL: every unresolved one; else that group's),
  * KILL_AT of them done. After the job's lease another process's worker
@@ -193,7 +176,7 @@ static void group_retry_resumes(int age)
     sbe_open_single_threaded(&e);
     sbe_seed_failed(&e, "qg", MESSAGES);
     char group[37];
-    group_of(&e, "qg", group);
+    sbe_group_of(&e, "qg", SB_FAILED_UNRESOLVED, group);
     retry_resumes_whole(&e, "qg", group, age);
     sb_group_operation g;
     sb_error err;
