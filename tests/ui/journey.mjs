@@ -268,13 +268,39 @@ async function journey() {
   await step('an API error shows its message and Try again', async () => {
     await page.goto(base + '/#/failed');
     await until('the list', async () => (await rowCount()) === 3);
-    await page.route(/\/api\/errors\?/, (r) => r.fulfill({status: 500, contentType: 'application/json',
-      body: JSON.stringify({error: 'internal', message: 'the store is having a bad day'})}));
+    let failing = true, hits = 0;
+    await page.route(/\/api\/errors\?/, (r) => {
+      hits++;
+      if (!failing) return r.continue();
+      return r.fulfill({status: 500, contentType: 'application/json',
+        body: JSON.stringify({error: 'internal', message: 'the store is having a bad day'})});
+    });
     await page.keyboard.press('r');
     await until('the error box', async () => /the store is having a bad day/.test(await text('main .error-box')));
-    await page.unroute(/\/api\/errors\?/);
-    await page.locator('main .error-box button', {hasText: 'Try again'}).click();
+    const box = () => page.evaluate(() => {
+      const el = document.querySelector('main .error-box');
+      return el ? (el.dataset.seen || 'new') : 'none';
+    });
+    await page.evaluate(() => { document.querySelector('main .error-box').dataset.seen = 'kept'; });
+    const before = hits;
+    await until('two polls that fail again', async () => hits >= before + 2);
+    if (await box() !== 'kept') throw new Error('a poll that failed the same way rebuilt the error box');
+
+    /* A hidden tab does not poll, so from here every request is a click's. */
+    await page.evaluate(() => Object.defineProperty(document, 'hidden', {configurable: true, get: () => true}));
+    let settled = -1;
+    while (settled !== hits) { settled = hits; await page.waitForTimeout(2500); }
+    const tryAgain = page.locator('main .error-box button', {hasText: 'Try again'});
+    await tryAgain.click();
+    await until('the retry fetched and failed', async () => hits === settled + 1 &&
+      (await tryAgain.count()) === 1 && !(await tryAgain.isDisabled()));
+    if (await box() !== 'kept') throw new Error('Try again that failed the same way rebuilt the error box');
+    failing = false;
+    await tryAgain.click();
     await until('the list again', async () => (await rowCount()) === 3);
+    if (hits !== settled + 2) throw new Error(`expected 2 requests from 2 clicks, saw ${hits - settled}`);
+    await page.evaluate(() => { delete document.hidden; });
+    await page.unroute(/\/api\/errors\?/);
   });
 
   await step('an unreachable server shows the banner, and recovers', async () => {

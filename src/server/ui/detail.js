@@ -319,7 +319,7 @@ SB.detail = (function () {
             D.replace(container, D.empty('No failed message ' + id,
               'It may have been removed by retention, or the link is wrong.'));
           } else {
-            D.replace(container, D.errorBox(e, function () { SB.app.refresh(true); }));
+            D.showError(container, e, function () { return SB.app.refresh(true); });
           }
         }
       }

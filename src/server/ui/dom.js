@@ -195,7 +195,30 @@ SB.dom = (function () {
       h('p.error-title', 'Could not load this: ' + msg),
       code ? h('p.muted', code + (err.field ? ' · field ' + err.field : '')) : null,
       hint ? h('p.muted', hint) : null,
-      retry ? button('Try again', retry, 'small') : null);
+      retry ? button('Try again', function (e) { tryAgain(e.currentTarget, retry); }, 'small') : null);
+  }
+
+  /* Try again says it is trying until the reload settles: when it fails
+   * the same way the box stays, and the button is all that changed. */
+  async function tryAgain(btn, retry) {
+    btn.disabled = true;
+    btn.textContent = 'Trying again…';
+    try { await retry(); } finally {
+      btn.disabled = false;
+      btn.textContent = 'Try again';
+    }
+  }
+
+  /* Show err in container unless the same error already shows there: a
+   * poll that fails the same way again keeps the box (and its Try again
+   * button) in place, so a click is not lost to a re-render and a screen
+   * reader does not announce the alert every two seconds. */
+  function showError(container, err, retry) {
+    var key = [err && err.status, err && err.code, err && err.field,
+      err && err.message ? err.message : String(err)].join('|');
+    if (container.dataset.errorKey === key && container.querySelector('.error-box')) return;
+    replace(container, errorBox(err, retry));
+    container.dataset.errorKey = key;
   }
 
   function table(cls, head, rows) {
@@ -230,7 +253,7 @@ SB.dom = (function () {
     h: h, append: append, clear: clear, replace: replace, time: time, absTime: absTime, refreshTimes: refreshTimes,
     parseTime: parseTime, ago: ago, fmtDate: fmtDate, num: num, bytes: bytes,
     statusBadge: statusBadge, STATUS_TEXT: STATUS_TEXT, button: button, link: link,
-    progress: progress, empty: empty, errorBox: errorBox, table: table, card: card,
+    progress: progress, empty: empty, errorBox: errorBox, showError: showError, table: table, card: card,
     download: download, toast: toast
   };
 })();

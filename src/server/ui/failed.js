@@ -291,7 +291,7 @@ SB.failed = (function () {
           body.dataset.rendered = '1';
         } catch (e) {
           D.replace(toolbar, null);
-          D.replace(body, D.errorBox(e, function () { SB.app.refresh(true); }));
+          D.showError(body, e, function () { return SB.app.refresh(true); });
           body.dataset.rendered = '';
         }
         if (cfg.after) await cfg.after.refresh(force);

@@ -36,7 +36,7 @@ SB.common = (function () {
         var alt = opts.onError(e);
         if (alt) { SB.dom.replace(body, alt); body.dataset.rendered = ''; return null; }
       }
-      SB.dom.replace(body, SB.dom.errorBox(e, function () { SB.app.refresh(true); }));
+      SB.dom.showError(body, e, function () { return SB.app.refresh(true); });
       body.dataset.rendered = '';
       return null;
     }
