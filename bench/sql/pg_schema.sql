@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS sqlbus_messages (
   attempts integer NOT NULL DEFAULT 0,
   last_error text,
   dead_letter_reason text
-);
+) WITH (fillfactor = 50);
 CREATE INDEX IF NOT EXISTS sqlbus_messages_ready_idx
   ON sqlbus_messages (queue, available_at, created_at);
 CREATE INDEX IF NOT EXISTS sqlbus_messages_created_idx

@@ -4,6 +4,7 @@
 #include "transport/transport.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -195,20 +196,62 @@ int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
     return rc;
 }
 
-/* Run a set-based statement over `msgs`: ids and lock ids go as two
- * PostgreSQL array literals; the returned ids are the ones still fenced. */
+typedef struct id_slot {
+    const char *id;
+    size_t i;
+} id_slot;
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const id_slot *)a)->id, ((const id_slot *)b)->id);
+}
+
+/* Clear lost[i] for each msgs[i] whose id came back in `rows`: a sorted
+ * copy and a binary search per row, as a batch holds hundreds. */
+static int mark_returned(sb_msg *const *msgs, size_t n, sb_rows *rows,
+                         int *lost, sb_error *err)
+{
+    id_slot *sorted = sb__calloc(n, sizeof *sorted);
+    if (sorted == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        sorted[i].id = msgs[i]->id;
+        sorted[i].i = i;
+    }
+    qsort(sorted, n, sizeof *sorted, by_id);
+    for (size_t r = 0; r < rows->nrows; r++) {
+        id_slot key = {sb__rows_text(rows, r, 0), 0};
+        const id_slot *hit =
+            key.id ? bsearch(&key, sorted, n, sizeof *sorted, by_id) : NULL;
+        if (hit != NULL)
+            lost[hit->i] = 0;
+    }
+    sb__free(sorted);
+    return SB_OK;
+}
+
+/* Run a set-based statement over `msgs`: $1 the ids as a PostgreSQL
+ * array literal, $2 a JSON object from each id to its lock id; the
+ * returned ids are the ones still fenced. */
 static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
                    sb_msg *const *msgs, size_t n, int64_t lease_ms, int *lost,
                    sb_error *err)
 {
     sb_buf ids, locks;
-    sb__buf_init(&ids, 64 + n * 40);
-    sb__buf_init(&locks, 64 + n * 40);
+    sb__buf_init(&ids, 8 + n * 37);
+    sb__buf_init(&locks, 8 + n * 80);
     sb__buf_puts(&ids, "{");
     sb__buf_puts(&locks, "{");
     for (size_t i = 0; i < n; i++) {
-        sb__buf_printf(&ids, "%s%s", i ? "," : "", msgs[i]->id);
-        sb__buf_printf(&locks, "%s%s", i ? "," : "", msgs[i]->lock_id);
+        const char *sep = i ? "," : "";
+        sb__buf_puts(&ids, sep);
+        sb__buf_puts(&ids, msgs[i]->id);
+        sb__buf_puts(&locks, sep);
+        sb__buf_puts(&locks, "\"");
+        sb__buf_puts(&locks, msgs[i]->id);
+        sb__buf_puts(&locks, "\":\"");
+        sb__buf_puts(&locks, msgs[i]->lock_id);
+        sb__buf_puts(&locks, "\"");
         lost[i] = 1;
     }
     sb__buf_puts(&ids, "}");
@@ -222,12 +265,8 @@ static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
     } else {
         sb__err(err, rc, NULL, "out of memory");
     }
-    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
-        const char *id = sb__rows_text(rows, r, 0);
-        for (size_t i = 0; id != NULL && i < n; i++)
-            if (strcmp(msgs[i]->id, id) == 0)
-                lost[i] = 0;
-    }
+    if (rc == SB_OK)
+        rc = mark_returned(msgs, n, rows, lost, err);
     sb__rows_free(rows);
     sb__buf_free(&ids);
     sb__buf_free(&locks);

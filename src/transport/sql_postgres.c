@@ -22,7 +22,7 @@ const sb_sql_templates sb__sql_postgres = {
         "  attempts integer NOT NULL DEFAULT 0,\n"
         "  last_error text,\n"
         "  dead_letter_reason text\n"
-        ");\n"
+        ") WITH (fillfactor = 50);\n"
         "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
         "  ON {p}messages (queue, available_at, created_at);\n"
         "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
@@ -73,13 +73,15 @@ const sb_sql_templates sb__sql_postgres = {
      * not walked (claim.c). */
     .claim_from = CLAIM_UPDATE(FROM_US),
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
+    /* $2 maps each id to its lock id as a JSON object: a keyed lookup
+     * per row (array_position per row was quadratic in the batch), and no
+     * join for a stale plan to turn around (docs/internals/transport.md). */
     .ack_many = "DELETE FROM {p}messages m WHERE m.id = ANY ($1::uuid[]) "
-                "AND m.lock_id = ($2::uuid[])[array_position($1::uuid[], "
-                "m.id)] RETURNING m.id",
+                "AND m.lock_id = ($2::jsonb ->> m.id::text)::uuid "
+                "RETURNING m.id",
     .renew_many = "UPDATE {p}messages m SET locked_until = now() + $4::int8 " MS
                   " WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
-                  "($2::uuid[])[array_position($1::uuid[], m.id)] "
-                  "RETURNING m.id",
+                  "($2::jsonb ->> m.id::text)::uuid RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1::uuid AND lock_id = $2::uuid",
