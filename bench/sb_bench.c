@@ -113,6 +113,7 @@ typedef struct args {
     int batch;
     int pool;
     long long counts_flush_ms; /* --counts-flush: 0 = default, -1 = off */
+    int prefetch; /* --prefetch: 0 = default, -1 = none (T15) */
     int publishers;
     double rate;
     double seconds;
@@ -166,6 +167,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->pool = (int)strtol(v, NULL, 10);
         else if (OPT("--counts-flush"))
             a->counts_flush_ms = strtoll(v, NULL, 10);
+        else if (OPT("--prefetch"))
+            a->prefetch = (int)strtol(v, NULL, 10);
         else if (OPT("--rate"))
             a->rate = atof(v);
         else if (OPT("--seconds"))
@@ -565,6 +568,7 @@ static int cmd_burndown(const args *a)
     wo.handler = burn_handler;
     wo.user = &c;
     wo.concurrency = a->handlers;
+    wo.prefetch = a->prefetch;
 
     sb_worker *w = NULL;
     sb_error err;
@@ -1227,7 +1231,7 @@ static int cmd_xmin(const args *a)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1]\n"
+            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1] [--prefetch N|-1]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
             "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"

@@ -617,9 +617,22 @@ typedef struct sb_worker_options {
      * that hosts several services; NULL = the bus's endpoint. At most 200
      * bytes of UTF-8. */
     const char *endpoint;
+    /* Since 0.3 (read when `size` covers it): rows claimed ahead of the
+     * handlers into a local buffer (T15), each holding a renewed lease
+     * while it waits. 0 = the default (SB_PREFETCH_DEFAULT);
+     * SB_PREFETCH_NONE claims only for idle handlers (T15's "prefetch =
+     * 0": for long jobs, where sharing a queue fairly between workers
+     * matters more than throughput); at most SB_PREFETCH_MAX. The buffer
+     * never holds more than half a lease's worth of work, judged by the
+     * handlers' measured run time. Not used with SB_ACK_AFTER_ENQUEUE,
+     * whose buffer is background_capacity. */
+    int prefetch;
 } sb_worker_options;
 /* The size of the first sb_worker_options, which such callers pass. */
 #define SB_WORKER_OPTIONS_V1_SIZE offsetof(sb_worker_options, endpoint)
+#define SB_PREFETCH_NONE (-1)
+#define SB_PREFETCH_DEFAULT 256
+#define SB_PREFETCH_MAX 10000
 
 /* Start a worker. The options are copied; `bus` is borrowed and must
  * outlive the worker. If this fails the handler never runs. */

@@ -38,6 +38,7 @@ typedef struct work_opts {
     int64_t timeout_ms;
     int64_t lease_ms;
     int64_t delay_ms;
+    int64_t prefetch; /* -1 = the library's default; 0 = none */
     int once;
     const char *endpoint; /* sb-processing-endpoint; NULL = the queue */
     char **argv; /* the handler command */
@@ -51,7 +52,8 @@ enum {
     OPT_LEASE,
     OPT_DELAY,
     OPT_ONCE,
-    OPT_ENDPOINT
+    OPT_ENDPOINT,
+    OPT_PREFETCH
 };
 
 static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
@@ -65,6 +67,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         {"delay", required_argument, NULL, OPT_DELAY},
         {"once", no_argument, NULL, OPT_ONCE},
         {"endpoint", required_argument, NULL, OPT_ENDPOINT},
+        {"prefetch", required_argument, NULL, OPT_PREFETCH},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, rc = CLI_OK;
@@ -106,6 +109,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
             break;
         case OPT_ONCE:
             o->once = 1;
+            break;
+        case OPT_PREFETCH:
+            rc = cli_parse_int(ctx, "--prefetch", optarg, 0, SB_PREFETCH_MAX,
+                               &o->prefetch);
             break;
         case OPT_ENDPOINT: {
             sb_error err;
@@ -199,7 +206,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
 {
     work_opts o = {.concurrency = 1, .max_attempts = 5,
                    .timeout_ms = 30000, .lease_ms = 30000,
-                   .delay_ms = 5000};
+                   .delay_ms = 5000, .prefetch = -1};
     int rc = parse(ctx, argc, argv, &o);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
@@ -258,6 +265,9 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     wo.max_attempts = o.max_attempts == 0 ? -1 : (int)o.max_attempts;
     /* In the options 0 means "the default"; -1 means "at once". */
     wo.redelivery_delay_ms = o.delay_ms == 0 ? -1 : o.delay_ms;
+    wo.prefetch = o.prefetch < 0 ? 0
+                  : o.prefetch == 0 ? SB_PREFETCH_NONE
+                                    : (int)o.prefetch;
     /* A running command is bounded by --timeout plus the kill grace; give
      * it that long to finish when we are asked to stop. */
     wo.stop_timeout_ms = o.timeout_ms + KILL_GRACE_MS + 1000;

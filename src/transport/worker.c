@@ -1,10 +1,10 @@
 /* worker.c - the worker runtime (T15-T27). One pump thread does all the
  * database work of the worker in one transaction per cycle: it settles
  * what handlers finished, renews leases that reached a third of their
- * life, and claims at most as many rows as there are idle handler slots.
- * In ack-after-enqueue mode it also removes the rows background threads
- * are about to run. Handler threads only run handlers. See
- * docs/internals/transport.md. */
+ * life, and claims rows for idle handlers and for the prefetch buffer
+ * (rows leased ahead, renewed while they wait). In ack-after-enqueue mode
+ * it also removes the rows background threads are about to run. Handler
+ * threads only run handlers. See docs/internals/transport.md. */
 #include "transport/transport.h"
 
 #include <math.h>
@@ -24,7 +24,12 @@ struct sb_delivery {
     sb_worker *w;
     sb_msg *msg;
     int64_t next_renew_us; /* monotonic */
-    atomic_int lost;
+    /* When the lease surely ends (monotonic): the start of the cycle that
+     * claimed or last renewed it, plus the lease. */
+    int64_t lease_end_us;
+    atomic_int lost; /* 1: the lease is gone; 2: the worker is stopping */
+    int stale; /* buffered, too close to its lease's end to start: it
+                  waits for a renewal outside the ready list */
     int running;
     int removed; /* early-ack: its row is deleted, it runs from memory */
     int outcome;
@@ -44,7 +49,9 @@ struct sb_worker {
     char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
     int early; /* SB_ACK_AFTER_ENQUEUE */
     sb_claim_cursor cursor; /* the pump's, claim.c */
-    int slots; /* handler threads = max rows held at once */
+    int slots; /* max rows held at once: handlers plus prefetch */
+    int prefetch; /* rows claimed ahead of the handlers (T15), or 0 */
+    int64_t avg_run_us; /* handlers' run time, a moving average */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
     pthread_t pump;
@@ -154,6 +161,7 @@ typedef struct cycle {
                              the claimed rows at once */
     size_t claimed_started; /* ... how many were */
     int *claim_lost;
+    int64_t t0;    /* when the cycle began (monotonic) */
     int probe;     /* ask whether anything is pending */
     int pending;
     uint64_t wakes; /* the worker's wake count when the cycle began */
@@ -364,12 +372,25 @@ static void after_commit(sb_worker *w, cycle *x)
         d = next;
     }
     x->settle = NULL;
-    for (int i = 0; i < x->n_renew; i++)
-        if (x->renew_lost[i]) {
-            atomic_store(&x->renew[i]->lost, 1);
-            x->renew[i]->next_renew_us = INT64_MAX;
-        }
+    int64_t lease_us = w->o.lease_ms * 1000;
     size_t woken = 0;
+    for (int i = 0; i < x->n_renew; i++) {
+        sb_delivery *rd = x->renew[i];
+        if (x->renew_lost[i]) {
+            atomic_store(&rd->lost, 1);
+            rd->next_renew_us = INT64_MAX;
+            if (rd->stale)
+                drop_lost(w, rd); /* in no list: nothing else frees it */
+            continue;
+        }
+        rd->lease_end_us = x->t0 + lease_us;
+        if (rd->stale) {
+            /* Its lease is fresh again: it may start. */
+            rd->stale = 0;
+            push_ready(w, rd);
+            woken++;
+        }
+    }
     for (int i = 0; i < x->n_start; i++) {
         sb_delivery *sd = x->start[i];
         if (x->start_lost[i]) {
@@ -399,8 +420,8 @@ static void after_commit(sb_worker *w, cycle *x)
         nd->w = w;
         nd->msg = x->claimed[i];
         nd->removed = run_now;
-        nd->next_renew_us = run_now ? INT64_MAX
-                                    : now + w->o.lease_ms * 1000 / 3;
+        nd->next_renew_us = run_now ? INT64_MAX : now + lease_us / 3;
+        nd->lease_end_us = x->t0 + lease_us;
         nd->all_next = w->all;
         if (w->all)
             w->all->all_prev = nd;
@@ -444,7 +465,8 @@ static void after_commit(sb_worker *w, cycle *x)
     pthread_cond_broadcast(&w->idle_cv);
 }
 
-/* Unstarted deliveries go back on stop (T15, T26). */
+/* Unstarted deliveries go back on stop (T15, T26): the ready list, and
+ * buffered rows set aside to wait for a renewal. */
 static void hand_back_unstarted(sb_worker *w)
 {
     while (w->ready_head != NULL) {
@@ -455,6 +477,39 @@ static void hand_back_unstarted(sb_worker *w)
     }
     w->ready_tail = NULL;
     w->n_ready = 0;
+    for (sb_delivery *d = w->all; d; d = d->all_next)
+        if (d->stale) {
+            d->stale = 0;
+            d->outcome = OUT_HANDBACK;
+            push_settle(w, d);
+        }
+}
+
+/* How many rows the worker may hold: its handlers' plus the prefetch
+ * buffer, which never holds more than half a lease's worth of work at the
+ * handlers' measured pace (T15); until a handler has run, one row more per
+ * handler. */
+static int held_limit(const sb_worker *w)
+{
+    if (w->early || w->prefetch == 0)
+        return w->slots;
+    int conc = w->o.concurrency;
+    int64_t worth = w->avg_run_us > 0
+                        ? (int64_t)conc * w->o.lease_ms * 500 / w->avg_run_us
+                        : conc;
+    return conc + (worth < w->prefetch ? (int)worth : w->prefetch);
+}
+
+/* Whether a claim now is worth its statement: always without prefetch;
+ * with it, once the buffer is down to half or a handler is idle, so the
+ * claims that refill it are few and large. */
+static int claim_worthwhile(const sb_worker *w, int limit)
+{
+    if (w->early || w->prefetch == 0)
+        return 1;
+    int conc = w->o.concurrency;
+    return w->running_handlers + w->n_ready < conc ||
+           w->n_ready * 2 <= limit - conc;
 }
 
 /* Early-ack (T23): accepted rows no background thread took before the
@@ -577,13 +632,16 @@ static void *pump_main(void *arg)
                 next_renew = d->next_renew_us;
         }
         /* Rows settled in this cycle free their slots for its claim. */
-        int free_slots = w->slots - w->held + count_settled(w);
+        int limit = held_limit(w);
+        int free_slots = limit - w->held + count_settled(w);
         int want_claim = !w->stopping && free_slots > 0 &&
-                         now >= w->next_poll_us;
+                         now >= w->next_poll_us &&
+                         claim_worthwhile(w, limit);
         if (w->settle_head == NULL && x.n_renew == 0 && !want_claim &&
             x.n_start == 0) {
             int64_t until = next_renew;
-            if (!w->stopping && free_slots > 0 && w->next_poll_us < until)
+            if (!w->stopping && free_slots > 0 &&
+                claim_worthwhile(w, limit) && w->next_poll_us < until)
                 until = w->next_poll_us;
             /* A deadline already past is waited for by signal, not by a
              * spin that would starve sb_worker_stop of the lock. */
@@ -607,9 +665,10 @@ static void *pump_main(void *arg)
             int64_t until = sb__mono_us() + linger;
             while (w->running_handlers > 0 && sb__mono_us() < until)
                 sb__cond_wait_until(&w->pump_cv, &w->mu, until);
-            free_slots = w->slots - w->held + count_settled(w);
+            free_slots = limit - w->held + count_settled(w);
             want_claim = !w->stopping && free_slots > 0 &&
-                         sb__mono_us() >= w->next_poll_us;
+                         sb__mono_us() >= w->next_poll_us &&
+                         claim_worthwhile(w, limit);
         }
         x.settle = w->settle_head;
         w->settle_head = NULL;
@@ -633,9 +692,9 @@ static void *pump_main(void *arg)
 
         sb_error err;
         sb_retry_policy once = {1, 0, 0};
-        int64_t t0 = sb__mono_us();
+        x.t0 = sb__mono_us();
         int rc = sb__db_run_tx(w->bus->pool, &once, cycle_tx, &x, &err);
-        w->last_cycle_us = sb__mono_us() - t0;
+        w->last_cycle_us = sb__mono_us() - x.t0;
         sb__maybe_prune(w->bus);
 
         pthread_mutex_lock(&w->mu);
@@ -797,9 +856,25 @@ static void *handler_main(void *arg)
         if (w->ready_head == NULL)
             w->ready_tail = NULL;
         w->n_ready--;
+        if (!d->removed && (atomic_load(&d->lost) & 1)) {
+            drop_lost(w, d); /* a renewal found another consumer has it */
+            pthread_cond_signal(&w->pump_cv);
+            continue;
+        }
+        int64_t lease_us = w->o.lease_ms * 1000;
+        if (!d->removed && d->lease_end_us - sb__mono_us() < lease_us / 3) {
+            /* A buffered row whose renewals have been failing: starting it
+             * could overlap another consumer once the lease lapses. It
+             * waits for a renewal (T15, T16). */
+            d->stale = 1;
+            d->next_renew_us = 0;
+            pthread_cond_signal(&w->pump_cv);
+            continue;
+        }
         d->running = 1;
         w->running_handlers++;
         pthread_mutex_unlock(&w->mu);
+        int64_t began = sb__mono_us();
 
         int max = w->o.max_attempts;
         int outcome;
@@ -818,7 +893,12 @@ static void *handler_main(void *arg)
         }
         send_reply(w, d, outcome);
 
+        int64_t ran = sb__mono_us() - began;
         pthread_mutex_lock(&w->mu);
+        w->avg_run_us = w->avg_run_us > 0 ? (w->avg_run_us * 7 + ran) / 8
+                                          : ran;
+        if (w->avg_run_us < 1)
+            w->avg_run_us = 1;
         d->outcome = outcome;
         d->running = 0;
         w->running_handlers--;
@@ -834,6 +914,15 @@ static void *handler_main(void *arg)
 
 /* ---- public API ---- */
 
+/* Whether the caller's `size` covers a field ending at `end` (a caller of
+ * an older version passes a smaller struct; size 0 means this version). */
+#define SB_OPT_END(f)                                                      \
+    (offsetof(sb_worker_options, f) + sizeof(((sb_worker_options *)0)->f))
+static int covers(const sb_worker_options *o, size_t end)
+{
+    return o->size == 0 || o->size >= end;
+}
+
 static int check_options(const sb_worker_options *o, sb_error *err)
 {
     if (o == NULL)
@@ -841,10 +930,21 @@ static int check_options(const sb_worker_options *o, sb_error *err)
     if (o->size != 0 && o->size < SB_WORKER_OPTIONS_V1_SIZE)
         return sb__err(err, SB_INVALID, "size",
                        "sb_worker_options.size is smaller than any version");
-    const char *ep = o->size == 0 || o->size >= sizeof *o ? o->endpoint : NULL;
+    const char *ep = covers(o, SB_OPT_END(endpoint)) ? o->endpoint : NULL;
     if (ep != NULL && (strlen(ep) > 200 || !sb__utf8_valid(ep, strlen(ep))))
         return sb__err(err, SB_INVALID, "endpoint",
                        "endpoint must be at most 200 bytes of UTF-8");
+    int prefetch = covers(o, SB_OPT_END(prefetch)) ? o->prefetch : 0;
+    if (prefetch < SB_PREFETCH_NONE || prefetch > SB_PREFETCH_MAX)
+        return sb__err(err, SB_INVALID, "prefetch",
+                       "prefetch must be %d (none), 0 (the default, %d) or "
+                       "up to %d (got %d)",
+                       SB_PREFETCH_NONE, SB_PREFETCH_DEFAULT, SB_PREFETCH_MAX,
+                       prefetch);
+    if (prefetch != 0 && o->ack_mode == SB_ACK_AFTER_ENQUEUE)
+        return sb__err(err, SB_INVALID, "prefetch",
+                       "prefetch is not used with ack after enqueue: "
+                       "background_capacity bounds its buffer");
     int rc = sb_validate_queue_name(o->queue, err);
     if (rc != SB_OK)
         return rc;
@@ -950,8 +1050,8 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     if (w == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w->bus = bus;
-    /* A caller of the first version has no endpoint: read only its
-     * `size` bytes. */
+    /* A caller of an older version passes a smaller struct: read only its
+     * `size` bytes (the rest stays zero: the defaults). */
     memcpy(&w->o, opts,
            opts->size != 0 && opts->size < sizeof w->o ? opts->size
                                                         : sizeof w->o);
@@ -969,7 +1069,11 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     w->o.queue = w->queue;
     w->counts = sb__counters_slot(bus->counters, opts->queue);
     w->early = w->o.ack_mode == SB_ACK_AFTER_ENQUEUE;
-    w->slots = w->early ? w->o.background_capacity : w->o.concurrency;
+    w->prefetch = w->early || w->o.prefetch == SB_PREFETCH_NONE ? 0
+                  : w->o.prefetch == 0 ? SB_PREFETCH_DEFAULT
+                                       : w->o.prefetch;
+    w->slots = w->early ? w->o.background_capacity
+                        : w->o.concurrency + w->prefetch;
     w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;
     w->handlers = sb__calloc((size_t)w->n_handlers, sizeof *w->handlers);
     size_t k = (size_t)w->slots;

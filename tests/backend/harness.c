@@ -66,6 +66,10 @@ void sbt_odbc_url_of(const char *u, char *out, size_t cap)
 
 void sbt_init(void)
 {
+    /* SQLBUS_TEST_FILTER=test_name (a cmocka pattern) runs only those. */
+    const char *only = getenv("SQLBUS_TEST_FILTER");
+    if (only != NULL && only[0] != '\0')
+        cmocka_set_test_filter(only);
     const char *b = getenv("SQLBUS_TEST_BACKEND");
     if (b == NULL || strcmp(b, "sqlite") == 0) {
         snprintf(sqlite_dir, sizeof sqlite_dir, "/tmp/sqlbus-test.XXXXXX");
@@ -347,4 +351,61 @@ long sbt_native_count(const char *prefix, const char *table,
              "SELECT count(*) FROM %s%s WHERE correlation_id = $1", prefix,
              table);
     return sbt_native_scalar(sql, cid);
+}
+
+/* A native connection that holds the transport table's write lock. */
+struct sbt_hold {
+    PGconn *pg;
+    sqlite3 *db;
+};
+
+sbt_hold *sbt_hold_writes(const char *prefix)
+{
+    sbt_hold *h = calloc(1, sizeof *h);
+    if (sbt_is_pg()) {
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "BEGIN; LOCK TABLE %smessages IN EXCLUSIVE MODE", prefix);
+        h->pg = PQconnectdb(pg_url);
+        PGresult *r = PQexec(h->pg, sql);
+        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok)
+            fail_msg("hold writes: %s", PQerrorMessage(h->pg));
+        return h;
+    }
+    const char *path = sbt_url();
+    if (strncmp(path, "sqlite:", 7) == 0)
+        path += 7;
+    if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE, NULL) !=
+            SQLITE_OK ||
+        sqlite3_busy_timeout(h->db, 10000) != SQLITE_OK ||
+        sqlite3_exec(h->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("hold writes: %s", sqlite3_errmsg(h->db));
+    return h;
+}
+
+void sbt_release_writes(sbt_hold *h, const char *sql)
+{
+    if (h->pg != NULL) {
+        if (sql != NULL) {
+            PGresult *r = PQexec(h->pg, sql);
+            int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+            PQclear(r);
+            if (!ok)
+                fail_msg("under the hold: %s", PQerrorMessage(h->pg));
+        }
+        PQclear(PQexec(h->pg, sql != NULL ? "COMMIT" : "ROLLBACK"));
+        PQfinish(h->pg);
+    }
+    if (h->db != NULL) {
+        if (sql != NULL &&
+            sqlite3_exec(h->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            fail_msg("under the hold: %s", sqlite3_errmsg(h->db));
+        if (sqlite3_exec(h->db, sql != NULL ? "COMMIT" : "ROLLBACK", NULL,
+                         NULL, NULL) != SQLITE_OK)
+            fail_msg("releasing the hold: %s", sqlite3_errmsg(h->db));
+        sqlite3_close(h->db);
+    }
+    free(h);
 }

@@ -55,6 +55,14 @@ long sbt_native_scalar(const char *sql, const char *param);
 /* SQL Server only: run a batch on such a connection, in autocommit (for
  * statements a transaction refuses, as DROP FULLTEXT CATALOG). */
 void sbt_native_exec(const char *sql);
+/* Hold the write lock of the prefix's transport table through a native
+ * connection (PostgreSQL: LOCK TABLE ... IN EXCLUSIVE MODE; SQLite: BEGIN
+ * IMMEDIATE) until released: the library's writes wait meanwhile. Not on
+ * SQL Server. */
+typedef struct sbt_hold sbt_hold;
+sbt_hold *sbt_hold_writes(const char *prefix);
+/* Release the hold; `sql` (or NULL) runs under it first and commits. */
+void sbt_release_writes(sbt_hold *h, const char *sql);
 /* Sleep for ms milliseconds. */
 void sbt_sleep_ms(long ms);
 /* Fail the test with the error's message unless rc is SB_OK. */

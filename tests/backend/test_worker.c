@@ -341,12 +341,14 @@ static void *stop_thread(void *arg)
     return NULL;
 }
 
-/* T15, T16, T26: lease renewal keeps a long handler's message; stop lets
- * the running handler finish and ack, claims nothing more, and leaves the
- * rest untouched (attempts 0). */
-static void test_renewal_and_graceful_stop(void **state)
+/* T15, T16, T26: lease renewal keeps a long handler's message, and a
+ * buffered one's (prefetch: before any handler has finished, one row more
+ * per handler), past three leases; stop lets the running handler finish
+ * and ack, claims nothing more, and hands the buffered row back with its
+ * attempt count restored (a hand-back is not an attempt). With
+ * SB_PREFETCH_NONE nothing is buffered. */
+static void renewal_and_graceful_stop(int prefetch)
 {
-    (void)state;
     const char *prefix = sbt_new_prefix();
     sb_bus *bus = sbt_open(prefix, NULL);
     sbt_publish_n(bus, "q", 5, NULL);
@@ -354,17 +356,19 @@ static void test_renewal_and_graceful_stop(void **state)
     sb_worker_options o;
     memset(&o, 0, sizeof o);
     o.lease_ms = 300;
+    o.prefetch = prefetch;
+    int buffered = prefetch == SB_PREFETCH_NONE ? 0 : 1;
     sb_worker *w = start(bus, "q", 1, gated_handler, &g, &o);
     pthread_mutex_lock(&g.mu);
     while (g.started == 0)
         pthread_cond_wait(&g.cv, &g.mu);
     pthread_mutex_unlock(&g.mu);
-    sbt_sleep_ms(1000); /* > 3 leases: only renewal keeps it ours */
+    sbt_sleep_ms(1000); /* > 3 leases: only renewal keeps them ours */
     sb_msg **m = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_claim(bus, "q", 10, 30000, &m, &n, &err), &err, "claim");
-    assert_int_equal(n, 4); /* the leased one is not among them */
+    assert_int_equal(n, 4 - buffered); /* the held ones are not among them */
     for (size_t i = 0; i < n; i++)
         sbt_ok(sb_nak(bus, m[i], 0, NULL, &err), &err, "nak");
     sb_msg_free_array(m, n);
@@ -382,9 +386,186 @@ static void test_renewal_and_graceful_stop(void **state)
     sb_worker_get_stats(w, &st);
     sb_worker_free(w);
     assert_int_equal(st.acked, 1);
+    assert_int_equal(st.handed_back, buffered);
     assert_int_equal(st.lost_leases, 0);
     assert_int_equal(g.started, 1);
-    assert_int_equal(sbt_count(bus, "q"), 4);
+    /* At once claimable again: the naked rows at their second attempt,
+     * the handed-back one at its first. */
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &m, &n, &err), &err, "claim again");
+    assert_int_equal(n, 4);
+    int first = 0;
+    for (size_t i = 0; i < n; i++)
+        first += sb_msg_attempts(m[i]) == 1;
+    assert_int_equal(first, buffered);
+    sb_msg_free_array(m, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+static void test_renewal_and_graceful_stop(void **state)
+{
+    (void)state;
+    renewal_and_graceful_stop(SB_PREFETCH_NONE);
+    renewal_and_graceful_stop(0);
+}
+
+/* T15, T26: a stopping worker hands back every row of a full prefetch
+ * buffer with `attempts` as before its claim, and the next consumer sees
+ * them at once (not after a lease). */
+static int block_after_handler(sb_delivery *d, void *user)
+{
+    gate *g = user;
+    (void)d;
+    pthread_mutex_lock(&g->mu);
+    if (++g->started > 10) /* ten run; the eleventh holds its handler */
+        while (!g->release)
+            pthread_cond_wait(&g->cv, &g->mu);
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return SB_OK;
+}
+
+static void test_prefetch_stop_hands_back(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 200, NULL);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker *w = start(bus, "q", 1, block_after_handler, &g, NULL);
+    /* Ten handled, the eleventh running: the other 189 are buffered. */
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error err;
+    for (int i = 0; i < 300; i++) {
+        sb_free(qs);
+        qs = NULL;
+        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
+        if (nq == 1 && qs[0].in_flight == 190)
+            break;
+        sbt_sleep_ms(20);
+    }
+    assert_int_equal(nq, 1);
+    assert_int_equal(qs[0].in_flight, 190);
+    assert_int_equal(qs[0].ready, 0);
+    sb_free(qs);
+    stopper s = {w, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, stop_thread, &s);
+    sbt_sleep_ms(100);
+    pthread_mutex_lock(&g.mu);
+    g.release = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(th, NULL);
+    assert_int_equal(s.rc, SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.acked, 11);
+    assert_int_equal(st.handed_back, 189);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sbt_ok(sb_claim(bus, "q", 500, 30000, &m, &n, &err), &err, "claim");
+    assert_int_equal(n, 189);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(sb_msg_attempts(m[i]), 1);
+    sb_msg_free_array(m, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T15, T16: a buffered row whose renewals fail (the table's writes are
+ * held past its lease) is not started: once its lease may have lapsed,
+ * another consumer may have it. Here one does, under the hold; the worker
+ * finds the fence gone at its next renewal and drops the row unrun. */
+static void test_prefetch_stale_row_not_started(void **state)
+{
+    (void)state;
+    if (sbt_is_mssql())
+        skip();
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char ids[2][37];
+    sbt_publish_n(bus, "q", 2, ids);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.lease_ms = 600;
+    sb_worker *w = start(bus, "q", 1, gated_handler, &g, &o);
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error err;
+    for (int i = 0; i < 500; i++) { /* one running, one buffered */
+        sb_free(qs);
+        qs = NULL;
+        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
+        if (g.started == 1 && nq == 1 && qs[0].in_flight == 2)
+            break;
+        sbt_sleep_ms(10);
+    }
+    assert_int_equal(qs[0].in_flight, 2);
+    sb_free(qs);
+    sbt_hold *hold = sbt_hold_writes(prefix);
+    sbt_sleep_ms(800); /* past the lease: no renewal got through */
+    pthread_mutex_lock(&g.mu);
+    g.release = 1; /* the handler is free to take the buffered row */
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    sbt_sleep_ms(200);
+    char sql[256];
+    snprintf(sql, sizeof sql, "UPDATE %smessages SET %s WHERE id = '%s'",
+             prefix,
+             sbt_is_pg() ? "lock_id = gen_random_uuid(), locked_until = "
+                           "now() + interval '1 minute'"
+                         : "lock_id = 'another consumer', locked_until = "
+                           "locked_until + 60000000, available_at = "
+                           "available_at + 60000000",
+             ids[1]);
+    sbt_release_writes(hold, sql);
+    sb_worker_stats st;
+    for (int i = 0; i < 500; i++) {
+        sb_worker_get_stats(w, &st);
+        if (st.acked == 1 && st.lost_leases == 1)
+            break;
+        sbt_sleep_ms(10);
+    }
+    sb_worker_free(w);
+    assert_int_equal(g.started, 1); /* the stolen row never ran here */
+    assert_int_equal(st.acked, 1);
+    assert_int_equal(st.lost_leases, 1);
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T15 fairness: two workers on one queue, each with the default
+ * prefetch, both take a share of it; every message runs once. */
+static int one_ms_handler(sb_delivery *d, void *user)
+{
+    (void)d;
+    atomic_fetch_add((atomic_int *)user, 1);
+    sbt_sleep_ms(1);
+    return SB_OK;
+}
+
+static void test_prefetch_shares_between_workers(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 2000, NULL);
+    atomic_int na = 0, nb = 0;
+    sb_worker *wa = start(bus, "q", 2, one_ms_handler, &na, NULL);
+    sb_worker *wb = start(bus, "q", 2, one_ms_handler, &nb, NULL);
+    for (int i = 0; i < 3000 && sbt_count(bus, "q") > 0; i++)
+        sbt_sleep_ms(20);
+    sb_worker_free(wa);
+    sb_worker_free(wb);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    assert_int_equal(atomic_load(&na) + atomic_load(&nb), 2000);
+    /* neither starves */
+    assert_true(atomic_load(&na) >= 200 && atomic_load(&nb) >= 200);
     sbt_drop(bus, prefix);
     sb_close(bus);
 }
@@ -558,45 +739,70 @@ static void test_ack_after_enqueue_stop_loses_nothing(void **state)
 
 typedef struct child_ctx {
     FILE *out;
-    int die;
+    int die;       /* handlers block until SIGKILL ... */
+    int run_first; /* ... once this many have run */
+    int gate_fd;   /* >= 0: each handler reads a byte from it, then
+                      writes its id to `done` and returns */
+    FILE *done;
+    atomic_int ran;
 } child_ctx;
 
 static int write_id_handler(sb_delivery *d, void *user)
 {
     child_ctx *c = user;
     const sb_msg *m = sb_delivery_msg(d);
+    if (atomic_fetch_add(&c->ran, 1) < c->run_first) {
+        fprintf(c->done, "%s %d\n", sb_msg_id(m), sb_msg_attempts(m));
+        fflush(c->done);
+        return SB_OK; /* acked */
+    }
     fprintf(c->out, "%s %d\n", sb_msg_id(m), sb_msg_attempts(m));
     fflush(c->out);
+    if (c->gate_fd >= 0) {
+        char byte;
+        if (read(c->gate_fd, &byte, 1) == 1) {
+            fprintf(c->done, "%s %d\n", sb_msg_id(m), sb_msg_attempts(m));
+            fflush(c->done);
+        }
+        return SB_OK;
+    }
     if (c->die)
         pause(); /* block mid-handler until SIGKILL */
     return SB_OK;
 }
 
-/* Child process body: drain the queue with a worker, writing each handled
- * id and attempt to `path`; with `die_mid` every handler blocks until the
- * parent kills the process. */
 /* The parent's bus in the tests that fork: without the counts flusher's
  * thread the parent stays single-threaded, so its children may open
  * buses of their own (POSIX allows a child of a threaded process only
  * async-signal-safe calls). */
 static const sb_options single_threaded = {.counts_flush_ms = -1};
 
-static void child_drain(const char *prefix, const char *path, int die_mid)
+/* Child process body: drain the queue with a 4-handler worker, writing
+ * each handled id and attempt to c->out; with c->die (or a gate) it runs
+ * until the parent kills it. */
+static void child_run(const char *prefix, child_ctx *c, int prefetch)
 {
     sb_bus *bus = sbt_open(prefix, NULL);
-    child_ctx c = {fopen(path, "w"), die_mid};
     sb_worker_options o;
     memset(&o, 0, sizeof o);
-    o.lease_ms = die_mid ? 1000 : 30000;
+    o.lease_ms = c->die || c->gate_fd >= 0 ? 1000 : 30000;
     o.max_attempts = -1;
-    sb_worker *w = start(bus, "q", 4, write_id_handler, &c, &o);
-    if (die_mid)
-        pause();
+    o.prefetch = prefetch;
+    sb_worker *w = start(bus, "q", 4, write_id_handler, c, &o);
+    if (c->die || c->gate_fd >= 0)
+        for (;;)
+            pause();
     sb_worker_wait_idle(w, 120000);
     sb_worker_free(w);
-    fclose(c.out);
+    fclose(c->out);
     sb_close(bus);
     _exit(0);
+}
+
+static void child_drain(const char *prefix, const char *path, int die_mid)
+{
+    child_ctx c = {fopen(path, "w"), die_mid, 0, -1, NULL, 0};
+    child_run(prefix, &c, die_mid ? SB_PREFETCH_NONE : 0);
 }
 
 static int read_ids(const char *path, char (*ids)[37], int *attempts, int max)
@@ -722,6 +928,160 @@ static void test_sigkill_mid_handler(void **state)
 }
 
 
+/* Every one of `n` ids handled exactly once by a fresh worker, at the
+ * attempt `want(i)` says; nothing left, nothing dead-lettered. */
+static void drain_expecting(sb_bus *bus, char (*ids)[37], int n,
+                            const int *want_attempt)
+{
+    tally *t = tally_new(n);
+    memcpy(t->ids, ids, (size_t)n * 37);
+    sb_worker *w = start(bus, "q", 2, counting_handler, t, NULL);
+    assert_int_equal(sb_worker_wait_idle(w, 60000), SB_OK);
+    sb_worker_free(w);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(t->handled[i], 1);
+        assert_int_equal(t->attempt[i], want_attempt[i]);
+    }
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    sb_msg **d = NULL;
+    size_t nd = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, NULL, &d, &nd, &err), &err, "dlq");
+    assert_int_equal(nd, 0);
+    sb_msg_free_array(d, nd);
+    tally_free(t);
+}
+
+/* T15, T17: a worker SIGKILLed with a full prefetch buffer loses nothing:
+ * its running and its buffered rows are all redelivered once their leases
+ * lapse, each at its second attempt (a buffered row was claimed). */
+static void test_sigkill_full_buffer(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, &single_threaded);
+    enum { N = 100, RUN = 20 };
+    char (*ids)[37] = calloc(N, 37);
+    sbt_publish_n(bus, "q", N, ids);
+    char path[64], done_path[64];
+    snprintf(path, sizeof path, "/tmp/sbt-%ld-buf.ids", (long)getpid());
+    snprintf(done_path, sizeof done_path, "/tmp/sbt-%ld-buf.done",
+             (long)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_ctx c = {fopen(path, "w"), 1, RUN, -1, fopen(done_path, "w"),
+                       0};
+        child_run(prefix, &c, 0);
+    }
+    /* RUN acked; 4 handlers blocked; the other 76 buffered, all leased. */
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error err;
+    for (int i = 0; i < 500; i++) {
+        sb_free(qs);
+        qs = NULL;
+        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
+        if (nq == 1 && qs[0].in_flight == N - RUN && qs[0].ready == 0)
+            break;
+        sbt_sleep_ms(20);
+    }
+    assert_int_equal(nq, 1);
+    assert_int_equal(qs[0].in_flight, N - RUN);
+    assert_int_equal(qs[0].ready, 0);
+    sb_free(qs);
+    char got[8][37];
+    int att[8];
+    for (int i = 0; i < 200 && read_ids(path, got, att, 8) < 4; i++)
+        sbt_sleep_ms(50);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    unlink(path);
+    /* The child acked RUN; the rest come back, each at attempt 2. */
+    char acked[RUN][37];
+    int acked_att[RUN];
+    assert_int_equal(read_ids(done_path, acked, acked_att, RUN), RUN);
+    unlink(done_path);
+    char (*rest)[37] = calloc(N, 37);
+    int *want = calloc(N, sizeof(int)), n_rest = 0;
+    for (int i = 0; i < N; i++) {
+        int was_acked = 0;
+        for (int k = 0; k < RUN; k++)
+            was_acked |= strcmp(acked[k], ids[i]) == 0;
+        if (!was_acked) {
+            memcpy(rest[n_rest], ids[i], 37);
+            want[n_rest++] = 2;
+        }
+    }
+    assert_int_equal(n_rest, N - RUN);
+    drain_expecting(bus, rest, n_rest, want);
+    free(rest);
+    free(want);
+    free(ids);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T15 group commit: a handler has returned but its ack's transaction has
+ * not committed (the table's writes are held) when the process is
+ * SIGKILLed: the row is redelivered, never dropped. */
+static void test_sigkill_before_commit(void **state)
+{
+    (void)state;
+    if (sbt_is_mssql())
+        skip();
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, &single_threaded);
+    char ids[8][37];
+    sbt_publish_n(bus, "q", 8, ids);
+    char path[64], done_path[64];
+    snprintf(path, sizeof path, "/tmp/sbt-%ld-gc.ids", (long)getpid());
+    snprintf(done_path, sizeof done_path, "/tmp/sbt-%ld-gc.done",
+             (long)getpid());
+    int gate_pipe[2];
+    assert_int_equal(pipe(gate_pipe), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(gate_pipe[1]);
+        child_ctx c = {fopen(path, "w"), 0, 0, gate_pipe[0],
+                       fopen(done_path, "w"), 0};
+        child_run(prefix, &c, SB_PREFETCH_NONE);
+    }
+    close(gate_pipe[0]);
+    char got[8][37], done[8][37];
+    int att[8];
+    for (int i = 0; i < 200 && read_ids(path, got, att, 8) < 4; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(read_ids(path, got, att, 8), 4);
+    sbt_hold *hold = sbt_hold_writes(prefix);
+    assert_int_equal(write(gate_pipe[1], "xxxx", 4), 4);
+    for (int i = 0; i < 200 && read_ids(done_path, done, att, 8) < 4; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(read_ids(done_path, done, att, 8), 4);
+    sbt_sleep_ms(300); /* the pump is waiting on the held write lock */
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    sbt_release_writes(hold, NULL);
+    close(gate_pipe[1]);
+    unlink(path);
+    unlink(done_path);
+    int want[8];
+    for (int i = 0; i < 8; i++) {
+        want[i] = 1;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(done[k], ids[i]) == 0)
+                want[i] = 2; /* returned, not committed: run again */
+    }
+    drain_expecting(bus, ids, 8, want);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 typedef struct waiter_ctx {
     atomic_int handled;
     atomic_int cancelled_seen;
@@ -833,6 +1193,7 @@ static void test_lost_lease_is_reported(void **state)
     sb_worker_options o;
     memset(&o, 0, sizeof o);
     o.lease_ms = 300;
+    o.prefetch = SB_PREFETCH_NONE; /* or the worker itself takes it back */
     sb_worker *w = start(bus, "q", 1, cancel_aware_handler, &c, &o);
     while (!atomic_load(&c.started))
         sbt_sleep_ms(5);
@@ -957,6 +1318,11 @@ int main(void)
         cmocka_unit_test(test_ack_after_enqueue_stop_loses_nothing),
         cmocka_unit_test(test_processes_exactly_once),
         cmocka_unit_test(test_sigkill_mid_handler),
+        cmocka_unit_test(test_sigkill_full_buffer),
+        cmocka_unit_test(test_sigkill_before_commit),
+        cmocka_unit_test(test_prefetch_stop_hands_back),
+        cmocka_unit_test(test_prefetch_shares_between_workers),
+        cmocka_unit_test(test_prefetch_stale_row_not_started),
         cmocka_unit_test(test_wake_in_process),
         cmocka_unit_test(test_wake_notify),
         cmocka_unit_test(test_lost_lease_is_reported),

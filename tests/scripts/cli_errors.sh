@@ -35,6 +35,8 @@ expect_exit 2 sb work --queue w --concurrency 257 -- true
 expect_err "--concurrency must be 1..256 (got 257)"
 expect_exit 2 sb work --queue w --concurrency four -- true
 expect_err "--concurrency"
+expect_exit 2 sb work --queue w --prefetch 10001 -- true
+expect_err "--prefetch must be 0..10000 (got 10001)"
 expect_exit 2 sb work --queue w --max-attempts -1 -- true
 expect_err "--max-attempts"
 expect_exit 2 sb work --queue w --timeout 0s -- true
