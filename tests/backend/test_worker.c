@@ -341,6 +341,47 @@ static void *stop_thread(void *arg)
     return NULL;
 }
 
+/* Wait (up to 10 s) until the bus's only queue has `in_flight` leased
+ * rows and none ready; fail otherwise. */
+static void expect_leased(sb_bus *bus, int64_t in_flight)
+{
+    sb_queue_stats *qs = NULL;
+    size_t nq = 0;
+    sb_error err;
+    for (int i = 0; i < 500; i++) {
+        sb_free(qs);
+        qs = NULL;
+        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
+        if (nq == 1 && qs[0].in_flight == in_flight && qs[0].ready == 0)
+            break;
+        sbt_sleep_ms(20);
+    }
+    assert_int_equal(nq, 1);
+    assert_int_equal(qs[0].in_flight, in_flight);
+    assert_int_equal(qs[0].ready, 0);
+    sb_free(qs);
+}
+
+/* Stop `w` from another thread, open the gate while the stop waits, and
+ * free the worker; its stop must succeed. Returns its counts. */
+static sb_worker_stats stop_releasing(sb_worker *w, gate *g)
+{
+    stopper s = {w, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, stop_thread, &s);
+    sbt_sleep_ms(100);
+    pthread_mutex_lock(&g->mu);
+    g->release = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(th, NULL);
+    assert_int_equal(s.rc, SB_OK);
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    return st;
+}
+
 /* T15, T16, T26: lease renewal keeps a long handler's message, and a
  * buffered one's (prefetch: before any handler has finished, one row more
  * per handler), past three leases; stop lets the running handler finish
@@ -372,19 +413,7 @@ static void renewal_and_graceful_stop(int prefetch)
     for (size_t i = 0; i < n; i++)
         sbt_ok(sb_nak(bus, m[i], 0, NULL, &err), &err, "nak");
     sb_msg_free_array(m, n);
-    stopper s = {w, -1};
-    pthread_t th;
-    pthread_create(&th, NULL, stop_thread, &s);
-    sbt_sleep_ms(100);
-    pthread_mutex_lock(&g.mu);
-    g.release = 1;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
-    pthread_join(th, NULL);
-    assert_int_equal(s.rc, SB_OK);
-    sb_worker_stats st;
-    sb_worker_get_stats(w, &st);
-    sb_worker_free(w);
+    sb_worker_stats st = stop_releasing(w, &g);
     assert_int_equal(st.acked, 1);
     assert_int_equal(st.handed_back, buffered);
     assert_int_equal(st.lost_leases, 0);
@@ -434,34 +463,9 @@ static void test_prefetch_stop_hands_back(void **state)
     gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     sb_worker *w = start(bus, "q", 1, block_after_handler, &g, NULL);
     /* Ten handled, the eleventh running: the other 189 are buffered. */
-    sb_queue_stats *qs = NULL;
-    size_t nq = 0;
+    expect_leased(bus, 190);
     sb_error err;
-    for (int i = 0; i < 300; i++) {
-        sb_free(qs);
-        qs = NULL;
-        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
-        if (nq == 1 && qs[0].in_flight == 190)
-            break;
-        sbt_sleep_ms(20);
-    }
-    assert_int_equal(nq, 1);
-    assert_int_equal(qs[0].in_flight, 190);
-    assert_int_equal(qs[0].ready, 0);
-    sb_free(qs);
-    stopper s = {w, -1};
-    pthread_t th;
-    pthread_create(&th, NULL, stop_thread, &s);
-    sbt_sleep_ms(100);
-    pthread_mutex_lock(&g.mu);
-    g.release = 1;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
-    pthread_join(th, NULL);
-    assert_int_equal(s.rc, SB_OK);
-    sb_worker_stats st;
-    sb_worker_get_stats(w, &st);
-    sb_worker_free(w);
+    sb_worker_stats st = stop_releasing(w, &g);
     assert_int_equal(st.acked, 11);
     assert_int_equal(st.handed_back, 189);
     sb_msg **m = NULL;
@@ -493,19 +497,11 @@ static void test_prefetch_stale_row_not_started(void **state)
     memset(&o, 0, sizeof o);
     o.lease_ms = 600;
     sb_worker *w = start(bus, "q", 1, gated_handler, &g, &o);
-    sb_queue_stats *qs = NULL;
-    size_t nq = 0;
-    sb_error err;
-    for (int i = 0; i < 500; i++) { /* one running, one buffered */
-        sb_free(qs);
-        qs = NULL;
-        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
-        if (g.started == 1 && nq == 1 && qs[0].in_flight == 2)
-            break;
-        sbt_sleep_ms(10);
-    }
-    assert_int_equal(qs[0].in_flight, 2);
-    sb_free(qs);
+    pthread_mutex_lock(&g.mu);
+    while (g.started == 0)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    expect_leased(bus, 2); /* one running, one buffered */
     sbt_hold *hold = sbt_hold_writes(prefix);
     sbt_sleep_ms(800); /* past the lease: no renewal got through */
     pthread_mutex_lock(&g.mu);
@@ -975,21 +971,7 @@ static void test_sigkill_full_buffer(void **state)
         child_run(prefix, &c, 0);
     }
     /* RUN acked; 4 handlers blocked; the other 76 buffered, all leased. */
-    sb_queue_stats *qs = NULL;
-    size_t nq = 0;
-    sb_error err;
-    for (int i = 0; i < 500; i++) {
-        sb_free(qs);
-        qs = NULL;
-        sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
-        if (nq == 1 && qs[0].in_flight == N - RUN && qs[0].ready == 0)
-            break;
-        sbt_sleep_ms(20);
-    }
-    assert_int_equal(nq, 1);
-    assert_int_equal(qs[0].in_flight, N - RUN);
-    assert_int_equal(qs[0].ready, 0);
-    sb_free(qs);
+    expect_leased(bus, N - RUN);
     char got[8][37];
     int att[8];
     for (int i = 0; i < 200 && read_ids(path, got, att, 8) < 4; i++)
