@@ -312,6 +312,21 @@ int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
     return SB_OK;
 }
 
+int sb__hand_back_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
+                          size_t n, int *lost, sb_error *err)
+{
+    if (n > 1 && bus->sql->hand_back_many != NULL)
+        return many_on(bus, c, bus->sql->hand_back_many, msgs, n, -1, lost,
+                       err);
+    for (size_t i = 0; i < n; i++) {
+        int rc = sb__hand_back_on(bus, c, msgs[i], err);
+        lost[i] = rc == SB_LOST_LEASE;
+        if (rc != SB_OK && rc != SB_LOST_LEASE)
+            return rc;
+    }
+    return SB_OK;
+}
+
 /* One-shot wrappers: each runs its statement in its own transaction,
  * retried on transient faults (fenced statements are safe to repeat). */
 typedef struct settle_ctx {

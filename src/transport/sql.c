@@ -110,6 +110,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->renew = sb__sql_subst(t->renew, prefix, &rc);
     s->ack_many = sb__sql_subst(t->ack_many, prefix, &rc);
     s->renew_many = sb__sql_subst(t->renew_many, prefix, &rc);
+    s->hand_back_many = sb__sql_subst(t->hand_back_many, prefix, &rc);
     s->dead_letter = sb__sql_subst(t->dead_letter, prefix, &rc);
     s->dlq_insert = sb__sql_subst(t->dlq_insert, prefix, &rc);
     s->delete_any = sb__sql_subst(t->delete_any, prefix, &rc);
@@ -144,7 +145,7 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->claim_delete, &s->claim_from,
                     &s->ack, &s->nak,
                     &s->hand_back, &s->renew,       &s->dead_letter,
-                    &s->ack_many,  &s->renew_many,
+                    &s->ack_many,  &s->renew_many,  &s->hand_back_many,
                     &s->dlq_insert, &s->delete_any, &s->pending,
                     &s->stats,     &s->dlq_stats,   &s->dlq_list,
                     &s->peek,      &s->prune,       &s->columns,

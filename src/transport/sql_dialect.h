@@ -19,7 +19,8 @@ typedef struct sb_sql_templates {
      * since the epoch), returning available_at as an eighth column; NULL
      * where a claim never walks the entries of deleted rows (claim.c). */
     const char *claim_from;
-    const char *ack_many, *renew_many; /* set-based forms, or NULL */
+    /* set-based forms, or NULL */
+    const char *ack_many, *renew_many, *hand_back_many;
     const char *dead_letter, *dlq_insert, *delete_any, *pending;
     const char *stats, *dlq_stats, *dlq_list, *peek, *prune;
     const char *columns, *indexes, *notify;

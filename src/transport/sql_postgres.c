@@ -82,6 +82,11 @@ const sb_sql_templates sb__sql_postgres = {
     .renew_many = "UPDATE {p}messages m SET locked_until = now() + $4::int8 " MS
                   " WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
                   "($2::jsonb ->> m.id::text)::uuid RETURNING m.id",
+    .hand_back_many = "UPDATE {p}messages m SET available_at = now(), "
+                      "locked_until = NULL, lock_id = NULL, "
+                      "attempts = GREATEST(m.attempts - 1, 0) "
+                      "WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
+                      "($2::jsonb ->> m.id::text)::uuid RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
            "locked_until = NULL, lock_id = NULL, last_error = $5 "
            "WHERE id = $1::uuid AND lock_id = $2::uuid",

@@ -28,8 +28,10 @@ typedef struct sb_transport_sql {
     char *nak;          /* $1 id, $2 lock_id, $3 now_us, $4 delay_ms, $5 err */
     char *hand_back;    /* $1 id, $2 lock_id, $3 now_us: attempts - 1 */
     char *renew;        /* $1 id, $2 lock_id, $3 now_us, $4 lease_ms */
-    char *ack_many;     /* $1 ids, $2 lock ids (arrays); RETURNING id */
+    char *ack_many;     /* $1 ids (array), $2 id -> lock id (JSON
+                           object); RETURNING id */
     char *renew_many;   /* as ack_many, $3 now_us, $4 lease_ms */
+    char *hand_back_many; /* as ack_many */
     char *dead_letter;  /* insert copy: $1 new id, $2 dlq, $3 headers,
                            $4 reason, $5 err, $6 now_us, $7 id, $8 lock_id */
     char *dlq_insert;   /* insert a DLQ row from bytes (early-ack mode):
@@ -232,6 +234,8 @@ int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                     int *lost, sb_error *err);
 int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                       int64_t lease_ms, int *lost, sb_error *err);
+int sb__hand_back_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
+                          size_t n, int *lost, sb_error *err);
 /* The fenced deletes of sb__ack_many_on without E16's retry
  * confirmations: an early-ack worker removes a row this way as a
  * background thread takes it, before its handler runs (T23). */

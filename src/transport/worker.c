@@ -246,22 +246,32 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     int rc = SB_OK;
     size_t n_acks = 0;
     for (sb_delivery *d = x->settle; rc == SB_OK && d; d = d->next) {
-        if (d->outcome == OUT_ACK && !d->removed) {
-            x->ack_d[n_acks] = d;
-            x->msgs[n_acks++] = d->msg; /* acks go in one statement below */
-            continue;
-        }
+        if ((d->outcome == OUT_ACK && !d->removed) ||
+            d->outcome == OUT_HANDBACK)
+            continue; /* in one statement each, below */
         rc = settle_one(w, c, d, err);
         if (rc == SB_LOST_LEASE) {
             note_lost(w, d);
             rc = SB_OK;
         }
     }
-    if (rc == SB_OK && n_acks > 0)
-        rc = sb__ack_many_on(w->bus, c, x->msgs, n_acks, x->lost, err);
-    for (size_t i = 0; rc == SB_OK && i < n_acks; i++)
-        if (x->lost[i])
-            note_lost(w, x->ack_d[i]);
+    for (int pass = 0; rc == SB_OK && pass < 2; pass++) {
+        int want = pass == 0 ? OUT_ACK : OUT_HANDBACK;
+        for (sb_delivery *d = x->settle; d; d = d->next)
+            if (d->outcome == want && !d->removed) {
+                x->ack_d[n_acks] = d;
+                x->msgs[n_acks++] = d->msg;
+            }
+        if (n_acks > 0)
+            rc = pass == 0 ? sb__ack_many_on(w->bus, c, x->msgs, n_acks,
+                                             x->lost, err)
+                           : sb__hand_back_many_on(w->bus, c, x->msgs,
+                                                   n_acks, x->lost, err);
+        for (size_t i = 0; rc == SB_OK && i < n_acks; i++)
+            if (x->lost[i])
+                note_lost(w, x->ack_d[i]);
+        n_acks = 0;
+    }
     /* Early-ack (T23): the rows background threads take now are removed
      * before their handlers run; until then they stay leased. */
     for (int i = 0; i < x->n_start; i++)
