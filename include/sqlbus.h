@@ -624,7 +624,8 @@ typedef struct sb_worker_options {
      * 0": for long jobs, where sharing a queue fairly between workers
      * matters more than throughput); at most SB_PREFETCH_MAX. The buffer
      * never holds more than half a lease's worth of work, judged by the
-     * handlers' measured run time. Not used with SB_ACK_AFTER_ENQUEUE,
+     * handlers' measured run time, nor more than about 64 MiB of messages
+     * (their average size so far). Not used with SB_ACK_AFTER_ENQUEUE,
      * whose buffer is background_capacity. */
     int prefetch;
 } sb_worker_options;

@@ -13,6 +13,10 @@
 
 enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
 
+/* The prefetch buffer's bound in bytes (payload and headers), judged by
+ * the moving average of claimed rows. */
+#define PREFETCH_MAX_BYTES (64LL * 1024 * 1024)
+
 /* Once every handler is done, a stopping worker tries its last writes for
  * this long before it leaves them to lease expiry (T26). */
 #define STOP_WRITE_GRACE_US 1000000
@@ -52,6 +56,7 @@ struct sb_worker {
     int slots; /* max rows held at once: handlers plus prefetch */
     int prefetch; /* rows claimed ahead of the handlers (T15), or 0 */
     int64_t avg_run_us; /* handlers' run time, a moving average */
+    int64_t avg_bytes;  /* claimed rows' payload and headers, likewise */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
     pthread_t pump;
@@ -429,6 +434,11 @@ static void after_commit(sb_worker *w, cycle *x)
         memset(nd, 0, sizeof *nd);
         nd->w = w;
         nd->msg = x->claimed[i];
+        int64_t bytes = (int64_t)nd->msg->payload_len +
+                        (nd->msg->headers ? (int64_t)strlen(nd->msg->headers)
+                                          : 0) + 1;
+        w->avg_bytes = w->avg_bytes > 0 ? (w->avg_bytes * 7 + bytes) / 8
+                                        : bytes;
         nd->removed = run_now;
         nd->next_renew_us = run_now ? INT64_MAX : now + lease_us / 3;
         nd->lease_end_us = x->t0 + lease_us;
@@ -497,8 +507,9 @@ static void hand_back_unstarted(sb_worker *w)
 
 /* How many rows the worker may hold: its handlers' plus the prefetch
  * buffer, which never holds more than half a lease's worth of work at the
- * handlers' measured pace (T15); until a handler has run, one row more per
- * handler. */
+ * handlers' measured pace (T15), nor more than PREFETCH_MAX_BYTES of
+ * messages of the average size claimed; until a handler has run, one row
+ * more per handler. */
 static int held_limit(const sb_worker *w)
 {
     if (w->early || w->prefetch == 0)
@@ -507,6 +518,8 @@ static int held_limit(const sb_worker *w)
     int64_t worth = w->avg_run_us > 0
                         ? (int64_t)conc * w->o.lease_ms * 500 / w->avg_run_us
                         : conc;
+    if (w->avg_bytes > 0 && PREFETCH_MAX_BYTES / w->avg_bytes < worth)
+        worth = PREFETCH_MAX_BYTES / w->avg_bytes;
     return conc + (worth < w->prefetch ? (int)worth : w->prefetch);
 }
 
