@@ -168,16 +168,26 @@ seq 1 "$dead_letters" | sed 's/^/dead-/' |
 expect_count deadletter ready "$dead_letters"
 mid_pass=0
 before=$dead_letters
+# The kill comes 100-300 ms in, plus what a slow machine needs: a pass
+# killed before it moved anything waits 200 ms longer next time; one that
+# moved more than half of what was left, 100 ms less.
+extra_ms=0
 for _ in $(seq 1 20); do
     [ $mid_pass -ge 5 ] && break
     "$SQLBUS" --prefix "$prefix" errors ingest >/dev/null 2>>"$tmp/ingest.err" &
     ingest=$!
-    sleep "0.$((RANDOM % 3 + 1))"
+    sleep "$(awk -v ms=$((100 * (RANDOM % 3 + 1) + extra_ms)) 'BEGIN{printf "%.3f", ms / 1000}')"
     kill -KILL "$ingest" 2>/dev/null || true
     wait "$ingest" 2>/dev/null || true
     # Killed mid-pass: it had moved some batches, not all of them.
     after=$(count deadletter ready)
     [ "$after" -lt "$before" ] && [ "$after" -gt 0 ] && mid_pass=$((mid_pass + 1))
+    if [ "$after" -eq "$before" ]; then
+        extra_ms=$((extra_ms + 200))
+    elif [ $((before - after)) -gt $((before / 2)) ] && [ $extra_ms -ge 100 ]; then
+        extra_ms=$((extra_ms - 100))
+    fi
+    [ "$after" -gt 0 ] || break
     before=$after
 done
 [ $mid_pass -ge 3 ] || fail "only $mid_pass ingestion passes were killed mid-pass (raise SB_CHAOS_DEAD_LETTERS)"
