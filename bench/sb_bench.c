@@ -102,6 +102,8 @@ static void uuid7_text(char out[37])
 /* ------------------------------------------------------------------ */
 /* argument parsing                                                      */
 /* ------------------------------------------------------------------ */
+enum { MAX_WORKERS = 16 };
+
 typedef struct args {
     const char *url;
     const char *db;
@@ -114,6 +116,7 @@ typedef struct args {
     int pool;
     long long counts_flush_ms; /* --counts-flush: 0 = default, -1 = off */
     int prefetch; /* --prefetch: 0 = default, -1 = none (T15) */
+    int workers; /* --workers: burn-down workers sharing --handlers */
     int publishers;
     double rate;
     double seconds;
@@ -132,6 +135,7 @@ static int parse_args(int argc, char **argv, args *a)
     a->sync = "full";
     a->jobs = 100000;
     a->handlers = 1;
+    a->workers = 1;
     a->batch = 1;
     a->rate = 1000;
     a->seconds = 30;
@@ -167,6 +171,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->pool = (int)strtol(v, NULL, 10);
         else if (OPT("--counts-flush"))
             a->counts_flush_ms = strtoll(v, NULL, 10);
+        else if (OPT("--workers"))
+            a->workers = (int)strtol(v, NULL, 10);
         else if (OPT("--prefetch"))
             a->prefetch = (int)strtol(v, NULL, 10);
         else if (OPT("--rate"))
@@ -201,6 +207,12 @@ static int parse_args(int argc, char **argv, args *a)
     if (a->jobs <= 0 || a->handlers <= 0 || a->batch <= 0 || a->rate <= 0 ||
         a->seconds <= 0) {
         logf_("--jobs, --handlers, --batch, --rate and --seconds must be > 0");
+        return -1;
+    }
+    if (a->workers < 1 || a->workers > MAX_WORKERS ||
+        a->workers > a->handlers) {
+        logf_("--workers must be 1..%d and at most --handlers (got %d)",
+              MAX_WORKERS, a->workers);
         return -1;
     }
     return 0;
@@ -508,6 +520,20 @@ static int burn_handler(sb_delivery *d, void *user)
     return SB_OK;
 }
 
+static void sum_stats(sb_worker *const *ws, int n, sb_worker_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n; i++) {
+        sb_worker_stats s;
+        memset(&s, 0, sizeof s);
+        sb_worker_get_stats(ws[i], &s);
+        out->acked += s.acked;
+        out->naked += s.naked;
+        out->dead_lettered += s.dead_lettered;
+        out->lost_leases += s.lost_leases;
+    }
+}
+
 static int cmd_burndown(const args *a)
 {
     if (!a->url) {
@@ -567,26 +593,33 @@ static int cmd_burndown(const args *a)
     wo.queue = a->queue;
     wo.handler = burn_handler;
     wo.user = &c;
-    wo.concurrency = a->handlers;
     wo.prefetch = a->prefetch;
 
-    sb_worker *w = NULL;
+    /* --workers W: W workers in this process share --handlers. */
+    sb_worker *ws[MAX_WORKERS] = {NULL};
     sb_error err;
     sb_error_clear(&err);
     int64_t t0 = mono_ns();
-    int rc = sb_worker_start(bus, &wo, &w, &err);
-    if (rc != SB_OK) {
-        logf_("sb_worker_start: %s: %s", sb_strerror(rc), err.message);
-        fail_json("burndown", "sb_worker_start failed");
-        sb_close(bus);
-        return 1;
+    for (int i = 0; i < a->workers; i++) {
+        wo.concurrency = a->handlers / a->workers +
+                         (i < a->handlers % a->workers);
+        int rc = sb_worker_start(bus, &wo, &ws[i], &err);
+        if (rc != SB_OK) {
+            logf_("sb_worker_start: %s: %s", sb_strerror(rc), err.message);
+            fail_json("burndown", "sb_worker_start failed");
+            for (int j = 0; j < i; j++) {
+                sb_worker_stop(ws[j], &err);
+                sb_worker_free(ws[j]);
+            }
+            sb_close(bus);
+            return 1;
+        }
     }
     sb_worker_stats st;
-    memset(&st, 0, sizeof st);
     int64_t last_progress = t0, last_acked = -1, t_end = 0;
     int hung = 0;
     for (;;) {
-        sb_worker_get_stats(w, &st);
+        sum_stats(ws, a->workers, &st);
         int64_t now = mono_ns();
         if (st.acked >= a->jobs) {
             t_end = now;
@@ -607,11 +640,16 @@ static int cmd_burndown(const args *a)
     double secs = (double)(t_end - t0) / 1e9;
     /* Let stragglers (duplicates) show up, then stop and check the queue. */
     sleep_ns(hung ? 0 : 100000000LL);
-    sb_worker_get_stats(w, &st);
-    sb_error_clear(&err);
-    int stop_rc = sb_worker_stop(w, &err);
-    sb_worker_get_stats(w, &st);
-    sb_worker_free(w);
+    int stop_rc = SB_OK;
+    for (int i = 0; i < a->workers; i++) {
+        sb_error_clear(&err);
+        int rc = sb_worker_stop(ws[i], &err);
+        if (stop_rc == SB_OK)
+            stop_rc = rc;
+    }
+    sum_stats(ws, a->workers, &st);
+    for (int i = 0; i < a->workers; i++)
+        sb_worker_free(ws[i]);
 
     int64_t left_ready = -1, left_inflight = -1;
     sb_queue_stats *qs = NULL;
@@ -642,13 +680,14 @@ static int cmd_burndown(const args *a)
               (long long)c.bad, st.naked, st.dead_lettered, st.lost_leases,
               left_ready, left_inflight);
     printf("{\"scenario\":\"burndown\",\"ok\":%s,\"backend\":\"%s\",\"jobs\":%" PRId64
-           ",\"handlers\":%d,\"pool_size\":%d,\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
+           ",\"handlers\":%d,\"workers\":%d,\"pool_size\":%d,\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
            "\"first_claim_s\":%.4f,\"acked\":%" PRId64 ",\"handler_calls\":%lld,"
            "\"missing\":%" PRId64 ",\"duplicates\":%lld,\"naked\":%" PRId64
            ",\"dead_lettered\":%" PRId64 ",\"lost_leases\":%" PRId64
            ",\"left_ready\":%" PRId64 ",\"left_in_flight\":%" PRId64
            ",\"hung\":%s,\"stop_rc\":%d,\"preload_s\":%.4f,\"sqlbus_version\":\"%s\"}\n",
-           ok ? "true" : "false", backend, a->jobs, a->handlers, a->pool, secs,
+           ok ? "true" : "false", backend, a->jobs, a->handlers, a->workers, a->pool,
+           secs,
            (double)st.acked / secs, first_claim_s, st.acked, (long long)c.calls,
            missing, (long long)c.dups, st.naked, st.dead_lettered, st.lost_leases,
            left_ready, left_inflight, hung ? "true" : "false", stop_rc,
@@ -1232,6 +1271,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1] [--prefetch N|-1]\n"
+            "                           [--workers W (share --handlers, 1)]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
             "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"

@@ -623,16 +623,16 @@ typedef struct sb_worker_options {
      * SB_PREFETCH_NONE claims only for idle handlers (T15's "prefetch =
      * 0": for long jobs, where sharing a queue fairly between workers
      * matters more than throughput); at most SB_PREFETCH_MAX. The buffer
-     * never holds more than half a lease's worth of work, judged by the
-     * handlers' measured run time, nor more than about 64 MiB of messages
-     * (their average size so far). Not used with SB_ACK_AFTER_ENQUEUE,
+     * never holds more than 100 ms (nor half a lease) of work, judged by
+     * the handlers' measured run time, nor more than about 64 MiB of
+     * messages (their average size so far). Not used with SB_ACK_AFTER_ENQUEUE,
      * whose buffer is background_capacity. */
     int prefetch;
 } sb_worker_options;
 /* The size of the first sb_worker_options, which such callers pass. */
 #define SB_WORKER_OPTIONS_V1_SIZE offsetof(sb_worker_options, endpoint)
 #define SB_PREFETCH_NONE (-1)
-#define SB_PREFETCH_DEFAULT 256
+#define SB_PREFETCH_DEFAULT 4000
 #define SB_PREFETCH_MAX 10000
 
 /* Start a worker. The options are copied; `bus` is borrowed and must

@@ -68,7 +68,7 @@ const char cli_usage_work[] =
     "  --prefetch N         messages claimed ahead of the commands, leased\n"
     "                       and renewed while they wait; 0 = claim only for\n"
     "                       idle slots (fair between workers), up to 10000\n"
-    "                       (default 256)\n"
+    "                       (default 4000, at most 100 ms of work)\n"
     "\n"
     "A message published by 'sqlbus request' (header sb-reply-to) is\n"
     "answered: CMD's stdout is the reply when it exits 0; after the last\n"

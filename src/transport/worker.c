@@ -1,9 +1,10 @@
-/* worker.c - the worker runtime (T15-T27). One pump thread does all the
- * database work of the worker in one transaction per cycle: it settles
- * what handlers finished, renews leases that reached a third of their
- * life, and claims rows for idle handlers and for the prefetch buffer
- * (rows leased ahead, renewed while they wait). In ack-after-enqueue mode
- * it also removes the rows background threads are about to run. Handler
+/* worker.c - the worker runtime (T15-T27). Pump threads (two lanes where
+ * the backend runs writers side by side, else one) do all the database
+ * work of the worker in one transaction per cycle: a cycle settles what
+ * handlers finished, renews leases that reached a third of their life,
+ * and claims rows for idle handlers and for the prefetch buffer (rows
+ * leased ahead, renewed while they wait). In ack-after-enqueue mode it
+ * also removes the rows background threads are about to run. Handler
  * threads only run handlers. See docs/internals/transport.md. */
 #include "transport/transport.h"
 
@@ -16,6 +17,10 @@ enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
 /* The prefetch buffer's bound in bytes (payload and headers), judged by
  * the moving average of claimed rows. */
 #define PREFETCH_MAX_BYTES (64LL * 1024 * 1024)
+/* ... and in work: what the handlers get through in this long at their
+ * measured pace. It covers a claim's round trip many times over, and it
+ * leaves rows for other workers when handlers are slow (T15 fairness). */
+#define PREFETCH_WORK_US 100000
 
 /* Once every handler is done, a stopping worker tries its last writes for
  * this long before it leaves them to lease expiry (T26). */
@@ -23,6 +28,8 @@ enum outcome { OUT_NONE, OUT_ACK, OUT_NAK, OUT_DEAD, OUT_HANDBACK };
 /* How long sb_worker_stop waits past its deadline for the pump to leave
  * the database call it is in. */
 #define STOP_MARGIN_US 1000000
+/* Pump threads where the backend runs writers side by side. */
+#define PUMP_LANES 2
 
 struct sb_delivery {
     sb_worker *w;
@@ -34,6 +41,7 @@ struct sb_delivery {
     atomic_int lost; /* 1: the lease is gone; 2: the worker is stopping */
     int stale; /* buffered, too close to its lease's end to start: it
                   waits for a renewal outside the ready list */
+    int renewing; /* in a cycle's renewals: no other lane settles it */
     int running;
     int removed; /* early-ack: its row is deleted, it runs from memory */
     int outcome;
@@ -52,14 +60,15 @@ struct sb_worker {
     char *queue;
     char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
     int early; /* SB_ACK_AFTER_ENQUEUE */
-    sb_claim_cursor cursor; /* the pump's, claim.c */
     int slots; /* max rows held at once: handlers plus prefetch */
     int prefetch; /* rows claimed ahead of the handlers (T15), or 0 */
     int64_t avg_run_us; /* handlers' run time, a moving average */
     int64_t avg_bytes;  /* claimed rows' payload and headers, likewise */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
-    pthread_t pump;
+    struct cycle *lanes; /* one per pump thread */
+    int n_lanes, started_lanes, live_lanes;
+    int claiming; /* rows the cycles under way may claim */
     pthread_t *handlers;
     int n_handlers;
     sb_wake_listener *listener;
@@ -82,12 +91,7 @@ struct sb_worker {
     int64_t next_poll_us, poll_delay_us, outage_delay_us;
     uint64_t wakes; /* wake-ups so far: one during a cycle is not lost */
     int64_t stop_deadline_us;
-    int64_t last_cycle_us; /* written by the pump only */
-    /* the pump's scratch arrays, `slots` entries each (allocated at start
-     * so the pump never fails for memory) */
-    sb_delivery **renew_buf, **ack_buf, **start_buf;
-    sb_msg **msgs_buf;
-    int *renew_lost_buf, *lost_buf, *start_lost_buf, *claim_lost_buf;
+    int64_t last_cycle_us; /* the last cycle's, by any lane */
     /* early-ack: deliveries allocated before a cycle for the rows it
      * removes as it claims them, so memory never loses a removed row */
     sb_delivery **spare;
@@ -151,8 +155,15 @@ static void notified(void *user, const char *payload)
 
 /* ---- the pump ---- */
 
+/* A pump thread (a lane) and its cycle. Where the backend takes
+ * concurrent writers, two lanes overlap one cycle's round trips with the
+ * other's; each takes its own settlements, renewals and claim. The
+ * scratch arrays hold `slots` entries each, allocated at start so a cycle
+ * never fails for memory. */
 typedef struct cycle {
     sb_worker *w;
+    pthread_t thread;
+    sb_claim_cursor cursor; /* claim.c */
     sb_delivery *settle;  /* detached settle list */
     sb_delivery **renew;  /* due renewals */
     int n_renew;
@@ -295,7 +306,7 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
     x->claimed_started = 0;
     x->pending = 1;
     if (rc == SB_OK && x->claim_max > 0)
-        rc = sb__claim_next_on(w->bus, c, &w->cursor, w->queue, x->claim_max,
+        rc = sb__claim_next_on(w->bus, c, &x->cursor, w->queue, x->claim_max,
                                w->o.lease_ms, x->probe ? &x->pending : NULL,
                                &x->claimed, &x->n_claimed, err);
     /* ... and so are fresh rows for threads with nothing to take. */
@@ -476,7 +487,7 @@ static void after_commit(sb_worker *w, cycle *x)
         if (w->poll_delay_us > w->o.max_poll_ms * 1000)
             w->poll_delay_us = w->o.max_poll_ms * 1000;
         w->next_poll_us = now + w->poll_delay_us;
-        if (x->probe && !x->pending && w->held == 0) {
+        if (x->probe && !x->pending && w->held == 0 && w->claiming == 0) {
             w->idle = 1;
             pthread_cond_broadcast(&w->idle_cv);
         }
@@ -506,17 +517,20 @@ static void hand_back_unstarted(sb_worker *w)
 }
 
 /* How many rows the worker may hold: its handlers' plus the prefetch
- * buffer, which never holds more than half a lease's worth of work at the
- * handlers' measured pace (T15), nor more than PREFETCH_MAX_BYTES of
- * messages of the average size claimed; until a handler has run, one row
- * more per handler. */
+ * buffer, which never holds more than PREFETCH_WORK_US (nor half a
+ * lease) of work at the handlers' measured pace (T15), nor more than
+ * PREFETCH_MAX_BYTES of messages of the average size claimed; until a
+ * handler has run, one row more per handler. */
 static int held_limit(const sb_worker *w)
 {
     if (w->early || w->prefetch == 0)
         return w->slots;
     int conc = w->o.concurrency;
+    int64_t work_us = w->o.lease_ms * 500 < PREFETCH_WORK_US
+                          ? w->o.lease_ms * 500
+                          : PREFETCH_WORK_US;
     int64_t worth = w->avg_run_us > 0
-                        ? (int64_t)conc * w->o.lease_ms * 500 / w->avg_run_us
+                        ? (int64_t)conc * work_us / w->avg_run_us
                         : conc;
     if (w->avg_bytes > 0 && PREFETCH_MAX_BYTES / w->avg_bytes < worth)
         worth = PREFETCH_MAX_BYTES / w->avg_bytes;
@@ -531,8 +545,21 @@ static int claim_worthwhile(const sb_worker *w, int limit)
     if (w->early || w->prefetch == 0)
         return 1;
     int conc = w->o.concurrency;
-    return w->running_handlers + w->n_ready < conc ||
-           w->n_ready * 2 <= limit - conc;
+    if (w->running_handlers + w->n_ready + w->claiming < conc)
+        return 1;
+    return (w->n_ready + w->claiming) * 4 <= (limit - conc) * 3;
+}
+
+/* How many rows one claim takes: a quarter of the buffer and a row per
+ * handler, so that with two lanes the next claim goes out while this one
+ * is under way, and a second worker finds rows left to claim. */
+static int claim_size(const sb_worker *w, int limit, int free_slots)
+{
+    if (w->early || w->prefetch == 0)
+        return free_slots;
+    int conc = w->o.concurrency;
+    int chunk = (limit - conc) / 4 + conc;
+    return chunk < free_slots ? chunk : free_slots;
 }
 
 /* Early-ack (T23): accepted rows no background thread took before the
@@ -557,12 +584,29 @@ static void dead_letter_unstarted(sb_worker *w)
         pthread_cond_broadcast(&w->handler_cv); /* nothing more to take */
 }
 
+/* Settlements a cycle may take now: not those another lane's cycle is
+ * renewing (their rows are locked by it until it commits). */
 static int count_settled(const sb_worker *w)
 {
     int n = 0;
     for (const sb_delivery *d = w->settle_head; d; d = d->next)
-        n++;
+        n += !d->renewing;
     return n;
+}
+
+/* Detach the settlements count_settled counts. */
+static sb_delivery *take_settled(sb_worker *w)
+{
+    sb_delivery *taken = NULL, *kept = NULL;
+    while (w->settle_head != NULL) {
+        sb_delivery *d = w->settle_head;
+        w->settle_head = d->next;
+        sb_delivery **to = d->renewing ? &kept : &taken;
+        d->next = *to;
+        *to = d;
+    }
+    w->settle_head = kept;
+    return taken;
 }
 
 /* Writes still owed to the database: settlements other than a removed
@@ -596,18 +640,8 @@ static void pump_wait(sb_worker *w, int64_t until)
 
 static void *pump_main(void *arg)
 {
-    sb_worker *w = arg;
-    cycle x;
-    memset(&x, 0, sizeof x);
-    x.w = w;
-    x.renew = w->renew_buf;
-    x.renew_lost = w->renew_lost_buf;
-    x.msgs = w->msgs_buf;
-    x.ack_d = w->ack_buf;
-    x.lost = w->lost_buf;
-    x.start = w->start_buf;
-    x.start_lost = w->start_lost_buf;
-    x.claim_lost = w->claim_lost_buf;
+    cycle *x = arg;
+    sb_worker *w = x->w;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         int64_t now = sb__mono_us();
@@ -633,7 +667,7 @@ static void *pump_main(void *arg)
         }
         /* Early-ack: idle background threads take buffered rows; the
          * cycle removes them before they run (not after the cut). */
-        x.n_start = 0;
+        x->n_start = 0;
         int can_start = w->early && (!w->stopping || now < cut);
         while (can_start && w->buf_head != NULL && idle_background(w) > 0) {
             sb_delivery *d = w->buf_head;
@@ -641,27 +675,33 @@ static void *pump_main(void *arg)
             if (w->buf_head == NULL)
                 w->buf_tail = NULL;
             d->next_renew_us = INT64_MAX; /* it is being removed */
-            x.start[x.n_start++] = d;
+            x->start[x->n_start++] = d;
             w->starting++;
         }
         int64_t next_renew = INT64_MAX;
-        x.n_renew = 0;
+        x->n_renew = 0;
         for (sb_delivery *d = w->all; d; d = d->all_next) {
-            if (d->outcome != OUT_NONE || d->next_renew_us == INT64_MAX)
+            /* In one cycle's renewals at a time: two would race to use
+             * the delivery after their commits. */
+            if (d->outcome != OUT_NONE || d->next_renew_us == INT64_MAX ||
+                d->renewing)
                 continue;
-            if (d->next_renew_us <= now && x.n_renew < w->slots)
-                x.renew[x.n_renew++] = d;
-            else if (d->next_renew_us < next_renew)
+            if (d->next_renew_us <= now && x->n_renew < w->slots) {
+                d->renewing = 1;
+                x->renew[x->n_renew++] = d;
+            } else if (d->next_renew_us < next_renew)
                 next_renew = d->next_renew_us;
         }
-        /* Rows settled in this cycle free their slots for its claim. */
+        /* Rows settled in this cycle free their slots for its claim; the
+         * other lane's claim under way has taken its share. */
         int limit = held_limit(w);
-        int free_slots = limit - w->held + count_settled(w);
+        int settled = count_settled(w);
+        int free_slots = limit - w->held - w->claiming + settled;
         int want_claim = !w->stopping && free_slots > 0 &&
                          now >= w->next_poll_us &&
                          claim_worthwhile(w, limit);
-        if (w->settle_head == NULL && x.n_renew == 0 && !want_claim &&
-            x.n_start == 0) {
+        if (settled == 0 && x->n_renew == 0 && !want_claim &&
+            x->n_start == 0) {
             int64_t until = next_renew;
             if (!w->stopping && free_slots > 0 &&
                 claim_worthwhile(w, limit) && w->next_poll_us < until)
@@ -682,61 +722,65 @@ static void *pump_main(void *arg)
          * their slots share this transaction (one fsync on SQLite). The
          * window is bounded by the last cycle's own cost, so it never adds
          * more latency than a cycle does. */
-        if (w->settle_head != NULL && w->running_handlers > 0 &&
-            x.n_renew == 0 && x.n_start == 0 && !w->stopping) {
+        if (settled > 0 && w->running_handlers > 0 &&
+            x->n_renew == 0 && x->n_start == 0 && !w->stopping) {
             int64_t linger = w->last_cycle_us < 2000 ? w->last_cycle_us : 2000;
             int64_t until = sb__mono_us() + linger;
             while (w->running_handlers > 0 && sb__mono_us() < until)
                 sb__cond_wait_until(&w->pump_cv, &w->mu, until);
-            free_slots = limit - w->held + count_settled(w);
+            free_slots = limit - w->held - w->claiming + count_settled(w);
             want_claim = !w->stopping && free_slots > 0 &&
                          sb__mono_us() >= w->next_poll_us &&
                          claim_worthwhile(w, limit);
         }
-        x.settle = w->settle_head;
-        w->settle_head = NULL;
-        x.claim_max = want_claim ? free_slots : 0;
-        x.probe = want_claim && w->held == 0;
-        x.wakes = w->wakes;
+        x->settle = take_settled(w);
+        x->claim_max = want_claim ? claim_size(w, limit, free_slots) : 0;
+        w->claiming += x->claim_max;
+        x->probe = want_claim && w->held == 0;
+        x->wakes = w->wakes;
         /* Early-ack: threads still idle run fresh rows at once; their
          * deliveries exist before the rows are removed. */
-        x.start_claimed = want_claim && w->early ? idle_background(w) : 0;
-        while (w->n_spare < x.start_claimed) {
+        x->start_claimed = want_claim && w->early ? idle_background(w) : 0;
+        while (w->n_spare < x->start_claimed) {
             sb_delivery *d = sb__calloc(1, sizeof *d);
             if (d == NULL)
                 break;
             w->spare[w->n_spare++] = d;
         }
-        if (x.start_claimed > w->n_spare)
-            x.start_claimed = w->n_spare;
-        for (int i = 0; i < x.n_renew; i++)
-            x.renew[i]->next_renew_us = now + w->o.lease_ms * 1000 / 3;
+        if (x->start_claimed > w->n_spare)
+            x->start_claimed = w->n_spare;
+        for (int i = 0; i < x->n_renew; i++)
+            x->renew[i]->next_renew_us = now + w->o.lease_ms * 1000 / 3;
         pthread_mutex_unlock(&w->mu);
 
         sb_error err;
         sb_retry_policy once = {1, 0, 0};
-        x.t0 = sb__mono_us();
-        int rc = sb__db_run_tx(w->bus->pool, &once, cycle_tx, &x, &err);
-        w->last_cycle_us = sb__mono_us() - x.t0;
+        x->t0 = sb__mono_us();
+        int rc = sb__db_run_tx(w->bus->pool, &once, cycle_tx, x, &err);
+        int64_t took = sb__mono_us() - x->t0;
         sb__maybe_prune(w->bus);
 
         pthread_mutex_lock(&w->mu);
+        w->last_cycle_us = took;
+        w->claiming -= x->claim_max;
+        for (int i = 0; i < x->n_renew; i++)
+            x->renew[i]->renewing = 0;
         if (rc == SB_OK) {
-            after_commit(w, &x);
+            after_commit(w, x);
             w->retry_at_us = 0;
             w->give_up_at_us = 0;
             w->last_db_error[0] = '\0';
             continue;
         }
-        sb_msg_free_array(x.claimed, x.n_claimed);
-        x.claimed = NULL;
-        x.n_claimed = 0;
+        sb_msg_free_array(x->claimed, x->n_claimed);
+        x->claimed = NULL;
+        x->n_claimed = 0;
         /* Outage or error: keep the settlements (fenced, safe to repeat),
          * retry renewals soon, back off 100 ms -> 5 s with jitter (T26);
          * rows that were to be removed wait in the buffer again, leased. */
-        while (x.settle != NULL) {
-            sb_delivery *d = x.settle;
-            x.settle = d->next;
+        while (x->settle != NULL) {
+            sb_delivery *d = x->settle;
+            x->settle = d->next;
             push_settle(w, d);
         }
         w->outage_delay_us = w->outage_delay_us ? w->outage_delay_us * 2
@@ -747,18 +791,18 @@ static void *pump_main(void *arg)
         if (w->stopping && pause > 250000)
             pause = 250000; /* a stop has a deadline: try more often */
         now = sb__mono_us();
-        for (int i = x.n_start - 1; i >= 0; i--) {
-            sb_delivery *d = x.start[i];
+        for (int i = x->n_start - 1; i >= 0; i--) {
+            sb_delivery *d = x->start[i];
             d->next = w->buf_head;
             w->buf_head = d;
             if (w->buf_tail == NULL)
                 w->buf_tail = d;
             d->next_renew_us = now + pause;
         }
-        x.n_start = 0;
+        x->n_start = 0;
         w->starting = 0;
-        for (int i = 0; i < x.n_renew; i++)
-            x.renew[i]->next_renew_us = now + pause;
+        for (int i = 0; i < x->n_renew; i++)
+            x->renew[i]->next_renew_us = now + pause;
         snprintf(w->last_db_error, sizeof w->last_db_error, "%s",
                  err.message);
         sb__log(&w->bus->log, SB_LOG_WARN, "worker",
@@ -776,6 +820,13 @@ static void *pump_main(void *arg)
             if (now >= w->give_up_at_us || now >= w->stop_deadline_us)
                 break;
         }
+    }
+    /* The last lane out writes the account; the others leave too if the
+     * reason is theirs as well. */
+    pthread_cond_broadcast(&w->pump_cv);
+    if (--w->live_lanes > 0) {
+        pthread_mutex_unlock(&w->mu);
+        return NULL;
     }
     w->unwritten = count_unwritten(w);
     if (w->unwritten > 0)
@@ -1010,22 +1061,45 @@ static int check_options(const sb_worker_options *o, sb_error *err)
     return SB_OK;
 }
 
+static void free_lane(cycle *x)
+{
+    sb__free(x->renew);
+    sb__free(x->renew_lost);
+    sb__free(x->msgs);
+    sb__free(x->ack_d);
+    sb__free(x->lost);
+    sb__free(x->start);
+    sb__free(x->start_lost);
+    sb__free(x->claim_lost);
+}
+
+static int alloc_lane(sb_worker *w, cycle *x)
+{
+    size_t k = (size_t)w->slots;
+    x->w = w;
+    x->renew = sb__calloc(k, sizeof *x->renew);
+    x->renew_lost = sb__calloc(k, sizeof *x->renew_lost);
+    x->msgs = sb__calloc(k, sizeof *x->msgs);
+    x->ack_d = sb__calloc(k, sizeof *x->ack_d);
+    x->lost = sb__calloc(k, sizeof *x->lost);
+    x->start = sb__calloc(k, sizeof *x->start);
+    x->start_lost = sb__calloc(k, sizeof *x->start_lost);
+    x->claim_lost = sb__calloc(k, sizeof *x->claim_lost);
+    return x->renew && x->renew_lost && x->msgs && x->ack_d && x->lost &&
+           x->start && x->start_lost && x->claim_lost;
+}
+
 static void free_buffers(sb_worker *w)
 {
     sb__free(w->handlers);
     sb__free(w->queue);
     sb__free(w->endpoint);
-    sb__free(w->renew_buf);
-    sb__free(w->ack_buf);
-    sb__free(w->start_buf);
-    sb__free(w->start_lost_buf);
-    sb__free(w->claim_lost_buf);
+    for (int i = 0; w->lanes != NULL && i < w->n_lanes; i++)
+        free_lane(&w->lanes[i]);
+    sb__free(w->lanes);
     for (int i = 0; w->spare != NULL && i < w->n_spare; i++)
         sb__free(w->spare[i]);
     sb__free(w->spare);
-    sb__free(w->msgs_buf);
-    sb__free(w->renew_lost_buf);
-    sb__free(w->lost_buf);
 }
 
 static void apply_defaults(sb_worker_options *o)
@@ -1099,21 +1173,20 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
                         : w->o.concurrency + w->prefetch;
     w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;
     w->handlers = sb__calloc((size_t)w->n_handlers, sizeof *w->handlers);
-    size_t k = (size_t)w->slots;
-    w->renew_buf = sb__calloc(k, sizeof *w->renew_buf);
-    w->ack_buf = sb__calloc(k, sizeof *w->ack_buf);
-    w->msgs_buf = sb__calloc(k, sizeof *w->msgs_buf);
-    w->renew_lost_buf = sb__calloc(k, sizeof *w->renew_lost_buf);
-    w->lost_buf = sb__calloc(k, sizeof *w->lost_buf);
-    w->start_buf = sb__calloc(k, sizeof *w->start_buf);
-    w->start_lost_buf = sb__calloc(k, sizeof *w->start_lost_buf);
-    w->claim_lost_buf = sb__calloc(k, sizeof *w->claim_lost_buf);
+    /* A second lane pays where writers run side by side (measured in
+     * docs/benchmarks.md); SQLite has one writer. Early-ack and
+     * prefetch-none keep the one pump. */
+    w->n_lanes = !w->early && w->prefetch > 0 &&
+                         bus->dialect != SB_DIALECT_SQLITE
+                     ? PUMP_LANES
+                     : 1;
+    w->lanes = sb__calloc((size_t)w->n_lanes, sizeof *w->lanes);
+    int lanes_ok = w->lanes != NULL;
+    for (int i = 0; lanes_ok && i < w->n_lanes; i++)
+        lanes_ok = alloc_lane(w, &w->lanes[i]);
     w->spare = sb__calloc((size_t)w->n_handlers, sizeof *w->spare);
-    if (w->queue == NULL || w->handlers == NULL || w->renew_buf == NULL ||
-        w->ack_buf == NULL || w->msgs_buf == NULL ||
-        w->renew_lost_buf == NULL || w->lost_buf == NULL ||
-        w->start_buf == NULL || w->start_lost_buf == NULL ||
-        w->claim_lost_buf == NULL || w->spare == NULL) {
+    if (w->queue == NULL || w->handlers == NULL || !lanes_ok ||
+        w->spare == NULL) {
         free_buffers(w);
         sb__free(w);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -1130,8 +1203,13 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
             break;
         w->live_handlers++;
     }
-    int pump_ok = started == w->n_handlers &&
-                  pthread_create(&w->pump, NULL, pump_main, w) == 0;
+    /* Fewer lanes than planned only make the worker slower. */
+    while (started == w->n_handlers && w->started_lanes < w->n_lanes &&
+           pthread_create(&w->lanes[w->started_lanes].thread, NULL,
+                          pump_main, &w->lanes[w->started_lanes]) == 0)
+        w->started_lanes++;
+    w->live_lanes = w->started_lanes;
+    int pump_ok = w->started_lanes > 0;
     if (!pump_ok) {
         /* Nothing was claimed yet, so no handler can run. */
         w->pump_done = 1;
@@ -1158,6 +1236,12 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
                                      &bus->log, wake_pump, w);
     *out = w;
     return SB_OK;
+}
+
+static void join_lanes(sb_worker *w)
+{
+    for (int i = 0; i < w->started_lanes; i++)
+        pthread_join(w->lanes[i].thread, NULL);
 }
 
 int sb_worker_stop(sb_worker *w, sb_error *err)
@@ -1221,7 +1305,7 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
     w->wal = NULL;
     sb__bus_remove_waker(w->bus, &w->waker);
     if (done)
-        pthread_join(w->pump, NULL); /* it has returned or is returning */
+        join_lanes(w); /* they have returned or are returning */
     pthread_mutex_lock(&w->mu);
     w->joined = done;
     w->stopped = 1;
@@ -1298,7 +1382,7 @@ void sb_worker_free(sb_worker *w)
     if (!w->stopped)
         sb_worker_stop(w, NULL);
     if (!w->joined)
-        pthread_join(w->pump, NULL); /* it was inside a database call */
+        join_lanes(w); /* a lane was inside a database call */
     pthread_mutex_lock(&w->mu);
     w->pump_done = 1;
     pthread_cond_broadcast(&w->handler_cv);
