@@ -109,8 +109,11 @@ const sb_sql_templates sb__sql_postgres = {
         "ON CONFLICT (id) DO NOTHING",
     .delete_any = "DELETE FROM {p}messages WHERE id = $1::uuid AND "
                   "($2::uuid IS NULL OR lock_id = $2::uuid)",
+    /* The statement's clock, not the transaction's start: a row another
+     * connection made ready after this transaction began is pending. */
     .pending = "SELECT 1 FROM {p}messages WHERE queue = $1 AND "
-               "(available_at <= now() OR locked_until IS NOT NULL) LIMIT 1",
+               "(available_at <= clock_timestamp() OR locked_until IS NOT NULL) "
+               "LIMIT 1",
     .stats =
         "SELECT queue, "
         "count(*) FILTER (WHERE available_at <= now() AND (locked_until IS "

@@ -385,6 +385,11 @@ static void after_commit(sb_worker *w, cycle *x)
         case OUT_DEAD: atomic_fetch_add(&w->dead, 1); break;
         default: atomic_fetch_add(&w->lost, 1); break; /* fence gone */
         }
+        /* A nak due at once is ready at this transaction's start, which
+         * the other lane's cycle under way may not count as "now": that
+         * cycle must claim again rather than find the queue idle. */
+        if (d->outcome == OUT_NAK && d->delay_ms == 0)
+            w->wakes++;
         if (w->early && d->outcome == OUT_DEAD &&
             w->o.on_background_failure != NULL) {
             sb_failure f = failure_of(d);
