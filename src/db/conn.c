@@ -45,3 +45,40 @@ void sb__rollback(sb_conn *c)
     (void)c->drv->rollback(c);
     c->in_tx = false;
 }
+
+static int pipeline_each(sb_conn *c, const sb_call *calls, size_t n,
+                         int commit, size_t *failed, sb_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = sb__query(c, calls[i].sql, calls[i].params,
+                           calls[i].nparams, calls[i].rows, calls[i].changes,
+                           err);
+        if (rc != SB_OK) {
+            *failed = i;
+            return rc;
+        }
+    }
+    *failed = n;
+    return commit ? sb__commit(c, err) : SB_OK;
+}
+
+int sb__pipeline(sb_conn *c, const sb_call *calls, size_t n, int commit,
+                 size_t *failed, sb_error *err)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (calls[i].rows != NULL)
+            *calls[i].rows = NULL;
+        if (calls[i].changes != NULL)
+            *calls[i].changes = 0;
+    }
+    if (!c->in_tx)
+        return sb__err(err, SB_MISUSE, NULL,
+                       "a pipeline runs in an open transaction");
+    int rc = c->drv->pipeline != NULL
+                 ? c->drv->pipeline(c, calls, n, commit, &at, err)
+                 : pipeline_each(c, calls, n, commit, &at, err);
+    if (failed != NULL)
+        *failed = at;
+    return rc;
+}

@@ -110,6 +110,17 @@ void sb__db_config_free(sb_db_config *cfg);
 
 typedef struct sb_conn sb_conn;
 
+/* One statement of a pipeline (sb__pipeline): text and parameters in, as
+ * for sb__query; `rows` and `changes` (each may be NULL) receive its
+ * result. */
+typedef struct sb_call {
+    const char *sql;
+    const sb_value *params;
+    size_t nparams;
+    sb_rows **rows;
+    int64_t *changes;
+} sb_call;
+
 typedef struct sb_driver {
     const char *name; /* "sqlite", "postgresql" */
     int dialect;
@@ -131,6 +142,11 @@ typedef struct sb_driver {
     int (*query)(sb_conn *c, const char *sql, const sb_value *params,
                  size_t nparams, sb_rows **rows, int64_t *changes,
                  sb_error *err);
+    /* Optional (NULL: sb__pipeline runs the calls one by one): run the
+     * calls in order, then COMMIT if `commit`, in one round trip. As
+     * sb__pipeline says. */
+    int (*pipeline)(sb_conn *c, const sb_call *calls, size_t n, int commit,
+                    size_t *failed, sb_error *err);
     int (*begin)(sb_conn *c, sb_error *err); /* a write transaction */
     int (*commit)(sb_conn *c, sb_error *err);
     int (*rollback)(sb_conn *c); /* best effort */
@@ -167,6 +183,25 @@ static inline int sb__query(sb_conn *c, const char *sql,
 int sb__begin(sb_conn *c, sb_error *err);
 int sb__commit(sb_conn *c, sb_error *err);
 void sb__rollback(sb_conn *c);
+
+/*
+ * Run `n` statements in order in the transaction open on `c` and, if
+ * `commit`, commit it: on PostgreSQL in one network round trip (libpq's
+ * pipeline mode, with the transaction's deferred BEGIN), elsewhere one
+ * after the other. Stops at the first failure and returns its code;
+ * `*failed` (may be NULL) is its index, or `n` for the commit. Calls
+ * before it have their results; calls from it on have none. A failed
+ * call leaves the transaction to roll back, as after sb__query; with
+ * `commit`, c->in_tx is false afterwards unless a SQLite COMMIT found
+ * the database busy (the transaction is still open).
+ */
+int sb__pipeline(sb_conn *c, const sb_call *calls, size_t n, int commit,
+                 size_t *failed, sb_error *err);
+/* Whether sb__pipeline saves round trips on `c` (PostgreSQL). */
+static inline bool sb__pipelines(const sb_conn *c)
+{
+    return c->drv->pipeline != NULL;
+}
 
 /* ---- the connection pool (pool.c) ---- */
 typedef struct sb_pool sb_pool;
@@ -209,7 +244,9 @@ typedef struct sb_retry_policy {
  * Run `fn` inside BEGIN .. COMMIT on a pooled connection. Transient
  * failures (SB_BUSY, SB_UNAVAILABLE) roll back, discard a broken
  * connection and retry with jittered exponential back-off. `policy` may
- * be NULL for defaults. Returns the last result code.
+ * be NULL for defaults. `fn` may end with a committing sb__pipeline, so
+ * that its last statements and the COMMIT share a round trip; the commit
+ * is then not sent again. Returns the last result code.
  */
 int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
                   void *ctx, sb_error *err);

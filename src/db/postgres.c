@@ -51,6 +51,8 @@ typedef struct pg_stmt {
     uint64_t used; /* LRU tick */
     unsigned id;   /* server-side name "sb<id>" */
     size_t nparams;
+    int64_t prepared_us; /* monotonic */
+    int64_t ttl_us;      /* prepared again once this old */
 } pg_stmt;
 
 typedef struct pg_conn {
@@ -58,6 +60,9 @@ typedef struct pg_conn {
     PGconn *pg;
     sb_logger log;
     bool broken;
+    /* BEGIN not sent yet: it goes out with the transaction's first
+     * statement, in one round trip (pg_pipeline). */
+    bool begin_pending;
     int64_t statement_timeout_ms; /* set on the session; 0 = none */
     unsigned next_id;
     uint64_t tick;
@@ -350,28 +355,16 @@ static void cache_clear(pg_conn *pc)
     }
 }
 
-/*
- * A free slot, evicting the least recently used statement when the cache
- * is full. Prepared statements are not transactional, so the DEALLOCATE
- * stays done whatever the current transaction does later.
- */
-static int cache_slot(pg_conn *pc, pg_stmt **out, sb_error *err)
+/* Deallocate a cached statement and free its slot. Prepared statements
+ * are not transactional, so the DEALLOCATE stays done whatever the
+ * current transaction does later; a refusal only costs server memory. */
+static int cache_drop(pg_conn *pc, pg_stmt *st, sb_error *err)
 {
-    pg_stmt *victim = NULL;
-    for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
-        pg_stmt *st = &pc->cache[i];
-        if (st->sql == NULL) {
-            *out = st;
-            return SB_OK;
-        }
-        if (victim == NULL || st->used < victim->used)
-            victim = st;
-    }
     char sql[32], name[16];
-    stmt_name(name, victim->id);
+    stmt_name(name, st->id);
     snprintf(sql, sizeof sql, "DEALLOCATE %s", name);
-    sb__free(victim->sql);
-    victim->sql = NULL;
+    sb__free(st->sql);
+    st->sql = NULL;
     PGresult *res = PQexec(pc->pg, sql);
     if (res == NULL || PQstatus(pc->pg) == CONNECTION_BAD) {
         int rc = fail_result(pc, res, err);
@@ -384,8 +377,27 @@ static int cache_slot(pg_conn *pc, pg_stmt **out, sb_error *err)
                 trimmed_len(PQresultErrorMessage(res)),
                 PQresultErrorMessage(res));
     PQclear(res);
-    *out = victim;
     return SB_OK;
+}
+
+/* A free slot, evicting the least recently used statement when the cache
+ * is full. */
+static int cache_slot(pg_conn *pc, pg_stmt **out, sb_error *err)
+{
+    pg_stmt *victim = NULL;
+    for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
+        pg_stmt *st = &pc->cache[i];
+        if (st->sql == NULL) {
+            *out = st;
+            return SB_OK;
+        }
+        if (victim == NULL || st->used < victim->used)
+            victim = st;
+    }
+    int rc = cache_drop(pc, victim, err);
+    if (rc == SB_OK)
+        *out = victim;
+    return rc;
 }
 
 /* Parameter types declared at prepare time: integers as int8 and blobs as
@@ -455,6 +467,49 @@ static int prepare(pg_conn *pc, const char *sql, uint64_t h,
     if (types != stack_types)
         sb__free(types);
     return rc;
+}
+
+/* A generic plan is made once, from the table's size at that moment: one
+ * made while a queue's table was empty kept scanning the whole table once
+ * it had grown (a claim read 684 pages for 2 rows), until an ANALYZE
+ * invalidated it. So a statement is prepared again when it is
+ * PLAN_TTL_FIRST_US old, then at doubling ages up to PLAN_TTL_MAX_US;
+ * a table's pages, once grown, do not shrink back without a rewrite. */
+#define PLAN_TTL_FIRST_US 1000000
+#define PLAN_TTL_MAX_US 64000000
+
+/* The cached statement for `sql`, prepared (again) when it is missing or
+ * old; marked used, so that preparing another evicts it last. */
+static int stmt_for(pg_conn *pc, const char *sql, const sb_value *params,
+                    size_t nparams, pg_stmt **out, sb_error *err)
+{
+    uint64_t h = fnv1a(sql);
+    pg_stmt *st = cache_find(pc, sql, h);
+    int64_t now = sb__mono_us(), ttl = PLAN_TTL_FIRST_US;
+    if (st != NULL && now - st->prepared_us >= st->ttl_us &&
+        PQtransactionStatus(pc->pg) != PQTRANS_INERROR) {
+        ttl = st->ttl_us * 2 < PLAN_TTL_MAX_US ? st->ttl_us * 2
+                                               : PLAN_TTL_MAX_US;
+        int rc = cache_drop(pc, st, err);
+        if (rc != SB_OK)
+            return rc;
+        st = NULL;
+    }
+    if (st == NULL) {
+        int rc = prepare(pc, sql, h, params, nparams, &st, err);
+        if (rc != SB_OK)
+            return rc;
+        st->prepared_us = now;
+        st->ttl_us = ttl;
+    } else if (st->nparams != nparams) {
+        /* The server would call this a protocol violation (class 08). */
+        return sb__err(err, SB_INVALID, "params",
+                       "statement was prepared with %zu parameters, %zu "
+                       "given", st->nparams, nparams);
+    }
+    st->used = ++pc->tick;
+    *out = st;
+    return SB_OK;
 }
 
 /* ---- parameters ---- */
@@ -710,8 +765,7 @@ static PGresult *run_prepared(pg_conn *pc, const char *sql,
                               const sb_value *params, size_t nparams,
                               const pg_params *pp, int *rc, sb_error *err)
 {
-    uint64_t h = fnv1a(sql);
-    pg_stmt *st = cache_find(pc, sql, h);
+    pg_stmt *st = cache_find(pc, sql, fnv1a(sql));
     if (st == NULL && PQtransactionStatus(pc->pg) == PQTRANS_INERROR) {
         /* Every command fails in an aborted transaction (25P02); do not
          * evict a good statement for it. The unnamed statement reports
@@ -719,22 +773,202 @@ static PGresult *run_prepared(pg_conn *pc, const char *sql,
         return PQexecParams(pc->pg, sql, (int)nparams, NULL, pp->values,
                             pp->lengths, pp->formats, 1);
     }
-    if (st == NULL) {
-        *rc = prepare(pc, sql, h, params, nparams, &st, err);
-        if (*rc != SB_OK)
-            return NULL;
-    } else if (st->nparams != nparams) {
-        /* The server would call this a protocol violation (class 08). */
-        *rc = sb__err(err, SB_INVALID, "params",
-                      "statement was prepared with %zu parameters, %zu "
-                      "given", st->nparams, nparams);
+    *rc = stmt_for(pc, sql, params, nparams, &st, err);
+    if (*rc != SB_OK)
         return NULL;
-    }
-    st->used = ++pc->tick;
     char name[16];
     stmt_name(name, st->id);
     return PQexecPrepared(pc->pg, name, (int)nparams, pp->values, pp->lengths,
                           pp->formats, 1);
+}
+
+/* ---- pipelines ---- */
+
+/* A pipeline's calls at most; more run in several. */
+#define PIPE_MAX 64
+
+/* One pipeline entry's result: the first non-NULL result of its query,
+ * after reading up to the NULL that ends it. NULL when the connection
+ * failed (then it is marked broken). */
+static PGresult *pipe_result(pg_conn *pc)
+{
+    PGresult *res = PQgetResult(pc->pg);
+    if (res == NULL) {
+        pc->broken = true;
+        return NULL;
+    }
+    PGresult *more;
+    while ((more = PQgetResult(pc->pg)) != NULL) {
+        /* Only a lost connection gives a query two results. */
+        PQclear(more);
+        pc->broken = true;
+    }
+    return res;
+}
+
+/* Send the calls (after BEGIN if it is pending, before COMMIT if asked)
+ * and a Sync, in one write. */
+static int pipe_send(pg_conn *pc, const sb_call *calls, size_t n,
+                     pg_stmt *const *sts, int commit, sb_error *err)
+{
+    int ok = PQenterPipelineMode(pc->pg);
+    if (ok && pc->begin_pending)
+        ok = PQsendQueryParams(pc->pg, "BEGIN", 0, NULL, NULL, NULL, NULL,
+                               0);
+    for (size_t i = 0; ok && i < n; i++) {
+        pg_params pp;
+        int rc = params_build(&pp, calls[i].params, calls[i].nparams, err);
+        if (rc != SB_OK) {
+            sb__free(pp.heap);
+            /* Nothing was sent yet unless earlier calls were: the
+             * connection's protocol state is then unknown. */
+            if (i > 0 || pc->begin_pending)
+                pc->broken = true;
+            (void)PQexitPipelineMode(pc->pg);
+            return rc;
+        }
+        char name[16];
+        stmt_name(name, sts[i]->id);
+        ok = PQsendQueryPrepared(pc->pg, name, (int)calls[i].nparams,
+                                 pp.values, pp.lengths, pp.formats, 1);
+        sb__free(pp.heap);
+    }
+    if (ok && commit)
+        ok = PQsendQueryParams(pc->pg, "COMMIT", 0, NULL, NULL, NULL, NULL,
+                               0);
+    if (ok)
+        ok = PQpipelineSync(pc->pg);
+    if (!ok)
+        return fail_result(pc, NULL, err); /* marks it broken */
+    return SB_OK;
+}
+
+/* The result of one call: rows, changes, or its error. */
+static int call_result(pg_conn *pc, const sb_call *call, PGresult *res,
+                       sb_error *err)
+{
+    int rc = check_result(pc, res, err);
+    if (rc == SB_OK && call->rows != NULL) {
+        if (PQresultStatus(res) == PGRES_TUPLES_OK)
+            rc = convert_rows(res, call->rows, err);
+        else if (sb__rows_new(0, 0, call->rows) != SB_OK)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    if (rc == SB_OK && call->changes != NULL)
+        *call->changes = tag_changes(res);
+    return rc;
+}
+
+/* Read what pipe_send sent, in order: BEGIN's result, each call's, then
+ * COMMIT's and the Sync. The first failure is kept; the entries after it
+ * come back PGRES_PIPELINE_ABORTED and are only read. */
+static int pipe_receive(pg_conn *pc, const sb_call *calls, size_t n,
+                        int commit, size_t *failed, sb_error *err)
+{
+    int rc = SB_OK;
+    *failed = n;
+    size_t total = n + (pc->begin_pending ? 1 : 0) + (commit ? 1 : 0);
+    size_t first = pc->begin_pending ? 1 : 0;
+    for (size_t k = 0; k < total && !pc->broken; k++) {
+        PGresult *res = pipe_result(pc);
+        size_t i = k - first; /* the call; n: COMMIT */
+        if (rc == SB_OK) {
+            if (k < first)
+                rc = check_result(pc, res, err);
+            else if (i < n)
+                rc = call_result(pc, &calls[i], res, err);
+            else
+                rc = check_result(pc, res, err);
+            if (rc != SB_OK)
+                *failed = k < first ? 0 : i;
+            else if (k >= first && i == n) {
+                const char *tag = PQcmdStatus(res);
+                if (tag != NULL && strcmp(tag, "ROLLBACK") == 0)
+                    rc = sb__err(err, SB_BACKEND, NULL,
+                                 "the transaction had failed and was "
+                                 "rolled back");
+            }
+        }
+        PQclear(res);
+    }
+    if (pc->broken) {
+        if (rc == SB_OK)
+            rc = fail_result(pc, NULL, err);
+        return rc;
+    }
+    PGresult *sync = PQgetResult(pc->pg);
+    if (sync == NULL || PQresultStatus(sync) != PGRES_PIPELINE_SYNC)
+        pc->broken = true;
+    PQclear(sync);
+    if (!pc->broken && !PQexitPipelineMode(pc->pg))
+        pc->broken = true;
+    if (pc->broken && rc == SB_OK)
+        rc = fail_result(pc, NULL, err);
+    return rc;
+}
+
+/* The driver's pipeline: prepare what the cache lacks, then one write and
+ * one read for BEGIN (if pending), the calls, COMMIT (if asked) and a
+ * Sync. The server runs them in order and skips the rest after an error
+ * up to the Sync, which leaves an explicit transaction open and aborted:
+ * the caller rolls back, as after a failed sb__query. */
+static int pg_pipeline(sb_conn *c, const sb_call *calls, size_t n,
+                       int commit, size_t *failed, sb_error *err)
+{
+    pg_conn *pc = (pg_conn *)c;
+    *failed = 0;
+    if (pc->broken)
+        return err_broken(err);
+    if (n > PIPE_MAX) {
+        size_t done = 0;
+        while (n - done > PIPE_MAX) {
+            int rc = pg_pipeline(c, calls + done, PIPE_MAX, 0, failed, err);
+            if (rc != SB_OK) {
+                *failed += done;
+                return rc;
+            }
+            done += PIPE_MAX;
+        }
+        int rc = pg_pipeline(c, calls + done, n - done, commit, failed, err);
+        *failed += done;
+        return rc;
+    }
+    pg_stmt *sts[PIPE_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (calls[i].sql == NULL)
+            return sb__err(err, SB_INVALID, "sql", "no SQL text");
+        if (calls[i].nparams > MAX_PARAMS)
+            return sb__err(err, SB_TOOBIG, "params",
+                           "%zu parameters; PostgreSQL allows %d",
+                           calls[i].nparams, MAX_PARAMS);
+        /* Prepared outside the pipeline (libpq's synchronous PQprepare
+         * is not allowed inside it) and marked used, so preparing a
+         * later call evicts none of the pipeline's own. */
+        int rc = stmt_for(pc, calls[i].sql, calls[i].params,
+                          calls[i].nparams, &sts[i], err);
+        if (rc != SB_OK) {
+            *failed = i;
+            return rc;
+        }
+    }
+    /* More distinct texts than the cache holds would have evicted one of
+     * the pipeline's own statements: check before sending. */
+    for (size_t i = 0; i < n; i++)
+        if (sts[i]->sql == NULL || strcmp(sts[i]->sql, calls[i].sql) != 0)
+            return sb__err(err, SB_INVALID, "sql",
+                           "a pipeline of more distinct statements than "
+                           "the statement cache holds (%d)",
+                           STMT_CACHE_SIZE);
+    int rc = pipe_send(pc, calls, n, sts, commit, err);
+    if (rc == SB_OK)
+        rc = pipe_receive(pc, calls, n, commit, failed, err);
+    pc->begin_pending = false;
+    /* Whatever happened to COMMIT, the transaction is over (committed,
+     * rolled back by the server, or lost with the connection); after an
+     * earlier failure it is still open and aborted. */
+    if (commit && (rc == SB_OK || *failed == n || pc->broken))
+        c->in_tx = false;
+    return rc;
 }
 
 static int pg_query(sb_conn *c, const char *sql, const sb_value *params,
@@ -750,6 +984,12 @@ static int pg_query(sb_conn *c, const char *sql, const sb_value *params,
         return err_broken(err);
     if (sql == NULL)
         return sb__err(err, SB_INVALID, "sql", "no SQL text");
+    if (pc->begin_pending) {
+        /* The transaction's first statement carries its BEGIN. */
+        sb_call call = {sql, params, nparams, rows, changes};
+        size_t failed = 0;
+        return pg_pipeline(c, &call, 1, 0, &failed, err);
+    }
     if (nparams > MAX_PARAMS)
         return sb__err(err, SB_TOOBIG, "params",
                        "%zu parameters; PostgreSQL allows %d", nparams,
@@ -794,22 +1034,36 @@ static int pg_query(sb_conn *c, const char *sql, const sb_value *params,
     return rc;
 }
 
+/* Send a pending BEGIN on its own, for what cannot carry it. */
+static int flush_begin(pg_conn *pc, sb_error *err)
+{
+    if (!pc->begin_pending)
+        return SB_OK;
+    pc->begin_pending = false;
+    return run_simple(pc, "BEGIN", NULL, err);
+}
+
 static int pg_exec(sb_conn *c, const char *sql, sb_error *err)
 {
     if (sql == NULL)
         return sb__err(err, SB_INVALID, "sql", "no SQL text");
-    return run_simple((pg_conn *)c, sql, NULL, err);
+    int rc = flush_begin((pg_conn *)c, err);
+    return rc == SB_OK ? run_simple((pg_conn *)c, sql, NULL, err) : rc;
 }
 
+/* BEGIN costs no round trip of its own: it goes out with the first
+ * statement, and a transaction that runs none sends nothing. */
 static int pg_begin(sb_conn *c, sb_error *err)
 {
     if (c->in_tx)
         return sb__err(err, SB_MISUSE, NULL,
                        "a transaction is already open on this connection");
-    int rc = run_simple((pg_conn *)c, "BEGIN", NULL, err);
-    if (rc == SB_OK)
-        c->in_tx = true;
-    return rc;
+    pg_conn *pc = (pg_conn *)c;
+    if (pc->broken)
+        return err_broken(err);
+    pc->begin_pending = true;
+    c->in_tx = true;
+    return SB_OK;
 }
 
 static int pg_commit(sb_conn *c, sb_error *err)
@@ -819,6 +1073,10 @@ static int pg_commit(sb_conn *c, sb_error *err)
     /* Whatever happens the transaction is over: committed, rolled back
      * by the server, or lost with the connection (outcome unknown). */
     c->in_tx = false;
+    if (pc->begin_pending) {
+        pc->begin_pending = false; /* nothing ran: nothing to commit */
+        return pc->broken ? err_broken(err) : SB_OK;
+    }
     int rc = run_simple(pc, "COMMIT", &res, err);
     if (rc != SB_OK)
         return rc;
@@ -834,13 +1092,24 @@ static int pg_commit(sb_conn *c, sb_error *err)
 
 static int pg_rollback(sb_conn *c)
 {
+    pg_conn *pc = (pg_conn *)c;
     c->in_tx = false;
-    return run_simple((pg_conn *)c, "ROLLBACK", NULL, NULL);
+    if (pc->begin_pending) {
+        pc->begin_pending = false;
+        return SB_OK;
+    }
+    return run_simple(pc, "ROLLBACK", NULL, NULL);
 }
 
+/* A caller's own statements on the handle (sb_tx_native) run inside the
+ * transaction: its BEGIN goes out first. If it cannot, the connection is
+ * broken and the commit reports it. */
 static void *pg_native(sb_conn *c)
 {
-    return ((pg_conn *)c)->pg;
+    pg_conn *pc = (pg_conn *)c;
+    if (c->in_tx && flush_begin(pc, NULL) != SB_OK)
+        pc->broken = true;
+    return pc->pg;
 }
 
 static bool pg_broken(sb_conn *c)
@@ -858,6 +1127,7 @@ static const sb_driver pg_driver = {
     .close = pg_close,
     .exec = pg_exec,
     .query = pg_query,
+    .pipeline = pg_pipeline,
     .begin = pg_begin,
     .commit = pg_commit,
     .rollback = pg_rollback,

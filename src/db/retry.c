@@ -20,7 +20,8 @@ int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
             rc = sb__begin(c, err);
             if (rc == SB_OK)
                 rc = fn(c, ctx, err);
-            if (rc == SB_OK)
+            /* `fn` may have committed in its last pipeline. */
+            if (rc == SB_OK && c->in_tx)
                 rc = sb__commit(c, err);
             if (rc != SB_OK && c->in_tx)
                 sb__rollback(c);

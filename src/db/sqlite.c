@@ -500,9 +500,17 @@ static bool sl_broken(sb_conn *conn)
 }
 
 static const sb_driver sqlite_driver = {
-    "sqlite",  SB_DIALECT_SQLITE, sl_connect,  sl_close,  sl_exec,
-    sl_query,  sl_begin,          sl_commit,   sl_rollback, sl_native,
-    sl_broken,
+    .name = "sqlite",
+    .dialect = SB_DIALECT_SQLITE,
+    .connect = sl_connect,
+    .close = sl_close,
+    .exec = sl_exec,
+    .query = sl_query,
+    .begin = sl_begin,
+    .commit = sl_commit,
+    .rollback = sl_rollback,
+    .native = sl_native,
+    .broken = sl_broken,
 };
 
 const sb_driver *sb__driver_sqlite(void)

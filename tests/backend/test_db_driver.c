@@ -2,8 +2,9 @@
  * test_db_driver.c - the driver-neutral database layer against a real
  * backend: value round trips (text outside ASCII at the ODBC driver's
  * UTF-16 boundaries too), placeholders, change counts, transactions,
- * error classification, the statement cache and (PostgreSQL) a connection
- * killed from another session.
+ * error classification, the statement cache, pipelines and (PostgreSQL)
+ * the deferred BEGIN, the statements' refresh and a connection killed from
+ * another session.
  *
  * SQLBUS_TEST_BACKEND=sqlite (default) uses a temporary file in /tmp;
  * SQLBUS_TEST_BACKEND=postgresql uses SQLBUS_TEST_PG_URL or exits 77.
@@ -22,6 +23,8 @@
 
 #include "db/db.h"
 #include "harness.h"
+
+#include <libpq-fe.h>
 
 typedef struct fixture {
     bool pg;           /* PostgreSQL's SQL (libpq, or psqlODBC with odbc) */
@@ -692,6 +695,155 @@ static void test_transactions(void **state)
     exec_ok(fx.c, "DELETE FROM @T WHERE id >= 200 AND id < 300");
 }
 
+/* ---- pipelines (sb__pipeline) ---- */
+
+/* The calls run in order with their results, the commit with them; the
+ * same on every backend (one round trip on PostgreSQL). */
+static void test_pipeline(void **state)
+{
+    (void)state;
+    char ins[128], cnt[128], upd[128];
+    sql_t(ins, sizeof ins, "INSERT INTO @T (id, i) VALUES ($1, $2)");
+    sql_t(cnt, sizeof cnt, "SELECT count(*) FROM @T WHERE id >= $1");
+    sql_t(upd, sizeof upd, "UPDATE @T SET i = i + 1 WHERE id >= $1");
+    sb_error err;
+    sb_error_clear(&err);
+    sb_value a[] = {sb__v_int(500), sb__v_int(1)};
+    sb_value b[] = {sb__v_int(501), sb__v_int(2)};
+    sb_value from = sb__v_int(500);
+    sb_rows *rows = NULL;
+    int64_t changes = -1, inserted = -1;
+    sb_call calls[] = {{ins, a, 2, NULL, &inserted},
+                       {ins, b, 2, NULL, NULL},
+                       {cnt, &from, 1, &rows, NULL},
+                       {upd, &from, 1, NULL, &changes}};
+    size_t failed = 99;
+
+    /* Only inside a transaction. */
+    assert_int_equal(sb__pipeline(fx.c, calls, 4, 1, &failed, &err),
+                     SB_MISUSE);
+
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    assert_int_equal(sb__pipeline(fx.c, calls, 4, 1, &failed, &err), SB_OK);
+    assert_int_equal(failed, 4);
+    assert_false(fx.c->in_tx); /* committed */
+    assert_int_equal(inserted, 1);
+    assert_int_cell(rows, 0, 0, 2); /* sees the inserts before it */
+    sb__rows_free(rows);
+    assert_int_equal(changes, 2);
+    sb_conn *other = connect_cfg(&fx.cfg);
+    sb_rows *seen = query_ok(other,
+                             "SELECT count(*) FROM @T WHERE id >= 500 AND "
+                             "i IN (2, 3)", /* 1 + 1 and 2 + 1 */
+                             NULL, 0, NULL);
+    assert_int_cell(seen, 0, 0, 2);
+    sb__rows_free(seen);
+
+    /* A failure stops it: the calls before have run, none after; the
+     * transaction is left for the caller to roll back, and nothing of it
+     * is committed. */
+    sb_value c[] = {sb__v_int(502), sb__v_int(3)};
+    sb_value d[] = {sb__v_int(503), sb__v_int(4)};
+    changes = -1;
+    sb_call bad[] = {{ins, c, 2, NULL, NULL},
+                     {ins, a, 2, NULL, NULL}, /* 500 exists */
+                     {ins, d, 2, NULL, NULL},
+                     {upd, &from, 1, NULL, &changes}};
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    assert_int_equal(sb__pipeline(fx.c, bad, 4, 1, &failed, &err),
+                     SB_CONFLICT);
+    assert_int_equal(failed, 1);
+    assert_int_equal(changes, 0);
+    assert_true(fx.c->in_tx);
+    sb__rollback(fx.c);
+    assert_false(fx.c->in_tx);
+    assert_false(fx.drv->broken(fx.c));
+    assert_int_equal(count_where("id IN (502, 503)"), 0);
+
+    /* Without the commit, the transaction goes on; more calls than one
+     * pipeline holds run in order; an empty pipeline commits too. */
+    enum { MANY = 150 };
+    sb_value many[MANY][2];
+    sb_call mc[MANY];
+    for (int k = 0; k < MANY; k++) {
+        many[k][0] = sb__v_int(600 + k);
+        many[k][1] = sb__v_int(k);
+        mc[k] = (sb_call){ins, many[k], 2, NULL, NULL};
+    }
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    assert_int_equal(sb__pipeline(fx.c, mc, MANY, 0, &failed, &err), SB_OK);
+    assert_int_equal(failed, MANY);
+    assert_true(fx.c->in_tx);
+    assert_int_equal(count_where("id >= 600 AND id < 750"), MANY);
+    assert_int_equal(sb__pipeline(fx.c, NULL, 0, 1, &failed, &err), SB_OK);
+    assert_false(fx.c->in_tx);
+    seen = query_ok(other, "SELECT count(*) FROM @T WHERE id >= 600", NULL,
+                    0, NULL);
+    assert_int_cell(seen, 0, 0, MANY);
+    sb__rows_free(seen);
+    fx.drv->close(other);
+    exec_ok(fx.c, "DELETE FROM @T WHERE id >= 500 AND id < 800");
+}
+
+/* PostgreSQL sends BEGIN with the transaction's first statement: a
+ * transaction without one sends nothing, and a caller's own statements
+ * on the native handle still run inside it. */
+static void test_pg_deferred_begin(void **state)
+{
+    (void)state;
+    if (!fx.pg || fx.odbc)
+        skip();
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    assert_int_equal(sb__begin(fx.c, &err), SB_MISUSE);
+    assert_int_equal(sb__commit(fx.c, &err), SB_OK);
+    assert_false(fx.c->in_tx);
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    sb__rollback(fx.c);
+    assert_false(fx.c->in_tx);
+
+    char sql[128];
+    sql_t(sql, sizeof sql, "INSERT INTO @T (id) VALUES (801)");
+    assert_int_equal(sb__begin(fx.c, &err), SB_OK);
+    PGconn *pg = fx.drv->native(fx.c);
+    PGresult *res = PQexec(pg, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+    PQclear(res);
+    sb__rollback(fx.c); /* the native statement goes with it */
+    assert_int_equal(count_where("id = 801"), 0);
+}
+
+/* A statement is prepared again once a second old (then at doubling
+ * ages), so its generic plan is remade for the table's size: the old
+ * one is deallocated, not leaked. */
+static void test_pg_statement_refresh(void **state)
+{
+    (void)state;
+    if (!fx.pg || fx.odbc)
+        skip();
+    const char *probe = "SELECT 'refresh-probe', $1::int8";
+    const char *names = "SELECT name FROM pg_prepared_statements "
+                        "WHERE statement = $1";
+    sb_value text = sb__v_text(probe);
+    sb_rows *rows = query_ok(fx.c, probe, (sb_value[]){sb__v_int(1)}, 1,
+                             NULL);
+    sb__rows_free(rows);
+    rows = query_ok(fx.c, names, &text, 1, NULL);
+    assert_int_equal(rows->nrows, 1);
+    char first[32];
+    snprintf(first, sizeof first, "%s", sb__rows_text(rows, 0, 0));
+    sb__rows_free(rows);
+    usleep(1100 * 1000);
+    rows = query_ok(fx.c, probe, (sb_value[]){sb__v_int(2)}, 1, NULL);
+    assert_int_cell(rows, 0, 1, 2);
+    sb__rows_free(rows);
+    rows = query_ok(fx.c, names, &text, 1, NULL);
+    assert_int_equal(rows->nrows, 1);
+    assert_string_not_equal(sb__rows_text(rows, 0, 0), first);
+    sb__rows_free(rows);
+}
+
 /* ---- errors ---- */
 
 static void test_unique_violation(void **state)
@@ -1017,6 +1169,9 @@ int main(void)
         cmocka_unit_test(test_placeholders_dense),
         cmocka_unit_test(test_changes),
         cmocka_unit_test(test_transactions),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_pg_deferred_begin),
+        cmocka_unit_test(test_pg_statement_refresh),
         cmocka_unit_test(test_unique_violation),
         cmocka_unit_test(test_undefined_table),
         cmocka_unit_test(test_syntax_error),
