@@ -77,6 +77,8 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     snprintf(bus->table, n, "%smessages", prefix);
     snprintf(bus->channel, n, "%swake", prefix);
+    snprintf(bus->origin, sizeof bus->origin, "%016llx",
+             (unsigned long long)sb__random_u64());
     bus->max_payload = o->max_payload_bytes ? o->max_payload_bytes
                                             : DEFAULT_PAYLOAD_MAX;
     bus->retention_ms = o->dead_letter_retention_ms;

@@ -5,37 +5,19 @@
 
 #include <string.h>
 
-/* One claim statement; `from_us` >= 0 selects the bounded form (which
- * only claims: no consumer through a cursor deletes as it claims). The
- * newest available_at of the claimed rows goes to *newest_us when the
- * statement returns it (the PostgreSQL forms' eighth column). */
-static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
-                     int64_t lease_ms, int delete_now, int64_t from_us,
-                     int64_t *newest_us, sb_msg ***out, size_t *n_out,
-                     sb_error *err)
+/* Append the claimed rows to *out; the newest available_at among them
+ * goes to *newest_us when the statement returns it (the PostgreSQL
+ * forms' eighth column). */
+static int take_rows(const sb_rows *rows, int64_t *newest_us, sb_msg ***out,
+                     size_t *n_out, sb_error *err)
 {
-    char lock_id[37];
-    sb__uuid7_at(lock_id, sb__wall_us() / 1000);
-    sb_value p[6] = {sb__v_text(queue), sb__v_int(sb__bus_now_us(bus)),
-                     sb__v_int(lease_ms), sb__v_text(lock_id),
-                     sb__v_int(max), sb__v_int(from_us)};
-    const char *sql = delete_now ? bus->sql->claim_delete : bus->sql->claim;
-    if (from_us >= 0)
-        sql = bus->sql->claim_from;
-    sb_rows *rows = NULL;
-    int64_t t0 = sb__mono_us();
-    int rc = sb__query(c, sql, p, from_us >= 0 ? 6 : 5, &rows, NULL, err);
-    sb__count_claim(bus, t0, rc);
-    if (rc != SB_OK || rows->nrows == 0) {
-        sb__rows_free(rows);
-        return rc;
-    }
+    if (rows->nrows == 0)
+        return SB_OK;
     sb_msg **arr = sb__realloc(*out, (*n_out + rows->nrows) * sizeof *arr);
-    if (arr == NULL) {
-        sb__rows_free(rows);
+    if (arr == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    }
     *out = arr;
+    int rc = SB_OK;
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         rc = sb__msg_from_row(rows, r, &arr[*n_out]);
         if (rc == SB_OK)
@@ -48,7 +30,46 @@ static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
                 *newest_us = at;
         }
     }
-    sb__rows_free(rows);
+    return rc;
+}
+
+/* A claim statement's parameters; `from_us` >= 0 selects the bounded
+ * form (which only claims: no consumer through a cursor deletes as it
+ * claims). */
+static void claim_params(sb_bus *bus, const char *queue, int max,
+                         int64_t lease_ms, int delete_now, int64_t from_us,
+                         sb_claim_call *cc, sb_call *call)
+{
+    sb__uuid7_at(cc->lock_id, sb__wall_us() / 1000);
+    cc->p[0] = sb__v_text(queue);
+    cc->p[1] = sb__v_int(sb__bus_now_us(bus));
+    cc->p[2] = sb__v_int(lease_ms);
+    cc->p[3] = sb__v_text(cc->lock_id);
+    cc->p[4] = sb__v_int(max);
+    cc->p[5] = sb__v_int(from_us);
+    cc->rows = NULL;
+    cc->t0 = sb__mono_us();
+    const char *sql = delete_now ? bus->sql->claim_delete : bus->sql->claim;
+    if (from_us >= 0)
+        sql = bus->sql->claim_from;
+    *call = (sb_call){sql, cc->p, from_us >= 0 ? 6 : 5, &cc->rows, NULL};
+}
+
+/* One claim statement, run at once. */
+static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
+                     int64_t lease_ms, int delete_now, int64_t from_us,
+                     int64_t *newest_us, sb_msg ***out, size_t *n_out,
+                     sb_error *err)
+{
+    sb_claim_call cc;
+    sb_call call;
+    claim_params(bus, queue, max, lease_ms, delete_now, from_us, &cc, &call);
+    int rc = sb__query(c, call.sql, call.params, call.nparams, call.rows,
+                       NULL, err);
+    sb__count_claim(bus, cc.t0, rc);
+    if (rc == SB_OK)
+        rc = take_rows(cc.rows, newest_us, out, n_out, err);
+    sb__rows_free(cc.rows);
     return rc;
 }
 
@@ -76,44 +97,116 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
  * slack covers transactions up to SB_CLAIM_SLACK_US), leases that
  * expired, naks and hand-backs of other consumers; the periodic full
  * scan claims those, in order, within SB_CLAIM_FULL_EVERY_US. */
+/* Whether the cursor's next claim may start at its bound. */
+static int use_bound(const sb_bus *bus, const sb_claim_cursor *cur,
+                     int64_t now)
+{
+    return bus->sql->claim_from != NULL && cur->floor_us > 0 &&
+           now - cur->full_at_us < SB_CLAIM_FULL_EVERY_US;
+}
+
+/* After an empty bounded claim: an idle consumer looks below the bound
+ * before it says the queue is empty, as often as the full scan's cost
+ * allows. 0: not now (*pending, if asked, is 1: it cannot tell). */
+static int full_after_empty(const sb_claim_cursor *cur, int *pending,
+                            int64_t now)
+{
+    int64_t gap = cur->full_cost_us * 50;
+    if (gap < SB_CLAIM_FULL_IDLE_US)
+        gap = SB_CLAIM_FULL_IDLE_US;
+    if (pending == NULL || now - cur->full_at_us < gap) {
+        if (pending)
+            *pending = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* After a full scan that began at `t0` and claimed `got` rows: an empty
+ * one asks whether anything is pending; its cost paces the next, and a
+ * slow one looks for a held xmin. */
+static int full_done(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
+                     const char *queue, int *pending, size_t got, int64_t t0,
+                     int rc, sb_error *err)
+{
+    if (rc == SB_OK && pending != NULL) {
+        *pending = 1;
+        if (got == 0)
+            rc = sb__pending_on(bus, c, queue, pending, err);
+    }
+    cur->full_cost_us = sb__mono_us() - t0;
+    if (rc == SB_OK && cur->full_cost_us >= SB_CLAIM_SLOW_FULL_US)
+        sb__xmin_check(bus);
+    return rc;
+}
+
+static int claim_full(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
+                      const char *queue, int max, int64_t lease_ms,
+                      int *pending, sb_msg ***out, size_t *n_out,
+                      sb_error *err)
+{
+    int64_t now = sb__mono_us();
+    size_t before = *n_out;
+    cur->full_at_us = now;
+    int rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, &cur->floor_us,
+                       out, n_out, err);
+    return full_done(bus, c, cur, queue, pending, *n_out - before, now, rc,
+                     err);
+}
+
 int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
                       const char *queue, int max, int64_t lease_ms,
                       int *pending, sb_msg ***out, size_t *n_out,
                       sb_error *err)
 {
     int64_t now = sb__mono_us();
-    int bounded = bus->sql->claim_from != NULL && cur->floor_us > 0 &&
-                  now - cur->full_at_us < SB_CLAIM_FULL_EVERY_US;
-    size_t before = *n_out;
-    int rc = SB_OK;
-    if (bounded) {
+    if (use_bound(bus, cur, now)) {
+        size_t before = *n_out;
         int64_t from = cur->floor_us - SB_CLAIM_SLACK_US;
-        rc = claim_run(bus, c, queue, max, lease_ms, 0, from > 0 ? from : 0, &cur->floor_us, out, n_out, err);
-        if (rc != SB_OK || *n_out > before)
+        int rc = claim_run(bus, c, queue, max, lease_ms, 0,
+                           from > 0 ? from : 0, &cur->floor_us, out, n_out,
+                           err);
+        if (rc != SB_OK || *n_out > before ||
+            !full_after_empty(cur, pending, now))
             return rc;
-        /* Empty: an idle consumer looks below the bound before it says
-         * the queue is empty, as often as the full scan's cost allows. */
-        int64_t gap = cur->full_cost_us * 50;
-        if (gap < SB_CLAIM_FULL_IDLE_US)
-            gap = SB_CLAIM_FULL_IDLE_US;
-        if (pending == NULL || now - cur->full_at_us < gap) {
-            if (pending)
-                *pending = 1;
-            return SB_OK;
-        }
     }
-    cur->full_at_us = now;
-    rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, &cur->floor_us, out,
-                   n_out, err);
-    if (rc == SB_OK && pending != NULL) {
-        *pending = 1;
-        if (*n_out == before)
-            rc = sb__pending_on(bus, c, queue, pending, err);
-    }
-    cur->full_cost_us = sb__mono_us() - now;
-    if (rc == SB_OK && cur->full_cost_us >= SB_CLAIM_SLOW_FULL_US)
-        sb__xmin_check(bus);
-    return rc;
+    return claim_full(bus, c, cur, queue, max, lease_ms, pending, out, n_out,
+                      err);
+}
+
+void sb__claim_prepare(sb_bus *bus, sb_claim_cursor *cur, const char *queue,
+                       int max, int64_t lease_ms, sb_claim_call *cc,
+                       sb_call *call)
+{
+    int64_t now = sb__mono_us();
+    cc->full = !use_bound(bus, cur, now);
+    int64_t from = cur->floor_us - SB_CLAIM_SLACK_US;
+    if (cc->full)
+        cur->full_at_us = now;
+    claim_params(bus, queue, max, lease_ms, 0,
+                 cc->full ? -1 : (from > 0 ? from : 0), cc, call);
+}
+
+int sb__claim_finish(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
+                     const char *queue, int max, int64_t lease_ms,
+                     sb_claim_call *cc, int rc, int *pending, sb_msg ***out,
+                     size_t *n_out, sb_error *err)
+{
+    size_t before = *n_out;
+    if (rc == SB_OK)
+        rc = take_rows(cc->rows, &cur->floor_us, out, n_out, err);
+    sb__rows_free(cc->rows);
+    cc->rows = NULL;
+    sb__count_claim(bus, cc->t0, rc);
+    if (rc != SB_OK)
+        return rc;
+    size_t got = *n_out - before;
+    if (cc->full)
+        return full_done(bus, c, cur, queue, pending, got, cc->t0, rc, err);
+    if (got > 0 || !full_after_empty(cur, pending, sb__mono_us()))
+        return SB_OK;
+    return claim_full(bus, c, cur, queue, max, lease_ms, pending, out, n_out,
+                      err);
 }
 
 typedef struct claim_ctx {

@@ -16,6 +16,22 @@ struct sb_wake_listener {
     pthread_t thread;
 };
 
+/* Whether a wake-up concerns this listener: its queue (the payload up to
+ * SB_WAKE_ORIGIN_SEP) matches the filter, and it does not come from this
+ * bus's own publishes, which woke its workers in process already. An
+ * empty payload (a wake-up of every queue) always does. */
+static int wanted(const sb_wake_listener *l, char *payload)
+{
+    char *sep = strchr(payload, SB_WAKE_ORIGIN_SEP);
+    if (sep != NULL) {
+        if (strcmp(sep + 1, l->bus->origin) == 0)
+            return 0;
+        *sep = '\0';
+    }
+    return l->filter == NULL || payload[0] == '\0' ||
+           strcmp(payload, l->filter) == 0;
+}
+
 static void *listen_main(void *arg)
 {
     sb_wake_listener *l = arg;
@@ -42,8 +58,7 @@ static void *listen_main(void *arg)
         }
         int rc = sb__listener_wait(conn, 200, payload, sizeof payload, &err);
         if (rc == SB_OK) {
-            if (l->filter == NULL || payload[0] == '\0' ||
-                strcmp(payload, l->filter) == 0)
+            if (wanted(l, payload))
                 l->fn(l->user, payload);
         } else if (rc != SB_TIMEOUT) {
             atomic_store(&l->up, 0);

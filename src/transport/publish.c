@@ -51,35 +51,75 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
     return SB_OK;
 }
 
+/* Chunks of rows sent in one round trip (sb__pipeline). */
+#define PUBLISH_PIPE 8
+
+/* `self_woken`: the caller wakes this bus's workers itself after the
+ * commit, so the NOTIFY names this bus as its origin and their listeners
+ * skip it. `commit`: the transaction is this publish's own. */
 static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
                      const sb_outgoing *msgs, size_t n, char (*ids)[37],
-                     int *any_immediate, sb_error *err)
+                     int *any_immediate, int self_woken, int commit,
+                     sb_error *err)
 {
     /* insert[] holds 1-, 10- and 100-row statements; use the largest that
      * fits, so at most 9 + 9 small statements follow the 100-row ones. */
     static const size_t chunk[3] = {100, 10, 1};
-    sb_value params[2 + 4 * 100];
-    params[0] = sb__v_text(queue);
-    params[1] = sb__v_int(sb__bus_now_us(bus));
+    sb_value stack_params[2 + 4 * 100];
+    const int64_t now_us = sb__bus_now_us(bus);
     size_t done = 0;
     int rc = SB_OK;
     while (rc == SB_OK && done < n) {
-        int k = 0;
-        while (n - done < chunk[k])
-            k++;
-        size_t rows = chunk[k];
-        for (size_t j = 0; j < rows; j++) {
-            const sb_outgoing *m = &msgs[done + j];
-            sb_value *p = &params[2 + 4 * j];
-            p[0] = sb__v_text(ids[done + j]);
-            p[1] = sb__v_blob(m->payload ? m->payload : "", m->payload_len);
-            p[2] = sb__v_text(m->headers_json ? m->headers_json : "{}");
-            p[3] = sb__v_int(m->delay_ms);
-            if (m->delay_ms == 0)
-                *any_immediate = 1;
+        /* Up to PUBLISH_PIPE chunks, the last group with the wake-up and
+         * the commit, each group one round trip on PostgreSQL. */
+        int kind[PUBLISH_PIPE];
+        size_t nch = 0, nvals = 0, at = done;
+        while (nch < PUBLISH_PIPE && at < n) {
+            int k = 0;
+            while (n - at < chunk[k])
+                k++;
+            kind[nch++] = k;
+            nvals += 2 + 4 * chunk[k];
+            at += chunk[k];
         }
-        rc = sb__query(c, bus->sql->insert[2 - k], params, 2 + 4 * rows, NULL,
-                       NULL, err);
+        sb_value *params = stack_params;
+        if (nvals > sizeof stack_params / sizeof stack_params[0]) {
+            params = sb__calloc(nvals, sizeof *params);
+            if (params == NULL)
+                return sb__err(err, SB_NOMEM, NULL, "out of memory");
+        }
+        sb_call calls[PUBLISH_PIPE + 1];
+        sb_value *p = params;
+        size_t row = done;
+        for (size_t i = 0; i < nch; i++) {
+            size_t rows = chunk[kind[i]];
+            calls[i] = (sb_call){bus->sql->insert[2 - kind[i]], p,
+                                 2 + 4 * rows, NULL, NULL};
+            *p++ = sb__v_text(queue);
+            *p++ = sb__v_int(now_us);
+            for (size_t j = 0; j < rows; j++, row++) {
+                const sb_outgoing *m = &msgs[row];
+                *p++ = sb__v_text(ids[row]);
+                *p++ = sb__v_blob(m->payload ? m->payload : "",
+                                  m->payload_len);
+                *p++ = sb__v_text(m->headers_json ? m->headers_json : "{}");
+                *p++ = sb__v_int(m->delay_ms);
+                if (m->delay_ms == 0)
+                    *any_immediate = 1;
+            }
+        }
+        int last = at == n;
+        /* Delivered at commit; PostgreSQL folds identical notifications of
+         * one transaction into one, which is the debounce of T13. */
+        char payload[256 + sizeof bus->origin]; /* queue: <= 200 bytes */
+        snprintf(payload, sizeof payload, "%s%c%s", queue,
+                 SB_WAKE_ORIGIN_SEP, bus->origin);
+        sb_value np[2] = {sb__v_text(bus->channel),
+                          sb__v_text(self_woken ? payload : queue)};
+        if (last && *any_immediate && bus->sql->notify != NULL &&
+            bus->notify >= 0)
+            calls[nch++] = (sb_call){bus->sql->notify, np, 2, NULL, NULL};
+        rc = sb__pipeline(c, calls, nch, last && commit, NULL, err);
         /* SQL Server: two transactions inserting one new id at once can
          * both pass NOT EXISTS; the loser's duplicate key aborts its
          * transaction, and running it again finds the row and skips it. */
@@ -87,14 +127,9 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
             rc = sb__err(err, SB_BUSY, NULL,
                          "publish raced another insert of the same id; "
                          "retried, it is a duplicate (T3)");
-        done += rows;
-    }
-    if (rc == SB_OK && *any_immediate && bus->sql->notify != NULL &&
-        bus->notify >= 0) {
-        /* Delivered at commit; PostgreSQL folds identical notifications of
-         * one transaction into one, which is the debounce of T13. */
-        sb_value np[2] = {sb__v_text(bus->channel), sb__v_text(queue)};
-        rc = sb__query(c, bus->sql->notify, np, 2, NULL, NULL, err);
+        if (params != stack_params)
+            sb__free(params);
+        done = at;
     }
     return rc;
 }
@@ -107,8 +142,8 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    int *any_immediate, sb_error *err)
 {
     return sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
-                     insert_on(bus, c, queue, msgs, n, ids, any_immediate,
-                               err));
+                     insert_on(bus, c, queue, msgs, n, ids, any_immediate, 0,
+                               0, err));
 }
 
 typedef struct publish_ctx {
@@ -124,8 +159,9 @@ static int publish_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     publish_ctx *x = vctx;
     x->any_immediate = 0;
+    /* Its own transaction: the last statements carry the commit. */
     return insert_on(x->bus, c, x->queue, x->msgs, x->n, x->ids,
-                     &x->any_immediate, err);
+                     &x->any_immediate, 1, 1, err);
 }
 
 static void tx_note_queue(sb_tx *tx, const char *queue)
@@ -176,7 +212,8 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
         rc = sb__bus_ensure_schema(bus, err);
     if (rc == SB_OK && tx != NULL) {
         int immediate = 0;
-        rc = insert_on(bus, tx->conn, queue, msgs, n, ids, &immediate, err);
+        rc = insert_on(bus, tx->conn, queue, msgs, n, ids, &immediate, 1, 0,
+                       err);
         rc = sb__count_tx(tx, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
         if (rc == SB_OK && immediate)
             tx_note_queue(tx, queue);

@@ -230,47 +230,71 @@ static int mark_returned(sb_msg *const *msgs, size_t n, sb_rows *rows,
     return SB_OK;
 }
 
-/* Run a set-based statement over `msgs`: $1 the ids as a PostgreSQL
- * array literal, $2 a JSON object from each id to its lock id; the
- * returned ids are the ones still fenced. */
+/* A set-based statement over `msgs`, ready to run: $1 the ids as a
+ * PostgreSQL array literal, $2 a JSON object from each id to its lock id;
+ * the returned ids are the ones still fenced. Every lost[i] starts set. */
+int sb__many_prepare(sb_bus *bus, const char *sql, sb_msg *const *msgs,
+                     size_t n, int64_t lease_ms, int *lost,
+                     sb_many_call *mc, sb_call *call, sb_error *err)
+{
+    sb__buf_init(&mc->ids, 8 + n * 37);
+    sb__buf_init(&mc->locks, 8 + n * 80);
+    mc->rows = NULL;
+    sb__buf_puts(&mc->ids, "{");
+    sb__buf_puts(&mc->locks, "{");
+    for (size_t i = 0; i < n; i++) {
+        const char *sep = i ? "," : "";
+        sb__buf_puts(&mc->ids, sep);
+        sb__buf_puts(&mc->ids, msgs[i]->id);
+        sb__buf_puts(&mc->locks, sep);
+        sb__buf_puts(&mc->locks, "\"");
+        sb__buf_puts(&mc->locks, msgs[i]->id);
+        sb__buf_puts(&mc->locks, "\":\"");
+        sb__buf_puts(&mc->locks, msgs[i]->lock_id);
+        sb__buf_puts(&mc->locks, "\"");
+        lost[i] = 1;
+    }
+    sb__buf_puts(&mc->ids, "}");
+    sb__buf_puts(&mc->locks, "}");
+    int rc = mc->ids.failed ? mc->ids.failed : mc->locks.failed;
+    if (rc != SB_OK) {
+        sb__buf_free(&mc->ids);
+        sb__buf_free(&mc->locks);
+        return sb__err(err, rc, NULL, "out of memory");
+    }
+    mc->p[0] = sb__v_text(mc->ids.data);
+    mc->p[1] = sb__v_text(mc->locks.data);
+    mc->p[2] = sb__v_int(sb__bus_now_us(bus));
+    mc->p[3] = sb__v_int(lease_ms);
+    *call = (sb_call){sql, mc->p, lease_ms >= 0 ? 4 : 2, &mc->rows, NULL};
+    return SB_OK;
+}
+
+int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n,
+                    int *lost, int rc, sb_error *err)
+{
+    if (rc == SB_OK)
+        rc = mark_returned(msgs, n, mc->rows, lost, err);
+    sb__rows_free(mc->rows);
+    mc->rows = NULL;
+    sb__buf_free(&mc->ids);
+    sb__buf_free(&mc->locks);
+    return rc;
+}
+
 static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
                    sb_msg *const *msgs, size_t n, int64_t lease_ms, int *lost,
                    sb_error *err)
 {
-    sb_buf ids, locks;
-    sb__buf_init(&ids, 8 + n * 37);
-    sb__buf_init(&locks, 8 + n * 80);
-    sb__buf_puts(&ids, "{");
-    sb__buf_puts(&locks, "{");
-    for (size_t i = 0; i < n; i++) {
-        const char *sep = i ? "," : "";
-        sb__buf_puts(&ids, sep);
-        sb__buf_puts(&ids, msgs[i]->id);
-        sb__buf_puts(&locks, sep);
-        sb__buf_puts(&locks, "\"");
-        sb__buf_puts(&locks, msgs[i]->id);
-        sb__buf_puts(&locks, "\":\"");
-        sb__buf_puts(&locks, msgs[i]->lock_id);
-        sb__buf_puts(&locks, "\"");
-        lost[i] = 1;
-    }
-    sb__buf_puts(&ids, "}");
-    sb__buf_puts(&locks, "}");
-    int rc = ids.failed ? ids.failed : locks.failed;
-    sb_rows *rows = NULL;
-    if (rc == SB_OK) {
-        sb_value p[4] = {sb__v_text(ids.data), sb__v_text(locks.data),
-                         sb__v_int(sb__bus_now_us(bus)), sb__v_int(lease_ms)};
-        rc = sb__query(c, sql, p, lease_ms >= 0 ? 4 : 2, &rows, NULL, err);
-    } else {
-        sb__err(err, rc, NULL, "out of memory");
-    }
-    if (rc == SB_OK)
-        rc = mark_returned(msgs, n, rows, lost, err);
-    sb__rows_free(rows);
-    sb__buf_free(&ids);
-    sb__buf_free(&locks);
-    return rc;
+    sb_many_call mc;
+    sb_call call;
+    int rc = sb__many_prepare(bus, sql, msgs, n, lease_ms, lost, &mc, &call,
+                              err);
+    if (rc != SB_OK)
+        return rc;
+    rc = sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL,
+                   err);
+    return sb__many_finish(&mc, msgs, n, lost, rc, err);
 }
 
 int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
@@ -285,6 +309,11 @@ int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
             return rc;
     }
     return SB_OK;
+}
+
+int sb__needs_confirm(const sb_msg *m)
+{
+    return may_be_retry(m->headers);
 }
 
 int sb__ack_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,

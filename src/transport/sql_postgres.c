@@ -42,12 +42,17 @@ const sb_sql_templates sb__sql_postgres = {
     .insert_row = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
                   ", 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
-    /* The claimed rows are found again by id through an array, not a
-     * join with the CTE: with the statistics a held xmin leaves (a few
-     * live rows in a table of dead ones) the planner joined by walking
-     * the whole primary key and filtering, on every claim and ack. */
+    /* The claimed rows are found again by their tuple ids (ctid), which
+     * the subquery's row locks keep in place until the statement writes
+     * them: a TID scan, the one plan that does not depend on the
+     * statistics. Found by primary key through an id array, a generic
+     * plan made while the table was small kept a sequential scan of the
+     * whole (grown) table on every claim (684 pages for 2 rows, at 2,000
+     * messages a second: docs/internals/transport.md); joined with a
+     * CTE, the statistics a held xmin leaves (a few live rows in a table
+     * of dead ones) walked the whole primary key. */
 #define READY(bound)                                                       \
-    "SELECT id FROM {p}messages WHERE queue = $1 " bound                   \
+    "SELECT ctid FROM {p}messages WHERE queue = $1 " bound                 \
     "AND available_at <= now() AND (locked_until IS NULL OR "              \
     "locked_until <= now()) ORDER BY available_at, created_at "            \
     "LIMIT $5 FOR UPDATE SKIP LOCKED"
@@ -59,11 +64,11 @@ const sb_sql_templates sb__sql_postgres = {
 #define CLAIM_UPDATE(bound)                                                \
     "UPDATE {p}messages m SET attempts = m.attempts + 1, "                 \
     "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "          \
-    "WHERE m.id = ANY (ARRAY(" READY(bound) ")) "                          \
+    "WHERE m.ctid = ANY (ARRAY(" READY(bound) ")) "                        \
     "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "        \
     "m.created_at, m.queue, m.available_at"
 #define CLAIM_DELETE(bound)                                                \
-    "DELETE FROM {p}messages m WHERE m.id = ANY (ARRAY(" READY(bound)      \
+    "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(bound)    \
     ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "  \
     "m.created_at, m.queue, m.available_at"
     .claim = CLAIM_UPDATE(""),

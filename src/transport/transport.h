@@ -88,6 +88,10 @@ struct sb_bus {
     char *prefix;
     char *table;      /* prefix + "messages" */
     char *channel;    /* NOTIFY channel: prefix + "wake" */
+    /* This bus in its wake-ups' payloads (SB_WAKE_ORIGIN_SEP, then 16 hex
+     * digits): its own publishes wake its workers in process at commit,
+     * so their listeners skip the NOTIFY that comes back. */
+    char origin[17];
     char *dlq;
     char *endpoint;
     char *host;       /* this host's name, for the dead letters' sb-host */
@@ -202,6 +206,28 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
                       int *pending, sb_msg ***out, size_t *n_out,
                       sb_error *err);
 
+/* sb__claim_next_on in two halves around a pipeline (sb__pipeline),
+ * so that a worker's claim shares one round trip with its settlements
+ * and its commit: prepare fills `call` (borrowing `cc`) with the claim
+ * the cursor chooses; finish takes the claimed rows (`rc`: the
+ * pipeline's outcome for this call) and, where an empty claim calls for
+ * it, runs the full scan and the pending probe on `c` in their own
+ * statements. Call finish whenever prepare ran. */
+typedef struct sb_claim_call {
+    sb_value p[6];
+    char lock_id[37];
+    int full;   /* from the queue's first entry */
+    int64_t t0; /* sb__mono_us() when prepared */
+    sb_rows *rows;
+} sb_claim_call;
+void sb__claim_prepare(sb_bus *bus, sb_claim_cursor *cur, const char *queue,
+                       int max, int64_t lease_ms, sb_claim_call *cc,
+                       sb_call *call);
+int sb__claim_finish(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
+                     const char *queue, int max, int64_t lease_ms,
+                     sb_claim_call *cc, int rc, int *pending, sb_msg ***out,
+                     size_t *n_out, sb_error *err);
+
 /* sb_xmin_holder_get on an open connection (xmin.c). */
 int sb__xmin_holder_on(sb_bus *bus, sb_conn *c, int64_t warn_after_ms,
                        sb_xmin_holder *out, sb_error *err);
@@ -236,6 +262,25 @@ int sb__renew_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
                       int64_t lease_ms, int *lost, sb_error *err);
 int sb__hand_back_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
                           size_t n, int *lost, sb_error *err);
+/* Whether acking `m` also writes E16's retry confirmation (a job that
+ * may name sb-retry-of), which sb__ack_many_on does after the delete. */
+int sb__needs_confirm(const sb_msg *m);
+/* A set-based settlement (the dialect's ack_many, renew_many or
+ * hand_back_many) prepared for a pipeline (sb__pipeline): `call` borrows
+ * `mc`, which holds the parameters and receives the rows. `lease_ms` < 0
+ * for the two-parameter statements. sb__many_finish reads the result
+ * (`rc`, the pipeline's outcome for this call) into lost[] and frees
+ * what prepare allocated; call it whenever prepare returned SB_OK. */
+typedef struct sb_many_call {
+    sb_buf ids, locks;
+    sb_value p[4];
+    sb_rows *rows;
+} sb_many_call;
+int sb__many_prepare(sb_bus *bus, const char *sql, sb_msg *const *msgs,
+                     size_t n, int64_t lease_ms, int *lost,
+                     sb_many_call *mc, sb_call *call, sb_error *err);
+int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n,
+                    int *lost, int rc, sb_error *err);
 /* The fenced deletes of sb__ack_many_on without E16's retry
  * confirmations: an early-ack worker removes a row this way as a
  * background thread takes it, before its handler runs (T23). */
@@ -261,6 +306,10 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
                 const char *sqlite_ddl, const char *postgres_ddl,
                 const char *mssql_ddl, const char *module, char **out,
                 sb_error *err);
+
+/* Separates a wake-up's queue from its origin (a control character, which
+ * no queue name holds). */
+#define SB_WAKE_ORIGIN_SEP '\x1f'
 
 /* PostgreSQL LISTEN on `channel` on a dedicated connection, reconnecting
  * after outages; `fn(user, payload)` runs on its thread for notifications
