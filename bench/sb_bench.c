@@ -721,8 +721,14 @@ static int cmd_schema(const args *a)
 typedef struct lat_ctx {
     pthread_mutex_t mu;
     hist h;          /* enqueue -> handler start, ns */
+    /* From the publish call's return (its commit seen by the publisher)
+     * to the handler's start; 0 when the handler started first. */
+    hist after;
     int64_t measure_from_ns; /* publishes before this are warm-up */
     atomic_llong received, measured_received;
+    atomic_llong *returned; /* per publish call: when it returned, or 0 */
+    int64_t max_calls;
+    atomic_llong calls;
 } lat_ctx;
 
 static int lat_handler(sb_delivery *d, void *user)
@@ -735,10 +741,17 @@ static int lat_handler(sb_delivery *d, void *user)
     if (p && len > 0 && len < sizeof buf) {
         memcpy(buf, p, len);
         buf[len] = 0;
-        int64_t sent = strtoll(buf, NULL, 10);
+        char *end = NULL;
+        int64_t sent = strtoll(buf, &end, 10);
+        int64_t call = strtoll(end, NULL, 10);
+        int64_t back = c->returned && call >= 0 && call < c->max_calls
+                           ? atomic_load(&c->returned[call])
+                           : 0;
         if (sent >= c->measure_from_ns) {
             pthread_mutex_lock(&c->mu);
             hist_add(&c->h, now - sent);
+            if (c->returned)
+                hist_add(&c->after, back > 0 && now > back ? now - back : 0);
             pthread_mutex_unlock(&c->mu);
             atomic_fetch_add(&c->measured_received, 1);
         }
@@ -752,7 +765,7 @@ typedef struct pub_ctx {
     const args *a;
     lat_ctx *lc;
     int64_t start_ns, end_ns;
-    int64_t sent, measured_sent, errors, behind;
+    int64_t sent, measured_sent, errors, behind, calls;
     int64_t last_pub_ns, max_late_ns;
     int index, count; /* this thread publishes slots index, index+count, ... */
     hist call; /* sb_publish call duration, ns */
@@ -760,11 +773,22 @@ typedef struct pub_ctx {
     int nsec;
 } pub_ctx;
 
+/* Publishes this thread's slots of the fixed schedule. With --batch B > 1
+ * one call publishes every slot already due (at most B) in one
+ * transaction, as a busy producer would; each message carries the time
+ * its publish call began, so its commit is inside the latency. */
 static void *publisher(void *arg)
 {
     pub_ctx *p = arg;
     const double interval = 1e9 / p->a->rate;
-    for (int64_t i = p->index;; i += p->count) {
+    const int batch = p->a->batch > 1 ? p->a->batch : 1;
+    sb_outgoing *m = calloc((size_t)batch, sizeof *m);
+    if (m == NULL) {
+        p->errors++;
+        return NULL;
+    }
+    char payload[48];
+    for (int64_t i = p->index;;) {
         int64_t due = p->start_ns + (int64_t)((double)i * interval);
         if (due >= p->end_ns)
             break;
@@ -777,34 +801,47 @@ static void *publisher(void *arg)
             if (now - due > p->max_late_ns)
                 p->max_late_ns = now - due;
         }
-        char payload[32];
         int64_t t = mono_ns();
-        int len = snprintf(payload, sizeof payload, "%" PRId64, t);
-        sb_outgoing m;
-        memset(&m, 0, sizeof m);
-        m.payload = payload;
-        m.payload_len = (size_t)len;
+        int64_t call = atomic_fetch_add(&p->lc->calls, 1);
+        int len = snprintf(payload, sizeof payload, "%" PRId64 " %" PRId64,
+                           t, call);
+        int n = 0;
+        do {
+            memset(&m[n], 0, sizeof m[n]);
+            m[n].payload = payload;
+            m[n].payload_len = (size_t)len;
+            n++;
+            i += p->count;
+            due = p->start_ns + (int64_t)((double)i * interval);
+        } while (n < batch && due <= t && due < p->end_ns);
         sb_error err;
         sb_error_clear(&err);
-        int rc = sb_publish(p->bus, NULL, p->a->queue, &m, NULL, &err);
+        int rc = n == 1 ? sb_publish(p->bus, NULL, p->a->queue, &m[0], NULL,
+                                     &err)
+                        : sb_publish_batch(p->bus, NULL, p->a->queue, m,
+                                           (size_t)n, NULL, &err);
         int64_t t2 = mono_ns();
+        if (p->lc->returned && call < p->lc->max_calls)
+            atomic_store(&p->lc->returned[call], t2);
         if (rc != SB_OK) {
             if (p->errors++ < 5)
                 logf_("sb_publish: %s: %s", sb_strerror(rc), err.message);
             continue;
         }
-        p->sent++;
+        p->sent += n;
+        p->calls++;
         p->last_pub_ns = t2;
         if (p->per_sec) {
             int64_t sec = (t - p->start_ns) / 1000000000LL;
             if (sec >= 0 && sec < p->nsec)
-                atomic_fetch_add(&p->per_sec[sec], 1);
+                atomic_fetch_add(&p->per_sec[sec], n);
         }
         if (t >= p->lc->measure_from_ns) {
-            p->measured_sent++;
+            p->measured_sent += n;
             hist_add(&p->call, t2 - t);
         }
     }
+    free(m);
     return NULL;
 }
 
@@ -823,6 +860,9 @@ static int cmd_latency(const args *a)
     memset(&lc, 0, sizeof lc);
     pthread_mutex_init(&lc.mu, NULL);
     hist_init(&lc.h);
+    hist_init(&lc.after);
+    lc.max_calls = (int64_t)(a->rate * (a->seconds + a->warmup)) + 16;
+    lc.returned = calloc((size_t)lc.max_calls, sizeof *lc.returned);
     int handlers = a->handlers > 1 ? a->handlers : 4;
 
     sb_worker_options wo;
@@ -832,6 +872,7 @@ static int cmd_latency(const args *a)
     wo.handler = lat_handler;
     wo.user = &lc;
     wo.concurrency = handlers;
+    wo.prefetch = a->prefetch;
     sb_worker *w = NULL;
     sb_error err;
     sb_error_clear(&err);
@@ -872,6 +913,7 @@ static int cmd_latency(const args *a)
         p.measured_sent += pubs[k].measured_sent;
         p.errors += pubs[k].errors;
         p.behind += pubs[k].behind;
+        p.calls += pubs[k].calls;
         if (pubs[k].last_pub_ns > p.last_pub_ns)
             p.last_pub_ns = pubs[k].last_pub_ns;
         if (pubs[k].max_late_ns > p.max_late_ns)
@@ -899,7 +941,8 @@ static int cmd_latency(const args *a)
         measured_s = a->seconds;
     int ok = p.errors == 0 && lc.measured_received == p.measured_sent;
     printf("{\"scenario\":\"latency\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
-           "\"publishers\":%d,\"unreceived\":%lld,"
+           "\"publishers\":%d,\"batch\":%d,\"publish_calls\":%" PRId64 ","
+           "\"unreceived\":%lld,"
            "\"target_rate\":%.1f,\"achieved_rate\":%.1f,\"seconds\":%.1f,"
            "\"warmup_s\":%.1f,\"sent\":%" PRId64 ",\"received\":%lld,"
            "\"measured_sent\":%" PRId64 ",\"measured_received\":%lld,"
@@ -907,8 +950,11 @@ static int cmd_latency(const args *a)
            "\"publisher_max_late_ms\":%.1f,"
            "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
            "\"max_us\":%.1f,\"mean_us\":%.1f,\"min_us\":%.1f,"
-           "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,\"acked\":%" PRId64 "}\n",
+           "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,"
+           "\"after_publish_p50_us\":%.1f,\"after_publish_p99_us\":%.1f,"
+           "\"acked\":%" PRId64 "}\n",
            ok ? "true" : "false", sb_backend_name(bus), handlers, np,
+           a->batch > 1 ? a->batch : 1, p.calls,
            (long long)(p.measured_sent - lc.measured_received), a->rate,
            (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
            (long long)lc.received, p.measured_sent, (long long)lc.measured_received,
@@ -916,8 +962,10 @@ static int cmd_latency(const args *a)
            hist_pct(&lc.h, 99) / 1e3, hist_pct(&lc.h, 99.9) / 1e3, lc.h.max / 1e3,
            lc.h.n ? lc.h.sum / (double)lc.h.n / 1e3 : 0.0,
            lc.h.n ? lc.h.min / 1e3 : 0.0, hist_pct(&p.call, 50) / 1e3,
-           hist_pct(&p.call, 99) / 1e3, st.acked);
+           hist_pct(&p.call, 99) / 1e3, hist_pct(&lc.after, 50) / 1e3,
+           hist_pct(&lc.after, 99) / 1e3, st.acked);
     fflush(stdout);
+    free(lc.returned);
     sb_close(bus);
     return ok ? 0 : 1;
 }
@@ -1273,7 +1321,7 @@ static void usage(void)
             "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1] [--prefetch N|-1]\n"
             "                           [--workers W (share --handlers, 1)]\n"
             "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
-            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1]\n"
+            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1] [--batch 1] [--prefetch N|-1]\n"
             "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"
             "                           [--handlers 4] [--warmup 1] [--publishers 1]\n"
             "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
