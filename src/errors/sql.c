@@ -108,20 +108,22 @@ static const char ddl_tail[] =
     ");\n";
 
 /* E22: full-text search, maintained in the ingestion transaction. The
- * vector is kept in the row (STORAGE MAIN: compressed in line, out of line
- * only if the row would not fit a page; the headers and body go out of
- * line first): ranking reads every match's vector, and out of line each
- * cost a TOAST index descent and chunk, ~4 buffers a match on top of the
- * heap page (docs/internals/errors.md, "Speed"). Rows written before keep
- * their out-of-line vectors until rewritten (a new attempt, VACUUM FULL).
- * Checked first, so an open takes no lock on the table. */
+ * vector is stored the default way (STORAGE EXTENDED: out of line when
+ * the row is over PostgreSQL's 2 KB target). Kept in the row (STORAGE
+ * MAIN) it made ranking read 5 times fewer buffers, but it pushed the
+ * headers and body out of line instead, and then every counts trigger's
+ * pairing of a batch's old and new rows fetched them back from TOAST: it
+ * halved ingestion (docs/internals/errors.md, "Speed"). A store set to
+ * MAIN before is set back; rows written meanwhile keep their layout
+ * until rewritten. Checked first, so an open takes no lock on the
+ * table. */
 static const char search_pg[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_search_idx\n"
     "  ON {p}failed_messages USING gin (search);\n"
     "DO $do$ BEGIN IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid =\n"
     "  '{p}failed_messages'::regclass AND attname = 'search' AND\n"
-    "  attstorage <> 'm') THEN ALTER TABLE {p}failed_messages ALTER\n"
-    "  COLUMN search SET STORAGE MAIN; END IF; END $do$;\n";
+    "  attstorage <> 'x') THEN ALTER TABLE {p}failed_messages ALTER\n"
+    "  COLUMN search SET STORAGE EXTENDED; END IF; END $do$;\n";
 /* Stores made while the vector was a generated column (to_tsvector in
  * the database) keep their vectors and take the upsert's from now on. */
 static const char search_pg_unbind[] =

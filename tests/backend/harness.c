@@ -257,8 +257,20 @@ static sb_conn *mssql_connect(void)
 
 void sbt_native_exec(const char *sql)
 {
+    if (sbt_is_pg() && !mssql) {
+        PGconn *nc = PQconnectdb(pg_url);
+        PGresult *r = PQstatus(nc) == CONNECTION_OK ? PQexec(nc, sql) : NULL;
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", PQerrorMessage(nc));
+        int ok = r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        PQfinish(nc);
+        if (!ok)
+            fail_msg("native exec %s: %s", sql, msg);
+        return;
+    }
     if (!mssql)
-        fail_msg("sbt_native_exec is for SQL Server");
+        fail_msg("sbt_native_exec is for SQL Server and PostgreSQL");
     sb_conn *c = mssql_connect();
     sb_error err;
     int rc = sb__exec(c, sql, &err);

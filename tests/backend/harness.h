@@ -52,8 +52,9 @@ long sbt_native_count(const char *prefix, const char *table, const char *cid);
  * through a native connection (SQL Server: a connection of the ODBC
  * driver layer, apart from the bus); fails the test on errors. */
 long sbt_native_scalar(const char *sql, const char *param);
-/* SQL Server only: run a batch on such a connection, in autocommit (for
- * statements a transaction refuses, as DROP FULLTEXT CATALOG). */
+/* SQL Server and PostgreSQL: run a batch on such a connection, in
+ * autocommit (for statements a transaction refuses, as DROP FULLTEXT
+ * CATALOG, and for DDL a test sets up). */
 void sbt_native_exec(const char *sql);
 /* Hold the write lock of the prefix's transport table through a native
  * connection (PostgreSQL: LOCK TABLE ... IN EXCLUSIVE MODE; SQLite: BEGIN

@@ -1346,8 +1346,17 @@ static void test_search_order(void **state)
     static const char *const omega[] = {"om-007", "om-004", "om-001",
                                         "om-008", "om-005", NULL};
     search_is(&e, "omega", 5, omega);
-    /* PostgreSQL keeps the vector in the row (what ranking reads); a
-     * second open finds it so and changes nothing. */
+    /* PostgreSQL stores the vector the default way (out of line when the
+     * row is large: kept in line it halved ingestion); an open sets a
+     * store made with it in line (STORAGE MAIN) back. */
+    if (sbt_is_pg()) {
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "ALTER TABLE %sfailed_messages ALTER COLUMN search SET "
+                 "STORAGE MAIN",
+                 e.prefix);
+        sbt_native_exec(sql);
+    }
     sb_errors *again = NULL;
     sbt_ok(sb_errors_open(e.bus, NULL, &again, &err), &err, "open again");
     sb_errors_close(again);
@@ -1356,7 +1365,7 @@ static void test_search_order(void **state)
             sbt_native_scalar("SELECT count(*) FROM pg_attribute WHERE "
                               "attrelid = ($1 || 'failed_messages')::"
                               "regclass AND attname = 'search' AND "
-                              "attstorage = 'm'",
+                              "attstorage = 'x'",
                               e.prefix),
             1);
     sbe_close(&e);
