@@ -76,6 +76,19 @@ int sb__buf_printf(sb_buf *b, const char *fmt, ...)
     return rc;
 }
 
+int sb__buf_int(sb_buf *b, int64_t v)
+{
+    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        *--p = '-';
+    return sb__buf_append(b, p, (size_t)(end - p));
+}
+
 void sb__buf_reset(sb_buf *b)
 {
     b->len = 0;

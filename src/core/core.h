@@ -111,6 +111,9 @@ void sb__buf_init(sb_buf *b, size_t max);
 int sb__buf_append(sb_buf *b, const void *p, size_t n);
 int sb__buf_puts(sb_buf *b, const char *s);
 int sb__buf_printf(sb_buf *b, const char *fmt, ...) SB_PRINTF(2, 3);
+/* The decimal digits of `v`, as printf's %lld without printf's cost: the
+ * error store writes hundreds of numbers a message. */
+int sb__buf_int(sb_buf *b, int64_t v);
 void sb__buf_reset(sb_buf *b);
 void sb__buf_free(sb_buf *b);
 /* Hand the data to the caller (transferred, sb__free) and reset. */

@@ -63,9 +63,16 @@ static int run_json(batch *x, int k, sb_rows **rows, sb_error *err)
     return sb__query(x->c, x->e->sql.s[k], p, 2, rows, NULL, err);
 }
 
+static void json_key(sb_buf *b, const char *key, int comma)
+{
+    sb__buf_puts(b, comma ? ",\"" : "\"");
+    sb__buf_puts(b, key);
+    sb__buf_puts(b, "\":");
+}
+
 static void json_text(sb_buf *b, const char *key, const char *v, int comma)
 {
-    sb__buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    json_key(b, key, comma);
     if (v == NULL)
         sb__buf_puts(b, "null");
     else
@@ -74,7 +81,10 @@ static void json_text(sb_buf *b, const char *key, const char *v, int comma)
 
 static void json_int(sb_buf *b, const char *key, int64_t v)
 {
-    sb__buf_printf(b, ",\"%s\":%lld", key, (long long)v);
+    sb__buf_puts(b, ",\"");
+    sb__buf_puts(b, key);
+    sb__buf_puts(b, "\":");
+    sb__buf_int(b, v);
 }
 
 /* SQL Server: a name column's value cut to its size on a UTF-8 boundary
@@ -96,7 +106,7 @@ static void json_name(sb_buf *b, const char *key, const char *v, size_t cap,
     }
     while (n > 0 && v[n - 1] == ' ')
         n--;
-    sb__buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    json_key(b, key, comma);
     sb__buf_json_mem(b, v, n);
 }
 

@@ -153,10 +153,14 @@ int sb__search_vector(sb_buf *b, const char *const *texts,
         sb__buf_puts(b, "':");
         for (; j < words && at[j].len == at[i].len &&
                memcmp(at[j].w, at[i].w, at[i].len) == 0;
-             j++)
-            if (kept < SB_SEARCH_MAX_POSITIONS &&
-                (kept == 0 || at[j].pos != at[j - 1].pos))
-                sb__buf_printf(b, kept++ ? ",%u" : "%u", at[j].pos);
+             j++) {
+            if (kept == SB_SEARCH_MAX_POSITIONS ||
+                (kept > 0 && at[j].pos == at[j - 1].pos))
+                continue;
+            if (kept++)
+                sb__buf_append(b, ",", 1);
+            sb__buf_int(b, at[j].pos);
+        }
         for (size_t k = 0; k < at[i].len && !wide; k++)
             wide = (unsigned char)at[i].w[k] >= 0x80;
         i = j;

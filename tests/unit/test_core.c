@@ -972,6 +972,16 @@ static void test_buf_basic(void **state)
     assert_string_equal(p, "");
     sb__free(p);
 
+    /* sb__buf_int writes what %lld writes, at both ends of the range */
+    const int64_t ints[] = {0, 7, -7, 10, 1000000, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%lld", (long long)ints[i]);
+        sb__buf_reset(&b);
+        assert_int_equal(sb__buf_int(&b, ints[i]), SB_OK);
+        assert_string_equal(b.data, want);
+    }
+
     sb__buf_free(&b);
     assert_null(b.data);
     assert_int_equal(b.max, 1 << 20);
