@@ -1259,6 +1259,48 @@ static void test_search(void **state)
     sbe_close(&e);
 }
 
+/* E22: a message is found by a word of its body, of its exception message
+ * and of any header's value as soon as the ingestion pass that stored it
+ * has returned (SQLite and PostgreSQL index in that transaction; SQL
+ * Server's full-text index follows within the wait of sbe_await_search). */
+static void test_search_fields(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    const char *headers =
+        "{\"sb-message-id\":\"f-1\",\"sb-failed-queue\":\"qf\","
+        "\"sb-exception-type\":\"Shop.Failed\","
+        "\"sb-exception-message\":\"warehouse quokka unreachable\","
+        "\"x-tenant\":\"contoso-narwhal\"}";
+    sb_outgoing o;
+    memset(&o, 0, sizeof o);
+    o.payload = "{\"note\":\"pangolin\"}";
+    o.payload_len = strlen(o.payload);
+    o.headers_json = headers;
+    sb_error err;
+    sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err,
+           "publish");
+    sbe_dead_letter(&e, "f-2", "qf", "2026-01-02T00:00:01Z", "X", "{}", NULL);
+    sbe_ingest(&e);
+    if (!sbe_search_available(&e)) {
+        sbe_close(&e);
+        return;
+    }
+    sbe_await_search(&e);
+    const char *words[] = {"pangolin", "quokka", "narwhal", "contoso-narwhal"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        sb_failed_summary *s = NULL;
+        size_t n = 0;
+        sbt_ok(sb_errors_search(e.store, words[i], 10, &s, &n, &err), &err,
+               words[i]);
+        assert_int_equal(n, 1);
+        assert_string_equal(s[0].message_id, "f-1");
+        sb_free(s);
+    }
+    sbe_close(&e);
+}
+
 /* A search of `word` with `limit` returns exactly the unique ids
  * `want` (NULL-terminated), in that order. */
 static void search_is(sbe_env *e, const char *word, size_t limit,
@@ -1580,6 +1622,152 @@ static void test_list_views(void **state)
     sbe_close(&e);
 }
 
+/* One message of test_mixed_run: what the operations made of it. */
+typedef struct mixed_model {
+    char uid[16], queue[4];
+    int status, attempts;
+    int history[8][2]; /* (status, previous), oldest first */
+    size_t n_history;
+} mixed_model;
+
+static void mixed_set(mixed_model *m, int status)
+{
+    if (m->status == status)
+        return;
+    m->history[m->n_history][0] = status;
+    m->history[m->n_history++][1] = m->status;
+    m->status = status;
+}
+
+/* Archive (1), unarchive (0) or retry (-1) the models whose index has
+ * `i % mod == rest`, through the library, and note it in the models. */
+static void mixed_op(sbe_env *e, mixed_model *ms, size_t n, size_t mod,
+                     size_t rest, int op)
+{
+    const char *ids[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i % mod == rest)
+            ids[k++] = ms[i].uid;
+    sb_failed_selection sel = {0};
+    sel.ids = ids;
+    sel.n_ids = k;
+    int64_t changed = 0;
+    sb_error err;
+    if (op < 0)
+        sbt_ok(sb_errors_retry(e->store, &sel, &changed, &err), &err, "retry");
+    else
+        sbt_ok(sb_errors_archive(e->store, &sel, op, &changed, &err), &err,
+               "archive");
+    int64_t want = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % mod != rest)
+            continue;
+        /* E14: a retry takes unresolved messages; archived ones stay. */
+        if (op < 0 && ms[i].status != SB_FAILED_UNRESOLVED)
+            continue;
+        size_t before = ms[i].n_history;
+        mixed_set(&ms[i], op < 0   ? SB_FAILED_RETRY_ISSUED
+                          : op > 0 ? SB_FAILED_ARCHIVED
+                                   : SB_FAILED_UNRESOLVED);
+        want += ms[i].n_history != before;
+    }
+    assert_int_equal(changed, want);
+}
+
+/* A retry of the models with `i % mod == rest` fails again (`confirm` 0)
+ * or succeeds (1): the dead letter or the acknowledgement is ingested. */
+static void mixed_outcome(sbe_env *e, mixed_model *ms, size_t n, size_t mod,
+                          size_t rest, int confirm)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i % mod != rest)
+            continue;
+        if (confirm) {
+            char headers[256];
+            snprintf(headers, sizeof headers,
+                     "{\"sb-retry-confirmed\":\"true\","
+                     "\"sb-retry-of\":\"%.15s\"}",
+                     ms[i].uid);
+            sb_outgoing ack;
+            memset(&ack, 0, sizeof ack);
+            ack.headers_json = headers;
+            sb_error err;
+            sbt_ok(sb_publish(e->bus, NULL, "deadletter", &ack, NULL, &err),
+                   &err, "acknowledgement");
+            mixed_set(&ms[i], SB_FAILED_RESOLVED);
+        } else {
+            sbe_dead_letter_as(e, ms[i].uid, ms[i].queue,
+                               "2026-01-02T00:00:09Z", "X", "again");
+            ms[i].attempts++;
+            mixed_set(&ms[i], SB_FAILED_UNRESOLVED);
+        }
+    }
+    sbe_ingest(e);
+}
+
+/* Issue 16's recount: after a mixed run — ingest, archive, retry, a
+ * retry failing again or succeeding, unarchive, archive of a re-failed
+ * message — each message's status, attempts and status history (E10,
+ * E12, E23), each failure group's count per status (E13) and the counts
+ * table (sbe_count_mismatches, E13) equal what the operations made,
+ * counted again from scratch. */
+static void test_mixed_run(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    mixed_model ms[30];
+    const size_t n = sizeof ms / sizeof ms[0];
+    memset(ms, 0, sizeof ms);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ms[i].uid, sizeof ms[i].uid, "mx-%02zu", i);
+        snprintf(ms[i].queue, sizeof ms[i].queue, "q%zu", i % 3);
+        ms[i].status = SB_FAILED_UNRESOLVED;
+        ms[i].attempts = 1;
+        sbe_dead_letter_as(&e, ms[i].uid, ms[i].queue, "2026-01-02T00:00:01Z",
+                           "X", "first");
+    }
+    sbe_ingest(&e);
+    mixed_op(&e, ms, n, 5, 0, 1);       /* archive */
+    mixed_op(&e, ms, n, 5, 1, -1);      /* retry ... */
+    mixed_op(&e, ms, n, 5, 2, -1);
+    mixed_outcome(&e, ms, n, 5, 1, 0);  /* ... fails again */
+    mixed_outcome(&e, ms, n, 5, 2, 1);  /* ... succeeds */
+    mixed_op(&e, ms, n, 10, 0, 0);      /* unarchive */
+    mixed_op(&e, ms, n, 10, 1, 1);      /* archive the re-failed */
+    mixed_op(&e, ms, n, 10, 1, -1);     /* no retry of an archived one */
+    for (size_t i = 0; i < n; i++) {
+        sb_failed_message *m = sbe_get(&e, ms[i].uid);
+        assert_int_equal(sb_failed_status(m), ms[i].status);
+        assert_int_equal(sb_failed_attempts(m), ms[i].attempts);
+        assert_int_equal(sb_failed_history_count(m), ms[i].n_history);
+        for (size_t h = 0; h < ms[i].n_history; h++) {
+            int st = -1, prev = -1;
+            assert_int_equal(sb_failed_history(m, h, &st, &prev, NULL),
+                             SB_OK);
+            assert_int_equal(st, ms[i].history[h][0]);
+            assert_int_equal(prev, ms[i].history[h][1]);
+        }
+        sb_failed_message_free(m);
+    }
+    const int statuses[] = {SB_FAILED_UNRESOLVED, SB_FAILED_ARCHIVED};
+    for (size_t q = 0; q < 3; q++) {
+        char queue[4];
+        snprintf(queue, sizeof queue, "q%zu", q);
+        for (size_t s = 0; s < 2; s++) {
+            int64_t want = 0;
+            for (size_t i = 0; i < n; i++)
+                want += strcmp(ms[i].queue, queue) == 0 &&
+                        ms[i].status == statuses[s];
+            sb_failure_group g = address_group(&e, queue, statuses[s]);
+            assert_int_equal(g.count, want > 0 ? want : -1);
+        }
+    }
+    assert_int_equal(sbe_count_mismatches(&e), 0);
+    sbe_close(&e);
+}
+
 /* The n-th change (oldest first) of a message's status history. */
 static void expect_change(sbe_env *e, const char *uid, size_t n, size_t i,
                           int status, int previous)
@@ -1808,10 +1996,12 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_archive),
         cmocka_unit_test(test_search),
+        cmocka_unit_test(test_search_fields),
         cmocka_unit_test(test_search_order),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_list_views),
         cmocka_unit_test(test_status_history),
+        cmocka_unit_test(test_mixed_run),
         cmocka_unit_test(test_pending_retries),
         cmocka_unit_test(test_nservicebus_headers),
     };

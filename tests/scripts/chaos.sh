@@ -16,7 +16,8 @@
 # 2. Ingestion: SB_CHAOS_DEAD_LETTERS dead letters, `sqlbus errors ingest`
 #    SIGKILLed mid-pass again and again, then one pass to the end: every
 #    dead letter is one failed message with one attempt, none lost, none
-#    counted twice, and the dead-letter queue is empty.
+#    counted twice (attempts, group counts, status history), and the
+#    dead-letter queue is empty.
 # PostgreSQL runs on a private cluster of its own, so restarting it
 # disturbs no other test.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -200,4 +201,15 @@ sb errors list --status any --per-page 1 --json >"$tmp/total.json"
 sb errors list --status any --sort attempts --per-page 1 --json >"$tmp/most.json"
 [ "$(jq -r '.items[0].attempts' "$tmp/most.json")" = 1 ] ||
     fail "an attempt was counted twice: $(cat "$tmp/most.json")"
-ok "ingestion: $dead_letters dead letters, $mid_pass passes SIGKILLed ($left left before the last): 0 lost, 0 counted twice"
+# E10, E12, E13: the one group counts every message once, each message has
+# one stored attempt, and ingestion changed no status (no history row).
+sb errors groups --json >"$tmp/groups.json"
+[ "$(jq '[.[].count] | add' "$tmp/groups.json")" = "$dead_letters" ] ||
+    fail "group counts: $(cat "$tmp/groups.json"), want $dead_letters in all"
+if have_sql; then
+    attempts=$(sql "SELECT count(*) FROM ${prefix}failed_message_attempts")
+    [ "$attempts" = "$dead_letters" ] || fail "stored attempts: $attempts, want $dead_letters"
+    history=$(sql "SELECT count(*) FROM ${prefix}failed_message_history")
+    [ "$history" = 0 ] || fail "status history rows after ingestion only: $history, want 0"
+fi
+ok "ingestion: $dead_letters dead letters, $mid_pass passes SIGKILLed ($left left before the last): 0 lost, 0 counted twice in attempts, groups or history"

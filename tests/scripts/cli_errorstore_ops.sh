@@ -18,18 +18,6 @@ line() {
           body: ("{\"id\":\"" + $id + "\"}")}'
 }
 
-# sql STATEMENT: run SQL on this test's database.
-sql() {
-    if [ "$backend" = sqlite ]; then
-        sqlite3 "$tmp/test.db" "$1"
-    else
-        psql -qAt "$SQLBUS_DB" -c "$1"
-    fi
-}
-have_sql() {
-    if [ "$backend" = sqlite ]; then command -v sqlite3 >/dev/null; else command -v psql >/dev/null; fi
-}
-
 # ---- E2: import --------------------------------------------------------
 # 1,500 lines (two chunks of the library's 1,000) on queue qa, one with a
 # distinctive message type, one binary body, blank lines skipped.

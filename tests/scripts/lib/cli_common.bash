@@ -83,6 +83,19 @@ private_cluster() {
     export SQLBUS_DB
 }
 
+# sql STATEMENT: run SQL on this test's database with the backend's own
+# client; have_sql: that client is installed.
+sql() {
+    if [ "$backend" = sqlite ]; then
+        sqlite3 "${SQLBUS_DB#sqlite:}" "$1"
+    else
+        psql -qAt "$SQLBUS_DB" -c "$1"
+    fi
+}
+have_sql() {
+    if [ "$backend" = sqlite ]; then command -v sqlite3 >/dev/null; else command -v psql >/dev/null; fi
+}
+
 # sb ARGS...: the CLI on this test's database and prefix. (A function: to
 # run it in the background with a pid that can be signalled, write
 # "$SQLBUS" --prefix "$prefix" ... & instead.)
