@@ -44,6 +44,7 @@ typedef struct cli_ctx {
     int abandoned;       /* 1: a thread was left inside a database call
                             that never answered: main ends the program
                             with _Exit, running no exit handler beside it */
+    int pool_size;       /* connections of the bus (0: the library's 8) */
 } cli_ctx;
 
 #define CLI_DEFAULT_DB "sqlite:./sqlbus.db"

@@ -17,8 +17,14 @@ enum {
     OPT_RETENTION,
     OPT_ALLOW_EDIT,
     OPT_DEMO,
-    OPT_REQUEST_TIMEOUT
+    OPT_REQUEST_TIMEOUT,
+    OPT_INGESTERS
 };
+
+/* Ingestion threads by default: PostgreSQL (and SQL Server) runs one
+ * pass's statements on one database core, so two passes at once use two
+ * (docs/benchmarks.md, P10: 1.9x); SQLite has one writer at a time. */
+#define INGESTERS_DEFAULT 2
 
 #define RETENTION_MIN_MS (3600LL * 1000)
 #define RETENTION_MAX_MS (365LL * 24 * 3600 * 1000)
@@ -143,11 +149,13 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"demo", no_argument, NULL, OPT_DEMO},
         {"allow-edit", no_argument, NULL, OPT_ALLOW_EDIT},
         {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"ingesters", required_argument, NULL, OPT_INGESTERS},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
     int64_t retention_ms = SB_RETENTION_DEFAULT_MS;
     int64_t request_timeout_ms = SB_SERVER_REQUEST_TIMEOUT_MS;
+    int64_t ingesters = 0;
     int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
@@ -176,6 +184,13 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                 ctx, "--request-timeout", optarg,
                 SB_SERVER_REQUEST_TIMEOUT_MIN_MS,
                 SB_SERVER_REQUEST_TIMEOUT_MAX_MS, &request_timeout_ms);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
+        case OPT_INGESTERS: {
+            int prc = cli_parse_int(ctx, "--ingesters", optarg, 1,
+                                    SB_LOOPS_MAX_INGESTERS, &ingesters);
             if (prc != CLI_OK)
                 return prc;
             break;
@@ -212,9 +227,20 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     }
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
+    /* The ingesters' connections beside housekeeping, the operations, the
+     * stats sampler and the counts flusher. */
+    int pool = (int)(ingesters > INGESTERS_DEFAULT ? ingesters
+                                                   : INGESTERS_DEFAULT) +
+               6;
+    ctx->pool_size = pool > 8 ? pool : 0;
     int rc = cli_errors_open(ctx, allow_edit, &bus, &store);
+    ctx->pool_size = 0;
     if (rc != CLI_OK)
         return rc;
+    if (ingesters == 0)
+        ingesters = strcmp(sb_backend_name(bus), "sqlite") == 0
+                        ? 1
+                        : INGESTERS_DEFAULT;
     sb_bus *api_bus = NULL;
     sb_errors *api_store = NULL;
     rc = open_api(ctx, allow_edit, request_timeout_ms, &api_bus, &api_store);
@@ -223,7 +249,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     sb_error err;
-    sb_loops_options lo = {.retention_ms = retention_ms, .log = serve_log,
+    sb_loops_options lo = {.retention_ms = retention_ms,
+                           .ingesters = (int)ingesters, .log = serve_log,
                            .log_user = ctx};
     sb_loops *loops = NULL;
     int src = sb__loops_start(bus, store, &lo, &loops, &err);
@@ -245,8 +272,10 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     ctx->signal_stops = 1;
-    cli_notef(ctx, "ingest: following the dead-letter queue; housekeeping: "
-              "error retention %lld h, first run in 1 min, then hourly",
+    cli_notef(ctx, "ingest: following the dead-letter queue with %d "
+              "ingester%s; housekeeping: error retention %lld h, first run "
+              "in 1 min, then hourly",
+              (int)ingesters, ingesters == 1 ? "" : "s",
               (long long)(retention_ms / 3600000));
     char url[200], limit[32];
     listen_url(url, sizeof url, listen, sb__server_port(srv));

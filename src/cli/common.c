@@ -269,6 +269,7 @@ void cli_bus_options(const cli_ctx *ctx, int schema_mode, sb_options *o)
     o->url = cli_db_url(ctx);
     o->table_prefix = ctx->prefix;
     o->schema_mode = schema_mode;
+    o->pool_size = ctx->pool_size;
     o->log = cli_log;
     o->log_user = (void *)ctx;
     o->log_level = ctx->verbosity < 0    ? SB_LOG_ERROR

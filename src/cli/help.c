@@ -91,7 +91,7 @@ const char cli_usage_queues[] =
 const char cli_usage_serve[] =
     "Usage: sqlbus serve [--listen HOST:PORT] [--token-file FILE]\n"
     "                    [--error-retention D] [--request-timeout D]\n"
-    "                    [--allow-edit] [--demo]\n"
+    "                    [--ingesters N] [--allow-edit] [--demo]\n"
     "\n"
     "Ingest the dead-letter queue into the error store, run housekeeping\n"
     "(retention, dead-letter pruning, the recovery watchdog) and the\n"
@@ -110,6 +110,9 @@ const char cli_usage_serve[] =
     "  --error-retention D resolved and archived failed messages are\n"
     "                      deleted D after their status changed (15d;\n"
     "                      1h to 365d)\n"
+    "  --ingesters N       ingestion passes at once, 1 to 8 (PostgreSQL 2,\n"
+    "                      SQLite 1): on PostgreSQL each keeps one\n"
+    "                      database core busy under a backlog\n"
     "  --listen HOST:PORT  address to listen on (127.0.0.1:8080; port 0\n"
     "                      takes a free one). Any address but loopback\n"
     "                      needs an admin token\n"

@@ -19,7 +19,7 @@ struct sb_loops {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
-    pthread_t ingest, housekeeping;
+    pthread_t ingest[SB_LOOPS_MAX_INGESTERS], housekeeping;
     int started_ingest, started_housekeeping;
     sb_loops_state st;
     int64_t last_ok_us;
@@ -55,11 +55,13 @@ static int nap(sb_loops *l, int64_t ms)
     return stop;
 }
 
+/* One ingestion thread. With several, each claims its own batches (the
+ * claim skips rows another holds); an outage is logged once, by the
+ * thread that sees it first, and its end likewise. */
 static void *ingest_loop(void *arg)
 {
     sb_loops *l = arg;
     int64_t backoff = BACKOFF_MIN_MS;
-    int down = 0;
     for (;;) {
         sb_ingest_stats s;
         memset(&s, 0, sizeof s);
@@ -67,6 +69,7 @@ static void *ingest_loop(void *arg)
         sb_error err;
         int rc = sb_errors_ingest(l->store, &s, &err);
         pthread_mutex_lock(&l->mu);
+        int was_failing = l->st.failing;
         l->st.passes++;
         l->st.rows += s.rows;
         l->st.messages += s.messages;
@@ -77,12 +80,11 @@ static void *ingest_loop(void *arg)
         else
             l->last_ok_us = sb__mono_us();
         pthread_mutex_unlock(&l->mu);
-        if (rc != SB_OK && !down)
+        if (rc != SB_OK && !was_failing)
             say(l, SB_LOG_ERROR, "ingest",
                 "ingestion failed, retrying with back-off: ", err.message);
-        if (rc == SB_OK && down)
+        if (rc == SB_OK && was_failing)
             say(l, SB_LOG_INFO, "ingest", "ingestion works again", "");
-        down = rc != SB_OK;
         int64_t wait = rc == SB_OK ? l->o.idle_ms : backoff;
         backoff = rc == SB_OK           ? BACKOFF_MIN_MS
                   : backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
@@ -137,6 +139,10 @@ int sb__loops_start(sb_bus *bus, sb_errors *store,
 {
     sb_error_clear(err);
     *out = NULL;
+    if (opts->ingesters < 0 || opts->ingesters > SB_LOOPS_MAX_INGESTERS)
+        return sb__err(err, SB_INVALID, "ingesters",
+                       "ingesters must be from 0 (one) to %d (got %d)",
+                       SB_LOOPS_MAX_INGESTERS, opts->ingesters);
     sb_loops *l = sb__calloc(1, sizeof *l);
     if (l == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -147,6 +153,8 @@ int sb__loops_start(sb_bus *bus, sb_errors *store,
         l->o.retention_ms = SB_RETENTION_DEFAULT_MS;
     if (l->o.idle_ms == 0)
         l->o.idle_ms = 1000;
+    if (l->o.ingesters == 0)
+        l->o.ingesters = 1;
     if (l->o.housekeeping_ms == 0)
         l->o.housekeeping_ms = 3600 * 1000;
     if (l->o.first_sweep_ms == 0)
@@ -158,9 +166,12 @@ int sb__loops_start(sb_bus *bus, sb_errors *store,
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, &ca);
     pthread_condattr_destroy(&ca);
-    l->started_ingest = pthread_create(&l->ingest, NULL, ingest_loop, l) == 0;
+    while (l->started_ingest < l->o.ingesters &&
+           pthread_create(&l->ingest[l->started_ingest], NULL, ingest_loop,
+                          l) == 0)
+        l->started_ingest++;
     l->started_housekeeping =
-        l->started_ingest &&
+        l->started_ingest == l->o.ingesters &&
         pthread_create(&l->housekeeping, NULL, housekeeping_loop, l) == 0;
     if (!l->started_housekeeping) {
         sb__loops_stop(l);
@@ -187,8 +198,8 @@ void sb__loops_stop(sb_loops *l)
     l->stopping = 1;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
-    if (l->started_ingest)
-        pthread_join(l->ingest, NULL);
+    for (int i = 0; i < l->started_ingest; i++)
+        pthread_join(l->ingest[i], NULL);
     if (l->started_housekeeping)
         pthread_join(l->housekeeping, NULL);
     pthread_cond_destroy(&l->cv);

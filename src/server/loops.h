@@ -14,12 +14,17 @@
 
 #define SB_RETENTION_DEFAULT_MS (15LL * 24 * 3600 * 1000)
 
+#define SB_LOOPS_MAX_INGESTERS 8
+
 typedef struct sb_loops sb_loops;
 
 typedef struct sb_loops_options {
     int64_t retention_ms;      /* E21 (0: 15 days) */
     int64_t idle_ms;           /* ingestion's nap when the DLQ is empty (0:
                                   1 s) */
+    int ingesters;             /* ingestion threads, each its own pass over
+                                  the dead-letter queue at once (0: 1; at
+                                  most SB_LOOPS_MAX_INGESTERS) */
     int64_t housekeeping_ms;   /* housekeeping period (0: 1 h) */
     int64_t first_sweep_ms;    /* the first housekeeping run after start
                                   (0: 1 min) */
@@ -37,8 +42,9 @@ typedef struct sb_loops_state {
     int64_t stale_registrations;
 } sb_loops_state;
 
-/* Start both threads over `bus` and `store` (borrowed; they must outlive
- * the loops). */
+/* Start the ingestion threads and the housekeeping thread over `bus` and
+ * `store` (borrowed; they must outlive the loops). SB_INVALID naming
+ * "ingesters" outside 0..SB_LOOPS_MAX_INGESTERS. */
 int sb__loops_start(sb_bus *bus, sb_errors *store,
                     const sb_loops_options *opts, sb_loops **out,
                     sb_error *err);

@@ -38,7 +38,10 @@ req ready2 "$base/health/ready"
 expect ready2 200 .status ready .ingestion.failing false .failed_imports 0
 jq -e '.ingestion.rows >= 1 and .ingestion.passes >= 1' "$tmp/ready2.json" >/dev/null ||
     fail "readiness does not count the pass: $(cat "$tmp/ready2.json")"
-grep -q 'ingest: following the dead-letter queue' "$tmp/plain.err" || fail "no startup line for ingestion"
+want_ingesters="2 ingesters"
+[ "$backend" = sqlite ] && want_ingesters="1 ingester;"
+grep -q "ingest: following the dead-letter queue with $want_ingesters" "$tmp/plain.err" ||
+    fail "the startup line does not name the default ingesters ($want_ingesters): $(cat "$tmp/plain.err")"
 grep -q 'request timeout 10.0s per statement' "$tmp/plain.err" || fail "the http line does not name the default request timeout"
 ok "serve ingests the dead-letter queue; readiness reports it"
 
@@ -124,7 +127,29 @@ expect_exit 2 sb serve --request-timeout soon
 expect_err "--request-timeout: duration \"soon\""
 expect_exit 2 sb serve --request-timeout
 expect_err "option --request-timeout needs a value"
+expect_exit 2 sb serve --ingesters 0
+expect_err "--ingesters must be 1..8 (got 0)"
+expect_exit 2 sb serve --ingesters 9
+expect_err "--ingesters must be 1..8 (got 9)"
+expect_exit 2 sb serve --ingesters two
+expect_err "--ingesters must be a whole number 1..8 (got \"two\")"
 printf 'root:x\n' >"$tmp/badtokens"
 expect_exit 2 sb serve --token-file "$tmp/badtokens"
 expect_err "expected admin:TOKEN or read:TOKEN"
 ok "loopback rule and bad options named"
+
+# E1 with --ingesters: three passes at once drain a backlog, each dead
+# letter ingested once (one attempt each, none left, none twice).
+seq 1 3000 | sed 's/^/ing-/' |
+    sb publish --queue deadletter --lines --header sb-failed-queue=many \
+        --header sb-exception-type=Many.Failed >/dev/null
+start_server many --ingesters 3
+grep -q "with 3 ingesters" "$tmp/many.err" || fail "no startup line for 3 ingesters: $(cat "$tmp/many.err")"
+drained() { [ "$(count deadletter ready)" = 0 ] && [ "$(sb errors list --status any --queue many --per-page 1 --json | jq -r .total)" = 3000 ]; }
+within 120 "3000 dead letters ingested by 3 ingesters" drained
+sb errors list --status any --queue many --sort attempts --per-page 1 --json >"$tmp/many.json"
+[ "$(jq -r '.items[0].attempts' "$tmp/many.json")" = 1 ] || fail "a dead letter was counted twice: $(cat "$tmp/many.json")"
+kill -TERM "$pid"
+wait_exit "$pid" 20
+[ "$wait_rc" -eq 0 ] || fail "serve --ingesters 3 exited $wait_rc after SIGTERM"
+ok "--ingesters 3 drains 3000 dead letters, each once"
