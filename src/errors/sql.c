@@ -108,23 +108,22 @@ static const char ddl_tail[] =
     ");\n";
 
 /* E22: full-text search, maintained in the ingestion transaction.
- * Ranking reads every match's vector, so the vector should be in the
- * row. PostgreSQL moves values out of line until a row is under its
- * toast_tuple_target, 2,032 bytes by default (four rows a page), the
- * biggest value first once compression is not enough: a vector of
- * ~1.6 KB (a 1 KiB body's words) is that value, and each match then
- * cost a TOAST index descent and chunk. The store's target is three rows
- * a page (PostgreSQL's own formula with 3: (8,192 - 40) / 3, aligned
- * down): the headers and body are compressed in the row first, and such
- * a row (~2.6 KB) keeps its vector. Measured at 100,000 messages: 4 times
- * fewer buffers a frequent-word search, status changes 4 times faster,
- * ingestion unchanged; at 1,000,000 the search took half the time, the
- * rest was unchanged (docs/internals/errors.md, "Speed"). A
- * target set by hand is kept. The vector's storage stays the default
- * (EXTENDED): kept in the row at any size (MAIN) it pushed headers and
- * body out of line instead and halved ingestion; a store set so is set
- * back. Rows written before keep their layout until rewritten. Checked
- * first, so an open takes no lock on the table. */
+ * Ranking reads every match's vector, so the vector belongs in the row.
+ * PostgreSQL moves values out of line, biggest first once compression
+ * is not enough, until a row is under the table's toast_tuple_target
+ * (2,032 bytes by default: four rows a page); a ~1.6 KB vector (a 1 KiB
+ * body's words) is that value, and each match then cost a TOAST index
+ * descent and chunk. The store's target is three rows a page
+ * (PostgreSQL's formula with 3: (8,192 - 40) / 3, aligned down): the
+ * headers and body are compressed in the row first, and such a row
+ * (~2.6 KB) keeps its vector; at 1,000,000 messages a frequent-word
+ * search took half the time, ingestion unchanged
+ * (docs/internals/errors.md, "Speed"). A target set by hand is kept. The
+ * vector's own storage stays the default (EXTENDED): kept in the row at
+ * any size (MAIN) it pushed headers and body out of line instead and
+ * halved ingestion; a store set so is set back. Rows written before keep
+ * their layout until rewritten. Checked first, so an open takes no lock
+ * on the table. */
 static const char search_pg[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_search_idx\n"
     "  ON {p}failed_messages USING gin (search);\n"

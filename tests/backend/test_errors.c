@@ -1318,6 +1318,57 @@ static void search_is(sbe_env *e, const char *word, size_t limit,
     sb_free(s);
 }
 
+/* ALTER TABLE <prefix>failed_messages `change`, on a native connection. */
+static void alter_failed_messages(const sbe_env *e, const char *change)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "ALTER TABLE %sfailed_messages %s", e->prefix,
+             change);
+    sbt_native_exec(sql);
+}
+
+/* The toast_tuple_target of the store's failed_messages (0: none set). */
+static long toast_target(const sbe_env *e)
+{
+    return sbt_native_scalar(
+        "SELECT coalesce((SELECT substr(o, 20)::int8 FROM pg_class c, "
+        "unnest(c.reloptions) o WHERE c.oid = ($1 || 'failed_messages')::"
+        "regclass AND o LIKE 'toast\\_tuple\\_target=%'), 0)",
+        e->prefix);
+}
+
+static void reopen(sbe_env *e)
+{
+    sb_errors *again = NULL;
+    sb_error err;
+    sbt_ok(sb_errors_open(e->bus, NULL, &again, &err), &err, "open again");
+    sb_errors_close(again);
+}
+
+/* E22 on PostgreSQL: the vector's storage is the default (kept in line
+ * at any size, STORAGE MAIN, it halved ingestion) and the table's
+ * toast_tuple_target is three rows a page, so a ~2.6 KB row keeps its
+ * vector. An open sets a store made with MAIN back and gives a store
+ * without a target the store's; a target set by hand is kept. */
+static void pg_layout_set_at_open(sbe_env *e)
+{
+    alter_failed_messages(e, "ALTER COLUMN search SET STORAGE MAIN");
+    alter_failed_messages(e, "RESET (toast_tuple_target)");
+    assert_int_equal(toast_target(e), 0);
+    reopen(e);
+    assert_int_equal(
+        sbt_native_scalar("SELECT count(*) FROM pg_attribute WHERE "
+                          "attrelid = ($1 || 'failed_messages')::"
+                          "regclass AND attname = 'search' AND "
+                          "attstorage = 'x'",
+                          e->prefix),
+        1);
+    assert_int_equal(toast_target(e), 2712);
+    alter_failed_messages(e, "SET (toast_tuple_target = 4000)");
+    reopen(e);
+    assert_int_equal(toast_target(e), 4000);
+}
+
 /* E22: best rank first, then newest first among equals, whichever way the
  * store finds them: few ties (read by id), many ties (SQLite: newest
  * first from the time index), and many ties that are all old (SQLite: the
@@ -1388,57 +1439,8 @@ static void test_search_order(void **state)
     static const char *const omega[] = {"om-007", "om-004", "om-001",
                                         "om-008", "om-005", NULL};
     search_is(&e, "omega", 5, omega);
-    /* E22 on PostgreSQL: the vector's storage is the default (kept in
-     * line at any size it halved ingestion) and the table's
-     * toast_tuple_target three rows a page, so a ~2.6 KB row keeps its
-     * vector; an open sets a store made with STORAGE MAIN back and gives
-     * a store without a target the store's, as made before this was. */
-    if (sbt_is_pg()) {
-        char sql[160];
-        snprintf(sql, sizeof sql,
-                 "ALTER TABLE %sfailed_messages ALTER COLUMN search SET "
-                 "STORAGE MAIN",
-                 e.prefix);
-        sbt_native_exec(sql);
-        snprintf(sql, sizeof sql,
-                 "ALTER TABLE %sfailed_messages RESET (toast_tuple_target)",
-                 e.prefix);
-        sbt_native_exec(sql);
-    }
-    sb_errors *again = NULL;
-    sbt_ok(sb_errors_open(e.bus, NULL, &again, &err), &err, "open again");
-    sb_errors_close(again);
     if (sbt_is_pg())
-        assert_int_equal(
-            sbt_native_scalar("SELECT count(*) FROM pg_attribute WHERE "
-                              "attrelid = ($1 || 'failed_messages')::"
-                              "regclass AND attname = 'search' AND "
-                              "attstorage = 'x'",
-                              e.prefix),
-            1);
-    if (sbt_is_pg()) {
-        assert_int_equal(
-            sbt_native_scalar("SELECT count(*) FROM pg_class WHERE oid = ($1 "
-                              "|| 'failed_messages')::regclass AND "
-                              "'toast_tuple_target=2712' = ANY (reloptions)",
-                              e.prefix),
-            1);
-        /* A target set by hand is the operator's: an open keeps it. */
-        char sql[160];
-        snprintf(sql, sizeof sql,
-                 "ALTER TABLE %sfailed_messages SET (toast_tuple_target = "
-                 "4000)",
-                 e.prefix);
-        sbt_native_exec(sql);
-        sbt_ok(sb_errors_open(e.bus, NULL, &again, &err), &err, "third open");
-        sb_errors_close(again);
-        assert_int_equal(
-            sbt_native_scalar("SELECT count(*) FROM pg_class WHERE oid = ($1 "
-                              "|| 'failed_messages')::regclass AND "
-                              "'toast_tuple_target=4000' = ANY (reloptions)",
-                              e.prefix),
-            1);
-    }
+        pg_layout_set_at_open(&e);
     sbe_close(&e);
 }
 
