@@ -559,6 +559,21 @@ SB_API int sb_dlq_prune(sb_bus *bus, int64_t *deleted, sb_error *err);
 SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
                          char **out, sb_error *err);
 
+/* Every statement text the transport can send on `backend` ("sqlite",
+ * "postgresql" or "mssql"), with `table_prefix` (NULL = default) put in:
+ * `fn` is called once a statement, in a fixed order, with its name
+ * ("transport.claim") and its text ($1.. placeholders; a schema script
+ * may hold several statements). sb_channel_statements and
+ * sb_errors_statements give the channel's and the error store's; the
+ * error store's queries built from a caller's filters come as one
+ * statement per shape. For review (`sqlbus schema print --statements`):
+ * nothing connects. */
+typedef void (*sb_statement_fn)(const char *name, const char *sql,
+                                void *user);
+SB_API int sb_schema_statements(const char *backend,
+                                const char *table_prefix, sb_statement_fn fn,
+                                void *user, sb_error *err);
+
 /* Verify the schema against the catalog now. SB_SCHEMA_MISMATCH names the
  * column or index and err->message carries the statement that fixes it. */
 SB_API int sb_schema_verify(sb_bus *bus, sb_error *err);
@@ -1013,6 +1028,11 @@ SB_API int sb_registration_live(const sb_registration *r);
  * schema. Transferred: free with sb_free. */
 SB_API int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                                  char **out, sb_error *err);
+/* The channel's statements, as sb_schema_statements gives the
+ * transport's ("channel.claim", ...). */
+SB_API int sb_channel_statements(const char *backend,
+                                 const char *table_prefix, sb_statement_fn fn,
+                                 void *user, sb_error *err);
 
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
@@ -1049,6 +1069,11 @@ SB_API void sb_errors_close(sb_errors *e);
  * the schema. Transferred: free with sb_free. */
 SB_API int sb_errors_schema_sql(const char *backend, const char *table_prefix,
                                 char **out, sb_error *err);
+/* The error store's statements, as sb_schema_statements gives the
+ * transport's ("errors.upsert", ...). */
+SB_API int sb_errors_statements(const char *backend,
+                                const char *table_prefix, sb_statement_fn fn,
+                                void *user, sb_error *err);
 
 typedef struct sb_ingest_stats {
     size_t size;

@@ -1,9 +1,10 @@
 /* cmd_schema.c - `sqlbus schema print|verify|migrate` (rules T7, T33). */
 #include "cli.h"
+#include "server/server.h"
 
 #include <string.h>
 
-enum { OPT_BACKEND = CLI_OPT_FIRST_LOCAL };
+enum { OPT_BACKEND = CLI_OPT_FIRST_LOCAL, OPT_STATEMENTS };
 
 /* The backend a URL names, without connecting (for `schema print`). */
 static const char *backend_of_url(const char *url)
@@ -19,13 +20,14 @@ static const char *backend_of_url(const char *url)
     return "sqlite";
 }
 
-/* Parse the flags; `allow_backend` for print. Returns CLI_OK, an exit
- * code, or -1 after --help. */
+/* Parse the flags; `print` (NULL for verify and migrate) gets --backend
+ * and --statements. Returns CLI_OK, an exit code, or -1 after --help. */
 static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
-                 int allow_backend, const char **backend)
+                 const char **backend, int *statements)
 {
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, OPT_BACKEND},
+        {"statements", no_argument, NULL, OPT_STATEMENTS},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c;
@@ -39,8 +41,14 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
         case 'h':
             fputs(usage, stdout);
             return -1;
+        case OPT_STATEMENTS:
+            if (statements == NULL)
+                return cli_usage_error(ctx, "--statements is only for "
+                                       "'schema print'");
+            *statements = 1;
+            break;
         case OPT_BACKEND:
-            if (!allow_backend)
+            if (statements == NULL)
                 return cli_usage_error(ctx, "--backend is only for 'schema "
                                        "print'; verify and migrate use --db");
             if (strcmp(optarg, "sqlite") != 0 &&
@@ -61,24 +69,43 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
     return CLI_OK;
 }
 
+/* One statement of --statements: its name, its text, a blank line. */
+static void print_statement(const char *name, const char *sql, void *user)
+{
+    (void)user;
+    size_t n = strlen(sql);
+    printf("-- %s\n%s%s\n", name, sql,
+           n > 0 && sql[n - 1] == '\n' ? "" : "\n");
+}
+
 static int schema_print(cli_ctx *ctx, int argc, char **argv)
 {
     const char *backend = NULL;
-    int rc = parse(ctx, argc, argv, cli_usage_schema, 1, &backend);
+    int statements = 0;
+    int rc = parse(ctx, argc, argv, cli_usage_schema, &backend, &statements);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (backend == NULL)
         backend = backend_of_url(cli_db_url(ctx));
-    /* The transport's tables, then the channel's, then the error store's. */
+    /* The transport's, the channel's, the error store's, the server's. */
+    int (*const walks[])(const char *, const char *, sb_statement_fn,
+                         void *, sb_error *) = {
+        sb_schema_statements, sb_channel_statements, sb_errors_statements,
+        sb__server_statements};
     int (*const parts[])(const char *, const char *, char **, sb_error *) = {
-        sb_schema_sql, sb_channel_schema_sql, sb_errors_schema_sql};
+        sb_schema_sql, sb_channel_schema_sql, sb_errors_schema_sql,
+        sb__server_schema_sql};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *sql = NULL;
         sb_error err;
         sb_error_clear(&err);
-        int src = parts[i](backend, ctx->prefix, &sql, &err);
+        int src = statements ? walks[i](backend, ctx->prefix,
+                                        print_statement, NULL, &err)
+                             : parts[i](backend, ctx->prefix, &sql, &err);
         if (src != SB_OK)
             return cli_report(src, &err);
+        if (sql == NULL)
+            continue;
         fputs(sql, stdout);
         if (sql[0] != '\0' && sql[strlen(sql) - 1] != '\n')
             fputc('\n', stdout);
@@ -91,7 +118,7 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
 static int schema_check(cli_ctx *ctx, int argc, char **argv, int migrate)
 {
     const char *unused = NULL;
-    int rc = parse(ctx, argc, argv, cli_usage_schema, 0, &unused);
+    int rc = parse(ctx, argc, argv, cli_usage_schema, &unused, NULL);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     sb_bus *bus = NULL;

@@ -186,11 +186,13 @@ const char cli_usage_dlq_purge[] =
 
 const char cli_usage_schema[] =
     "Usage: sqlbus schema print [--backend sqlite|postgresql|mssql]\n"
-    "                           [--prefix P]\n"
+    "                           [--prefix P] [--statements]\n"
     "       sqlbus schema verify\n"
     "       sqlbus schema migrate\n"
     "\n"
-    "  print    print the DDL (backend: --backend, else the one --db names)\n"
+    "  print    print the DDL (backend: --backend, else the one --db names);\n"
+    "           with --statements every statement text sqlbus can send on\n"
+    "           that backend instead, each under a -- name line\n"
     "  verify   check the tables against the catalog; exit 3 on a missing\n"
     "           or wrong table, with the statement that fixes it\n"
     "  migrate  create what is missing (under a cross-process lock), then\n"

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define LEASE_MS 60000
 #define ATTEMPTS 10               /* then the operation is marked failed */
@@ -21,68 +22,13 @@ struct sb_ops {
     sb_errors *store;
     sb_ops_options o;
     sb_worker *worker;
-    char *sql[10];
+    sb_ops_sql sql;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
     pthread_t sweeper;
     int started_sweeper;
 };
-
-enum { Q_INSERT, Q_GET, Q_RECENT, Q_START, Q_TOTAL, Q_FIGURES, Q_STEP,
-       Q_END, Q_ORPHANS, Q_PRUNE };
-
-#define COLS "id, kind, state, group_id, total, done, created_at, " \
-             "updated_at, error"
-
-static const char *const tpl[] = {
-    /* Q_INSERT: $1 id, $2 kind, $3 selection, $4 group, $5 now */
-    "INSERT INTO {p}operations (id, kind, selection, state, group_id, "
-    "total, done, created_at, updated_at) VALUES ($1, $2, $3, 'queued', $4, "
-    "-1, 0, $5, $5)",
-    /* Q_GET: $1 id */
-    "SELECT " COLS ", selection FROM {p}operations WHERE id = $1",
-    /* Q_RECENT: $1 limit */
-    "SELECT " COLS " FROM {p}operations ORDER BY created_at DESC, id DESC "
-    "LIMIT $1",
-    /* Q_START: $1 id, $2 now */
-    "UPDATE {p}operations SET state = 'running', updated_at = $2, error = "
-    "NULL WHERE id = $1",
-    /* Q_TOTAL: $1 id, $2 total, $3 done, $4 now: the first run's figures,
-     * kept */
-    "UPDATE {p}operations SET total = $2, done = $3, updated_at = $4 WHERE "
-    "id = $1 AND total < 0",
-    /* Q_FIGURES: $1 id */
-    "SELECT total, done FROM {p}operations WHERE id = $1",
-    /* Q_STEP: $1 id, $2 changed, $3 now: in the batch's transaction */
-    "UPDATE {p}operations SET done = done + $2, updated_at = $3 WHERE id = "
-    "$1",
-    /* Q_END: $1 id, $2 state, $3 now, $4 error */
-    "UPDATE {p}operations SET state = $2, total = CASE WHEN total < done "
-    "THEN done ELSE total END, updated_at = $3, error = $4 WHERE id = $1",
-    /* Q_ORPHANS: $1 cutoff */
-    "SELECT id FROM {p}operations WHERE state = 'queued' AND updated_at < "
-    "$1 ORDER BY created_at LIMIT 100",
-    /* Q_PRUNE: $1 cutoff */
-    "DELETE FROM {p}operations WHERE state IN ('completed', 'failed') AND "
-    "updated_at < $1",
-};
-
-static const char ddl[] =
-    "CREATE TABLE IF NOT EXISTS {p}operations (\n"
-    "  id TEXT NOT NULL PRIMARY KEY,\n"
-    "  kind TEXT NOT NULL,\n"
-    "  selection TEXT NOT NULL,\n"
-    "  state TEXT NOT NULL,\n"
-    "  group_id TEXT,\n"
-    "  total BIGINT NOT NULL,\n"
-    "  done BIGINT NOT NULL,\n"
-    "  created_at BIGINT NOT NULL,\n"
-    "  updated_at BIGINT NOT NULL,\n"
-    "  error TEXT\n"
-    ");\n"
-    "CREATE INDEX IF NOT EXISTS {p}operations_created_idx ON "
-    "{p}operations (created_at);\n";
 
 static const char *const kinds[] = {"retry", "archive", "unarchive",
                                     "retry_pending", "resolve"};
@@ -196,7 +142,7 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
                      x->info->group_id[0] ? sb__v_text(x->info->group_id)
                                           : sb__v_null(),
                      sb__v_int(x->info->created_us)};
-    int rc = sb__query(c, o->sql[Q_INSERT], p, 5, NULL, NULL, err);
+    int rc = sb__query(c, o->sql.insert, p, 5, NULL, NULL, err);
     if (rc != SB_OK)
         return rc;
     sb_outgoing job = {x->info->id, x->info->id, strlen(x->info->id), NULL,
@@ -260,7 +206,7 @@ int sb__ops_get(sb_ops *o, sb_bus *bus, const char *id, sb_op_info *out,
         return rc;
     sb_value p = sb__v_text(id);
     sb_rows *rows = NULL;
-    rc = sb__query(c, o->sql[Q_GET], &p, 1, &rows, NULL, err);
+    rc = sb__query(c, o->sql.get, &p, 1, &rows, NULL, err);
     sb__pool_release(bus->pool, c);
     if (rc == SB_OK && rows->nrows == 0)
         rc = sb__err(err, SB_NOTFOUND, "id", "no operation %.40s", id);
@@ -284,7 +230,7 @@ int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
         return rc;
     sb_value p = sb__v_int((int64_t)limit);
     sb_rows *rows = NULL;
-    rc = sb__query(c, o->sql[Q_RECENT], &p, 1, &rows, NULL, err);
+    rc = sb__query(c, o->sql.recent, &p, 1, &rows, NULL, err);
     sb__pool_release(bus->pool, c);
     size_t n = rc == SB_OK ? rows->nrows : 0;
     sb_op_info *v = n ? sb__calloc(n, sizeof *v) : NULL;
@@ -304,13 +250,14 @@ int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
 
 /* ---- running ---- */
 
-static int exec1(sb_ops *o, int q, const sb_value *p, size_t n, sb_error *err)
+static int exec1(sb_ops *o, const char *sql, const sb_value *p, size_t n,
+                 sb_error *err)
 {
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(o->bus->pool, 5000, &c, err);
     if (rc != SB_OK)
         return rc;
-    rc = sb__query(c, o->sql[q], p, n, NULL, NULL, err);
+    rc = sb__query(c, sql, p, n, NULL, NULL, err);
     sb__pool_release(o->bus->pool, c);
     return rc;
 }
@@ -332,10 +279,10 @@ static int record_start(sb_conn *c, int64_t *total, int64_t *done,
     progress_ctx *x = user;
     sb_value p[4] = {sb__v_text(x->id), sb__v_int(*total), sb__v_int(*done),
                      sb__v_int(sb__wall_us())};
-    int rc = sb__query(c, x->o->sql[Q_TOTAL], p, 4, NULL, NULL, err);
+    int rc = sb__query(c, x->o->sql.total, p, 4, NULL, NULL, err);
     sb_rows *rows = NULL;
     if (rc == SB_OK)
-        rc = sb__query(c, x->o->sql[Q_FIGURES], p, 1, &rows, NULL, err);
+        rc = sb__query(c, x->o->sql.figures, p, 1, &rows, NULL, err);
     if (rc == SB_OK && rows->nrows == 1) {
         *total = sb__rows_int(rows, 0, 0);
         *done = sb__rows_int(rows, 0, 1);
@@ -350,7 +297,7 @@ static int record_step(sb_conn *c, int64_t changed, void *user,
     progress_ctx *x = user;
     sb_value p[3] = {sb__v_text(x->id), sb__v_int(changed),
                      sb__v_int(sb__wall_us())};
-    return sb__query(c, x->o->sql[Q_STEP], p, 3, NULL, NULL, err);
+    return sb__query(c, x->o->sql.step, p, 3, NULL, NULL, err);
 }
 
 /* After each committed batch: the record's figures, to the observer. */
@@ -407,7 +354,7 @@ static int handle(sb_delivery *d, void *user)
     int rc = sb__pool_acquire(o->bus->pool, 5000, &c, &err);
     if (rc == SB_OK) {
         sb_value p = sb__v_text(id);
-        rc = sb__query(c, o->sql[Q_GET], &p, 1, &rows, NULL, &err);
+        rc = sb__query(c, o->sql.get, &p, 1, &rows, NULL, &err);
         sb__pool_release(o->bus->pool, c);
     }
     if (rc != SB_OK)
@@ -428,7 +375,7 @@ static int handle(sb_delivery *d, void *user)
     }
     int64_t now = sb__wall_us();
     sb_value start[2] = {sb__v_text(id), sb__v_int(now)};
-    rc = exec1(o, Q_START, start, 2, &err);
+    rc = exec1(o, o->sql.start, start, 2, &err);
     sb_failed_selection sel;
     const char **ids = NULL;
     int prc = selection_parse(j, &sel, &ids);
@@ -455,7 +402,7 @@ static int handle(sb_delivery *d, void *user)
                        sb__v_int(sb__wall_us()),
                        rc == SB_OK ? sb__v_null() : sb__v_text(err.message)};
     sb_error e2;
-    int erc = exec1(o, Q_END, end, 4, &e2);
+    int erc = exec1(o, o->sql.end, end, 4, &e2);
     if (rc != SB_OK)
         say(o, SB_LOG_WARN, "operation %s failed: %s", id, err.message);
     return erc;
@@ -469,7 +416,7 @@ static void sweep(sb_ops *o)
     int64_t now = sb__wall_us();
     int64_t keep_us = (o->o.keep_ms ? o->o.keep_ms : KEEP_DEFAULT_MS) * 1000;
     sb_value cut = sb__v_int(now - keep_us);
-    exec1(o, Q_PRUNE, &cut, 1, &err);
+    exec1(o, o->sql.prune, &cut, 1, &err);
     /* A queued row whose job was lost (it cannot be: both are written in
      * one transaction) or finished without updating it gets its job again;
      * publishing the same id while the job exists changes nothing (T9). */
@@ -478,7 +425,7 @@ static void sweep(sb_ops *o)
     if (sb__pool_acquire(o->bus->pool, 5000, &c, &err) != SB_OK)
         return;
     sb_value p = sb__v_int(now - ORPHAN_AFTER_US);
-    int rc = sb__query(c, o->sql[Q_ORPHANS], &p, 1, &rows, NULL, &err);
+    int rc = sb__query(c, o->sql.orphans, &p, 1, &rows, NULL, &err);
     sb__pool_release(o->bus->pool, c);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         const char *id = sb__rows_text(rows, r, 0);
@@ -506,19 +453,78 @@ static void *sweeper(void *arg)
 
 /* ---- lifecycle ---- */
 
+/* The table under the schema lock (as the store's, errors/store.c). */
+static int create_tx(sb_conn *c, void *arg, sb_error *err)
+{
+    sb_ops *o = arg;
+    int rc = SB_OK;
+    if (o->bus->sql->lock != NULL)
+        rc = o->bus->dialect == SB_DIALECT_MSSQL
+                 ? sb__exec(c, o->bus->sql->lock, err)
+                 : sb__query(c, o->bus->sql->lock, NULL, 0, NULL, NULL, err);
+    return rc == SB_OK ? sb__exec(c, o->sql.ddl, err) : rc;
+}
+
+/* The table against the catalog: each column there, of its type, NOT
+ * NULL where it must be; SB_SCHEMA_MISMATCH naming the column otherwise
+ * (a table of another shape made by hand, or by another product). */
+static int check_columns(sb_ops *o, const sb_rows *rows, const char *table,
+                         sb_error *err)
+{
+    int dialect = o->bus->dialect;
+    for (size_t i = 0; i < sb__ops_n_columns; i++) {
+        const sb_ops_column *col = &sb__ops_columns[i];
+        const char *want = dialect == SB_DIALECT_MSSQL      ? col->mssql
+                           : dialect == SB_DIALECT_POSTGRES ? col->pg
+                                                            : col->sqlite;
+        size_t r = 0;
+        while (r < rows->nrows && (sb__rows_text(rows, r, 0) == NULL ||
+                                   strcmp(sb__rows_text(rows, r, 0),
+                                          col->name) != 0))
+            r++;
+        const char *type = r < rows->nrows ? sb__rows_text(rows, r, 1) : NULL;
+        if (r == rows->nrows)
+            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
+                           "table %s: column %s is missing (%s expected)",
+                           table, col->name, want);
+        if (type == NULL || strcasecmp(type, want) != 0)
+            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
+                           "table %s: column %s has type %s, expected %s",
+                           table, col->name, type ? type : "(none)", want);
+        if (col->notnull && sb__rows_int(rows, r, 2) == 0)
+            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
+                           "table %s: column %s allows NULL", table,
+                           col->name);
+    }
+    return SB_OK;
+}
+
+/* Create what is missing, then check the table: a table of another shape
+ * fails the DDL too (its index names a column it lacks), and then the
+ * check's message, naming the column, is the one reported. */
 static int create_table(sb_ops *o, sb_error *err)
 {
-    int rc = SB_OK;
-    char *sql = sb__sql_subst(ddl, o->bus->prefix, &rc);
-    if (sql == NULL)
-        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_error create_err;
+    int create_rc =
+        sb__db_run_tx(o->bus->pool, NULL, create_tx, o, &create_err);
+    char table[160];
+    snprintf(table, sizeof table, "%soperations", o->bus->prefix);
     sb_conn *c = NULL;
-    rc = sb__pool_acquire(o->bus->pool, 30000, &c, err);
-    if (rc == SB_OK) {
-        rc = sb__exec(c, sql, err);
-        sb__pool_release(o->bus->pool, c);
+    int rc = sb__pool_acquire(o->bus->pool, 30000, &c, err);
+    if (rc != SB_OK)
+        return rc;
+    sb_value p = sb__v_text(table);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, o->bus->sql->columns, &p, 1, &rows, NULL, err);
+    sb__pool_release(o->bus->pool, c);
+    if (rc == SB_OK && rows->nrows > 0)
+        rc = check_columns(o, rows, table, err);
+    sb__rows_free(rows);
+    if (rc == SB_OK && create_rc != SB_OK) {
+        if (err != NULL)
+            *err = create_err;
+        rc = create_rc;
     }
-    sb__free(sql);
     return rc;
 }
 
@@ -534,9 +540,7 @@ int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
     o->store = store;
     if (opts != NULL)
         o->o = *opts;
-    int rc = SB_OK;
-    for (size_t i = 0; i < sizeof tpl / sizeof *tpl; i++)
-        o->sql[i] = sb__sql_subst(tpl[i], bus->prefix, &rc);
+    int rc = sb__ops_sql_new(bus->dialect, bus->prefix, &o->sql);
     if (rc != SB_OK)
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     if (rc == SB_OK)
@@ -581,8 +585,7 @@ void sb__ops_stop(sb_ops *o)
     if (o->started_sweeper)
         pthread_join(o->sweeper, NULL);
     sb_worker_free(o->worker);
-    for (size_t i = 0; i < sizeof o->sql / sizeof *o->sql; i++)
-        sb__free(o->sql[i]);
+    sb__ops_sql_free(&o->sql);
     pthread_mutex_destroy(&o->mu);
     pthread_cond_destroy(&o->cv);
     sb__free(o);

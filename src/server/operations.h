@@ -43,6 +43,52 @@ typedef struct sb_op_info {
     char error[256];  /* "" unless failed */
 } sb_op_info;
 
+/* The table's statements (operations_sql.c), by name: the DDL ($p
+ * substituted), then $1.. as operations.c binds them. */
+#define SB_OPS_STATEMENTS(X)                                                \
+    X(ddl)      /* the table and its index */                              \
+    X(insert)   /* $1 id, $2 kind, $3 selection, $4 group, $5 now_us */    \
+    X(get)      /* $1 id -> the row's columns, then selection */           \
+    X(recent)   /* $1 limit: newest first */                               \
+    X(start)    /* $1 id, $2 now_us */                                     \
+    X(total)    /* $1 id, $2 total, $3 done, $4 now_us: first run only */  \
+    X(figures)  /* $1 id -> total, done */                                 \
+    X(step)     /* $1 id, $2 changed, $3 now_us */                         \
+    X(end)      /* $1 id, $2 state, $3 now_us, $4 error */                 \
+    X(orphans)  /* $1 cutoff_us: queued rows without a job */              \
+    X(prune)    /* $1 cutoff_us: finished rows */
+
+typedef struct sb_ops_templates {
+#define X(f) const char *f;
+    SB_OPS_STATEMENTS(X)
+#undef X
+} sb_ops_templates;
+
+typedef struct sb_ops_sql {
+#define X(f) char *f;
+    SB_OPS_STATEMENTS(X)
+#undef X
+} sb_ops_sql;
+
+/* A column of the table as each backend's catalog spells its type. */
+typedef struct sb_ops_column {
+    const char *name, *sqlite, *pg, *mssql;
+    int notnull;
+} sb_ops_column;
+extern const sb_ops_column sb__ops_columns[];
+extern const size_t sb__ops_n_columns;
+
+/* The templates of `dialect` (SB_DIALECT_*). */
+const sb_ops_templates *sb__ops_templates(int dialect);
+/* How many statements a set has; statement `i` of `t` and its name. */
+size_t sb__ops_n_statements(void);
+const char *sb__ops_statement(const sb_ops_templates *t, size_t i,
+                              const char **name);
+/* Build `dialect`'s set for `prefix` into `out`: SB_OK or SB_NOMEM (out
+ * then holds nothing). */
+int sb__ops_sql_new(int dialect, const char *prefix, sb_ops_sql *out);
+void sb__ops_sql_free(sb_ops_sql *s);
+
 /* Create the table if missing and start the worker (one handler thread)
  * and the sweeper (old rows; jobs of queued rows a crash left without
  * one). `bus` and `store` (opened over `bus`: each batch's transaction

@@ -60,6 +60,15 @@ typedef struct sb_server_options {
 int sb__listen_parse(const char *text, struct sockaddr_storage *out,
                      socklen_t *len, int *loopback, sb_error *err);
 
+/* The statements of the server's own table (operations_sql.c), as
+ * sb_schema_statements gives the transport's ("operations.insert", ...). */
+int sb__server_statements(const char *backend, const char *table_prefix,
+                          sb_statement_fn fn, void *user, sb_error *err);
+/* The DDL of that table, as sb_schema_sql gives the transport's.
+ * Transferred: sb_free. */
+int sb__server_schema_sql(const char *backend, const char *table_prefix,
+                          char **out, sb_error *err);
+
 /* http.c: start serving `bus` (borrowed; must outlive the server), with
  * the durable operations worker (operations.c) when a store is given;
  * requests run on opts->api_bus when set. Refuses a non-loopback address

@@ -307,6 +307,15 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
                 const char *mssql_ddl, const char *module, char **out,
                 sb_error *err);
 
+/* statements.c: call `fn` with "module.name" and `sql`, unless `sql` is
+ * NULL or "" (a statement the backend does not send). */
+void sb__statement_emit(sb_statement_fn fn, void *user, const char *module,
+                        const char *name, const char *sql);
+/* The checks every sb_*_statements makes first: `fn` given, the backend
+ * and prefix valid; `*dialect` set. */
+int sb__statements_begin(const char *backend, const char *table_prefix,
+                         sb_statement_fn fn, int *dialect, sb_error *err);
+
 /* Separates a wake-up's queue from its origin (a control character, which
  * no queue name holds). */
 #define SB_WAKE_ORIGIN_SEP '\x1f'

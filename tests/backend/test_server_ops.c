@@ -3,7 +3,7 @@
  * (src/server/operations.c, rule S5) on both backends: a retry of every
  * unresolved message, or of a group, whose process is killed part way
  * resumes after its job's lease and reports the whole operation, each
- * message retried exactly once.
+ * message retried exactly once; and a table of another shape is refused.
  */
 #include "harness_errors.h"
 
@@ -203,6 +203,42 @@ static void test_group_retry_resumes_after_conflict(void **state)
     group_retry_resumes(AGE_AFTER_CONFLICT);
 }
 
+/* Issue 17: the operations table is checked against the catalog at
+ * start. One of another shape (a key of another type, a column missing)
+ * is refused with SB_SCHEMA_MISMATCH naming the column; its rows stay. */
+static void test_operations_table_of_another_shape(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %soperations (id VARCHAR(36) NOT NULL PRIMARY "
+             "KEY, kind VARCHAR(20) NOT NULL)",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %soperations (id, kind) VALUES ('x', 'retry')",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    sb_ops *ops = NULL;
+    sb_error err;
+    int rc = sb__ops_start(e.bus, e.store, NULL, &ops, &err);
+    if (rc != SB_SCHEMA_MISMATCH)
+        fail_msg("start: %d, want SB_SCHEMA_MISMATCH: %s", rc, err.message);
+    assert_null(ops);
+    assert_string_equal(err.field, "id");
+    if (strstr(err.message, "expected") == NULL)
+        fail_msg("the message names no expected type: %s", err.message);
+    assert_int_equal(scalar("SELECT count(*) FROM %soperations WHERE kind = "
+                            "$1",
+                            e.prefix, "retry"),
+                     1);
+    snprintf(sql, sizeof sql, "DROP TABLE %soperations", e.prefix);
+    sbt_exec(e.bus, sql);
+    sbe_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -210,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_retry_all_resumes_whole),
         cmocka_unit_test(test_group_retry_resumes_whole),
         cmocka_unit_test(test_group_retry_resumes_after_conflict),
+        cmocka_unit_test(test_operations_table_of_another_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,10 +38,24 @@ for want in "CREATE TABLE ${prefix}messages" 'datetime2(7)' \
     "CREATE TABLE ${prefix}counts" "CREATE SEQUENCE ${prefix}channel_ack_seq AS bigint" \
     "CREATE TABLE ${prefix}channel_messages" "CREATE TABLE ${prefix}channel_subscribers" \
     "CREATE TABLE ${prefix}recovery_state" "CREATE TABLE ${prefix}failed_messages" \
-    "MERGE ${prefix}failed_counts" "CREATE FULLTEXT INDEX ON ${prefix}failed_messages"; do
+    "MERGE ${prefix}failed_counts" "CREATE FULLTEXT INDEX ON ${prefix}failed_messages" \
+    "CREATE TABLE ${prefix}operations"; do
     grep -qF "$want" "$tmp/out" || fail "mssql DDL lacks $want: $(cat "$tmp/out")"
 done
 ok "schema print --backend mssql"
+
+# Issue 17: --statements prints every statement text of every module,
+# each under its name, for each backend; only print takes it.
+for b in sqlite postgresql mssql; do
+    expect_exit 0 sb schema print --backend "$b" --statements
+    for want in '-- transport.claim' '-- channel.insert' '-- errors.upsert' \
+        '-- errors.list_page' '-- operations.recent' "FROM ${prefix}operations"; do
+        grep -qF -- "$want" "$tmp/out" || fail "$b statements lack $want"
+    done
+done
+grep -qF 'SELECT TOP (CAST($1 AS int))' "$tmp/out" || fail "mssql operations.recent is not T-SQL"
+expect_exit 2 sb schema verify --statements
+ok "schema print --statements"
 
 # T33: the printed DDL is the whole schema. Applied by the database's own
 # client to a fresh prefix, the tables of the transport, the channel and
