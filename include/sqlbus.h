@@ -566,8 +566,10 @@ SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
  * may hold several statements). sb_channel_statements and
  * sb_errors_statements give the channel's and the error store's; the
  * error store's queries built from a caller's filters come as one
- * statement per shape. For review (`sqlbus schema print --statements`):
- * nothing connects. */
+ * statement per shape. On "mssql" the transport's walk ends with the
+ * session and transaction batches the ODBC driver sends ("db.session",
+ * ...). For review (`sqlbus schema print --statements`): nothing
+ * connects. */
 typedef void (*sb_statement_fn)(const char *name, const char *sql,
                                 void *user);
 SB_API int sb_schema_statements(const char *backend,

@@ -296,6 +296,8 @@ void sb__channel_sql_free(sb_channel_sql *sql);
  * schema mode is NONE). */
 int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
                               sb_error *err);
+/* verify.c: SQL Server's query of the ack sequence's shape ($1 name). */
+extern const char sb__channel_seq_sql[];
 /* verify.c: SQL Server's catalog checks of the channel's tables and ack
  * sequence (SB_SCHEMA_MISMATCH naming the column, with the fix). */
 int sb__channel_verify(sb_bus *bus, sb_error *err);

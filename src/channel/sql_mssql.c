@@ -31,6 +31,14 @@
 #define IF_NO_INDEX(table, name)                                             \
     "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
     "OBJECT_ID(N'" table "', N'U') AND name = N'" name "')\n"
+/* An index created where absent, through EXEC as the error store's are
+ * (errors/sql_mssql.c): the DDL batch compiles as one unit, and a CREATE
+ * INDEX naming a column that a table of an older shape lacks would fail
+ * that compilation (207) before anything ran, where the catalog check
+ * (verify.c) says what is wrong and how to fix it. `def` holds no quote. */
+#define INDEX(table, name, def)                                              \
+    IF_NO_INDEX(table, name)                                                 \
+    "EXEC(N'CREATE INDEX " name " ON " table " " def "');\n"
 
 const sb_channel_templates sb__channel_sql_mssql = {
     .ddl =
@@ -39,6 +47,7 @@ const sb_channel_templates sb__channel_sql_mssql = {
         "CREATE SEQUENCE {p}channel_ack_seq AS bigint START WITH 1 "
         "INCREMENT BY 1 MINVALUE 1 NO CYCLE;\n"
         "IF OBJECT_ID(N'{p}channel_messages', N'U') IS NULL\n"
+        "BEGIN\n"
         "CREATE TABLE {p}channel_messages (\n"
         "  id char(36) " BIN2 " NOT NULL PRIMARY KEY NONCLUSTERED,\n"
         "  correlation_id nvarchar(400) " BIN2 " NOT NULL,\n"
@@ -52,18 +61,29 @@ const sb_channel_templates sb__channel_sql_mssql = {
         "  acked_at datetime2(7) NULL,\n"
         "  acked_seq bigint NULL,\n"
         "  recovery_claimed bit NOT NULL DEFAULT 0\n"
-        ");\n" IF_NO_INDEX("{p}channel_messages",
-                           "{p}channel_messages_corr_idx")
-        "CREATE INDEX {p}channel_messages_corr_idx\n"
-        "  ON {p}channel_messages (correlation_id, created_at, id);\n"
-        IF_NO_INDEX("{p}channel_messages", "{p}channel_messages_exp_idx")
-        "CREATE INDEX {p}channel_messages_exp_idx\n"
-        "  ON {p}channel_messages (expires_at);\n"
-        IF_NO_INDEX("{p}channel_messages",
-                    "{p}channel_messages_unconfirmed_idx")
-        "CREATE INDEX {p}channel_messages_unconfirmed_idx\n"
-        "  ON {p}channel_messages (created_at)\n"
-        "  WHERE acked_at IS NULL AND recovery_claimed = 0;\n"
+        ");\n"
+        /* Clustered on (created_at, id), made with the table: the order
+         * replies are written in (created_at is the clock at insert) and
+         * roughly the order the prune deletes them in (expires_at is
+         * created_at plus their time to live), the recovery claim's
+         * order (orphans) and each waiter's within its correlation id.
+         * Inserts append and the prune empties whole pages at the old
+         * end, which SQL Server deallocates; in a heap (the primary key
+         * nonclustered) those pages stay allocated unless each DELETE
+         * takes TABLOCK. Unique through id, and narrow (44 bytes), as
+         * every other index carries it as its row locator, which
+         * correlation_id (up to 800 bytes) would make wide. A heap made
+         * by an earlier version stays one: converting it is a DBA's step
+         * (docs/backends.md), not a rebuild at some process's open. */
+        "EXEC(N'CREATE UNIQUE CLUSTERED INDEX {p}channel_messages_time_idx "
+        "ON {p}channel_messages (created_at, id)');\n"
+        "END;\n"
+        INDEX("{p}channel_messages", "{p}channel_messages_corr_idx",
+              "(correlation_id, created_at, id)")
+        INDEX("{p}channel_messages", "{p}channel_messages_exp_idx",
+              "(expires_at)")
+        INDEX("{p}channel_messages", "{p}channel_messages_unconfirmed_idx",
+              "(created_at) WHERE acked_at IS NULL AND recovery_claimed = 0")
         "IF OBJECT_ID(N'{p}channel_subscribers', N'U') IS NULL\n"
         "CREATE TABLE {p}channel_subscribers (\n"
         "  correlation_id nvarchar(400) " BIN2 " NOT NULL,\n"
@@ -71,10 +91,9 @@ const sb_channel_templates sb__channel_sql_mssql = {
         "  instance_id nvarchar(200) NOT NULL,\n"
         "  expires_at datetime2(7) NOT NULL,\n"
         "  PRIMARY KEY (correlation_id, registration_id)\n"
-        ");\n" IF_NO_INDEX("{p}channel_subscribers",
-                           "{p}channel_subscribers_exp_idx")
-        "CREATE INDEX {p}channel_subscribers_exp_idx\n"
-        "  ON {p}channel_subscribers (expires_at);\n"
+        ");\n"
+        INDEX("{p}channel_subscribers", "{p}channel_subscribers_exp_idx",
+              "(expires_at)")
         "IF OBJECT_ID(N'{p}recovery_state', N'U') IS NULL\n"
         "CREATE TABLE {p}recovery_state (\n"
         "  correlation_id nvarchar(400) " BIN2 " NOT NULL,\n"
@@ -85,13 +104,11 @@ const sb_channel_templates sb__channel_sql_mssql = {
         "  expires_at datetime2(7) NOT NULL,\n"
         "  dispatched_at datetime2(7) NULL,\n"
         "  PRIMARY KEY (correlation_id, registration_id)\n"
-        ");\n" IF_NO_INDEX("{p}recovery_state", "{p}recovery_state_exp_idx")
-        "CREATE INDEX {p}recovery_state_exp_idx\n"
-        "  ON {p}recovery_state (expires_at);\n"
-        IF_NO_INDEX("{p}recovery_state", "{p}recovery_state_reg_idx")
-        "CREATE INDEX {p}recovery_state_reg_idx\n"
-        "  ON {p}recovery_state (registered_at, correlation_id, "
-        "registration_id);\n",
+        ");\n"
+        INDEX("{p}recovery_state", "{p}recovery_state_exp_idx",
+              "(expires_at)")
+        INDEX("{p}recovery_state", "{p}recovery_state_reg_idx",
+              "(registered_at, correlation_id, registration_id)"),
     .lock = SB_TSQL_SCHEMA_LOCK,
     .watermark = "SELECT " SB_TSQL_NOW_US ", 0",
     .seq_next = "SELECT NEXT VALUE FOR {p}channel_ack_seq",

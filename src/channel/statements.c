@@ -35,5 +35,8 @@ int sb_channel_statements(const char *backend, const char *table_prefix,
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         sb__statement_emit(fn, user, "channel", names[i], s.s[i]);
     sb__channel_sql_free(&s);
+    if (dialect == SB_DIALECT_MSSQL) /* the open's catalog check */
+        sb__statement_emit(fn, user, "channel", "verify_sequence",
+                           sb__channel_seq_sql);
     return SB_OK;
 }

@@ -6,7 +6,10 @@
  * primary keys are judged by their key columns only, and the sequence is
  * the monotonic clock it stands for (bigint, +1, no cycle, the bigint
  * maximum: a lower one passes today and fails in production with 11728).
- * A table that is absent is not yet migrated: the next use reports it. */
+ * A table that is absent is not yet migrated: the next use reports it.
+ * Secondary indexes are not checked, channel_messages' clustered one
+ * (sql_mssql.c) included: a heap or another clustering gives the same
+ * answers, it only keeps emptied pages (docs/backends.md). */
 #include "channel/channel.h"
 #include "db/tsql.h"
 
@@ -46,7 +49,7 @@ static const struct {
     {"recovery_state", "correlation_id,registration_id"},
 };
 
-static const char seq_sql[] =
+const char sb__channel_seq_sql[] =
     "SELECT TYPE_NAME(system_type_id), CAST(increment AS bigint), "
     "CAST(is_cycling AS int), CAST(maximum_value AS bigint) FROM "
     "sys.sequences WHERE object_id = OBJECT_ID($1, N'SO')";
@@ -130,7 +133,7 @@ static int check_sequence(sb_bus *bus, sb_conn *c, sb_error *err)
     snprintf(name, sizeof name, "%schannel_ack_seq", bus->prefix);
     sb_value p = sb__v_text(name);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, seq_sql, &p, 1, &rows, NULL, err);
+    int rc = sb__query(c, sb__channel_seq_sql, &p, 1, &rows, NULL, err);
     if (rc != SB_OK || rows->nrows == 0) {
         sb__rows_free(rows);
         return rc;

@@ -275,5 +275,9 @@ void sb__wal_watch_stop(sb_wal_watch *w);
 /* Classify a PostgreSQL SQLSTATE into a result code (exposed for tests
  * and for the ODBC driver, which reports the same SQLSTATEs). */
 int sb__classify_sqlstate(const char *sqlstate);
+/* Classify a SQL Server native error number (the ODBC driver's first
+ * look on that dialect; exposed for tests): SB_OK when the number
+ * decides nothing. */
+int sb__classify_mssql_native(long native);
 
 #endif

@@ -67,38 +67,13 @@ typedef struct odbc_conn {
 
 /* ---- diagnostics ---- */
 
-/* SQL Server's native errors that SQLSTATE does not tell apart. */
-static int classify_native(long native)
-{
-    switch (native) {
-    case 1205:  /* chosen as deadlock victim */
-    case 1222:  /* lock request time out */
-    case 51222: /* sqlbus's own: sp_getapplock timed out (db/tsql.h) */
-        return SB_BUSY;
-    case 2601: /* duplicate key row in a unique index */
-    case 2627: /* PRIMARY KEY / UNIQUE constraint violation */
-        return SB_CONFLICT;
-    case 208: /* invalid object name */
-        return SB_SCHEMA_MISSING;
-    case 207: /* invalid column name */
-        return SB_SCHEMA_MISMATCH;
-    /* Azure SQL: throttling, failovers, databases moving (transient). */
-    case 40197: case 40501: case 40613: case 49918: case 49919:
-    case 49920: case 10928: case 10929: case 4060: case 4221:
-    case 10053: case 10054: case 10060: case 233: case 64:
-        return SB_UNAVAILABLE;
-    default:
-        return SB_OK; /* not decided by the number */
-    }
-}
-
 /* The result code of a diagnostic record: SQL Server's number first (its
  * SQLSTATEs are coarse: 23000 for every constraint, 40001 for a deadlock),
  * then the SQLSTATE; ODBC's own states for a lost link and a timeout. */
 static int classify(const char *state, long native, int dialect)
 {
     if (dialect == SB_DIALECT_MSSQL) {
-        int rc = classify_native(native);
+        int rc = sb__classify_mssql_native(native);
         if (rc != SB_OK)
             return rc;
     }
@@ -304,6 +279,8 @@ static void odbc_close(sb_conn *conn)
 }
 
 static int exec_direct(odbc_conn *c, const char *sql, sb_error *err);
+static int direct(odbc_conn *c, const char *sql, sb_rows **rows,
+                  sb_error *err);
 
 /* The DBMS behind the data source must speak the URL's dialect. */
 static int check_dbms(odbc_conn *c, int dialect, sb_error *err)
@@ -359,9 +336,17 @@ static int session_setup(odbc_conn *c, const sb_db_config *cfg,
             rc = exec_direct(c, sql, err);
         }
     } else {
-        /* Row counts are read from SQLRowCount: NOCOUNT must be off for
-         * this session whatever the server's user options say. */
-        rc = exec_direct(c, "SET NOCOUNT OFF; SET XACT_ABORT ON", err);
+        /* The session options (tsql.h) and the database's compatibility
+         * level in one round trip. Executed directly, not prepared: SET
+         * in a prepared statement (sp_prepexec) would last only until it
+         * returned. */
+        sb_rows *rows = NULL;
+        rc = direct(c, SB_TSQL_SESSION SB_TSQL_COMPAT_LEVEL, &rows, err);
+        if (rc == SB_OK && rows->nrows > 0 && rows->ncols >= 2 &&
+            rows->cells[0].type == SB_V_INT)
+            rc = sb__tsql_check_compat(sb__rows_int(rows, 0, 0),
+                                       sb__rows_text(rows, 0, 1), err);
+        sb__rows_free(rows);
     }
     return rc;
 }
@@ -457,8 +442,18 @@ static int gone(sb_error *err)
                    "odbc: the connection was lost");
 }
 
-static int exec_direct(odbc_conn *c, const char *sql, sb_error *err)
+static int mssql_result(odbc_conn *c, cached_stmt *s, bool no_data,
+                        sb_rows **rows, int64_t *changes, sb_error *err);
+
+/* A batch without parameters, executed directly (on SQL Server its SET
+ * statements then last for the session). `rows` NULL: its results are
+ * drained; else (SQL Server) *rows is its first result with columns,
+ * read as mssql_result does (none: no rows). */
+static int direct(odbc_conn *c, const char *sql, sb_rows **rows,
+                  sb_error *err)
 {
+    if (rows != NULL)
+        *rows = NULL;
     if (c->broken)
         return gone(err);
     if (c->tx_failed)
@@ -471,12 +466,23 @@ static int exec_direct(odbc_conn *c, const char *sql, sb_error *err)
     int rc = SB_OK;
     if (r == SQL_SUCCESS_WITH_INFO)
         log_info(c, st);
-    if (r != SQL_NO_DATA && !SQL_SUCCEEDED(r))
+    if (r != SQL_NO_DATA && !SQL_SUCCEEDED(r)) {
         rc = fail(c, SQL_HANDLE_STMT, st, err, "exec");
-    else
+    } else if (rows == NULL) {
         rc = drain(c, st, err);
+    } else {
+        cached_stmt one;
+        memset(&one, 0, sizeof one);
+        one.st = st;
+        rc = mssql_result(c, &one, r == SQL_NO_DATA, rows, NULL, err);
+    }
     SQLFreeHandle(SQL_HANDLE_STMT, st);
     return rc;
+}
+
+static int exec_direct(odbc_conn *c, const char *sql, sb_error *err)
+{
+    return direct(c, sql, NULL, err);
 }
 
 static int odbc_exec(sb_conn *conn, const char *sql, sb_error *err)
@@ -1037,10 +1043,17 @@ static int autocommit(odbc_conn *c, bool on, sb_error *err)
 /* SQL Server: transactions in T-SQL on an autocommit connection, so one
  * is open from BEGIN on, as sp_getapplock's transaction-owned locks need
  * (in manual-commit mode a batch that starts with EXEC would run before
- * any transaction). XACT_ABORT (session_setup) ends it at an error. */
-static const char mssql_begin[] = "BEGIN TRANSACTION";
-static const char mssql_commit[] = "COMMIT TRANSACTION";
-static const char mssql_rollback[] = "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION";
+ * any transaction). XACT_ABORT (session_setup) ends it at an error. The
+ * rollback also puts LOCK_TIMEOUT back (tsql.h, SB_TSQL_ROLLBACK): a
+ * batch that bounds its lock waits runs in a transaction, and when an
+ * attention or a compile error stops it before it resets the bound
+ * itself, the caller's rollback (sb__db_run_tx, sb__pool_release of a
+ * connection still in a transaction, a failed commit) follows before the
+ * connection is used again; a rollback that fails drops the connection.
+ * In the same batch: no extra round trip. */
+static const char mssql_begin[] = SB_TSQL_BEGIN;
+static const char mssql_commit[] = SB_TSQL_COMMIT;
+static const char mssql_rollback[] = SB_TSQL_ROLLBACK;
 
 static int odbc_begin(sb_conn *conn, sb_error *err)
 {
@@ -1059,9 +1072,14 @@ static int end_tran(odbc_conn *c, SQLSMALLINT how, sb_error *err)
         if (c->broken)
             return gone(err);
         c->tx_failed = false; /* the ROLLBACK itself must be sent */
-        return exec_direct(c, how == SQL_COMMIT ? mssql_commit
-                                                : mssql_rollback,
-                           err);
+        if (how == SQL_COMMIT)
+            return exec_direct(c, mssql_commit, err);
+        /* A rollback that failed leaves a transaction and LOCK_TIMEOUT
+         * in doubt: the pool drops the connection (odbc_broken). */
+        int rc = exec_direct(c, mssql_rollback, err);
+        if (rc != SB_OK)
+            c->broken = true;
+        return rc;
     }
     SQLRETURN r = SQLEndTran(SQL_HANDLE_DBC, c->dbc, how);
     int rc = SQL_SUCCEEDED(r) ? SB_OK

@@ -6,7 +6,10 @@
 #ifndef SB_TSQL_H
 #define SB_TSQL_H
 
+#include "sqlbus.h"
+
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Collation of every identity column and of each exact comparison:
  * ordinal, so nothing the library treats as distinct is folded (case
@@ -51,6 +54,37 @@
  * hide (db.h). */
 #define SB_TSQL_ROWCOUNT "; SELECT @@ROWCOUNT"
 
+/* sqlbus's own error numbers, thrown by the batches that take an
+ * application lock (SB_TSQL_APPLOCK_CHECK) and classified by the ODBC
+ * driver (db/classify.c): one per return code of sp_getapplock that is
+ * not a grant, so a parameter error is never read as a lock timeout. */
+#define SB_TSQL_APPLOCK_TIMEOUT 51222   /* -1: the wait timed out */
+#define SB_TSQL_APPLOCK_CALL_ERROR 51223 /* -999: parameters or the call */
+#define SB_TSQL_APPLOCK_DEADLOCK 51224  /* -3: chosen as deadlock victim */
+#define SB_TSQL_APPLOCK_CANCELLED 51225 /* -2: the request was cancelled */
+#define SB_TSQL_STR_(x) #x
+#define SB_TSQL_STR(x) SB_TSQL_STR_(x)
+
+/* The test of sp_getapplock's return code @sb_rc that every lock batch
+ * ends with (0 and 1 are grants); `lock` names the lock in the message.
+ * THROW takes a literal message, hence one line per code; anything
+ * negative that is not -1, -2 or -3 is a call error (-999: a parameter
+ * failed validation). With XACT_ABORT on (session_setup) the THROW also
+ * ends the transaction. */
+#define SB_TSQL_APPLOCK_CHECK(lock)                                          \
+    "IF @sb_rc = -1 THROW " SB_TSQL_STR(SB_TSQL_APPLOCK_TIMEOUT)             \
+    ", N'sqlbus: timed out waiting for the " lock " (sp_getapplock "         \
+    "returned -1)', 1;\n"                                                    \
+    "IF @sb_rc = -2 THROW " SB_TSQL_STR(SB_TSQL_APPLOCK_CANCELLED)           \
+    ", N'sqlbus: the request for the " lock " was cancelled "                \
+    "(sp_getapplock returned -2)', 1;\n"                                     \
+    "IF @sb_rc = -3 THROW " SB_TSQL_STR(SB_TSQL_APPLOCK_DEADLOCK)            \
+    ", N'sqlbus: chosen as deadlock victim waiting for the " lock            \
+    " (sp_getapplock returned -3)', 1;\n"                                    \
+    "IF @sb_rc < 0 THROW " SB_TSQL_STR(SB_TSQL_APPLOCK_CALL_ERROR)           \
+    ", N'sqlbus: sp_getapplock failed for the " lock ": parameter "          \
+    "validation or other call error (-999)', 1;\n"
+
 /* The schema-wide DDL lock, held to the end of the transaction (run with
  * sb__exec: a batch). A wait past 30 s fails as 51222, which the driver
  * counts as a lock timeout (retried). */
@@ -59,13 +93,60 @@
     "SCHEMA_NAME();\n"                                                       \
     "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "          \
     "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 30000;\n"     \
-    "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the schema " \
-    "lock (sp_getapplock)', 1;\n"
+    SB_TSQL_APPLOCK_CHECK("schema lock")
+
+/* The session's LOCK_TIMEOUT put back to its default (wait forever): a
+ * batch that bounds its lock waits (the transport's index builds) resets
+ * it itself, but an attention (a client cancel or query timeout) or a
+ * compile error ends the batch before its CATCH, and the pooled
+ * connection would keep the bound. So every rollback on SQL Server ends
+ * with it too (SB_TSQL_ROLLBACK): such a batch runs in a transaction, and
+ * whatever aborts it is followed by that rollback before the connection
+ * returns to the pool. */
+/* Transactions are T-SQL statements on an autocommit connection (odbc.c
+ * says why, docs/backends.md "Transactions"). */
+#define SB_TSQL_BEGIN "BEGIN TRANSACTION"
+#define SB_TSQL_COMMIT "COMMIT TRANSACTION"
+#define SB_TSQL_LOCK_TIMEOUT_RESET "SET LOCK_TIMEOUT -1"
+#define SB_TSQL_ROLLBACK                                                     \
+    "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; " SB_TSQL_LOCK_TIMEOUT_RESET
+
+/* The session options every connection forces at connect, whatever the
+ * server's, the database's and the driver's defaults: row counts are read
+ * from SQLRowCount (NOCOUNT off); an error ends the transaction
+ * (XACT_ABORT); and the seven options that filtered indexes and indexed
+ * computed columns require of every statement that writes their tables
+ * (error 1934 otherwise: channel_messages and failed_messages have
+ * filtered indexes; ODBC drivers leave ARITHABORT off). */
+#define SB_TSQL_SESSION                                                      \
+    "SET NOCOUNT OFF; SET XACT_ABORT ON; SET ANSI_NULLS ON; "                \
+    "SET ANSI_PADDING ON; SET ANSI_WARNINGS ON; SET ARITHABORT ON; "          \
+    "SET CONCAT_NULL_YIELDS_NULL ON; SET QUOTED_IDENTIFIER ON; "              \
+    "SET NUMERIC_ROUNDABORT OFF; "
+
+/* The current database's compatibility level and name (a login always
+ * sees its own database's row of sys.databases). Sent in the batch of
+ * SB_TSQL_SESSION: one round trip. */
+#define SB_TSQL_COMPAT_LEVEL                                                 \
+    "SELECT compatibility_level, DB_NAME() FROM sys.databases WHERE "        \
+    "database_id = DB_ID()"
+/* OPENJSON, which every batch statement of the channel and the error
+ * store reads its rows with, needs level 130 (SQL Server 2016); below it
+ * the function is unknown (error 208, "invalid object name", which would
+ * read as a missing table). */
+#define SB_TSQL_MIN_COMPAT 130
 
 /* Whether `sql` ends, trailing blanks and ';' aside, with SELECT
  * @@ROWCOUNT (any case, blanks between; SELECT a word of its own): the
  * statements whose row count the ODBC driver reads from that result
  * (db.h). Pure. */
 bool sb__tsql_ends_with_rowcount(const char *sql);
+
+/* SB_OK when `level` (the database's compatibility_level) is at least
+ * SB_TSQL_MIN_COMPAT; else SB_BACKEND in `err` (field
+ * "compatibility_level") with a message naming the level, why 130 is
+ * needed and the ALTER DATABASE that fixes it, `db_name` (borrowed; NULL
+ * or "" when unknown) quoted as an identifier. Pure; thread-safe. */
+int sb__tsql_check_compat(int64_t level, const char *db_name, sb_error *err);
 
 #endif

@@ -174,8 +174,7 @@ static const char fulltext[] =
     "SCHEMA_NAME() + N'." FM "_ft';\n"
     "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
     "N'Exclusive', @LockOwner = N'Session', @LockTimeout = 30000;\n"
-    "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the "
-    "full-text lock (sp_getapplock)', 1;\n"
+    SB_TSQL_APPLOCK_CHECK("full-text lock")
     "BEGIN TRY\n"
     "IF NOT EXISTS (SELECT 1 FROM sys.fulltext_catalogs WHERE name = N'" FM
     "_ftc')\n"

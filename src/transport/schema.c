@@ -166,6 +166,8 @@ static int check_indexes(sb_bus *bus, const sb_rows *rows, sb_error *err)
                 continue;
             have_ready = true;
         }
+        /* On SQL Server the clustered index on tables sqlbus creates, a
+         * nonclustered one on older heaps (sql_mssql.c): either will do. */
         if (strcmp(names, "created_at") == 0)
             have_created = true;
     }

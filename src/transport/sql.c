@@ -1,5 +1,6 @@
 /* sql.c - turns a backend's templates into the statements of one bus:
  * substitutes the table prefix and builds the multi-row inserts. */
+#include "db/tsql.h"
 #include "transport/sql_dialect.h"
 #include "transport/transport.h"
 
@@ -65,7 +66,9 @@ static const int insert_rows[3] = {1, 10, 100};
 
 /* The index builds with their lock in one batch; whatever fails, the
  * session's LOCK_TIMEOUT is put back (the error, rethrown, keeps its
- * number: 1222 is retried). */
+ * number: 1222 is retried). An attention or a compile error skips the
+ * CATCH: then the rollback that follows resets it (db/tsql.h,
+ * SB_TSQL_ROLLBACK). */
 static char *index_ddl(const sb_sql_templates *t, const char *prefix, int *rc)
 {
     if (t->ddl_indexes == NULL || *rc != SB_OK)
@@ -75,8 +78,8 @@ static char *index_ddl(const sb_sql_templates *t, const char *prefix, int *rc)
     sb__buf_puts(&b, "BEGIN TRY\n");
     sb__buf_puts(&b, t->index_lock);
     sb__buf_puts(&b, t->ddl_indexes);
-    sb__buf_puts(&b, "SET LOCK_TIMEOUT -1;\nEND TRY\nBEGIN CATCH\n"
-                     "SET LOCK_TIMEOUT -1;\nTHROW;\nEND CATCH;\n");
+    sb__buf_puts(&b, SB_TSQL_LOCK_TIMEOUT_RESET ";\nEND TRY\nBEGIN CATCH\n"
+                     SB_TSQL_LOCK_TIMEOUT_RESET ";\nTHROW;\nEND CATCH;\n");
     return subst_built(&b, prefix, rc);
 }
 

@@ -43,7 +43,27 @@
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
 
-/* The tables, then their indexes (created apart, see index_lock). */
+/* The tables, then their indexes (created apart, see index_lock).
+ *
+ * messages is clustered on created_at, the retention index's key, not a
+ * heap: pages a DELETE empties stay allocated to a heap unless it takes
+ * TABLOCK (acks delete one row each under row locks), and a nak's longer
+ * last_error leaves forwarded rows behind; a clustered table gives
+ * emptied pages back. Not on the dequeue key, though that is the order
+ * claims take rows in: a claim, a renewal and a nak move available_at,
+ * and a row whose clustered key moves is deleted and inserted whole
+ * (payload included, when it is in the row) and so is every
+ * nonclustered index's entry for it, whose row locator is that key.
+ * created_at never changes after the insert: a claim updates the row in
+ * place and moves only the ready index's entry, as on a heap, at the
+ * price of one key lookup per claimed row; retention deletes a range of
+ * the clustered order. Not unique: rows of one publish share created_at
+ * and get SQL Server's 4-byte uniquifier, narrower than id in the key.
+ * The primary key stays nonclustered (random ids). A table with the
+ * created index already (made by an earlier version, a heap) keeps it:
+ * turning a full queue into a clustered table blocks it while it is
+ * rebuilt, a step for a DBA (docs/backends.md); a table with a clustered
+ * index of its own gets the created index nonclustered. */
 #define TABLES                                                               \
     "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n"                           \
     "CREATE TABLE {p}messages (\n"                                           \
@@ -77,8 +97,15 @@
     "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
     "OBJECT_ID(N'{p}messages', N'U') AND name = "                            \
     "N'{p}messages_created_idx')\n"                                          \
+    "BEGIN\n"                                                                \
+    "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "                \
+    "OBJECT_ID(N'{p}messages', N'U') AND type = 1)\n"                        \
     "CREATE INDEX {p}messages_created_idx\n"                                 \
-    "  ON {p}messages (created_at);\n"
+    "  ON {p}messages (created_at);\n"                                       \
+    "ELSE\n"                                                                 \
+    "CREATE CLUSTERED INDEX {p}messages_created_idx\n"                       \
+    "  ON {p}messages (created_at);\n"                                       \
+    "END;\n"
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,
@@ -93,8 +120,7 @@ const sb_sql_templates sb__sql_mssql = {
         "SCHEMA_NAME() + N'.{p}messages';\n"
         "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
         "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 10000;\n"
-        "IF @sb_rc < 0 THROW 51222, N'sqlbus: timed out waiting for the "
-        "index lock (sp_getapplock)', 1;\n",
+        SB_TSQL_APPLOCK_CHECK("index lock"),
     /* Rows of one statement: deduplicated by id (the first wins, as ON
      * CONFLICT DO NOTHING does), then inserted where absent under a key-
      * range lock; a duplicate-key race still possible is retried by the

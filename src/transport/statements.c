@@ -1,7 +1,10 @@
 /* statements.c - every statement text of the transport by name, for
- * review (sb_schema_statements, `sqlbus schema print --statements`), and
- * the naming the channel's and the error store's walks share. */
+ * review (sb_schema_statements, `sqlbus schema print --statements`), on
+ * SQL Server with the session and transaction batches the driver sends,
+ * and the naming the channel's and the error store's walks share. */
 #include "transport/transport.h"
+
+#include "db/tsql.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -64,5 +67,12 @@ int sb_schema_statements(const char *backend, const char *table_prefix,
         sb__statement_emit(fn, user, "transport", fields[i].name,
                            *(char **)(void *)((char *)s + fields[i].off));
     sb__transport_sql_free(s);
+    if (dialect == SB_DIALECT_MSSQL) { /* what the driver sends (odbc.c) */
+        sb__statement_emit(fn, user, "db", "session",
+                           SB_TSQL_SESSION SB_TSQL_COMPAT_LEVEL);
+        sb__statement_emit(fn, user, "db", "begin", SB_TSQL_BEGIN);
+        sb__statement_emit(fn, user, "db", "commit", SB_TSQL_COMMIT);
+        sb__statement_emit(fn, user, "db", "rollback", SB_TSQL_ROLLBACK);
+    }
     return SB_OK;
 }

@@ -19,12 +19,15 @@ for t in channel_messages channel_subscribers recovery_state channel_ack_seq; do
     grep -qi "create .*${prefix}$t" "$tmp/pg.sql" || fail "postgresql DDL lacks $t"
 done
 # The subcommand's own --prefix, and the default prefix.
-"$SQLBUS" schema print --backend sqlite --prefix other_ | grep -qi 'create table.*other_messages' ||
-    fail "schema print --prefix"
-"$SQLBUS" schema print --backend postgresql | grep -qi 'create table.*sqlbus_messages' ||
-    fail "default prefix"
+# (Into a file first: grep -q leaves at its first match, and a write
+# after that fails, which pipefail would report.)
+"$SQLBUS" schema print --backend sqlite --prefix other_ >"$tmp/p.sql"
+grep -qi 'create table.*other_messages' "$tmp/p.sql" || fail "schema print --prefix"
+"$SQLBUS" schema print --backend postgresql >"$tmp/p.sql"
+grep -qi 'create table.*sqlbus_messages' "$tmp/p.sql" || fail "default prefix"
 # Without --backend: the one --db names.
-sb schema print | grep -qi "$([ "$backend" = sqlite ] && echo blob || echo bytea)" ||
+sb schema print >"$tmp/p.sql"
+grep -qi "$([ "$backend" = sqlite ] && echo blob || echo bytea)" "$tmp/p.sql" ||
     fail "schema print without --backend does not follow --db"
 ok "schema print"
 

@@ -39,4 +39,34 @@ static inline size_t sbt_count(const char *s, const char *what)
     return n;
 }
 
+/* Fail unless every sp_getapplock of the batch `sql` is followed by the
+ * shared test of its return code (db/tsql.h, SB_TSQL_APPLOCK_CHECK): -1
+ * a timeout (51222), -2 cancelled (51225), -3 a deadlock victim (51224),
+ * anything else negative (-999) a call error (51223), the catch-all last
+ * so it never takes -1. */
+static inline void sbt_applock_checked(const char *name, const char *sql)
+{
+    static const char *const want[] = {
+        "IF @sb_rc = -1 THROW 51222, N'sqlbus: timed out waiting for the ",
+        "IF @sb_rc = -2 THROW 51225, N'sqlbus: the request for the ",
+        "IF @sb_rc = -3 THROW 51224, N'sqlbus: chosen as deadlock victim ",
+        "IF @sb_rc < 0 THROW 51223, N'sqlbus: sp_getapplock failed for the "};
+    size_t locks = sbt_count(sql, "EXEC @sb_rc = sp_getapplock ");
+    if (locks == 0)
+        fail_msg("%s takes no application lock:\n%s", name, sql);
+    const char *prev = strstr(sql, "EXEC @sb_rc = sp_getapplock ");
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        sbt_has(name, sql, want[i]);
+        if (sbt_count(sql, want[i]) != locks)
+            fail_msg("%s: %zu locks but \"%s\" %zu times", name, locks,
+                     want[i], sbt_count(sql, want[i]));
+        const char *at = strstr(sql, want[i]);
+        if (at < prev)
+            fail_msg("%s: \"%s\" out of order:\n%s", name, want[i], sql);
+        prev = at;
+    }
+    sbt_has(name, sql, "parameter validation or other call error (-999)");
+    sbt_lacks(name, sql, "IF @sb_rc < 0 THROW 51222");
+}
+
 #endif

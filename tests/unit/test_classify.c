@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "db/db.h"
+#include "db/tsql.h"
 
 typedef struct {
     const char *state;
@@ -96,6 +97,39 @@ static void test_transient_helper_agrees(void **state)
     assert_int_equal(sb__classify_sqlstate("42P01") & 0xff, SB_SCHEMA);
 }
 
+/* SQL Server's native numbers, sqlbus's own THROWs after sp_getapplock
+ * among them (db/tsql.h): a timeout, a cancel and a deadlock are busy
+ * (retried), -999 a call error (never retried as a timeout); numbers
+ * that decide nothing leave it to the SQLSTATE. */
+static void test_mssql_native(void **state)
+{
+    (void)state;
+    static const struct {
+        long native;
+        int code;
+    } m[] = {
+        {1205, SB_BUSY},       {1222, SB_BUSY},
+        {51222, SB_BUSY},      {51223, SB_BACKEND},
+        {51224, SB_BUSY},      {51225, SB_BUSY},
+        {2627, SB_CONFLICT},   {2601, SB_CONFLICT},
+        {208, SB_SCHEMA_MISSING}, {207, SB_SCHEMA_MISMATCH},
+        {40613, SB_UNAVAILABLE}, {0, SB_OK},
+        {50000, SB_OK},        {8152, SB_OK},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        int got = sb__classify_mssql_native(m[i].native);
+        if (got != m[i].code)
+            fail_msg("native %ld: got %d, want %d", m[i].native, got,
+                     m[i].code);
+    }
+    assert_int_equal(SB_TSQL_APPLOCK_TIMEOUT, 51222);
+    assert_int_equal(SB_TSQL_APPLOCK_CALL_ERROR, 51223);
+    assert_int_equal(SB_TSQL_APPLOCK_DEADLOCK, 51224);
+    assert_int_equal(SB_TSQL_APPLOCK_CANCELLED, 51225);
+    assert_false(sb_is_transient(sb__classify_mssql_native(51223)));
+    assert_true(sb_is_transient(sb__classify_mssql_native(51222)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -105,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_permanent),
         cmocka_unit_test(test_missing_sqlstate),
         cmocka_unit_test(test_transient_helper_agrees),
+        cmocka_unit_test(test_mssql_native),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

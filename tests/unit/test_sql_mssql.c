@@ -205,6 +205,8 @@ static void test_schema_and_locks(void **state)
     sbt_has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
     sbt_has("index_ddl", s->index_ddl,
         "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
+    sbt_applock_checked("lock", s->lock);
+    sbt_applock_checked("index_ddl", s->index_ddl);
     /* The script for DBAs: tables and indexes, no locks. */
     sbt_lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
     sbt_has("schema", sb__sql_mssql_schema, "{p}messages_ready_idx");
@@ -240,7 +242,7 @@ static void test_schema_print(void **state)
     sb_error err;
     assert_int_equal(sb_schema_sql("mssql", "app_", &sql, &err), SB_OK);
     sbt_has("print", sql, "CREATE TABLE app_messages");
-    sbt_has("print", sql, "CREATE INDEX app_messages_ready_idx");
+    sbt_has("print", sql, "CREATE CLUSTERED INDEX app_messages_created_idx");
     sb_free(sql);
     assert_int_equal(sb_channel_schema_sql("mssql", "app_", &sql, &err),
                      SB_OK);
@@ -295,6 +297,131 @@ static void test_rowcount_contract(void **state)
     sb__transport_sql_free(s);
 }
 
+/* Issue 17: messages is clustered (not a heap: pages emptied by acks
+ * would stay allocated) on created_at, a key no claim, renewal or nak
+ * changes, so those update the row in place; the primary key stays
+ * nonclustered; a table that has a clustered index already gets the
+ * created index nonclustered, and one that has that index keeps it.
+ * Verification finds either. */
+static void test_clustered_by_creation_time(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    const char *ix = s->index_ddl;
+    sbt_has("index_ddl", ix,
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
+        "OBJECT_ID(N't_messages', N'U') AND name = "
+        "N't_messages_created_idx')\nBEGIN\nIF EXISTS (SELECT 1 FROM "
+        "sys.indexes WHERE object_id = OBJECT_ID(N't_messages', N'U') AND "
+        "type = 1)\nCREATE INDEX t_messages_created_idx\n"
+        "  ON t_messages (created_at);\nELSE\n"
+        "CREATE CLUSTERED INDEX t_messages_created_idx\n"
+        "  ON t_messages (created_at);\nEND;\n");
+    assert_int_equal(sbt_count(ix, "CLUSTERED INDEX"), 1);
+    sbt_lacks("index_ddl", ix, "CREATE CLUSTERED INDEX t_messages_ready");
+    /* What a claim, a renewal and a nak set is outside the clustered key. */
+    const char *moves[] = {s->claim, s->renew, s->nak};
+    for (size_t i = 0; i < 3; i++)
+        sbt_lacks("settle", moves[i], "created_at =");
+    sbt_has("ddl", s->ddl, "PRIMARY KEY NONCLUSTERED");
+    sbt_lacks("ddl", s->ddl, " CLUSTERED");
+    /* The DBA's script makes the same. */
+    sbt_has("schema", sb__sql_mssql_schema,
+        "CREATE CLUSTERED INDEX {p}messages_created_idx\n"
+        "  ON {p}messages (created_at);");
+    sb__transport_sql_free(s);
+}
+
+/* Issue 17: the session options forced at connect (filtered indexes and
+ * indexed computed columns need them: 1934 otherwise), with the
+ * compatibility level read in the same batch. */
+static void test_session_guards(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        "SET NOCOUNT OFF;",          "SET XACT_ABORT ON;",
+        "SET ANSI_NULLS ON;",        "SET ANSI_PADDING ON;",
+        "SET ANSI_WARNINGS ON;",     "SET ARITHABORT ON;",
+        "SET CONCAT_NULL_YIELDS_NULL ON;", "SET QUOTED_IDENTIFIER ON;",
+        "SET NUMERIC_ROUNDABORT OFF;"};
+    const char *batch = SB_TSQL_SESSION SB_TSQL_COMPAT_LEVEL;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        sbt_has("session", SB_TSQL_SESSION, want[i]);
+    assert_int_equal(sbt_count(SB_TSQL_SESSION, "SET "), 9);
+    sbt_has("session", batch,
+        "SET NUMERIC_ROUNDABORT OFF; SELECT compatibility_level, DB_NAME() "
+        "FROM sys.databases WHERE database_id = DB_ID()");
+    /* One result with columns, the last statement: what the driver
+     * reads. */
+    assert_int_equal(sbt_count(batch, "SELECT"), 1);
+    assert_int_equal(SB_TSQL_MIN_COMPAT, 130);
+}
+
+/* Issue 17: below compatibility level 130 the connection is refused with
+ * a message that names the level, why (OPENJSON, SQL Server 2016) and
+ * the fix, instead of the "schema missing" OPENJSON's 208 would read as. */
+static void test_compat_refusal(void **state)
+{
+    (void)state;
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__tsql_check_compat(130, "shop", &err), SB_OK);
+    assert_int_equal(sb__tsql_check_compat(160, NULL, &err), SB_OK);
+    assert_int_equal(err.code, SB_OK);
+    assert_int_equal(sb__tsql_check_compat(120, "shop", &err), SB_BACKEND);
+    assert_int_equal(err.code, SB_BACKEND);
+    assert_string_equal(err.field, "compatibility_level");
+    assert_string_equal(err.message,
+        "the SQL Server database [shop] has compatibility level 120; "
+        "sqlbus needs 130 (SQL Server 2016) or higher, as its statements "
+        "use OPENJSON; fix: ALTER DATABASE [shop] SET COMPATIBILITY_LEVEL "
+        "= 130");
+    /* The name is an identifier: ']' doubled inside the brackets. */
+    assert_int_equal(sb__tsql_check_compat(100, "a]b c", &err), SB_BACKEND);
+    sbt_has("refusal", err.message, "level 100;");
+    sbt_has("refusal", err.message,
+            "ALTER DATABASE [a]]b c] SET COMPATIBILITY_LEVEL = 130");
+    /* Unknown name: still the level and the fix's shape. */
+    assert_int_equal(sb__tsql_check_compat(110, "", &err), SB_BACKEND);
+    sbt_has("refusal", err.message, "database in use has compatibility "
+                                    "level 110");
+    sbt_has("refusal", err.message, "ALTER DATABASE <database> SET "
+                                    "COMPATIBILITY_LEVEL = 130");
+    /* A name of 128 characters: the message keeps the fix whole. */
+    char longest[129];
+    memset(longest, 'n', 128);
+    longest[128] = '\0';
+    assert_int_equal(sb__tsql_check_compat(120, longest, &err), SB_BACKEND);
+    sbt_has("refusal", err.message, "] SET COMPATIBILITY_LEVEL = 130");
+    assert_int_equal(sb__tsql_check_compat(120, "x", NULL), SB_BACKEND);
+}
+
+/* Issue 17: every rollback on SQL Server puts LOCK_TIMEOUT back, in the
+ * rollback's own batch, so a batch that bounded it and was stopped by an
+ * attention or a compile error (which skip its CATCH) does not leave the
+ * bound on a pooled connection; the batch that sets it resets it itself
+ * on both of its paths. */
+static void test_lock_timeout_reset(void **state)
+{
+    (void)state;
+    assert_string_equal(SB_TSQL_ROLLBACK,
+                        "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; "
+                        "SET LOCK_TIMEOUT -1");
+    sb_transport_sql *s = build();
+    named all[40];
+    size_t n = all_of(s, all);
+    for (size_t i = 0; i < n; i++) {
+        size_t set = sbt_count(all[i].sql, "SET LOCK_TIMEOUT ");
+        size_t reset = sbt_count(all[i].sql, "SET LOCK_TIMEOUT -1;");
+        /* Each bound is undone on the way out and in the CATCH. */
+        if (set != 0 && reset != 2 * (set - reset))
+            fail_msg("%s sets LOCK_TIMEOUT %zu times, resets %zu:\n%s",
+                     all[i].name, set - reset, reset, all[i].sql);
+    }
+    assert_int_equal(sbt_count(s->index_ddl, "SET LOCK_TIMEOUT 10000;"), 1);
+    sb__transport_sql_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +433,10 @@ int main(void)
         cmocka_unit_test(test_no_foreign_dialect),
         cmocka_unit_test(test_schema_print),
         cmocka_unit_test(test_rowcount_contract),
+        cmocka_unit_test(test_clustered_by_creation_time),
+        cmocka_unit_test(test_session_guards),
+        cmocka_unit_test(test_compat_refusal),
+        cmocka_unit_test(test_lock_timeout_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -618,6 +618,9 @@ static void test_fulltext(void **state)
         "KEY INDEX t_failed_messages_ft_key ON t_failed_messages_ftc WITH "
         "(CHANGE_TRACKING = AUTO, STOPLIST = OFF);");
     sbt_has("FULLTEXT", f, "sp_releaseapplock");
+    /* Issue 17: -999 is a call error, not a timeout. */
+    sbt_applock_checked("FULLTEXT", f);
+    sbt_has("FULLTEXT", f, "the full-text lock (sp_getapplock returned -1)");
     sbt_lacks("FULLTEXT", f, "@LockOwner = N'Transaction'");
     const char *s = find(all, n, "SEARCH");
     sbt_has("SEARCH", s, "DECLARE @sb_q nvarchar(4000) = $1; SELECT TOP (CAST($2 "

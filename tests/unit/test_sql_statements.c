@@ -124,14 +124,14 @@ static void test_dump_names(void **state)
 {
     (void)state;
     static const char *const modules[] = {"transport.", "channel.",
-                                          "errors.", "operations."};
+                                          "errors.", "operations.", "db."};
     for (size_t b = 0; b < 3; b++) {
         dump d;
         dump_all(backends[b], &d);
         assert_true(d.n > 100);
         for (size_t i = 0; i < d.n; i++) {
             int known = 0;
-            for (size_t m = 0; m < 4; m++)
+            for (size_t m = 0; m < 5; m++)
                 known |= strncmp(d.name[i], modules[m],
                                  strlen(modules[m])) == 0;
             if (!known)
