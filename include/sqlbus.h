@@ -41,31 +41,56 @@ extern "C" {
  * primary class; some codes add a detail in the upper bits, so callers may
  * test `(rc & 0xff) == SB_BACKEND`.
  * ---------------------------------------------------------------------- */
-#define SB_OK 0
-#define SB_ERROR 1        /* unclassified failure */
-#define SB_INVALID 2      /* bad argument or input; sb_error.field names it */
-#define SB_NOMEM 3        /* an allocation failed */
-#define SB_NOTFOUND 4     /* no such message, queue or object */
-#define SB_BUSY 5         /* transient: lock busy, deadlock, serialization */
-#define SB_TIMEOUT 6      /* a deadline passed */
-#define SB_CONFLICT 7     /* a uniqueness or state conflict */
-#define SB_BACKEND 8      /* permanent database error; see sqlstate/native */
-#define SB_CLOSED 9       /* the handle is stopping or closed */
-#define SB_LOST_LEASE 10  /* the lease fence (lock_id) no longer matches */
-#define SB_SCHEMA 11      /* the schema is missing or has the wrong shape */
-#define SB_UNAVAILABLE 12 /* transient: the connection was lost or refused */
-#define SB_TOOBIG 13      /* a size limit was exceeded */
-#define SB_MISUSE 14      /* the API was called in a wrong state */
-#define SB_EMPTY 15       /* nothing to do (e.g. no claimable message) */
-#define SB_INDETERMINATE 16 /* a reply may have been consumed: unknown */
-#define SB_REPLY_ERROR 17 /* the wait ended with an error reply */
+/* Every result code once, as X(name, value, text): the constants below,
+ * sb_strerror's text and sb_result_name's name all come from this list. */
+#define SB_RESULT_CODES(X)                                                  \
+    X(SB_OK, 0, "ok")                                                       \
+    X(SB_ERROR, 1, "error")              /* unclassified failure */         \
+    X(SB_INVALID, 2, "invalid argument") /* sb_error.field names it */      \
+    X(SB_NOMEM, 3, "out of memory")      /* an allocation failed */         \
+    X(SB_NOTFOUND, 4, "not found")       /* message, queue or object */     \
+    /* transient: lock busy, deadlock, serialization */                     \
+    X(SB_BUSY, 5, "busy (transient)")                                       \
+    X(SB_TIMEOUT, 6, "timed out")        /* a deadline passed */            \
+    X(SB_CONFLICT, 7, "conflict")        /* uniqueness or state */          \
+    /* permanent database error; see sqlstate/native */                     \
+    X(SB_BACKEND, 8, "database error")                                      \
+    X(SB_CLOSED, 9, "closed")            /* the handle is stopping */       \
+    /* the lease fence (lock_id) no longer matches */                       \
+    X(SB_LOST_LEASE, 10, "lease lost")                                      \
+    /* the schema is missing or has the wrong shape */                      \
+    X(SB_SCHEMA, 11, "schema missing or wrong")                             \
+    /* transient: the connection was lost or refused */                     \
+    X(SB_UNAVAILABLE, 12, "database unavailable (transient)")               \
+    X(SB_TOOBIG, 13, "too big")          /* a size limit was exceeded */    \
+    X(SB_MISUSE, 14, "API misuse")       /* called in a wrong state */      \
+    /* nothing to do (e.g. no claimable message) */                         \
+    X(SB_EMPTY, 15, "empty")                                                \
+    /* a reply may have been consumed: unknown */                           \
+    X(SB_INDETERMINATE, 16, "outcome unknown (indeterminate)")              \
+    X(SB_REPLY_ERROR, 17, "error reply") /* the wait ended with one */
 
-/* Extended codes. */
-#define SB_SCHEMA_MISSING (SB_SCHEMA | (1 << 8))
-#define SB_SCHEMA_MISMATCH (SB_SCHEMA | (2 << 8))
+/* Extended codes: a primary class in the low 8 bits, a detail above. */
+#define SB_RESULT_EXTENDED(X)                                               \
+    X(SB_SCHEMA_MISSING, SB_SCHEMA | (1 << 8), "schema missing")            \
+    X(SB_SCHEMA_MISMATCH, SB_SCHEMA | (2 << 8), "schema of the wrong shape")
 
-/* Static text for a result code (never NULL). Thread-safe. */
+#define SB_RESULT_ENUM_(name, value, text) name = (value),
+enum sb_result {
+    SB_RESULT_CODES(SB_RESULT_ENUM_)
+    SB_RESULT_EXTENDED(SB_RESULT_ENUM_)
+};
+#undef SB_RESULT_ENUM_
+
+/* Static text for a result code (never NULL): an extended code's own, a
+ * code with an unknown detail its class's, else "unknown result code".
+ * Thread-safe. */
 SB_API const char *sb_strerror(int rc);
+
+/* The constant's name of a result code ("SB_BUSY", "SB_SCHEMA_MISSING"),
+ * found as sb_strerror finds its text, or "SB_UNKNOWN" (never NULL).
+ * Thread-safe. */
+SB_API const char *sb_result_name(int rc);
 
 /* True when `rc` is worth retrying later (SB_BUSY, SB_UNAVAILABLE). */
 SB_API int sb_is_transient(int rc);

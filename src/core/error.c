@@ -4,27 +4,48 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The list of sqlbus.h, extended codes first: an exact match wins over
+ * the class. */
+static const struct {
+    int code;
+    const char *name, *text;
+} codes[] = {
+#define X(name, value, text) {(value), #name, text},
+    SB_RESULT_EXTENDED(X) SB_RESULT_CODES(X)
+#undef X
+};
+
+/* The primary codes are 0.. without a gap, so the class of any code is
+ * found by the same walk. */
+#define X(name, value, text) +1
+_Static_assert(0 SB_RESULT_CODES(X) == SB_REPLY_ERROR + 1,
+               "the primary result codes run 0 to SB_REPLY_ERROR");
+#undef X
+
+static int find(int rc)
+{
+    int n = (int)(sizeof codes / sizeof codes[0]);
+    for (int i = 0; i < n; i++)
+        if (codes[i].code == rc)
+            return i;
+    if (rc < 0)
+        return -1;
+    for (int i = 0; i < n; i++) /* an unknown detail: its class */
+        if (codes[i].code == (rc & 0xff))
+            return i;
+    return -1;
+}
+
 const char *sb_strerror(int rc)
 {
-    switch (rc & 0xff) {
-    case SB_OK: return "ok";
-    case SB_ERROR: return "error";
-    case SB_INVALID: return "invalid argument";
-    case SB_NOMEM: return "out of memory";
-    case SB_NOTFOUND: return "not found";
-    case SB_BUSY: return "busy (transient)";
-    case SB_TIMEOUT: return "timed out";
-    case SB_CONFLICT: return "conflict";
-    case SB_BACKEND: return "database error";
-    case SB_CLOSED: return "closed";
-    case SB_LOST_LEASE: return "lease lost";
-    case SB_SCHEMA: return "schema missing or wrong";
-    case SB_UNAVAILABLE: return "database unavailable (transient)";
-    case SB_TOOBIG: return "too big";
-    case SB_MISUSE: return "API misuse";
-    case SB_EMPTY: return "empty";
-    default: return "unknown result code";
-    }
+    int i = find(rc);
+    return i < 0 ? "unknown result code" : codes[i].text;
+}
+
+const char *sb_result_name(int rc)
+{
+    int i = find(rc);
+    return i < 0 ? "SB_UNKNOWN" : codes[i].name;
 }
 
 int sb_is_transient(int rc)

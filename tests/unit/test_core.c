@@ -46,49 +46,50 @@ static char *repeat(char c, size_t n)
 /* ------------------------------------------------------------------ */
 /* result codes and sb_error */
 
+/* Issue 18: every code of sqlbus.h's list has its own text and its name
+ * (SB_INDETERMINATE and SB_REPLY_ERROR read "unknown result code" before
+ * the list), the primary ones numbered 0.. without a gap. */
 static void test_strerror_every_code(void **state)
 {
     (void)state;
     static const struct {
         int rc;
-        const char *text;
-    } want[] = {
-        {SB_OK, "ok"},
-        {SB_ERROR, "error"},
-        {SB_INVALID, "invalid argument"},
-        {SB_NOMEM, "out of memory"},
-        {SB_NOTFOUND, "not found"},
-        {SB_BUSY, "busy (transient)"},
-        {SB_TIMEOUT, "timed out"},
-        {SB_CONFLICT, "conflict"},
-        {SB_BACKEND, "database error"},
-        {SB_CLOSED, "closed"},
-        {SB_LOST_LEASE, "lease lost"},
-        {SB_SCHEMA, "schema missing or wrong"},
-        {SB_UNAVAILABLE, "database unavailable (transient)"},
-        {SB_TOOBIG, "too big"},
-        {SB_MISUSE, "API misuse"},
-        {SB_EMPTY, "empty"},
+        const char *name;
+    } all[] = {
+#define X(name, value, text) {name, #name},
+        SB_RESULT_CODES(X) SB_RESULT_EXTENDED(X)
+#undef X
     };
-    size_t n = sizeof want / sizeof want[0];
-    assert_int_equal(n, 16); /* every code 0..15 is listed */
+    size_t n = sizeof all / sizeof all[0];
+    assert_int_equal(n, 20);
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal(want[i].rc, (int)i);
-        assert_string_equal(sb_strerror(want[i].rc), want[i].text);
-        /* each code has its own text */
-        for (size_t j = 0; j < i; j++)
-            assert_string_not_equal(sb_strerror(want[i].rc),
-                                    sb_strerror(want[j].rc));
+        const char *text = sb_strerror(all[i].rc);
+        assert_string_equal(sb_result_name(all[i].rc), all[i].name);
+        if (text[0] == '\0' || strcmp(text, "unknown result code") == 0)
+            fail_msg("%s has no text", all[i].name);
+        if (i <= (size_t)SB_REPLY_ERROR)
+            assert_int_equal(all[i].rc, (int)i);
+        for (size_t j = 0; j < i; j++) {
+            assert_string_not_equal(text, sb_strerror(all[j].rc));
+            assert_string_not_equal(all[i].name, all[j].name);
+        }
     }
-    /* extended codes read as their primary class */
-    assert_string_equal(sb_strerror(SB_SCHEMA_MISSING),
-                        sb_strerror(SB_SCHEMA));
+    assert_string_equal(sb_strerror(SB_INDETERMINATE),
+                        "outcome unknown (indeterminate)");
+    assert_string_equal(sb_result_name(SB_REPLY_ERROR), "SB_REPLY_ERROR");
+    /* An extended code has its own text; an unknown detail reads as its
+     * class. */
     assert_string_equal(sb_strerror(SB_SCHEMA_MISMATCH),
-                        sb_strerror(SB_SCHEMA));
+                        "schema of the wrong shape");
+    assert_string_equal(sb_result_name(SB_BACKEND | (7 << 8)), "SB_BACKEND");
+    assert_string_equal(sb_strerror(SB_BACKEND | (7 << 8)),
+                        sb_strerror(SB_BACKEND));
     /* unknown codes are never NULL */
-    static const int unknown[] = {16, 99, 255, -1, 0x7fffffff};
-    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    static const int unknown[] = {18, 99, 255, -1, 0x7fffffff};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         assert_string_equal(sb_strerror(unknown[i]), "unknown result code");
+        assert_string_equal(sb_result_name(unknown[i]), "SB_UNKNOWN");
+    }
 }
 
 static void test_is_transient(void **state)
