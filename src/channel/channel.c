@@ -12,12 +12,12 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
     const sb_channel_sql *sql = ctx;
     int rc = SB_OK;
     /* SQL Server's lock is a batch (sp_getapplock and its return code). */
-    if (sql->s[CH_LOCK] != NULL)
+    if (sql->lock != NULL)
         rc = c->drv->dialect == SB_DIALECT_MSSQL
-                 ? sb__exec(c, sql->s[CH_LOCK], err)
-                 : sb__query(c, sql->s[CH_LOCK], NULL, 0, NULL, NULL, err);
+                 ? sb__exec(c, sql->lock, err)
+                 : sb__query(c, sql->lock, NULL, 0, NULL, NULL, err);
     if (rc == SB_OK)
-        rc = sb__exec(c, sql->s[CH_DDL], err);
+        rc = sb__exec(c, sql->ddl, err);
     return rc;
 }
 

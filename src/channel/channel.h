@@ -18,52 +18,62 @@
 #define SB_SWEEP_BATCH 500        /* C14: ids per sweep statement */
 #define SB_ORPHAN_BATCH 100       /* C12: unconfirmed replies per scan */
 
-/* Statement templates of one backend ({p} = table prefix). */
+/* The channel's statements, by name: each backend's templates ({p} =
+ * table prefix) and a bus's built set have one field each, in this order
+ * (sql.c builds them, statements.c names them for review). */
+#define SB_CH_STATEMENTS(X)                                                  \
+    X(ddl)                                                                   \
+    X(lock)                                                                  \
+    X(watermark)       /* -> now_us, seq ($1 now_us for SQLite) */           \
+    X(seq_next)        /* SQLite only: bump the counter, -> value */         \
+    /* upsert: $1 corr, $2 reg, $3 inst, $4 ttl_ms, $5 now_us */             \
+    X(subscribe)                                                             \
+    /* $1 corr, $2 reg, $3 handler, $4 ctx, $5 ttl_ms, $6 now_us */          \
+    X(save_recovery)                                                         \
+    X(unsubscribe)     /* $1 corr, $2 reg */                                 \
+    X(forget_recovery) /* $1 corr, $2 reg */                                 \
+    X(live)            /* any live subscriber: $1 corr, $2 now_us */         \
+    /* $1 id, $2 corr, $3 reply, $4 is_error, $5 type, $6 msg, $7 detail,    \
+     * $8 ttl_ms, $9 now_us, $10 recovery_claimed; RETURNING created_at */   \
+    X(insert)                                                                \
+    /* $1 id -> created_at, acked_at, acked_seq, recovery_claimed,           \
+     * correlation_id */                                                     \
+    X(stored)                                                                \
+    /* $1 corr, $2 after_us, $3 after_id, $4 now, $5 limit -> row columns    \
+     * (see reply.c) */                                                      \
+    X(scan)                                                                  \
+    /* $1 id, $2 now_us, $3 seq (SQLite) -> acked_at, acked_seq */           \
+    X(claim)                                                                 \
+    X(acked)           /* $1 id -> acked_at (NULL if not yet) */             \
+    X(recover)         /* $1 id: the recovery claim; changes = won */        \
+    X(registrations)   /* $1 corr, $2 now_us -> reg, handler */              \
+    X(prune_messages)                                                        \
+    X(prune_subscribers)                                                     \
+    X(prune_recovery)                                                        \
+    X(notify)          /* PostgreSQL: $1 channel, $2 corr */                 \
+    X(reply_by_id)     /* $1 id -> the scan's columns */                     \
+    X(registration)    /* $1 corr, $2 reg -> handler, context */             \
+    /* $1 JSON [{"c":corr,"r":reg}], $2 inst, $3 ttl_ms, $4 now_us */        \
+    X(subscribe_many)                                                        \
+    /* $1 older_than_ms, $2 now_us, $3 limit, $4 JSON array of ids to        \
+     * leave alone: claim unconfirmed replies -> id, corr */                 \
+    X(orphans)                                                               \
+    X(mark_dispatched) /* $1 corr, $2 reg, $3 now_us */                      \
+    /* $1 now_us, keyset cursor $2 after_us, $3 after_corr, $4 after_reg;    \
+     * $5 stale_ms, $6 state mask (0 = all), $7 limit -> corr, reg,          \
+     * handler, context, registered_at, expires_at, dispatched_at, live,     \
+     * state */                                                              \
+    X(list_registrations)                                                    \
+    X(count_stale)     /* $1 now_us, $2 stale_ms -> count */                 \
+    X(scan_many)       /* the scan for a JSON array of ids ($1) */           \
+    /* $1 now_us, $2 stale_ms -> state, handler of a dispatched one ('' */   \
+    /* otherwise), count; most first */                                      \
+    X(count_states)
+
 typedef struct sb_channel_templates {
-    const char *ddl, *lock;
-    const char *watermark;    /* -> now_us, seq ($1 now_us for SQLite) */
-    const char *seq_next;     /* SQLite only: bump the counter, -> value */
-    const char *subscribe;    /* upsert: $1 corr, $2 reg, $3 inst, $4 ttl_ms,
-                                 $5 now_us */
-    const char *save_recovery; /* $1 corr, $2 reg, $3 handler, $4 ctx,
-                                  $5 ttl_ms, $6 now_us */
-    const char *unsubscribe;  /* $1 corr, $2 reg */
-    const char *forget_recovery; /* $1 corr, $2 reg */
-    const char *live;         /* any live subscriber: $1 corr, $2 now_us */
-    const char *insert;       /* $1 id, $2 corr, $3 reply, $4 is_error,
-                                 $5 type, $6 msg, $7 detail, $8 ttl_ms,
-                                 $9 now_us, $10 recovery_claimed;
-                                 RETURNING created_at */
-    const char *stored;       /* $1 id -> created_at, acked_at, acked_seq,
-                                 recovery_claimed, correlation_id */
-    const char *scan;         /* $1 corr, $2 after_us, $3 after_id, $4 now,
-                                 $5 limit -> row columns (see reply.c) */
-    const char *claim;        /* $1 id, $2 now_us, $3 seq (SQLite) ->
-                                 acked_at, acked_seq */
-    const char *acked;        /* $1 id -> acked_at (NULL if not yet) */
-    const char *recover;      /* $1 id: the recovery claim; changes = won */
-    const char *registrations; /* $1 corr, $2 now_us -> reg, handler */
-    const char *prune_messages, *prune_subscribers, *prune_recovery;
-    const char *notify;       /* PostgreSQL: $1 channel, $2 corr */
-    const char *reply_by_id;  /* $1 id -> the scan's columns */
-    const char *registration; /* $1 corr, $2 reg -> handler, context */
-    const char *subscribe_many; /* $1 JSON [{"c":corr,"r":reg}], $2 inst,
-                                   $3 ttl_ms, $4 now_us */
-    const char *orphans;      /* $1 older_than_ms, $2 now_us, $3 limit,
-                                 $4 JSON array of ids to leave alone:
-                                 claim unconfirmed replies -> id, corr */
-    const char *scan_many;    /* the scan for a JSON array of ids ($1) */
-    const char *mark_dispatched; /* $1 corr, $2 reg, $3 now_us */
-    const char *list_registrations; /* $1 now_us, keyset cursor $2 after_us,
-                                       $3 after_corr, $4 after_reg;
-                                       $5 stale_ms, $6 state mask (0 = all),
-                                       $7 limit -> corr, reg, handler,
-                                       context, registered_at, expires_at,
-                                       dispatched_at, live, state */
-    const char *count_stale;  /* $1 now_us, $2 stale_ms -> count */
-    const char *count_states; /* $1 now_us, $2 stale_ms -> state, handler
-                                 of a dispatched one ('' otherwise), count;
-                                 most first */
+#define X(f) const char *f;
+    SB_CH_STATEMENTS(X)
+#undef X
 } sb_channel_templates;
 
 extern const sb_channel_templates sb__channel_sql_sqlite;
@@ -71,7 +81,9 @@ extern const sb_channel_templates sb__channel_sql_postgres;
 extern const sb_channel_templates sb__channel_sql_mssql;
 
 typedef struct sb_channel_sql {
-    char *s[29];
+#define X(f) char *f;
+    SB_CH_STATEMENTS(X)
+#undef X
 } sb_channel_sql;
 
 /* A recovery registration as listed (public handle sb_registration):
@@ -275,17 +287,8 @@ void sb__channel_ingress_close(struct sb_channel *ch);
 /* recovery.c: stop the recovery consumer and free the handlers. */
 void sb__channel_recovery_close(struct sb_channel *ch);
 
-/* Statement text by index (see sql.c for the order). */
-enum {
-    CH_DDL, CH_LOCK, CH_WATERMARK, CH_SEQ_NEXT, CH_SUBSCRIBE,
-    CH_SAVE_RECOVERY, CH_UNSUBSCRIBE, CH_FORGET_RECOVERY, CH_LIVE, CH_INSERT,
-    CH_STORED, CH_SCAN, CH_CLAIM, CH_ACKED, CH_RECOVER, CH_REGISTRATIONS,
-    CH_PRUNE_MESSAGES, CH_PRUNE_SUBSCRIBERS, CH_PRUNE_RECOVERY, CH_NOTIFY,
-    CH_REPLY_BY_ID, CH_REGISTRATION, CH_SUBSCRIBE_MANY, CH_ORPHANS,
-    CH_MARK_DISPATCHED, CH_LIST_REGISTRATIONS, CH_COUNT_STALE, CH_SCAN_MANY,
-    CH_COUNT_STATES
-};
-#define CH_SQL(ch, k) ((ch)->sql.s[k])
+/* A statement of the bus's set by its field name. */
+#define CH_SQL(ch, f) ((ch)->sql.f)
 
 int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
                         sb_error *err);

@@ -73,7 +73,7 @@ static int due_tx(sb_conn *c, void *vctx, sb_error *err)
         x->settled[i] = 0;
         if (x->due[i].due_us > now || x->awaited[i]) {
             sb_rows *rows = NULL;
-            rc = sb__query(c, CH_SQL(ch, CH_ACKED), &id, 1, &rows, NULL, err);
+            rc = sb__query(c, CH_SQL(ch, acked), &id, 1, &rows, NULL, err);
             x->settled[i] = rc == SB_OK && (rows->nrows == 0 ||
                                             sb__rows_at(rows, 0, 0)->type !=
                                                 SB_V_NULL);
@@ -81,7 +81,7 @@ static int due_tx(sb_conn *c, void *vctx, sb_error *err)
             continue;
         }
         int64_t won = 0;
-        rc = sb__query(c, CH_SQL(ch, CH_RECOVER), &id, 1, NULL, &won, err);
+        rc = sb__query(c, CH_SQL(ch, recover), &id, 1, NULL, &won, err);
         if (rc == SB_OK && won == 1)
             rc = sb__channel_enqueue_recovery(ch, c, x->due[i].corr,
                                               x->due[i].id, err);
@@ -156,7 +156,7 @@ static int orphans_tx(sb_conn *c, void *vctx, sb_error *err)
                      sb__v_int(sb__bus_now_us(ch->bus)),
                      sb__v_int(SB_ORPHAN_BATCH), sb__v_text(x->backlog)};
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, CH_ORPHANS), p, 4, &rows, NULL, err);
+    int rc = sb__query(c, CH_SQL(ch, orphans), p, 4, &rows, NULL, err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         char id[37];
         const char *corr = sb__rows_text(rows, r, 1);

@@ -11,7 +11,7 @@ int sb__channel_next_seq(sb_channel *ch, sb_conn *c, int64_t *seq,
                          sb_error *err)
 {
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, CH_SEQ_NEXT), NULL, 0, &rows, NULL, err);
+    int rc = sb__query(c, CH_SQL(ch, seq_next), NULL, 0, &rows, NULL, err);
     if (rc == SB_OK && rows->nrows == 1)
         *seq = sb__rows_int(rows, 0, 0);
     else if (rc == SB_OK)
@@ -72,13 +72,13 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_channel *ch = x->ch;
     int64_t seq = 0;
     int rc = SB_OK;
-    if (CH_SQL(ch, CH_SEQ_NEXT) != NULL)
+    if (CH_SQL(ch, seq_next) != NULL)
         rc = sb__channel_next_seq(ch, c, &seq, err);
     sb_value p[3] = {sb__v_text(x->r->id),
                      sb__v_int(sb__bus_now_us(ch->bus)), sb__v_int(seq)};
     sb_rows *rows = NULL;
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_CLAIM), p, 3, &rows, NULL, err);
+        rc = sb__query(c, CH_SQL(ch, claim), p, 3, &rows, NULL, err);
     x->won = rc == SB_OK && rows->nrows == 1;
     if (x->won) {
         x->acked_at = sb__rows_int(rows, 0, 0);
@@ -92,10 +92,10 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
             is_history(w, x->acked_at, x->acked_seq))
             continue;
         sb_value f[2] = {sb__v_text(w->corr), sb__v_text(w->reg_id)};
-        rc = sb__query(c, CH_SQL(ch, CH_FORGET_RECOVERY), f, 2, NULL, NULL,
+        rc = sb__query(c, CH_SQL(ch, forget_recovery), f, 2, NULL, NULL,
                        err);
         if (rc == SB_OK)
-            rc = sb__query(c, CH_SQL(ch, CH_UNSUBSCRIBE), f, 2, NULL, NULL,
+            rc = sb__query(c, CH_SQL(ch, unsubscribe), f, 2, NULL, NULL,
                            err);
         x->cleaned[i] = rc == SB_OK;
     }

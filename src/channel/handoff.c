@@ -29,7 +29,7 @@ int sb__channel_enqueue_recovery(sb_channel *ch, sb_conn *c, const char *corr,
 {
     sb_value p[2] = {sb__v_text(corr), sb__v_int(sb__bus_now_us(ch->bus))};
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, CH_REGISTRATIONS), p, 2, &rows, NULL,
+    int rc = sb__query(c, CH_SQL(ch, registrations), p, 2, &rows, NULL,
                        err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         char reg[37];
@@ -56,7 +56,7 @@ int sb__channel_enqueue_recovery(sb_channel *ch, sb_conn *c, const char *corr,
         /* C22: the watchdog and `recovery list` see the dispatch. */
         sb_value d[3] = {sb__v_text(corr), sb__v_text(reg_text), p[1]};
         if (rc == SB_OK)
-            rc = sb__query(c, CH_SQL(ch, CH_MARK_DISPATCHED), d, 3, NULL,
+            rc = sb__query(c, CH_SQL(ch, mark_dispatched), d, 3, NULL,
                            NULL, err);
         sb__free(payload);
         sb__free(headers);

@@ -45,13 +45,13 @@ static int load(sb_channel *ch, const job *j, sb_reply **reply,
         return rc;
     sb_value id = sb__v_text(j->reply_id);
     sb_rows *rows = NULL;
-    rc = sb__query(c, CH_SQL(ch, CH_REPLY_BY_ID), &id, 1, &rows, NULL, err);
+    rc = sb__query(c, CH_SQL(ch, reply_by_id), &id, 1, &rows, NULL, err);
     if (rc == SB_OK && rows->nrows == 1)
         *reply = sb__reply_from_row(rows, 0);
     sb__rows_free(rows);
     sb_value p[2] = {sb__v_text(j->corr), sb__v_text(j->reg)};
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_REGISTRATION), p, 2, reg_rows, NULL,
+        rc = sb__query(c, CH_SQL(ch, registration), p, 2, reg_rows, NULL,
                        err);
     sb__pool_release(ch->bus->pool, c);
     if (rc == SB_OK && (*reg_rows)->nrows == 0)
@@ -71,7 +71,7 @@ static int forget_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     forget_ctx *x = vctx;
     sb_value p[2] = {sb__v_text(x->j->corr), sb__v_text(x->j->reg)};
-    return sb__query(c, CH_SQL(x->ch, CH_FORGET_RECOVERY), p, 2, NULL, NULL,
+    return sb__query(c, CH_SQL(x->ch, forget_recovery), p, 2, NULL, NULL,
                      err);
 }
 

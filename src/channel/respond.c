@@ -35,7 +35,7 @@ static int insert_tx(sb_conn *c, void *vctx, sb_error *err)
     if (!x->live) {
         sb_value p[2] = {sb__v_text(r->correlation_id), sb__v_int(now)};
         sb_rows *rows = NULL;
-        rc = sb__query(c, CH_SQL(ch, CH_LIVE), p, 2, &rows, NULL, err);
+        rc = sb__query(c, CH_SQL(ch, live), p, 2, &rows, NULL, err);
         x->live = rc == SB_OK && rows->nrows > 0;
         sb__rows_free(rows);
     }
@@ -54,7 +54,7 @@ static int insert_tx(sb_conn *c, void *vctx, sb_error *err)
                       sb__v_int(now),
                       sb__v_int(x->live ? 0 : 1)};
     sb_rows *rows = NULL;
-    rc = sb__query(c, CH_SQL(ch, CH_INSERT), p, 10, &rows, NULL, err);
+    rc = sb__query(c, CH_SQL(ch, insert), p, 10, &rows, NULL, err);
     if (rc != SB_OK)
         return rc;
     if (rows->nrows == 1) {
@@ -65,17 +65,17 @@ static int insert_tx(sb_conn *c, void *vctx, sb_error *err)
             return sb__channel_enqueue_recovery(ch, c, r->correlation_id,
                                                 r->id, err);
         }
-        if (CH_SQL(ch, CH_NOTIFY) != NULL) {
+        if (CH_SQL(ch, notify) != NULL) {
             sb_value np[2] = {sb__v_text(ch->notify_channel),
                               sb__v_text(r->correlation_id)};
-            rc = sb__query(c, CH_SQL(ch, CH_NOTIFY), np, 2, NULL, NULL, err);
+            rc = sb__query(c, CH_SQL(ch, notify), np, 2, NULL, NULL, err);
         }
         return rc;
     }
     sb__rows_free(rows);
     /* A retried respond: judge by the stored row (C12 step 2). */
     sb_value id = sb__v_text(r->id);
-    rc = sb__query(c, CH_SQL(ch, CH_STORED), &id, 1, &rows, NULL, err);
+    rc = sb__query(c, CH_SQL(ch, stored), &id, 1, &rows, NULL, err);
     if (rc == SB_OK && rows->nrows == 1) {
         const char *corr = sb__rows_text(rows, 0, 4);
         if (corr == NULL || strcmp(corr, r->correlation_id) != 0)

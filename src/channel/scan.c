@@ -114,7 +114,7 @@ static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
                          sb__v_int(SB_SCAN_PAGE)};
         sb_rows *rows = NULL;
         sb_error err;
-        if (sb__query(c, CH_SQL(ch, CH_SCAN), p, 5, &rows, NULL, &err) !=
+        if (sb__query(c, CH_SQL(ch, scan), p, 5, &rows, NULL, &err) !=
             SB_OK) {
             sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                     "scan failed (the next sweep retries): %s", err.message);
@@ -213,7 +213,7 @@ static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
                          sb__v_int(SB_SCAN_PAGE)};
         sb_rows *rows = NULL;
         sb_error err;
-        if (sb__query(c, CH_SQL(ch, CH_SCAN_MANY), p, 5, &rows, NULL, &err) !=
+        if (sb__query(c, CH_SQL(ch, scan_many), p, 5, &rows, NULL, &err) !=
             SB_OK) {
             sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                     "sweep failed (retried next time): %s", err.message);

@@ -15,39 +15,10 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
     if (t == NULL)
         return sb__err(err, SB_INVALID, "backend",
                        "the channel has no SQL for this backend");
-    /* The order of the enum in channel.h. */
-    const char *all[] = {t->ddl,
-                         t->lock,
-                         t->watermark,
-                         t->seq_next,
-                         t->subscribe,
-                         t->save_recovery,
-                         t->unsubscribe,
-                         t->forget_recovery,
-                         t->live,
-                         t->insert,
-                         t->stored,
-                         t->scan,
-                         t->claim,
-                         t->acked,
-                         t->recover,
-                         t->registrations,
-                         t->prune_messages,
-                         t->prune_subscribers,
-                         t->prune_recovery,
-                         t->notify,
-                         t->reply_by_id,
-                         t->registration,
-                         t->subscribe_many,
-                         t->orphans,
-                         t->mark_dispatched,
-                         t->list_registrations,
-                         t->count_stale,
-                         t->scan_many,
-                         t->count_states};
     int rc = SB_OK;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        out->s[i] = sb__sql_subst(all[i], prefix, &rc);
+#define X(f) out->f = sb__sql_subst(t->f, prefix, &rc);
+    SB_CH_STATEMENTS(X)
+#undef X
     if (rc != SB_OK) {
         sb__channel_sql_free(out);
         return sb__err(err, rc, NULL, "out of memory");
@@ -57,10 +28,11 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
 
 void sb__channel_sql_free(sb_channel_sql *sql)
 {
-    for (size_t i = 0; i < sizeof sql->s / sizeof sql->s[0]; i++) {
-        sb__free(sql->s[i]);
-        sql->s[i] = NULL;
-    }
+#define X(f)                                                                 \
+    sb__free(sql->f);                                                        \
+    sql->f = NULL;
+    SB_CH_STATEMENTS(X)
+#undef X
 }
 
 int sb_channel_schema_sql(const char *backend, const char *table_prefix,

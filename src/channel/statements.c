@@ -2,24 +2,6 @@
  * (sb_channel_statements, `sqlbus schema print --statements`). */
 #include "channel/channel.h"
 
-/* In the order of the CH_ enum (channel.h). */
-static const char *const names[] = {
-    "ddl",              "lock",              "watermark",
-    "seq_next",         "subscribe",         "save_recovery",
-    "unsubscribe",      "forget_recovery",   "live",
-    "insert",           "stored",            "scan",
-    "claim",            "acked",             "recover",
-    "registrations",    "prune_messages",    "prune_subscribers",
-    "prune_recovery",   "notify",            "reply_by_id",
-    "registration",     "subscribe_many",    "orphans",
-    "mark_dispatched",  "list_registrations", "count_stale",
-    "scan_many",        "count_states",
-};
-_Static_assert(sizeof names / sizeof names[0] == CH_COUNT_STATES + 1 &&
-                   sizeof names / sizeof names[0] ==
-                       sizeof(((sb_channel_sql *)0)->s) / sizeof(char *),
-               "every statement of the channel has a name");
-
 int sb_channel_statements(const char *backend, const char *table_prefix,
                           sb_statement_fn fn, void *user, sb_error *err)
 {
@@ -32,8 +14,9 @@ int sb_channel_statements(const char *backend, const char *table_prefix,
                                  err);
     if (rc != SB_OK)
         return rc;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        sb__statement_emit(fn, user, "channel", names[i], s.s[i]);
+#define X(f) sb__statement_emit(fn, user, "channel", #f, s.f);
+    SB_CH_STATEMENTS(X)
+#undef X
     sb__channel_sql_free(&s);
     if (dialect == SB_DIALECT_MSSQL) /* the open's catalog check */
         sb__statement_emit(fn, user, "channel", "verify_sequence",

@@ -43,7 +43,7 @@ static int beat_tx(sb_conn *c, void *vctx, sb_error *err)
         sb_value p[4] = {sb__v_text(b.data), sb__v_text(ch->instance),
                          sb__v_int(ch->o.heartbeat_timeout_ms),
                          sb__v_int(sb__bus_now_us(ch->bus))};
-        rc = sb__query(c, CH_SQL(ch, CH_SUBSCRIBE_MANY), p, 4, NULL, NULL,
+        rc = sb__query(c, CH_SQL(ch, subscribe_many), p, 4, NULL, NULL,
                        err);
     }
     sb__buf_free(&b);
@@ -86,13 +86,13 @@ static int prune_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     sb_channel *ch = vctx;
     sb_value now = sb__v_int(sb__bus_now_us(ch->bus));
-    int rc = sb__query(c, CH_SQL(ch, CH_PRUNE_MESSAGES), &now, 1, NULL, NULL,
+    int rc = sb__query(c, CH_SQL(ch, prune_messages), &now, 1, NULL, NULL,
                        err);
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_PRUNE_SUBSCRIBERS), &now, 1, NULL,
+        rc = sb__query(c, CH_SQL(ch, prune_subscribers), &now, 1, NULL,
                        NULL, err);
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_PRUNE_RECOVERY), &now, 1, NULL, NULL,
+        rc = sb__query(c, CH_SQL(ch, prune_recovery), &now, 1, NULL, NULL,
                        err);
     return rc;
 }

@@ -74,10 +74,10 @@ static int forget_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_waiter *w = ((forget_ctx *)vctx)->w;
     sb_value p[2] = {sb__v_text(w->corr), sb__v_text(w->reg_id)};
     /* The recovery registration goes first (trap 18). */
-    int rc = sb__query(c, CH_SQL(w->ch, CH_FORGET_RECOVERY), p, 2, NULL, NULL,
+    int rc = sb__query(c, CH_SQL(w->ch, forget_recovery), p, 2, NULL, NULL,
                        err);
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(w->ch, CH_UNSUBSCRIBE), p, 2, NULL, NULL,
+        rc = sb__query(c, CH_SQL(w->ch, unsubscribe), p, 2, NULL, NULL,
                        err);
     return rc;
 }
@@ -154,19 +154,19 @@ static int register_tx(sb_conn *c, void *vctx, sb_error *err)
     int64_t now = sb__bus_now_us(ch->bus);
     sb_value np = sb__v_int(now);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, CH_WATERMARK), &np, 1, &rows, NULL, err);
+    int rc = sb__query(c, CH_SQL(ch, watermark), &np, 1, &rows, NULL, err);
     if (rc != SB_OK)
         return rc;
     w->started_at_us = sb__rows_int(rows, 0, 0);
     w->started_seq = sb__rows_int(rows, 0, 1);
     sb__rows_free(rows);
-    if (CH_SQL(ch, CH_SEQ_NEXT) != NULL)
+    if (CH_SQL(ch, seq_next) != NULL)
         rc = sb__channel_next_seq(ch, c, &w->started_seq, err);
     sb_value s[5] = {sb__v_text(w->corr), sb__v_text(w->reg_id),
                      sb__v_text(ch->instance),
                      sb__v_int(ch->o.heartbeat_timeout_ms), np};
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_SUBSCRIBE), s, 5, NULL, NULL, err);
+        rc = sb__query(c, CH_SQL(ch, subscribe), s, 5, NULL, NULL, err);
     const sb_wait_options *o = x->o;
     sb_value r[6] = {sb__v_text(w->corr),
                      sb__v_text(w->reg_id),
@@ -178,7 +178,7 @@ static int register_tx(sb_conn *c, void *vctx, sb_error *err)
                      sb__v_int(ch->o.recovery_expiry_ms),
                      np};
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, CH_SAVE_RECOVERY), r, 6, NULL, NULL, err);
+        rc = sb__query(c, CH_SQL(ch, save_recovery), r, 6, NULL, NULL, err);
     /* Written after the registration and committed with it: nobody can
      * see the work before the waiter exists (C1). */
     if (rc == SB_OK && x->in_tx != NULL)

@@ -154,7 +154,7 @@ static int list(sb_bus *bus, const sb_channel_sql *sql,
                          sb__v_int(stale_ms), sb__v_int(q->states),
                          sb__v_int((int64_t)want)};
         sb_rows *rows = NULL;
-        rc = run_query(bus, sql->s[CH_LIST_REGISTRATIONS], p, 7, &rows, err);
+        rc = run_query(bus, sql->list_registrations, p, 7, &rows, err);
         size_t n = rc == SB_OK ? rows->nrows : 0;
         for (size_t r = 0; r < n && !stop; r++) {
             sb_registration reg;
@@ -213,14 +213,14 @@ static int open_stale(sb_bus *bus, int64_t stale_after_ms,
     return rc == SB_OK ? open_sql(bus, sql, err) : rc;
 }
 
-/* Statement `k` with $1 now, $2 the STALE threshold (0 = 24 h). */
-static int run_stale(sb_bus *bus, const sb_channel_sql *sql, int k,
+/* `stmt` with $1 now, $2 the STALE threshold (0 = 24 h). */
+static int run_stale(sb_bus *bus, const char *stmt,
                      int64_t stale_after_ms, sb_rows **rows, sb_error *err)
 {
     sb_value p[2] = {sb__v_int(sb__bus_now_us(bus)),
                      sb__v_int(stale_after_ms ? stale_after_ms
                                               : DEFAULT_STALE_MS)};
-    return run_query(bus, sql->s[k], p, 2, rows, err);
+    return run_query(bus, stmt, p, 2, rows, err);
 }
 
 int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
@@ -237,7 +237,7 @@ int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
         return rc;
     int64_t stale_ms = stale_after_ms ? stale_after_ms : DEFAULT_STALE_MS;
     sb_rows *rows = NULL;
-    rc = run_stale(bus, &sql, CH_COUNT_STALE, stale_ms, &rows, err);
+    rc = run_stale(bus, sql.count_stale, stale_ms, &rows, err);
     int64_t n = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0)
                                                 : 0;
     sb__rows_free(rows);
@@ -276,7 +276,7 @@ int sb_recovery_counts(sb_bus *bus, int64_t stale_after_ms,
     if (rc != SB_OK)
         return rc;
     sb_rows *rows = NULL;
-    rc = run_stale(bus, &sql, CH_COUNT_STATES, stale_after_ms, &rows, err);
+    rc = run_stale(bus, sql.count_states, stale_after_ms, &rows, err);
     sb__channel_sql_free(&sql);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         int64_t st = sb__rows_int(rows, r, 0), n = sb__rows_int(rows, r, 2);

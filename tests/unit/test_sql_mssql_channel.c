@@ -28,19 +28,22 @@ static int teardown(void **state)
     return 0;
 }
 
-static const char *sql(int k)
-{
-    return built.s[k];
-}
+/* Statement `f` of the built set has / lacks a text. */
+#define has(f, want) sbt_has(#f, built.f, want)
+#define lacks(f, bad) sbt_lacks(#f, built.f, bad)
 
-static void has(int k, const char *want)
-{
-    sbt_has("statement", sql(k), want);
-}
+/* Every statement of the built set with its name, in the list's order. */
+typedef struct named {
+    const char *name, *sql;
+} named;
 
-static void lacks(int k, const char *bad)
+static size_t all(named out[64])
 {
-    sbt_lacks("statement", sql(k), bad);
+    size_t n = 0;
+#define X(f) out[n++] = (named){#f, built.f};
+    SB_CH_STATEMENTS(X)
+#undef X
+    return n;
 }
 
 /* C10 and the seed: the ack sequence is bigint, steps by one, never
@@ -49,31 +52,31 @@ static void lacks(int k, const char *bad)
 static void test_ack_sequence(void **state)
 {
     (void)state;
-    has(CH_DDL, "CREATE SEQUENCE t_channel_ack_seq AS bigint START WITH 1 "
+    has(ddl, "CREATE SEQUENCE t_channel_ack_seq AS bigint START WITH 1 "
                 "INCREMENT BY 1 MINVALUE 1 NO CYCLE;");
-    lacks(CH_DDL, "MAXVALUE");
-    has(CH_SEQ_NEXT, "SELECT NEXT VALUE FOR t_channel_ack_seq");
-    has(CH_CLAIM, "CASE WHEN acked_at IS NULL THEN $3 ELSE acked_seq END");
-    lacks(CH_CLAIM, "NEXT VALUE");
-    has(CH_WATERMARK, "DATEDIFF_BIG(microsecond, ");
+    lacks(ddl, "MAXVALUE");
+    has(seq_next, "SELECT NEXT VALUE FOR t_channel_ack_seq");
+    has(claim, "CASE WHEN acked_at IS NULL THEN $3 ELSE acked_seq END");
+    lacks(claim, "NEXT VALUE");
+    has(watermark, "DATEDIFF_BIG(microsecond, ");
 }
 
 /* Identity columns compare ordinally; every time is datetime2(7). */
 static void test_schema(void **state)
 {
     (void)state;
-    has(CH_DDL, "correlation_id nvarchar(400) COLLATE "
+    has(ddl, "correlation_id nvarchar(400) COLLATE "
                 "Latin1_General_100_BIN2 NOT NULL");
-    has(CH_DDL, "registration_id char(36) COLLATE Latin1_General_100_BIN2");
-    has(CH_DDL, "id char(36) COLLATE Latin1_General_100_BIN2 NOT NULL "
+    has(ddl, "registration_id char(36) COLLATE Latin1_General_100_BIN2");
+    has(ddl, "id char(36) COLLATE Latin1_General_100_BIN2 NOT NULL "
                 "PRIMARY KEY NONCLUSTERED");
-    lacks(CH_DDL, "datetime2 ");
-    lacks(CH_DDL, "datetime2(3)");
-    assert_int_equal(sbt_count(sql(CH_DDL), "datetime2(7)"), 7);
-    has(CH_DDL, "WHERE acked_at IS NULL AND recovery_claimed = 0');");
-    has(CH_LOCK, "sp_getapplock");
-    has(CH_LOCK, "N'sqlbus:ddl:' + SCHEMA_NAME()");
-    sbt_applock_checked("lock", sql(CH_LOCK));
+    lacks(ddl, "datetime2 ");
+    lacks(ddl, "datetime2(3)");
+    assert_int_equal(sbt_count(built.ddl, "datetime2(7)"), 7);
+    has(ddl, "WHERE acked_at IS NULL AND recovery_claimed = 0');");
+    has(lock, "sp_getapplock");
+    has(lock, "N'sqlbus:ddl:' + SCHEMA_NAME()");
+    sbt_applock_checked("lock", built.lock);
 }
 
 /* Issue 17: the DDL batch compiles as one unit, so every CREATE INDEX
@@ -83,7 +86,7 @@ static void test_schema(void **state)
 static void test_ddl_indexes_through_exec(void **state)
 {
     (void)state;
-    const char *ddl = sql(CH_DDL);
+    const char *ddl = built.ddl;
     size_t creates = sbt_count(ddl, "CREATE INDEX ") +
                      sbt_count(ddl, "CREATE UNIQUE CLUSTERED INDEX ");
     assert_int_equal(creates, 7);
@@ -91,13 +94,13 @@ static void test_ddl_indexes_through_exec(void **state)
     assert_int_equal(
         sbt_count(ddl, "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "), 1);
     assert_int_equal(sbt_count(ddl, "')\nEXEC(N'CREATE INDEX "), 6);
-    has(CH_DDL, "AND name = N't_channel_messages_corr_idx')\nEXEC(N'CREATE "
+    has(ddl, "AND name = N't_channel_messages_corr_idx')\nEXEC(N'CREATE "
                 "INDEX t_channel_messages_corr_idx ON t_channel_messages "
                 "(correlation_id, created_at, id)');\n");
-    has(CH_DDL, "EXEC(N'CREATE INDEX t_channel_messages_unconfirmed_idx ON "
+    has(ddl, "EXEC(N'CREATE INDEX t_channel_messages_unconfirmed_idx ON "
                 "t_channel_messages (created_at) WHERE acked_at IS NULL AND "
                 "recovery_claimed = 0');\n");
-    has(CH_DDL, "EXEC(N'CREATE INDEX t_recovery_state_reg_idx ON "
+    has(ddl, "EXEC(N'CREATE INDEX t_recovery_state_reg_idx ON "
                 "t_recovery_state (registered_at, correlation_id, "
                 "registration_id)');\n");
     for (const char *p = ddl; (p = strstr(p, "EXEC(N'")) != NULL;) {
@@ -123,15 +126,15 @@ static void test_ddl_indexes_through_exec(void **state)
 static void test_channel_messages_clustered(void **state)
 {
     (void)state;
-    has(CH_DDL, "IF OBJECT_ID(N't_channel_messages', N'U') IS NULL\n"
+    has(ddl, "IF OBJECT_ID(N't_channel_messages', N'U') IS NULL\n"
                 "BEGIN\nCREATE TABLE t_channel_messages (\n");
-    has(CH_DDL, "  recovery_claimed bit NOT NULL DEFAULT 0\n);\n"
+    has(ddl, "  recovery_claimed bit NOT NULL DEFAULT 0\n);\n"
                 "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "
                 "t_channel_messages_time_idx ON t_channel_messages "
                 "(created_at, id)');\nEND;\n");
-    assert_int_equal(sbt_count(sql(CH_DDL), "CLUSTERED INDEX"), 1);
-    has(CH_ORPHANS, "ORDER BY created_at)");
-    has(CH_SCAN, "ORDER BY created_at, id");
+    assert_int_equal(sbt_count(built.ddl, "CLUSTERED INDEX"), 1);
+    has(orphans, "ORDER BY created_at)");
+    has(scan, "ORDER BY created_at, id");
 }
 
 /* C11: every time written or compared is the database clock, written to
@@ -140,17 +143,21 @@ static void test_channel_messages_clustered(void **state)
 static void test_clock(void **state)
 {
     (void)state;
-    for (int k = CH_WATERMARK; k <= CH_COUNT_STATES; k++) {
-        if (sql(k) == NULL)
+    named a[64];
+    size_t n = all(a);
+    for (size_t k = 0; k < n; k++) {
+        if (a[k].sql == NULL || a[k].sql == built.ddl ||
+            a[k].sql == built.lock)
             continue;
-        size_t bare = sbt_count(sql(k), "SYSUTCDATETIME()");
+        size_t bare = sbt_count(a[k].sql, "SYSUTCDATETIME()");
         size_t rounded =
-            sbt_count(sql(k), "CAST(SYSUTCDATETIME() AS datetime2(6))");
+            sbt_count(a[k].sql, "CAST(SYSUTCDATETIME() AS datetime2(6))");
         if (bare != rounded)
-            fail_msg("statement %d reads the clock unrounded:\n%s", k, sql(k));
-        lacks(k, "GETDATE");
+            fail_msg("%s reads the clock unrounded:\n%s", a[k].name,
+                     a[k].sql);
+        sbt_lacks(a[k].name, a[k].sql, "GETDATE");
     }
-    has(CH_SCAN, "DATEADD(microsecond, CAST($2 % 1000000 AS int)");
+    has(scan, "DATEADD(microsecond, CAST($2 % 1000000 AS int)");
 }
 
 /* Fences and bounded deletes: the recovery claim's row count through
@@ -159,15 +166,15 @@ static void test_clock(void **state)
 static void test_counts_and_batches(void **state)
 {
     (void)state;
-    has(CH_RECOVER, "; SELECT @@ROWCOUNT");
-    has(CH_PRUNE_MESSAGES, "DELETE TOP (1000) FROM t_channel_messages");
-    has(CH_PRUNE_SUBSCRIBERS, "DELETE TOP (1000) FROM t_channel_subscribers");
-    has(CH_PRUNE_RECOVERY, "DELETE TOP (1000) FROM t_recovery_state");
-    has(CH_ORPHANS, "WITH (UPDLOCK, ROWLOCK, READPAST)");
-    has(CH_INSERT, "WITH (UPDLOCK, HOLDLOCK) WHERE id = $1");
-    has(CH_SAVE_RECOVERY, "WITH (UPDLOCK, HOLDLOCK)");
-    has(CH_SUBSCRIBE, "MERGE t_channel_subscribers WITH (HOLDLOCK)");
-    has(CH_SUBSCRIBE_MANY, "MERGE t_channel_subscribers WITH (HOLDLOCK)");
+    has(recover, "; SELECT @@ROWCOUNT");
+    has(prune_messages, "DELETE TOP (1000) FROM t_channel_messages");
+    has(prune_subscribers, "DELETE TOP (1000) FROM t_channel_subscribers");
+    has(prune_recovery, "DELETE TOP (1000) FROM t_recovery_state");
+    has(orphans, "WITH (UPDLOCK, ROWLOCK, READPAST)");
+    has(insert, "WITH (UPDLOCK, HOLDLOCK) WHERE id = $1");
+    has(save_recovery, "WITH (UPDLOCK, HOLDLOCK)");
+    has(subscribe, "MERGE t_channel_subscribers WITH (HOLDLOCK)");
+    has(subscribe_many, "MERGE t_channel_subscribers WITH (HOLDLOCK)");
 }
 
 /* JSON arrays are read with OPENJSON, its values put in the columns'
@@ -175,16 +182,18 @@ static void test_counts_and_batches(void **state)
 static void test_json_arrays(void **state)
 {
     (void)state;
-    const int k[] = {CH_SCAN_MANY, CH_ORPHANS};
+    const named k[] = {{"scan_many", built.scan_many},
+                       {"orphans", built.orphans}};
     for (size_t i = 0; i < 2; i++)
-        has(k[i], "(SELECT value COLLATE Latin1_General_100_BIN2 FROM "
-                  "OPENJSON(CAST(");
-    has(CH_SUBSCRIBE_MANY, "SELECT c COLLATE Latin1_General_100_BIN2 AS c, "
+        sbt_has(k[i].name, k[i].sql,
+                "(SELECT value COLLATE Latin1_General_100_BIN2 FROM "
+                "OPENJSON(CAST(");
+    has(subscribe_many, "SELECT c COLLATE Latin1_General_100_BIN2 AS c, "
                            "r COLLATE Latin1_General_100_BIN2 AS r FROM "
                            "OPENJSON(");
     /* A NULL context is a NULL varchar: only an explicit CAST puts it in
      * varbinary. */
-    has(CH_SAVE_RECOVERY, "CAST($4 AS varbinary(max))");
+    has(save_recovery, "CAST($4 AS varbinary(max))");
 }
 
 /* Nothing of another dialect is left. */
@@ -195,10 +204,12 @@ static void test_no_foreign_dialect(void **state)
         "::",      "now()",     " LIMIT ", "RETURNING", "ON CONFLICT",
         "nextval", "json_each", "json_",   ">>",        "ctid",
         "rowid",   "{p}",       "true",    "false",     "GROUP BY 1"};
-    for (int k = CH_DDL; k <= CH_COUNT_STATES; k++)
+    named a[64];
+    size_t n = all(a);
+    for (size_t k = 0; k < n; k++)
         for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
-            lacks(k, bad[b]);
-    assert_null(sql(CH_NOTIFY));
+            sbt_lacks(a[k].name, a[k].sql, bad[b]);
+    assert_null(built.notify);
 }
 
 int main(void)
