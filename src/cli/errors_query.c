@@ -37,8 +37,7 @@ static void first_line(char *out, size_t cap, const char *s, size_t cols)
         if (n + 4 >= cap)
             break;
     }
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-        n--; /* never end inside a character */
+    n = sb__utf8_cut(s, n); /* never end inside a character */
     memcpy(out, s, n);
     out[n] = '\0';
     for (size_t i = 0; i < n; i++)

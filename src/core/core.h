@@ -189,6 +189,26 @@ int sb__out_struct(void *out, size_t want, const char *type, sb_error *err);
 /* Check `len` bytes are valid UTF-8 (no overlongs, no surrogates). */
 bool sb__utf8_valid(const char *s, size_t len);
 
+/* ---- UTF-8-safe cuts (text.c) ---- */
+/* The length at most `n` at which `s` may be cut without splitting a
+ * character: `n` backed up over continuation bytes. s[n] must be
+ * readable (`n` at most strlen(s), or inside a buffer that long). Pure. */
+size_t sb__utf8_cut(const char *s, size_t n);
+
+/* Text built into a caller's buffer: always NUL-terminated; the first
+ * piece that does not fit is cut on a UTF-8 boundary (never inside a
+ * multi-byte character) and everything after it is dropped. */
+typedef struct sb_text {
+    char *out;
+    size_t cap, len;
+    bool full;
+} sb_text;
+/* Start empty text in `out` of `cap` bytes (cap == 0: nothing is ever
+ * written and `out` may be NULL). */
+void sb__text_init(sb_text *t, char *out, size_t cap);
+/* Append `n` bytes of `s`. */
+void sb__text_put(sb_text *t, const char *s, size_t n);
+
 /* ---- UTF-16 (utf16.c), for ODBC's SQL_C_WCHAR ---- */
 /* `len` bytes of UTF-8 at `s` (borrowed) as UTF-16 in native uint16_t
  * units: *out (transferred, sb__free) holds *units units and a 0 unit

@@ -59,11 +59,8 @@ void sb__body_place(const void *body, size_t len, const char *content_type,
         out->inline_len = len;
         return;
     }
-    /* Back up from the cap to the lead byte of the character it falls in;
-     * the body is valid UTF-8, so that is at most three bytes back. */
-    size_t k = cap;
-    while (k > 0 && ((unsigned char)p[k] & 0xc0) == 0x80)
-        k--;
-    out->inline_len = k;
+    /* Back up from the cap to the lead byte of the character it falls in
+     * (the body is valid UTF-8). */
+    out->inline_len = sb__utf8_cut(p, cap);
     out->stored_externally = 1;
 }

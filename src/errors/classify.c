@@ -1,38 +1,10 @@
 /*
- * classify.c - the five failure classifiers of rule E12 and the bounded
- * text they build their titles with (shared with stack.c).
+ * classify.c - the five failure classifiers of rule E12 (their titles
+ * are built with core's sb_text, as stack.c's frames are).
  */
 #include "errors/classify.h"
 
 #include <string.h>
-
-void sb__text_init(sb_text *t, char *out, size_t cap)
-{
-    t->out = out;
-    t->cap = cap;
-    t->len = 0;
-    t->full = cap == 0;
-    if (cap > 0)
-        out[0] = '\0';
-}
-
-void sb__text_put(sb_text *t, const char *s, size_t n)
-{
-    if (t->full)
-        return;
-    size_t room = t->cap - 1 - t->len;
-    if (n > room) {
-        /* s[room] is the first byte left out: while it continues a
-         * character, that character's first bytes go too. */
-        n = room;
-        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
-        t->full = true;
-    }
-    memcpy(t->out + t->len, s, n);
-    t->len += n;
-    t->out[t->len] = '\0';
-}
 
 static bool present(const char *s)
 {

@@ -120,18 +120,4 @@ int sb__stack_first_frame(const char *trace, size_t len,
 /* sb_find_uncaught (include/sqlbus.h) lives in stack.c beside the frame
  * parser whose line and frame matchers it shares. */
 
-/* Text built into a caller's buffer: always NUL-terminated; the first
- * piece that does not fit is cut on a UTF-8 boundary (never inside a
- * multi-byte character) and everything after it is dropped. */
-typedef struct sb_text {
-    char *out;
-    size_t cap, len;
-    bool full;
-} sb_text;
-/* Start empty text in `out` of `cap` bytes (cap == 0: nothing is ever
- * written and `out` may be NULL). */
-void sb__text_init(sb_text *t, char *out, size_t cap);
-/* Append `n` bytes of `s`. */
-void sb__text_put(sb_text *t, const char *s, size_t n);
-
 #endif

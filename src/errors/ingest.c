@@ -99,11 +99,8 @@ static void json_name(sb_buf *b, const char *key, const char *v, size_t cap,
         return;
     }
     size_t n = strlen(v);
-    if (n > cap) {
-        n = cap;
-        while (n > 0 && ((unsigned char)v[n] & 0xc0) == 0x80)
-            n--;
-    }
+    if (n > cap)
+        n = sb__utf8_cut(v, cap);
     while (n > 0 && v[n - 1] == ' ')
         n--;
     json_key(b, key, comma);

@@ -81,11 +81,8 @@ static char *capped(const char *s)
     if (s == NULL)
         return NULL;
     size_t n = strlen(s);
-    if (n > SB_MAX_ERROR_TEXT) {
-        n = SB_MAX_ERROR_TEXT;
-        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
-    }
+    if (n > SB_MAX_ERROR_TEXT)
+        n = sb__utf8_cut(s, SB_MAX_ERROR_TEXT);
     return sb__strndup(s, n);
 }
 

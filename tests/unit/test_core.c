@@ -92,6 +92,32 @@ static void test_strerror_every_code(void **state)
     }
 }
 
+/* Issue 18: the one UTF-8-safe cut (core/text.c) every module uses: a
+ * cut never ends inside a character, and sb_text drops what follows the
+ * first piece that does not fit. */
+static void test_utf8_cut_and_text(void **state)
+{
+    (void)state;
+    const char *s = "a\xc3\xa9" "b\xe2\x82\xac" "c"; /* a é b € c */
+    static const size_t want[] = {0, 1, 1, 3, 4, 4, 4, 7, 8};
+    for (size_t n = 0; n < sizeof want / sizeof want[0]; n++)
+        if (sb__utf8_cut(s, n) != want[n])
+            fail_msg("cut at %zu: %zu, want %zu", n, sb__utf8_cut(s, n),
+                     want[n]);
+    char out[6];
+    sb_text t;
+    sb__text_init(&t, out, sizeof out);
+    sb__text_put(&t, "a", 1);
+    sb__text_put(&t, s + 1, strlen(s + 1)); /* "éb€c": é, b fit, € not */
+    assert_string_equal(out, "a\xc3\xa9" "b");
+    assert_true(t.full);
+    sb__text_put(&t, "z", 1); /* dropped once full */
+    assert_string_equal(out, "a\xc3\xa9" "b");
+    sb__text_init(&t, NULL, 0);
+    sb__text_put(&t, "x", 1);
+    assert_true(t.full);
+}
+
 static void test_is_transient(void **state)
 {
     (void)state;
@@ -1828,6 +1854,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror_every_code),
+        cmocka_unit_test(test_utf8_cut_and_text),
         cmocka_unit_test(test_is_transient),
         cmocka_unit_test(test_err_fields),
         cmocka_unit_test(test_strlcpy),
