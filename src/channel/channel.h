@@ -236,6 +236,8 @@ void sb__ids_release(struct sb_channel *ch, sb_live_id *id);
 int sb__ids_pin_all(struct sb_channel *ch, sb_live_id ***out, size_t *n);
 void sb__ids_unpin_all(struct sb_channel *ch, sb_live_id **ids, size_t n);
 void sb__ids_free_all(struct sb_channel *ch);
+/* Queue a targeted scan of `id` and wake the loop (C14). */
+void sb__scan_request(struct sb_channel *ch, sb_live_id *id);
 /* 1 if a waiter of this process that has not ended is waiting on `corr`
  * and its watermark admits a reply created at `created_us`: that waiter
  * is live and will claim the reply itself (C12 step 3). */
@@ -257,7 +259,6 @@ int sb__exec_start(struct sb_channel *ch, sb_error *err);
 void sb__exec_stop(struct sb_channel *ch);
 
 /* scan.c (C14, C15). */
-void sb__scan_request(struct sb_channel *ch, sb_live_id *id); /* lock held */
 void sb__channel_hint(struct sb_channel *ch, const char *corr);
 void sb__channel_request_full(struct sb_channel *ch);
 /* Loop thread, without the lock: scan the queued ids; sweep every id. */
@@ -305,8 +306,9 @@ extern const char sb__channel_seq_sql[];
  * sequence (SB_SCHEMA_MISMATCH naming the column, with the fix). */
 int sb__channel_verify(sb_bus *bus, sb_error *err);
 
-/* Draw the next ack-sequence value inside the open transaction (SQLite:
- * bump the counter row; PostgreSQL: nextval happens in the statements). */
+/* sql.c: draw the next ack-sequence value inside the open transaction
+ * (SQLite: bump the counter row; PostgreSQL: nextval happens in the
+ * statements). */
 int sb__channel_next_seq(struct sb_channel *ch, sb_conn *c, int64_t *seq,
                          sb_error *err);
 

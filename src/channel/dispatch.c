@@ -7,20 +7,6 @@
 
 #define TOLERANCE_US 1000000 /* C13: created_at >= registration - 1 s */
 
-int sb__channel_next_seq(sb_channel *ch, sb_conn *c, int64_t *seq,
-                         sb_error *err)
-{
-    sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, seq_next), NULL, 0, &rows, NULL, err);
-    if (rc == SB_OK && rows->nrows == 1)
-        *seq = sb__rows_int(rows, 0, 0);
-    else if (rc == SB_OK)
-        rc = sb__err(err, SB_SCHEMA_MISMATCH, "channel_ack_seq",
-                     "the ack sequence row is missing");
-    sb__rows_free(rows);
-    return rc;
-}
-
 static int seen(const sb_waiter *w, const char *id)
 {
     for (size_t i = 0; i < w->n_seen; i++)

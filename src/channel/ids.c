@@ -209,3 +209,24 @@ void sb__ids_free_all(sb_channel *ch)
     ch->buckets = NULL;
     ch->n_buckets = 0;
 }
+
+/* Queue a targeted scan of `id` (C14: coalesced, bounded; overflow asks
+ * for a full sweep) and wake the loop; the channel lock is held. */
+void sb__scan_request(sb_channel *ch, sb_live_id *id)
+{
+    if (id->scan_queued)
+        return; /* coalesced */
+    if (ch->n_scan >= SB_SCAN_QUEUE_MAX) {
+        ch->full_requested = 1;
+    } else {
+        id->scan_queued = 1;
+        id->scan_next = NULL;
+        if (ch->scan_tail)
+            ch->scan_tail->scan_next = id;
+        else
+            ch->scan_head = id;
+        ch->scan_tail = id;
+        ch->n_scan++;
+    }
+    pthread_cond_broadcast(&ch->loop_cv);
+}

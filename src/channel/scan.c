@@ -12,25 +12,6 @@
 
 #define ZERO_UUID "00000000-0000-0000-0000-000000000000"
 
-void sb__scan_request(sb_channel *ch, sb_live_id *id)
-{
-    if (id->scan_queued)
-        return; /* coalesced */
-    if (ch->n_scan >= SB_SCAN_QUEUE_MAX) {
-        ch->full_requested = 1;
-    } else {
-        id->scan_queued = 1;
-        id->scan_next = NULL;
-        if (ch->scan_tail)
-            ch->scan_tail->scan_next = id;
-        else
-            ch->scan_head = id;
-        ch->scan_tail = id;
-        ch->n_scan++;
-    }
-    pthread_cond_broadcast(&ch->loop_cv);
-}
-
 void sb__channel_hint(sb_channel *ch, const char *corr)
 {
     pthread_mutex_lock(&ch->mu);

@@ -42,3 +42,17 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                        sb__channel_sql_postgres.ddl,
                        sb__channel_sql_mssql.ddl, "channel", out, err);
 }
+
+int sb__channel_next_seq(sb_channel *ch, sb_conn *c, int64_t *seq,
+                         sb_error *err)
+{
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, CH_SQL(ch, seq_next), NULL, 0, &rows, NULL, err);
+    if (rc == SB_OK && rows->nrows == 1)
+        *seq = sb__rows_int(rows, 0, 0);
+    else if (rc == SB_OK)
+        rc = sb__err(err, SB_SCHEMA_MISMATCH, "channel_ack_seq",
+                     "the ack sequence row is missing");
+    sb__rows_free(rows);
+    return rc;
+}
