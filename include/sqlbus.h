@@ -354,8 +354,9 @@ typedef struct sb_failure {
     const char *exception_type;    /* e.g. "exit:3", "timeout" */
     const char *exception_message;
     const char *stacktrace;
-    /* Since 0.2 (read when `size` covers it): the sb-processing-endpoint
-     * of the dead letter; NULL = the bus's endpoint (sb_options). */
+    /* Read only when `size` covers it (a later field): the
+     * sb-processing-endpoint of the dead letter; NULL = the bus's
+     * endpoint (sb_options). */
     const char *endpoint;
 } sb_failure;
 
@@ -579,8 +580,8 @@ SB_API int sb_dlq_prune(sb_bus *bus, int64_t *deleted, sb_error *err);
 
 /* The transport's DDL for `backend` ("sqlite", "postgresql" or "mssql")
  * with `table_prefix` (NULL = default); sb_channel_schema_sql gives the
- * channel's (not yet for "mssql": SB_INVALID naming "backend").
- * Transferred: free with sb_free. */
+ * channel's, sb_errors_schema_sql the error store's. Transferred: free
+ * with sb_free. */
 SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
                          char **out, sb_error *err);
 
@@ -654,10 +655,10 @@ typedef struct sb_worker_options {
     int background_capacity;   /* required with SB_ACK_AFTER_ENQUEUE */
     int64_t drain_timeout_ms;  /* default 20000 */
     sb_background_failure_fn on_background_failure;
-    /* Since 0.2 (read when `size` covers it; copied): the endpoint this
-     * worker's dead letters name (sb-processing-endpoint), for a process
-     * that hosts several services; NULL = the bus's endpoint. At most 200
-     * bytes of UTF-8. */
+    /* Read only when `size` covers it (a later field; copied): the
+     * endpoint this worker's dead letters name (sb-processing-endpoint),
+     * for a process that hosts several services; NULL = the bus's
+     * endpoint. At most 200 bytes of UTF-8. */
     const char *endpoint;
     /* Since 0.3 (read when `size` covers it): rows claimed ahead of the
      * handlers into a local buffer (T15), each holding a renewed lease
@@ -1357,7 +1358,7 @@ typedef struct sb_failed_summary {
     char failed_queue[201];
     char exception_type[256];
     char exception_message[512];
-    /* Since 0.2: what a list view shows besides (ServiceControl's
+    /* What a list view shows besides (ServiceControl's
      * FailedMessageView). Empty / 0 when unknown. */
     char message_id[201];
     char processing_endpoint[201];
@@ -1384,7 +1385,8 @@ typedef struct sb_failed_query {
     int ascending;            /* 0 = newest / largest first */
     size_t page;              /* from 1 (0 = 1) */
     size_t per_page;          /* 1 to 500 (0 = 50) */
-    /* Since 0.2 (read when `size` covers them, or `size` is 0): */
+    /* Read only when `size` covers them, or `size` is 0 (later fields;
+     * SB_FAILED_QUERY_V1_SIZE is the size before them): */
     unsigned statuses;        /* SB_FAILED_BIT()s: any of these; 0 = use
                                  `status` */
     int64_t modified_from_us; /* last modified in [from, to] (microseconds */

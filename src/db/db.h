@@ -1,13 +1,13 @@
 /*
  * db.h - the driver-neutral database layer.
  *
- * Modules above (transport, later channel and errors) see only this
+ * Modules above (transport, channel and errors) see only this
  * interface: connections from a pool, parameterised statements written
  * once with `$1..$N` placeholders, typed values, materialised result rows,
  * transactions, and result codes already classified from SQLSTATE or
  * SQLite codes into transient (SB_BUSY, SB_UNAVAILABLE) and permanent.
  *
- * A driver (sqlite.c, postgres.c, later odbc.c) fills an sb_driver table.
+ * A driver (sqlite.c, postgres.c, odbc.c) fills an sb_driver table.
  * Placeholders: SQL text always uses `$N`; a driver rewrites it to its own
  * style (`?N` for SQLite, `?` with a parameter map for ODBC).
  */
@@ -210,7 +210,6 @@ typedef struct sb_pool sb_pool;
  * pool (the caller's struct is zeroed). Opens no connection yet. */
 int sb__pool_new(sb_db_config *cfg, int max, sb_pool **out, sb_error *err);
 void sb__pool_free(sb_pool *p);
-const sb_driver *sb__pool_driver(const sb_pool *p);
 const sb_db_config *sb__pool_config(const sb_pool *p);
 /* Take a connection, opening one if none is idle and the pool has room,
  * else waiting up to `timeout_ms` (SB_BUSY when it passes). */

@@ -60,11 +60,6 @@ void sb__pool_free(sb_pool *p)
     sb__free(p);
 }
 
-const sb_driver *sb__pool_driver(const sb_pool *p)
-{
-    return p->drv;
-}
-
 const sb_db_config *sb__pool_config(const sb_pool *p)
 {
     return &p->cfg;
