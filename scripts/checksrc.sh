@@ -2,7 +2,12 @@
 # checksrc.sh - refuse banned C library calls (style rule 10, after curl's
 # checksrc): strcpy, strcat, sprintf, vsprintf, gets, strtok, atoi, atol,
 # sscanf. Use bounded, checked equivalents (sb__strlcpy, sb_buf, snprintf,
-# strtoll with end checks, sb_parse_*).
+# strtoll with end checks, sb_parse_*). In the library's modules (src/core,
+# db, transport, channel, errors) also malloc, calloc, realloc, free (the
+# allocator seam, src/core/alloc.c, is the one exception), printf,
+# fprintf, puts, fputs, putchar, exit, _Exit and abort: a library
+# allocates through sb__malloc, reports on the caller's sb_error and logs
+# through the caller's callback.
 #
 # Usage: scripts/checksrc.sh [ROOT]
 #   ROOT defaults to $SB_SOURCE_DIR, else the directory above this script.
@@ -63,6 +68,20 @@ FNR == 1 { inblock = 0 }
         out = out c; i++
     }
     rest = out
+    # The library allocates through the seam and never prints or exits:
+    # raw allocation, output and exit calls are banned in its modules.
+    if (FILENAME ~ /\/src\/(core|db|transport|channel|errors)\// &&
+        FILENAME !~ /\/src\/core\/alloc\.c$/) {
+        lib = rest
+        while (match(lib, /(^|[^A-Za-z0-9_.>])(malloc|calloc|realloc|free|printf|fprintf|puts|fputs|putchar|exit|_Exit|abort)[ \t]*\(/)) {
+            hit = substr(lib, RSTART, RLENGTH)
+            sub(/^[^A-Za-z_]/, "", hit)
+            sub(/[ \t]*\($/, "", hit)
+            printf "%s:%d: %s() in the library (use the allocator seam, sb_error or the log callback): %s\n", FILENAME, FNR, hit, $0
+            found = 1
+            lib = substr(lib, RSTART + RLENGTH)
+        }
+    }
     while (match(rest, /(^|[^A-Za-z0-9_])(strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|sscanf)[ \t]*\(/)) {
         hit = substr(rest, RSTART, RLENGTH)
         sub(/^[^A-Za-z_]/, "", hit)

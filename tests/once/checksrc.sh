@@ -32,5 +32,37 @@ if grep -q "planted.c:[1346]:" <<<"$out"; then
     echo "FAIL: false positive:" >&2; echo "$out" >&2; exit 1
 fi
 
+# The library's own bans: malloc, printf and exit in a library module are
+# reported; the same calls in the program (src/cli) and the seam
+# (src/core/alloc.c) are not, nor a member named free (p->free(x)).
+rm "$tmp/src/planted.c"
+mkdir -p "$tmp/src/errors" "$tmp/src/cli" "$tmp/src/core"
+cat > "$tmp/src/errors/planted.c" <<'C'
+static void g(struct s *p, char *x)
+{
+    char *y = malloc(8);
+    p->free(x);
+    printf("%s", y);
+    exit(1);
+}
+C
+cat > "$tmp/src/cli/ok.c" <<'C'
+static void h(void) { char *y = malloc(8); free(y); printf("x"); exit(0); }
+C
+cat > "$tmp/src/core/alloc.c" <<'C'
+static void *a(size_t n) { return malloc(n); }
+C
+if out=$(bash "$check" "$tmp" 2>&1); then
+    echo "FAIL: checksrc passed malloc/printf/exit in the library" >&2
+    exit 1
+fi
+for want in "planted.c:3: malloc()" "planted.c:5: printf()" "planted.c:6: exit()"; do
+    grep -qF "$want" <<<"$out" || {
+        echo "FAIL: $want not reported:" >&2; echo "$out" >&2; exit 1; }
+done
+if grep -q "planted.c:4:\|ok.c\|alloc.c" <<<"$out"; then
+    echo "FAIL: false positive:" >&2; echo "$out" >&2; exit 1
+fi
+
 # The real tree.
 bash "$check" "$src"
