@@ -478,6 +478,17 @@ typedef struct sb_bus_counters {
 SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out,
                           sb_error *err);
 
+/* Count `bus`'s traffic in `owner`'s counters from now on instead of its
+ * own, so that sb_bus_metrics of either reports both and one flush writes
+ * them to {p}counts: a process with two buses on one database and prefix
+ * (`sqlbus serve` answers its API on a bus of its own, opened with
+ * statement_timeout_ms) counts as one process. What `bus` counted before
+ * is written by its own flusher first, which then stops. Call it before
+ * `bus` is used by another thread and before any worker starts on it;
+ * `owner` (borrowed) must outlive `bus`. Nothing happens when either is
+ * NULL or they are the same bus. Not thread-safe. */
+SB_API void sb_bus_count_into(sb_bus *bus, sb_bus *owner);
+
 /* Every process's counts, per queue, as the processes have added them to
  * the {p}counts table (sb_options.counts_flush_ms): totals since the
  * queue's row was first written, each at most one flush interval behind
@@ -1128,6 +1139,16 @@ enum sb_failed_status {
     SB_FAILED_ARCHIVED = 3
 };
 
+/* E6: ServiceControl's DeterministicGuid of the UTF-8 strings `a` then
+ * `b` (both borrowed; NULL counts as ""), concatenated without a
+ * separator: their MD5 digest as .NET's Guid(byte[]) prints it, 36
+ * lower-case characters and a NUL written to `out`. A failed message's
+ * unique id is that of its message id and processing endpoint, a
+ * redirect's id that of its from_queue (b NULL); equal inputs give equal
+ * ids in sqlbus, ServiceControl and NServiceBus tooling. Thread-safe. */
+SB_API void sb_deterministic_guid(const char *a, const char *b,
+                                  char out[37]);
+
 /* One failed message with its groups and body; SB_NOTFOUND if absent.
  * Transferred: free with sb_failed_message_free. */
 SB_API int sb_errors_get(sb_errors *e, const char *unique_message_id,
@@ -1437,6 +1458,116 @@ SB_API int sb_errors_search(sb_errors *e, const char *query, size_t limit,
  * failed message), for the dashboard and readiness. */
 SB_API int sb_errors_failed_import_count(sb_errors *e, int64_t *count,
                                          sb_error *err);
+
+/* ------------------------------------------------------------------------
+ * Durable operations (S5): a bulk change of the error store (retry,
+ * archive, unarchive, retry_pending, resolve over an sb_failed_selection)
+ * accepted as a row of {p}operations and a job on the internal queue
+ * SB_OPERATIONS_QUEUE, both in one transaction, then run by a worker with
+ * the store's bulk call; each batch's transaction also adds the batch to
+ * the row's progress. A process that dies mid-operation leaves the job
+ * leased: when the lease lapses, the worker of any process with the
+ * operations open on that database runs it again, which is safe because
+ * every bulk change is idempotent over its status filter; the row keeps
+ * the first run's total and what the committed batches did, so the
+ * resumed operation reports the whole of it. A failure that passes
+ * (busy, unavailable, timed out, out of memory) runs the job again with
+ * back-off, up to its tenth attempt, which marks it failed. What `sqlbus
+ * serve` answers its bulk changes with (202 Accepted and the row).
+ * ---------------------------------------------------------------------- */
+#define SB_OPERATIONS_QUEUE "sqlbus.operations"
+typedef struct sb_operations sb_operations;
+
+typedef struct sb_operations_options {
+    size_t size;
+    sb_log_fn log;      /* optional: warnings (component "operations") of
+                           a run that failed or will run again */
+    void *log_user;
+    int64_t keep_ms;    /* finished rows kept this long (0 = 7 days) */
+    int64_t lease_ms;   /* an operation job's lease (0 = 60 s) */
+    /* Optional: called on the worker's thread after each batch of an
+     * operation has committed, with the progress its row now holds; `id`
+     * is borrowed for the call. */
+    void (*progress)(const char *id, int64_t done, int64_t total,
+                     void *user);
+    void *progress_user;
+} sb_operations_options;
+
+/* One operation, as its row holds it. */
+typedef struct sb_operation_info {
+    size_t size;        /* set to sizeof(sb_operation_info) */
+    char id[37];        /* a UUIDv7 */
+    char kind[24];      /* "retry", "archive", "unarchive",
+                           "retry_pending", "resolve" */
+    char state[16];     /* "queued", "running", "completed", "failed" */
+    char group_id[37];  /* "" unless the selection named a group */
+    int64_t total;      /* messages selected; -1 until the first run
+                           counted them */
+    int64_t done;       /* changed so far (committed) */
+    int64_t created_us, updated_us; /* Unix microseconds */
+    char error[256];    /* "" unless failed */
+} sb_operation_info;
+
+/* Create {p}operations if missing (under the schema lock), check it
+ * against the catalog — a table of another shape is SB_SCHEMA_MISMATCH
+ * naming the column, its rows left as they are — and start the worker
+ * (one handler thread on SB_OPERATIONS_QUEUE) and a sweeper thread that
+ * deletes rows finished more than keep_ms ago and publishes again the
+ * job of a row queued for over a minute. `store` (and its bus, on which
+ * the operations run) is borrowed and must outlive the handle; `opts`
+ * (may be NULL) is copied. If this fails no callback runs. Close with
+ * sb_operations_close. */
+SB_API int sb_operations_open(sb_errors *store,
+                              const sb_operations_options *opts,
+                              sb_operations **out, sb_error *err);
+/* Stop the sweeper and the worker (the running job finishes or is handed
+ * back, as sb_worker_stop), free. NULL-safe. */
+SB_API void sb_operations_close(sb_operations *ops);
+
+/* Accept an operation of `kind` over `sel` (borrowed; its progress
+ * callback is not used: see sb_operations_options). The kind and the
+ * selection are checked first (SB_INVALID naming the field; SB_TOOBIG
+ * naming "ids" for a selection over 2 MiB as JSON), then the row and its
+ * job are written in one transaction on `bus`, and the worker is woken.
+ * `bus` (borrowed; NULL = the store's) must be on the store's database
+ * and prefix: a bus of its own with statement_timeout_ms bounds the
+ * caller's statements without bounding the operation's run. `out`
+ * (optional; set out->size first) gets the new row. Thread-safe. */
+SB_API int sb_operations_submit(sb_operations *ops, sb_bus *bus,
+                                const char *kind,
+                                const sb_failed_selection *sel,
+                                sb_operation_info *out, sb_error *err);
+/* One operation into `*out` (caller-owned; set out->size first: SB_INVALID
+ * naming "size" when it is smaller than the first version's); SB_NOTFOUND
+ * when there is none with `id`. `bus` as for sb_operations_submit.
+ * Thread-safe. */
+SB_API int sb_operations_get(sb_operations *ops, sb_bus *bus, const char *id,
+                             sb_operation_info *out, sb_error *err);
+
+/* Called once per operation; `op` is borrowed for the call (op->size
+ * says how much of it this library fills). Return 0 to go on, anything
+ * else to stop (the call still returns SB_OK). */
+typedef int (*sb_operation_fn)(const sb_operation_info *op, void *user);
+/* The `limit` (1 to 200) newest operations, newest first, each to `fn`
+ * on the caller's thread with no database connection held. If the
+ * arguments are rejected `fn` never runs. `bus` as for
+ * sb_operations_submit. Thread-safe. */
+SB_API int sb_operations_list(sb_operations *ops, sb_bus *bus, size_t limit,
+                              sb_operation_fn fn, void *user,
+                              sb_error *err);
+
+/* The DDL of {p}operations for `backend` with `table_prefix`, as
+ * sb_schema_sql gives the transport's, for teams whose migrations own
+ * the schema. Transferred: free with sb_free. */
+SB_API int sb_operations_schema_sql(const char *backend,
+                                    const char *table_prefix, char **out,
+                                    sb_error *err);
+/* Its statements, as sb_schema_statements gives the transport's
+ * ("operations.insert", ...). */
+SB_API int sb_operations_statements(const char *backend,
+                                    const char *table_prefix,
+                                    sb_statement_fn fn, void *user,
+                                    sb_error *err);
 
 #ifdef __cplusplus
 }

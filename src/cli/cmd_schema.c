@@ -1,6 +1,5 @@
 /* cmd_schema.c - `sqlbus schema print|verify|migrate` (rules T7, T33). */
 #include "cli.h"
-#include "server/server.h"
 
 #include <string.h>
 
@@ -87,14 +86,15 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     if (backend == NULL)
         backend = backend_of_url(cli_db_url(ctx));
-    /* The transport's, the channel's, the error store's, the server's. */
+    /* The transport's, the channel's, the error store's, its durable
+     * operations' (the table `sqlbus serve` uses). */
     int (*const walks[])(const char *, const char *, sb_statement_fn,
                          void *, sb_error *) = {
         sb_schema_statements, sb_channel_statements, sb_errors_statements,
-        sb__server_statements};
+        sb_operations_statements};
     int (*const parts[])(const char *, const char *, char **, sb_error *) = {
         sb_schema_sql, sb_channel_schema_sql, sb_errors_schema_sql,
-        sb__server_schema_sql};
+        sb_operations_schema_sql};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *sql = NULL;
         sb_error err;

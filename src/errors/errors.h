@@ -126,11 +126,12 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
  * status, then the filters). */
 void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
                          int count, sb_buf *b);
-/* A caller's record of the operation kept in step with the walk (serve's
- * durable operations, S5). `start` runs in the transaction that counts
- * the selection, before the first batch, with *total the count and *done
- * what a resumed group operation had done (else 0); a record that already
- * holds figures (its operation resumed) replaces both with its own.
+/* A caller's record of the operation kept in step with the walk (the
+ * durable operations of operations.c, S5). `start` runs in the
+ * transaction that counts the selection, before the first batch, with
+ * *total the count and *done what a resumed group operation had done
+ * (else 0); a record that already holds figures (its operation resumed)
+ * replaces both with its own.
  * `step` runs in each batch's transaction after its changes with the
  * batch's count, so the record's progress is exactly what committed. The
  * progress callback of the selection then reports the record's figures.

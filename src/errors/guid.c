@@ -32,3 +32,9 @@ void sb__deterministic_guid_str(const char *a, const char *b, char out[37])
                    digest);
     format_net_guid(digest, out);
 }
+
+/* Public (sqlbus.h): the same derivation for callers of the library. */
+void sb_deterministic_guid(const char *a, const char *b, char out[37])
+{
+    sb__deterministic_guid_str(a, b, out);
+}

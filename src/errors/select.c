@@ -7,8 +7,8 @@
  * (one operation per group at a time), advanced in each batch's
  * transaction (so its progress is exactly what committed) and resumed
  * from its cursor when its process died. A caller's own record of the
- * operation (sb_errors_op_hook: serve's durable operations) is kept in
- * the same transactions. */
+ * operation (sb_errors_op_hook: the durable operations, operations.c) is
+ * kept in the same transactions. */
 #include "errors/sql_int.h"
 
 #include <string.h>

@@ -16,14 +16,13 @@
 #define SB_API_DEFAULT_PER_PAGE 50
 #define SB_API_MAX_PER_PAGE 500            /* S10 */
 
-typedef struct sb_ops sb_ops;
 typedef struct sb_stats sb_stats;
 
 /* What every handler may use; all borrowed from serve. */
 typedef struct sb_api {
     sb_bus *bus;
     sb_errors *store;
-    sb_ops *ops;           /* durable operations (operations.c) */
+    sb_operations *ops;    /* durable operations (the library's, S5) */
     sb_loops *loops;       /* may be NULL */
     sb_stats *stats;       /* the sampler (stats.c), may be NULL */
     const char *backend;   /* "sqlite" or "postgresql" */
@@ -120,8 +119,7 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
 /* api_groups.c: classifiers, groups, comments, redirects, operations. */
 int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_groups.c: one operation's JSON (shared with the 202 answers). */
-struct sb_op_info;
-void sb__api_op_json(sb_buf *b, const struct sb_op_info *o);
+void sb__api_op_json(sb_buf *b, const sb_operation_info *o);
 /* api_mutate.c: the error store's changes (S4, S5). */
 int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
                          sb_api_resp *out);

@@ -7,8 +7,6 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "server/operations.h"
-
 #define HISTORY_MAX 50
 
 static const char *const classifiers[] = {
@@ -156,7 +154,7 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
     return 1;
 }
 
-static void op_json(sb_buf *b, const sb_op_info *o)
+static void op_json(sb_buf *b, const sb_operation_info *o)
 {
     int f = 1;
     sb__buf_puts(b, "{");
@@ -173,41 +171,54 @@ static void op_json(sb_buf *b, const sb_op_info *o)
     sb__buf_puts(b, "}");
 }
 
-void sb__api_op_json(sb_buf *b, const sb_op_info *o)
+void sb__api_op_json(sb_buf *b, const sb_operation_info *o)
 {
     op_json(b, o);
 }
 
-/* The newest operations (all of them, or only group ones). */
+/* The list being written: members so far, and whether only group
+ * operations go in. */
+typedef struct op_list {
+    sb_buf *b;
+    int groups_only;
+    int k;
+} op_list;
+
+static int op_member(const sb_operation_info *op, void *user)
+{
+    op_list *l = user;
+    if (l->groups_only && op->group_id[0] == '\0')
+        return 0;
+    if (l->k++ > 0)
+        sb__buf_puts(l->b, ",");
+    op_json(l->b, op);
+    return 0;
+}
+
+/* The newest operations (all of them, or only group ones), written as
+ * they come. */
 static int operations(const sb_api *a, int groups_only, sb_api_resp *out)
 {
-    sb_op_info *v = NULL;
-    size_t n = 0;
     sb_error err;
-    int rc = sb__ops_recent(a->ops, a->bus, HISTORY_MAX, &v, &n, &err);
-    if (rc != SB_OK)
-        return sb__api_fail(out, rc, &err), 1;
+    op_list l = {&out->body, groups_only, 0};
     sb__buf_puts(&out->body, "[");
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (groups_only && v[i].group_id[0] == '\0')
-            continue;
-        if (k++ > 0)
-            sb__buf_puts(&out->body, ",");
-        op_json(&out->body, &v[i]);
+    int rc = sb_operations_list(a->ops, a->bus, HISTORY_MAX, op_member, &l,
+                                &err);
+    if (rc != SB_OK) {
+        sb__buf_reset(&out->body);
+        return sb__api_fail(out, rc, &err), 1;
     }
     sb__buf_puts(&out->body, "]");
-    out->total = k;
+    out->total = l.k;
     out->status = 200;
-    sb__free(v);
     return 1;
 }
 
 static int operation(const sb_api *a, const char *id, sb_api_resp *out)
 {
-    sb_op_info o;
+    sb_operation_info o = {.size = sizeof o};
     sb_error err;
-    int rc = sb__ops_get(a->ops, a->bus, id, &o, &err);
+    int rc = sb_operations_get(a->ops, a->bus, id, &o, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     op_json(&out->body, &o);

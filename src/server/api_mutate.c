@@ -1,15 +1,14 @@
 /* api_mutate.c - the error store's changes (S4, S5): every retry,
  * archive, unarchive, pending retry and resolve is accepted as a durable
  * operation (202 Accepted, Location: /api/operations/{id}) and run by
- * operations.c; edit-and-retry of one message runs at once, so a refused
- * header is a 400 naming it. */
+ * the library (sb_operations_submit); edit-and-retry of one message runs
+ * at once, so a refused header is a 400 naming it. */
 #include "server/api.h"
 
 #include <jansson.h>
 #include <string.h>
 
 #include "server/isotime.h"
-#include "server/operations.h"
 
 #define MAX_IDS 10000
 
@@ -17,9 +16,9 @@
 static int submit_op(const sb_api *a, const char *kind,
                   const sb_failed_selection *sel, sb_api_resp *out)
 {
-    sb_op_info op;
+    sb_operation_info op = {.size = sizeof op};
     sb_error err;
-    int rc = sb__ops_submit(a->ops, a->bus, kind, sel, &op, &err);
+    int rc = sb_operations_submit(a->ops, a->bus, kind, sel, &op, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     snprintf(out->location, sizeof out->location, "/api/operations/%s",

@@ -6,7 +6,6 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "errors/ids.h"
 #include "server/stats.h"
 
 #define PUBLISH_MAX_HEADERS 64
@@ -215,7 +214,7 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
             ok = sb__api_error(out, 400, "invalid", "Idempotency-Key",
                                "Idempotency-Key must be 1 to 256 bytes");
         else if (sb__uuid_normalize(key, id) != SB_OK)
-            sb__deterministic_guid_str(queue, key, id);
+            sb_deterministic_guid(queue, key, id);
     }
     if (ok) {
         sb_outgoing o = {id[0] ? id : NULL, text, len, headers,

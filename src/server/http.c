@@ -6,12 +6,10 @@
  * route goes to the handlers (api.c). */
 #include "server/api.h"
 #include "server/metrics.h"
-#include "server/operations.h"
 #include "server/router.h"
 #include "server/server.h"
 #include "server/stats.h"
 #include "server/ui.h"
-#include "transport/transport.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -43,7 +41,7 @@ struct sb_server {
     sb_errors *api_store; /* the error store over api_bus */
     int64_t request_timeout_ms;
     sb_loops *loops;
-    sb_ops *ops;
+    sb_operations *ops;
     sb_metrics *metrics;
     sb_stats *stats;
     sb_api api;
@@ -415,7 +413,7 @@ static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
 
 /* S8: the Prometheus text exposition; its database reads go through the
  * API's bus (bounded like a request), whose counters are the server
- * bus's (sb__bus_count_into). */
+ * bus's (sb_bus_count_into). */
 static enum MHD_Result metrics(request *r, sb_server *s,
                                struct MHD_Connection *c)
 {
@@ -622,7 +620,7 @@ static int no_registration(const sb_registration *r, void *user)
 /* The server's parts, in reverse order of their start; NULL-safe. */
 static void release(sb_server *s)
 {
-    sb__ops_stop(s->ops);
+    sb_operations_close(s->ops);
     sb__stats_stop(s->stats);
     sb__metrics_free(s->metrics);
     sb__free(s);
@@ -662,7 +660,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     if (s->api_bus != bus) {
         /* One process's traffic: what the API publishes counts in
          * /metrics and the charts with the rest. */
-        sb__bus_count_into(s->api_bus, bus);
+        sb_bus_count_into(s->api_bus, bus);
         /* The API's bus does no schema work, and the channel's tables
          * (GET /api/recovery) are created on first use under the main
          * bus's schema mode: use them once now, not at housekeeping's
@@ -685,9 +683,11 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                            .log_user = opts->log_user};
     if (rc == SB_OK)
         rc = sb__stats_start(bus, s->store, s->loops, &so, &s->stats, err);
-    sb_ops_options oo = {.log = opts->log, .log_user = opts->log_user};
+    sb_operations_options oo = {.size = sizeof oo,
+                                .log = opts->log,
+                                .log_user = opts->log_user};
     if (rc == SB_OK && s->store != NULL)
-        rc = sb__ops_start(bus, s->store, &oo, &s->ops, err);
+        rc = sb_operations_open(s->store, &oo, &s->ops, err);
 
     if (rc != SB_OK) {
         release(s);

@@ -39,7 +39,7 @@ typedef struct sb_server_options {
      * request's statement runs past it, on the same database and prefix;
      * the operations worker and the stats sampler stay on the server's
      * bus; from the start on, api_bus counts its traffic in the server
-     * bus's counters (sb__bus_count_into), so /metrics and the charts
+     * bus's counters (sb_bus_count_into), so /metrics and the charts
      * count one process: nothing else may use api_bus during
      * sb__server_start, and no worker may run on it. `api_store` is the
      * error store over it (required with a store). */
@@ -60,17 +60,8 @@ typedef struct sb_server_options {
 int sb__listen_parse(const char *text, struct sockaddr_storage *out,
                      socklen_t *len, int *loopback, sb_error *err);
 
-/* The statements of the server's own table (operations_sql.c), as
- * sb_schema_statements gives the transport's ("operations.insert", ...). */
-int sb__server_statements(const char *backend, const char *table_prefix,
-                          sb_statement_fn fn, void *user, sb_error *err);
-/* The DDL of that table, as sb_schema_sql gives the transport's.
- * Transferred: sb_free. */
-int sb__server_schema_sql(const char *backend, const char *table_prefix,
-                          char **out, sb_error *err);
-
 /* http.c: start serving `bus` (borrowed; must outlive the server), with
- * the durable operations worker (operations.c) when a store is given;
+ * the durable operations (sb_operations_open) when a store is given;
  * requests run on opts->api_bus when set. Refuses a non-loopback address
  * without an admin token (S9). */
 int sb__server_start(sb_bus *bus, const sb_server_options *opts,

@@ -184,7 +184,8 @@ void sb_close(sb_bus *bus)
     sb__free(bus);
 }
 
-void sb__bus_count_into(sb_bus *bus, sb_bus *owner)
+/* Public (sqlbus.h): `bus` counts in `owner`'s counters from now on. */
+void sb_bus_count_into(sb_bus *bus, sb_bus *owner)
 {
     if (bus == NULL || owner == NULL || bus == owner)
         return;

@@ -115,7 +115,7 @@ struct sb_bus {
     sb_counters *counters; /* this process's counts (metrics.c, S8) */
     int64_t counts_flush_ms; /* -1: counts are not written (counts.c) */
     sb_flusher *flusher;     /* counts.c; NULL when not writing */
-    int counters_borrowed; /* another bus's (sb__bus_count_into) */
+    int counters_borrowed; /* another bus's (sb_bus_count_into) */
 };
 
 struct sb_msg {
@@ -142,13 +142,6 @@ struct sb_tx {
     int wake_all;
     sb_tx_counts *counts; /* counted at commit (metrics.c) */
 };
-
-/* Count `bus`'s traffic in `owner`'s counters from now on, so that
- * sb_bus_metrics of either reports both: `sqlbus serve` answers the API
- * on a bus of its own (statement_timeout_ms) and its /metrics and charts
- * count one process. Call before `bus` is used (no worker started on it);
- * `owner` must outlive `bus`. Not thread-safe. */
-void sb__bus_count_into(sb_bus *bus, sb_bus *owner);
 
 /* Make sure the schema exists / matches (per schema_mode) before use. */
 int sb__bus_ensure_schema(sb_bus *bus, sb_error *err);
@@ -339,6 +332,13 @@ sb_msg *sb__msg_new(void);
 /* Fill a message from a claim/list row: id, payload, headers, attempts,
  * lock_id, created_at, queue. */
 int sb__msg_from_row(const sb_rows *rows, size_t r, sb_msg **out);
+/* Parse the headers for sb_msg_header now if not done yet: SB_OK, or
+ * SB_NOMEM. sb_msg_header answers NULL for every header when that parse
+ * runs out of memory, as if they were absent, so the library's own
+ * readers of headers call this first and fail instead of acting on
+ * headers they think absent. Headers that are not a JSON object parse as
+ * none (SB_OK), as sb_msg_header reads them. */
+int sb__msg_parse_headers(const sb_msg *m);
 
 #define SB_MAX_ERROR_TEXT (8 * 1024)
 /* Room for the longest derived name ("messages_created_idx" and the

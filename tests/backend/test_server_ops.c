@@ -1,13 +1,13 @@
 /*
- * test_server_ops.c - the durable operations of `sqlbus serve`
- * (src/server/operations.c, rule S5) on both backends: a retry of every
- * unresolved message, or of a group, whose process is killed part way
- * resumes after its job's lease and reports the whole operation, each
- * message retried exactly once; and a table of another shape is refused.
+ * test_server_ops.c - the durable operations `sqlbus serve` runs
+ * (sb_operations_*, src/errors/operations.c, rule S5) on every backend,
+ * through the public API only: a retry of every unresolved message, or
+ * of a group, whose process is killed part way resumes after its job's
+ * lease and reports the whole operation, each message retried exactly
+ * once; a table of another shape is refused; the calls keep their
+ * contract (arguments refused before anything is written).
  */
 #include "harness_errors.h"
-
-#include "server/operations.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -69,16 +69,18 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
         close(fds[0]);
         sb_bus *cb = sbt_open(e->prefix, NULL);
         sb_errors *store = NULL;
-        sb_ops *ops = NULL;
-        sb_ops_options oo = {.lease_ms = LEASE_MS, .progress = die_at};
+        sb_operations *ops = NULL;
+        sb_operations_options oo = {
+            .size = sizeof oo, .lease_ms = LEASE_MS, .progress = die_at};
         if (sb_errors_open(cb, NULL, &store, NULL) != SB_OK ||
-            sb__ops_start(cb, store, &oo, &ops, NULL) != SB_OK)
+            sb_operations_open(store, &oo, &ops, NULL) != SB_OK)
             _exit(2);
         sb_failed_selection sel = {.size = sizeof sel, .group_id = group,
                                    .all = group == NULL};
-        sb_op_info op;
+        sb_operation_info op = {.size = sizeof op};
         sb_error err;
-        if (sb__ops_submit(ops, cb, "retry", &sel, &op, &err) != SB_OK)
+        if (sb_operations_submit(ops, NULL, "retry", &sel, &op, &err) !=
+            SB_OK)
             _exit(2);
         if (write(fds[1], op.id, sizeof op.id) != (ssize_t)sizeof op.id)
             _exit(2);
@@ -105,16 +107,17 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
     /* serve again: its worker takes the job once the lease has passed. */
     sb_bus *bus = sbt_open(e->prefix, NULL);
     sb_errors *store = NULL;
-    sb_ops *ops = NULL;
+    sb_operations *ops = NULL;
     sb_error err;
     sbt_ok(sb_errors_open(bus, NULL, &store, &err), &err, "store");
-    sb_ops_options oo = {.lease_ms = LEASE_MS};
-    sbt_ok(sb__ops_start(bus, store, &oo, &ops, &err), &err, "ops");
-    sb_op_info op;
+    sb_operations_options oo = {.size = sizeof oo, .lease_ms = LEASE_MS};
+    sbt_ok(sb_operations_open(store, &oo, &ops, &err), &err, "ops");
+    sb_operation_info op;
     memset(&op, 0, sizeof op);
+    op.size = sizeof op;
     int aged = group == NULL || age == AGE_BEFORE;
     for (int i = 0; i < 300; i++) {
-        sbt_ok(sb__ops_get(ops, bus, id, &op, &err), &err, "get");
+        sbt_ok(sb_operations_get(ops, bus, id, &op, &err), &err, "get");
         if (strcmp(op.state, "completed") == 0 ||
             strcmp(op.state, "failed") == 0)
             break;
@@ -122,7 +125,7 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
          * back for later, not failed: now that record goes stale. */
         if (!aged && scalar("SELECT count(*) FROM %smessages WHERE queue = "
                             "$1 AND last_error IS NOT NULL",
-                            e->prefix, "sqlbus.operations") > 0) {
+                            e->prefix, SB_OPERATIONS_QUEUE) > 0) {
             age_group_record(e);
             aged = 1;
         }
@@ -138,7 +141,7 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
                  "want the whole operation, %d of %d",
                  (long long)op.total, (long long)op.done, MESSAGES,
                  MESSAGES);
-    sb__ops_stop(ops);
+    sb_operations_close(ops);
     sb_errors_close(store);
     sb_close(bus);
     assert_int_equal(scalar("SELECT count(*) FROM %sfailed_messages WHERE "
@@ -221,9 +224,9 @@ static void test_operations_table_of_another_shape(void **state)
              "INSERT INTO %soperations (id, kind) VALUES ('x', 'retry')",
              e.prefix);
     sbt_exec(e.bus, sql);
-    sb_ops *ops = NULL;
+    sb_operations *ops = NULL;
     sb_error err;
-    int rc = sb__ops_start(e.bus, e.store, NULL, &ops, &err);
+    int rc = sb_operations_open(e.store, NULL, &ops, &err);
     if (rc != SB_SCHEMA_MISMATCH)
         fail_msg("start: %d, want SB_SCHEMA_MISMATCH: %s", rc, err.message);
     assert_null(ops);
@@ -239,6 +242,125 @@ static void test_operations_table_of_another_shape(void **state)
     sbe_close(&e);
 }
 
+/* What each listed operation's callback saw: the ids in order, and
+ * when to stop. */
+typedef struct seen {
+    int n, stop_at;
+    char ids[4][37];
+} seen;
+
+static int see(const sb_operation_info *op, void *user)
+{
+    seen *s = user;
+    assert_true(op->size >= sizeof *op);
+    if (s->n < 4)
+        memcpy(s->ids[s->n], op->id, sizeof op->id);
+    s->n++;
+    return s->n >= s->stop_at;
+}
+
+static int never(const sb_operation_info *op, void *user)
+{
+    (void)op;
+    (void)user;
+    fail_msg("the callback ran on a rejected call");
+    return 1;
+}
+
+/* The operation `id` once it has ended (30 s at most). */
+static sb_operation_info ended(sb_operations *ops, const char *id)
+{
+    sb_operation_info op = {.size = sizeof op};
+    sb_error err;
+    for (int i = 0; i < 300; i++) {
+        sbt_ok(sb_operations_get(ops, NULL, id, &op, &err), &err, "get");
+        if (strcmp(op.state, "completed") == 0 ||
+            strcmp(op.state, "failed") == 0)
+            return op;
+        sbt_sleep_ms(100);
+    }
+    fail_msg("operation %s is %s after 30 s", id, op.state);
+    return op;
+}
+
+/* Issue 18: the calls `sqlbus serve` uses are public, so their contract
+ * is tested here: arguments are refused before anything is written (the
+ * callback never runs then), an accepted operation reads back the same
+ * from get and list, runs to the end with its whole count, and list
+ * gives the newest first and stops when its callback says. */
+static void test_operations_public_calls(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sbe_seed_failed(&e, "qa", 3);
+    sb_operations *ops = NULL;
+    sb_error err;
+    sb_operations_options short_opts = {.size = 1};
+    assert_int_equal(sb_operations_open(e.store, &short_opts, &ops, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "size");
+    assert_null(ops);
+    sbt_ok(sb_operations_open(e.store, NULL, &ops, &err), &err, "open");
+
+    sb_failed_selection sel = {.size = sizeof sel, .failed_queue = "qa"};
+    sb_failed_selection two = {.size = sizeof two, .failed_queue = "qa",
+                               .all = 1};
+    sb_operation_info op = {.size = sizeof op};
+    sb_operation_info short_info = {.size = sizeof short_info - 1};
+    assert_int_equal(sb_operations_submit(ops, NULL, "explode", &sel, &op,
+                                          &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "kind");
+    assert_int_equal(sb_operations_submit(ops, NULL, "archive", &two, &op,
+                                          &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "selection");
+    assert_int_equal(sb_operations_submit(ops, NULL, "archive", &sel,
+                                          &short_info, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "size");
+    assert_int_equal(scalar("SELECT count(*) FROM %soperations WHERE id <> "
+                            "$1",
+                            e.prefix, ""),
+                     0);
+
+    sbt_ok(sb_operations_submit(ops, e.bus, "archive", &sel, &op, &err), &err,
+           "submit archive");
+    assert_string_equal(op.kind, "archive");
+    assert_string_equal(op.state, "queued");
+    assert_int_equal(op.total, -1);
+    sb_operation_info done = ended(ops, op.id);
+    assert_string_equal(done.state, "completed");
+    assert_string_equal(done.id, op.id);
+    assert_int_equal(done.created_us, op.created_us);
+    assert_int_equal(done.total, 3);
+    assert_int_equal(done.done, 3);
+
+    sb_operation_info second = {.size = sizeof second};
+    sbt_ok(sb_operations_submit(ops, NULL, "unarchive", &sel, &second, &err),
+           &err, "submit unarchive");
+    assert_string_equal(ended(ops, second.id).state, "completed");
+    seen s = {.stop_at = 1};
+    sbt_ok(sb_operations_list(ops, NULL, 200, see, &s, &err), &err, "list");
+    assert_int_equal(s.n, 1); /* stopped by the callback */
+    assert_string_equal(s.ids[0], second.id);
+    s = (seen){.stop_at = 10};
+    sbt_ok(sb_operations_list(ops, NULL, 200, see, &s, &err), &err, "list");
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.ids[0], second.id); /* newest first */
+    assert_string_equal(s.ids[1], op.id);
+    assert_int_equal(sb_operations_list(ops, NULL, 0, never, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "limit");
+    assert_int_equal(sb_operations_get(ops, NULL, "no-such-operation", &op,
+                                       &err),
+                     SB_NOTFOUND);
+    sb_operations_close(ops);
+    sb_operations_close(NULL);
+    sbe_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -247,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_group_retry_resumes_whole),
         cmocka_unit_test(test_group_retry_resumes_after_conflict),
         cmocka_unit_test(test_operations_table_of_another_shape),
+        cmocka_unit_test(test_operations_public_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

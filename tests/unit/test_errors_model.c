@@ -51,6 +51,10 @@ static void expect_guid(const char *a, const char *b, const char *want)
     sb__deterministic_guid(joined, la + lb, got);
     assert_string_equal(got, want);
     free(joined);
+    /* and the public call, which `sqlbus serve` uses (issue 18) */
+    memset(got, 'X', sizeof got);
+    sb_deterministic_guid(a, b, got);
+    assert_string_equal(got, want);
 }
 
 static void test_guid_vectors(void **state)

@@ -18,8 +18,7 @@
 
 #include "channel/channel.h"
 #include "errors/errors.h"
-#include "server/operations.h"
-#include "server/server.h"
+#include "errors/operations.h"
 #include "transport/transport.h"
 
 #define MAX_TEXTS 400
@@ -55,8 +54,8 @@ static void dump_all(const char *backend, dump *d)
                      SB_OK);
     assert_int_equal(sb_errors_statements(backend, "t_", keep, d, &err),
                      SB_OK);
-    assert_int_equal(sb__server_statements(backend, "t_", keep, d, &err),
-                     SB_OK);
+    assert_int_equal(
+        sb_operations_statements(backend, "t_", keep, d, &err), SB_OK);
 }
 
 static void dump_free(dump *d)
@@ -324,7 +323,7 @@ static void test_statements_bad_input(void **state)
     assert_int_equal(sb_errors_statements("sqlite", NULL, NULL, &d, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "fn");
-    assert_int_equal(sb__server_statements(NULL, NULL, keep, &d, &err),
+    assert_int_equal(sb_operations_statements(NULL, NULL, keep, &d, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "backend");
     assert_int_equal(d.n, 0);

@@ -1,13 +1,12 @@
-/* operations_sql.c - the statements of the operations table
+/* operations_sql.c - the statements of the durable operations' table
  * (operations.h), one set per dialect, and the table's expected columns.
  * SQLite and PostgreSQL share one text; SQL Server's keys are bounded,
  * binary-collated nvarchar compared with the padding sentinel (tsql.h),
  * its times datetime2(7) as the transport's are, written and read as
  * microseconds since the epoch, and its limits TOP. */
-#include "server/operations.h"
+#include "errors/operations.h"
 
 #include "db/tsql.h"
-#include "transport/transport.h"
 
 #include <stddef.h>
 
@@ -175,8 +174,9 @@ void sb__ops_sql_free(sb_ops_sql *s)
     }
 }
 
-int sb__server_statements(const char *backend, const char *table_prefix,
-                          sb_statement_fn fn, void *user, sb_error *err)
+/* Public (sqlbus.h): every statement of the set, named "operations.*". */
+int sb_operations_statements(const char *backend, const char *table_prefix,
+                             sb_statement_fn fn, void *user, sb_error *err)
 {
     int dialect = 0;
     int rc = sb__statements_begin(backend, table_prefix, fn, &dialect, err);
@@ -194,9 +194,10 @@ int sb__server_statements(const char *backend, const char *table_prefix,
     return SB_OK;
 }
 
-int sb__server_schema_sql(const char *backend, const char *table_prefix,
-                          char **out, sb_error *err)
+/* Public (sqlbus.h): the table's DDL for `backend`; transferred. */
+int sb_operations_schema_sql(const char *backend, const char *table_prefix,
+                             char **out, sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, portable.ddl, portable.ddl,
-                       tsql.ddl, "server", out, err);
+                       tsql.ddl, "operations table", out, err);
 }

@@ -1,9 +1,8 @@
-/* operations.c - durable operations (see operations.h): the table, the
- * accept transaction (row + job), the worker that runs a job with the
- * library's bulk call and records progress, and the sweeper. */
-#include "server/operations.h"
-
-#include "errors/errors.h"
+/* operations.c - durable operations (sb_operations_* in sqlbus.h; see
+ * operations.h): the table, the accept transaction (row + job), the
+ * worker that runs a job with the store's bulk call and records
+ * progress, and the sweeper. */
+#include "errors/operations.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -17,10 +16,10 @@
 #define ORPHAN_AFTER_US (60LL * 1000000) /* a queued row without its job */
 #define KEEP_DEFAULT_MS (7LL * 24 * 3600 * 1000)
 
-struct sb_ops {
-    sb_bus *bus;
+struct sb_operations {
+    sb_bus *bus;      /* the store's: the worker's and the sweeper's */
     sb_errors *store;
-    sb_ops_options o;
+    sb_operations_options o;
     sb_worker *worker;
     sb_ops_sql sql;
     pthread_mutex_t mu;
@@ -33,7 +32,7 @@ struct sb_ops {
 static const char *const kinds[] = {"retry", "archive", "unarchive",
                                     "retry_pending", "resolve"};
 
-static void say(sb_ops *o, int level, const char *fmt, const char *a,
+static void say(sb_operations *o, int level, const char *fmt, const char *a,
                 const char *b)
 {
     if (o->o.log == NULL)
@@ -43,9 +42,10 @@ static void say(sb_ops *o, int level, const char *fmt, const char *a,
     o->o.log(level, "operations", line, o->o.log_user);
 }
 
-static void row_info(const sb_rows *rows, size_t r, sb_op_info *out)
+static void row_info(const sb_rows *rows, size_t r, sb_operation_info *out)
 {
     memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
     const char *t;
     sb__strlcpy(out->id, sb__rows_text(rows, r, 0), sizeof out->id);
     sb__strlcpy(out->kind, sb__rows_text(rows, r, 1), sizeof out->kind);
@@ -127,16 +127,16 @@ static int selection_parse(json_t *j, sb_failed_selection *sel,
 /* ---- accepting ---- */
 
 typedef struct submit_ctx {
-    sb_ops *o;
+    sb_operations *o;
     sb_bus *bus;
-    const sb_op_info *info;
+    const sb_operation_info *info;
     const char *selection;
 } submit_ctx;
 
 static int submit_tx(sb_conn *c, void *arg, sb_error *err)
 {
     submit_ctx *x = arg;
-    sb_ops *o = x->o;
+    sb_operations *o = x->o;
     sb_value p[5] = {sb__v_text(x->info->id), sb__v_text(x->info->kind),
                      sb__v_text(x->selection),
                      x->info->group_id[0] ? sb__v_text(x->info->group_id)
@@ -150,15 +150,36 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
     char ids[1][37];
     memcpy(ids[0], x->info->id, sizeof ids[0]);
     int immediate = 0;
-    return sb__publish_on(x->bus, c, SB_OPS_QUEUE, &job, 1, ids, &immediate,
-                          err);
+    return sb__publish_on(x->bus, c, SB_OPERATIONS_QUEUE, &job, 1, ids,
+                          &immediate, err);
 }
 
-int sb__ops_submit(sb_ops *o, sb_bus *bus, const char *kind,
-                   const sb_failed_selection *sel, sb_op_info *out,
-                   sb_error *err)
+/* A caller's sb_operation_info must be at least this version's (the
+ * first): SB_INVALID naming "size" otherwise. */
+static int check_info(const sb_operation_info *out, sb_error *err)
+{
+    if (out->size < sizeof *out)
+        return sb__err(err, SB_INVALID, "size",
+                       "out->size must be at least %zu (got %zu)",
+                       sizeof *out, out->size);
+    return SB_OK;
+}
+
+/* Public (sqlbus.h): check, then the row and its job in one transaction on
+ * `bus`; the worker (on the store's bus) is woken in-process. */
+int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
+                         const sb_failed_selection *sel,
+                         sb_operation_info *out, sb_error *err)
 {
     sb_error_clear(err);
+    if (o == NULL || kind == NULL || sel == NULL)
+        return sb__err(err, SB_INVALID,
+                       o == NULL ? "ops" : kind == NULL ? "kind" : "sel",
+                       "arguments must not be NULL");
+    if (out != NULL && check_info(out, err) != SB_OK)
+        return SB_INVALID;
+    if (bus == NULL)
+        bus = o->bus;
     int known = 0;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         known |= strcmp(kind, kinds[i]) == 0;
@@ -177,29 +198,43 @@ int sb__ops_submit(sb_ops *o, sb_bus *bus, const char *kind,
                        "the selection must be at most %zu bytes as JSON",
                        SB_OPS_SELECTION_MAX);
     }
-    memset(out, 0, sizeof *out);
+    sb_operation_info info;
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
     int64_t now = sb__wall_us();
-    sb__uuid7_at(out->id, now / 1000);
-    sb__strlcpy(out->kind, kind, sizeof out->kind);
-    sb__strlcpy(out->state, "queued", sizeof out->state);
+    sb__uuid7_at(info.id, now / 1000);
+    sb__strlcpy(info.kind, kind, sizeof info.kind);
+    sb__strlcpy(info.state, "queued", sizeof info.state);
     if (sel->group_id != NULL)
-        sb__strlcpy(out->group_id, sel->group_id, sizeof out->group_id);
-    out->total = -1;
-    out->created_us = out->updated_us = now;
-    submit_ctx x = {o, bus, out, text};
+        sb__strlcpy(info.group_id, sel->group_id, sizeof info.group_id);
+    info.total = -1;
+    info.created_us = info.updated_us = now;
+    submit_ctx x = {o, bus, &info, text};
     rc = sb__db_run_tx(bus->pool, NULL, submit_tx, &x, err);
     sb__free(text);
-    if (rc == SB_OK) /* the worker runs on o->bus */
-        sb__bus_wake_local(o->bus, SB_OPS_QUEUE);
-    return rc;
+    if (rc != SB_OK)
+        return rc;
+    sb__bus_wake_local(o->bus, SB_OPERATIONS_QUEUE); /* the worker's bus */
+    if (out != NULL)
+        *out = info;
+    return SB_OK;
 }
 
 /* ---- reading ---- */
 
-int sb__ops_get(sb_ops *o, sb_bus *bus, const char *id, sb_op_info *out,
-                sb_error *err)
+/* Public (sqlbus.h): one row; SB_NOTFOUND when there is none. */
+int sb_operations_get(sb_operations *o, sb_bus *bus, const char *id,
+                      sb_operation_info *out, sb_error *err)
 {
     sb_error_clear(err);
+    if (o == NULL || id == NULL || out == NULL)
+        return sb__err(err, SB_INVALID,
+                       o == NULL ? "ops" : id == NULL ? "id" : "out",
+                       "arguments must not be NULL");
+    if (check_info(out, err) != SB_OK)
+        return SB_INVALID;
+    if (bus == NULL)
+        bus = o->bus;
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(bus->pool, 5000, &c, err);
     if (rc != SB_OK)
@@ -216,14 +251,19 @@ int sb__ops_get(sb_ops *o, sb_bus *bus, const char *id, sb_op_info *out,
     return rc;
 }
 
-int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
-                   size_t *n_out, sb_error *err)
+/* Public (sqlbus.h): the `limit` newest rows to `fn`, no connection held
+ * while it runs. */
+int sb_operations_list(sb_operations *o, sb_bus *bus, size_t limit,
+                       sb_operation_fn fn, void *user, sb_error *err)
 {
     sb_error_clear(err);
-    *out = NULL;
-    *n_out = 0;
+    if (o == NULL || fn == NULL)
+        return sb__err(err, SB_INVALID, o == NULL ? "ops" : "fn",
+                       "arguments must not be NULL");
     if (limit < 1 || limit > 200)
         return sb__err(err, SB_INVALID, "limit", "limit must be 1 to 200");
+    if (bus == NULL)
+        bus = o->bus;
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(bus->pool, 5000, &c, err);
     if (rc != SB_OK)
@@ -231,26 +271,20 @@ int sb__ops_recent(sb_ops *o, sb_bus *bus, size_t limit, sb_op_info **out,
     sb_value p = sb__v_int((int64_t)limit);
     sb_rows *rows = NULL;
     rc = sb__query(c, o->sql.recent, &p, 1, &rows, NULL, err);
-    sb__pool_release(bus->pool, c);
-    size_t n = rc == SB_OK ? rows->nrows : 0;
-    sb_op_info *v = n ? sb__calloc(n, sizeof *v) : NULL;
-    if (n > 0 && v == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
-    for (size_t r = 0; rc == SB_OK && r < n; r++)
-        row_info(rows, r, &v[r]);
-    sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(v);
-        return rc;
+    sb__pool_release(bus->pool, c); /* none held while `fn` runs */
+    for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
+        sb_operation_info info;
+        row_info(rows, r, &info);
+        if (fn(&info, user) != 0)
+            break;
     }
-    *out = v;
-    *n_out = n;
-    return SB_OK;
+    sb__rows_free(rows);
+    return rc;
 }
 
 /* ---- running ---- */
 
-static int exec1(sb_ops *o, const char *sql, const sb_value *p, size_t n,
+static int exec1(sb_operations *o, const char *sql, const sb_value *p, size_t n,
                  sb_error *err)
 {
     sb_conn *c = NULL;
@@ -263,7 +297,7 @@ static int exec1(sb_ops *o, const char *sql, const sb_value *p, size_t n,
 }
 
 typedef struct progress_ctx {
-    sb_ops *o;
+    sb_operations *o;
     const char *id;
 } progress_ctx;
 
@@ -307,7 +341,7 @@ static void on_progress(int64_t done, int64_t total, void *user)
     x->o->o.progress(x->id, done, total, x->o->o.progress_user);
 }
 
-static int run_kind(sb_ops *o, const char *kind, const sb_failed_selection *s,
+static int run_kind(sb_operations *o, const char *kind, const sb_failed_selection *s,
                     const sb_errors_op_hook *h, sb_error *err)
 {
     if (strcmp(kind, "retry") == 0)
@@ -326,7 +360,7 @@ static int run_kind(sb_ops *o, const char *kind, const sb_failed_selection *s,
  * record of that run still live (E19: it counts as interrupted only 60 s
  * after its last batch, and the job's lease can lapse sooner): that
  * conflict passes with time, so the job waits for it too. */
-static int transient(int rc, const sb_op_info *info, const sb_msg *m)
+static int transient(int rc, const sb_operation_info *info, const sb_msg *m)
 {
     rc &= 0xff;
     if (rc == SB_CONFLICT && info->group_id[0] != '\0' &&
@@ -341,7 +375,7 @@ static int transient(int rc, const sb_op_info *info, const sb_msg *m)
  * last attempt, which marks the operation failed. */
 static int handle(sb_delivery *d, void *user)
 {
-    sb_ops *o = user;
+    sb_operations *o = user;
     const sb_msg *m = sb_delivery_msg(d);
     size_t len = 0;
     const char *payload = sb_msg_payload(m, &len);
@@ -363,7 +397,7 @@ static int handle(sb_delivery *d, void *user)
         sb__rows_free(rows);
         return SB_OK;
     }
-    sb_op_info info;
+    sb_operation_info info;
     row_info(rows, 0, &info);
     json_error_t jerr;
     json_t *j = json_loads(sb__rows_text(rows, 0, 9), 0, &jerr);
@@ -410,7 +444,7 @@ static int handle(sb_delivery *d, void *user)
 
 /* ---- the sweeper ---- */
 
-static void sweep(sb_ops *o)
+static void sweep(sb_operations *o)
 {
     sb_error err;
     int64_t now = sb__wall_us();
@@ -430,14 +464,14 @@ static void sweep(sb_ops *o)
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         const char *id = sb__rows_text(rows, r, 0);
         sb_outgoing job = {id, id, strlen(id), NULL, 0};
-        sb_publish(o->bus, NULL, SB_OPS_QUEUE, &job, NULL, &err);
+        sb_publish(o->bus, NULL, SB_OPERATIONS_QUEUE, &job, NULL, &err);
     }
     sb__rows_free(rows);
 }
 
 static void *sweeper(void *arg)
 {
-    sb_ops *o = arg;
+    sb_operations *o = arg;
     pthread_mutex_lock(&o->mu);
     while (!o->stopping) {
         pthread_mutex_unlock(&o->mu);
@@ -456,7 +490,7 @@ static void *sweeper(void *arg)
 /* The table under the schema lock (as the store's, errors/store.c). */
 static int create_tx(sb_conn *c, void *arg, sb_error *err)
 {
-    sb_ops *o = arg;
+    sb_operations *o = arg;
     int rc = SB_OK;
     if (o->bus->sql->lock != NULL)
         rc = o->bus->dialect == SB_DIALECT_MSSQL
@@ -468,7 +502,7 @@ static int create_tx(sb_conn *c, void *arg, sb_error *err)
 /* The table against the catalog: each column there, of its type, NOT
  * NULL where it must be; SB_SCHEMA_MISMATCH naming the column otherwise
  * (a table of another shape made by hand, or by another product). */
-static int check_columns(sb_ops *o, const sb_rows *rows, const char *table,
+static int check_columns(sb_operations *o, const sb_rows *rows, const char *table,
                          sb_error *err)
 {
     int dialect = o->bus->dialect;
@@ -502,7 +536,7 @@ static int check_columns(sb_ops *o, const sb_rows *rows, const char *table,
 /* Create what is missing, then check the table: a table of another shape
  * fails the DDL too (its index names a column it lacks), and then the
  * check's message, naming the column, is the one reported. */
-static int create_table(sb_ops *o, sb_error *err)
+static int create_table(sb_operations *o, sb_error *err)
 {
     sb_error create_err;
     int create_rc =
@@ -528,12 +562,26 @@ static int create_table(sb_ops *o, sb_error *err)
     return rc;
 }
 
-int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
-                  sb_ops **out, sb_error *err)
+/* Public (sqlbus.h): the table (created, then checked against the
+ * catalog), the worker and the sweeper. */
+int sb_operations_open(sb_errors *store, const sb_operations_options *opts,
+                       sb_operations **out, sb_error *err)
 {
     sb_error_clear(err);
+    if (store == NULL || out == NULL)
+        return sb__err(err, SB_INVALID, store ? "out" : "store",
+                       "arguments must not be NULL");
     *out = NULL;
-    sb_ops *o = sb__calloc(1, sizeof *o);
+    if (opts != NULL && opts->size != 0 && opts->size < sizeof *opts)
+        return sb__err(err, SB_INVALID, "size",
+                       "sb_operations_options.size is smaller than any "
+                       "version");
+    if (opts != NULL && (opts->keep_ms < 0 || opts->lease_ms < 0))
+        return sb__err(err, SB_INVALID,
+                       opts->keep_ms < 0 ? "keep_ms" : "lease_ms",
+                       "keep_ms and lease_ms must be 0 (default) or more");
+    sb_bus *bus = store->bus;
+    sb_operations *o = sb__calloc(1, sizeof *o);
     if (o == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     o->bus = bus;
@@ -547,9 +595,16 @@ int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
         rc = create_table(o, err);
     pthread_mutex_init(&o->mu, NULL);
     sb__cond_init_monotonic(&o->cv);
+    /* The sweeper first: it calls none of the caller's callbacks, so a
+     * failure to start the worker after it leaves none having run. */
+    if (rc == SB_OK) {
+        o->started_sweeper = pthread_create(&o->sweeper, NULL, sweeper, o) == 0;
+        if (!o->started_sweeper)
+            rc = sb__err(err, SB_ERROR, NULL, "cannot start a thread");
+    }
     if (rc == SB_OK) {
         sb_worker_options w = {.size = sizeof w,
-                               .queue = SB_OPS_QUEUE,
+                               .queue = SB_OPERATIONS_QUEUE,
                                .handler = handle,
                                .user = o,
                                .concurrency = 1,
@@ -561,20 +616,17 @@ int sb__ops_start(sb_bus *bus, sb_errors *store, const sb_ops_options *opts,
                                .redelivery_max_ms = 60000};
         rc = sb_worker_start(bus, &w, &o->worker, err);
     }
-    if (rc == SB_OK) {
-        o->started_sweeper = pthread_create(&o->sweeper, NULL, sweeper, o) == 0;
-        if (!o->started_sweeper)
-            rc = sb__err(err, SB_ERROR, NULL, "cannot start a thread");
-    }
     if (rc != SB_OK) {
-        sb__ops_stop(o);
+        sb_operations_close(o);
         return rc;
     }
     *out = o;
     return SB_OK;
 }
 
-void sb__ops_stop(sb_ops *o)
+/* Public (sqlbus.h): stop the sweeper and the worker (the running job
+ * finishes or is handed back), free. NULL-safe. */
+void sb_operations_close(sb_operations *o)
 {
     if (o == NULL)
         return;
