@@ -46,6 +46,17 @@
 /* small helpers                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Nanoseconds as microseconds / milliseconds, for the reports. */
+static double us_of(int64_t ns)
+{
+    return (double)ns / 1e3;
+}
+
+static double ms_of(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
 static int64_t wall_us(void)
 {
     struct timespec ts;
@@ -958,12 +969,12 @@ static int cmd_latency(const args *a)
            (long long)(p.measured_sent - lc.measured_received), a->rate,
            (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
            (long long)lc.received, p.measured_sent, (long long)lc.measured_received,
-           p.errors, p.behind, (double)p.max_late_ns / 1e6, hist_pct(&lc.h, 50) / 1e3, hist_pct(&lc.h, 90) / 1e3,
-           hist_pct(&lc.h, 99) / 1e3, hist_pct(&lc.h, 99.9) / 1e3, lc.h.max / 1e3,
+           p.errors, p.behind, (double)p.max_late_ns / 1e6, us_of(hist_pct(&lc.h, 50)), us_of(hist_pct(&lc.h, 90)),
+           us_of(hist_pct(&lc.h, 99)), us_of(hist_pct(&lc.h, 99.9)), us_of(lc.h.max),
            lc.h.n ? lc.h.sum / (double)lc.h.n / 1e3 : 0.0,
-           lc.h.n ? lc.h.min / 1e3 : 0.0, hist_pct(&p.call, 50) / 1e3,
-           hist_pct(&p.call, 99) / 1e3, hist_pct(&lc.after, 50) / 1e3,
-           hist_pct(&lc.after, 99) / 1e3, st.acked);
+           lc.h.n ? us_of(lc.h.min) : 0.0, us_of(hist_pct(&p.call, 50)),
+           us_of(hist_pct(&p.call, 99)), us_of(hist_pct(&lc.after, 50)),
+           us_of(hist_pct(&lc.after, 99)), st.acked);
     fflush(stdout);
     free(lc.returned);
     sb_close(bus);
@@ -1131,8 +1142,8 @@ static void xmin_window_json(const xmin_window *w)
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
            "\"dead_tup_max\":%" PRId64 "}",
            w->name, w->from, w->to, w->sent, w->started,
-           (double)w->recv / secs, hist_pct(&w->h, 50) / 1e3,
-           hist_pct(&w->h, 99) / 1e3, w->h.max / 1e3, w->dead_max);
+           (double)w->recv / secs, us_of(hist_pct(&w->h, 50)),
+           us_of(hist_pct(&w->h, 99)), us_of(w->h.max), w->dead_max);
 }
 
 static int cmd_xmin(const args *a)
@@ -1255,9 +1266,9 @@ static int cmd_xmin(const args *a)
      * row (one noisy second of a shared machine does not undo it); -1
      * when the after window has no such run. */
     enum { XMIN_STEADY = 5 };
-    double bound = hist_pct(&win[0].h, 99) * 3.0;
-    if (bound < hist_pct(&win[0].h, 99) + 10e6)
-        bound = hist_pct(&win[0].h, 99) + 10e6;
+    double bound = (double)hist_pct(&win[0].h, 99) * 3.0;
+    if (bound < (double)hist_pct(&win[0].h, 99) + 10e6)
+        bound = (double)hist_pct(&win[0].h, 99) + 10e6;
     int recovered_at = -1, run = 0;
     for (int s = a0; s < e0 && recovered_at < 0; s++) {
         int normal = x.pub_recv[s] >= sent[s] &&
@@ -1273,7 +1284,7 @@ static int cmd_xmin(const args *a)
         logf_("%3d  %-6s %5" PRId64 " %6" PRId64 " %8" PRId64 " %9.2f %9.2f %8" PRId64,
               s, s < h0 ? "before" : s < a0 ? "during" : s < e0 ? "after" : "tail",
               sent[s], x.pub_recv[s], x.recv[s],
-              hist_pct(&x.by_pub[s], 50) / 1e6, hist_pct(&x.by_pub[s], 99) / 1e6,
+              ms_of(hist_pct(&x.by_pub[s], 50)), ms_of(hist_pct(&x.by_pub[s], 99)),
               x.dead[s]);
     double r_before = (double)win[0].recv / (win[0].to - win[0].from);
     double r_during = (double)win[1].recv / (win[1].to - win[1].from);
@@ -1296,8 +1307,8 @@ static int cmd_xmin(const args *a)
     for (int s = 0; s < e0 + tail && s < x.nsec; s++)
         printf("%s[%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.0f,%.0f,%" PRId64 "]",
                s ? "," : "", s, sent[s], x.pub_recv[s], x.recv[s],
-               hist_pct(&x.by_pub[s], 50) / 1e3,
-               hist_pct(&x.by_pub[s], 99) / 1e3, x.dead[s]);
+               us_of(hist_pct(&x.by_pub[s], 50)),
+               us_of(hist_pct(&x.by_pub[s], 99)), x.dead[s]);
     printf("],\"series_columns\":[\"s\",\"sent\",\"started_of_sent\","
            "\"starts\",\"p50_us\",\"p99_us\",\"dead_tup\"]}\n");
     fflush(stdout);

@@ -343,9 +343,11 @@ static int spawn_worker(const cargs *a, child *c)
     self[n] = '\0';
     char conc[16];
     snprintf(conc, sizeof conc, "%d", a->worker_concurrency);
-    char *argv[] = {self, "reply-worker", "--url", (char *)a->url,
-                    "--queue", (char *)a->queue, "--concurrency", conc,
-                    "--sync", (char *)a->sync, NULL};
+    /* execv takes char *const[]: the literals are never written. */
+    char *argv[] = {self, (char *)"reply-worker", (char *)"--url",
+                    (char *)a->url, (char *)"--queue", (char *)a->queue,
+                    (char *)"--concurrency", conc, (char *)"--sync",
+                    (char *)a->sync, NULL};
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) {
         logf_("pipe: %s", strerror(errno));

@@ -1130,7 +1130,7 @@ int sb__demo_start(sb_bus *bus, const sb_demo_options *opts, sb_demo **out,
     d->log_user = opts->log_user;
     uint64_t seed = opts->seed ? opts->seed : DEFAULT_SEED;
     for (int i = 0; i < N_RNG; i++)
-        d->rng[i] = seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(i + 1));
+        d->rng[i] = seed ^ (UINT64_C(0x632be59bd9b4e019) * ((uint64_t)i + 1));
     d->invoices_open = 1;
     /* Order numbers run ahead of the clock at ten a second, so a later
      * run on the same database never repeats one. */
