@@ -326,7 +326,9 @@ SB_API const char *sb_msg_queue(const sb_msg *msg);
 SB_API const char *sb_msg_lock_id(const sb_msg *msg);
 SB_API const void *sb_msg_payload(const sb_msg *msg, size_t *len);
 SB_API const char *sb_msg_headers(const sb_msg *msg); /* JSON object */
-/* One header's value, or NULL. Keys compare case-insensitively. */
+/* One header's value, or NULL. Keys compare case-insensitively. NULL too
+ * when the first use could not allocate the parsed headers; a later call
+ * parses again. */
 SB_API const char *sb_msg_header(const sb_msg *msg, const char *key);
 SB_API int sb_msg_attempts(const sb_msg *msg);
 SB_API int64_t sb_msg_created_at_us(const sb_msg *msg); /* Unix us */
@@ -722,7 +724,8 @@ SB_API void sb_worker_get_stats(const sb_worker *w, sb_worker_stats *out);
 /* Delivery accessors (borrowed, valid during the handler call). */
 SB_API const sb_msg *sb_delivery_msg(const sb_delivery *d);
 
-/* Record why the handler failed; copied. Used by the nak / dead letter. */
+/* Record why the handler failed; copied (a text that cannot be copied for
+ * lack of memory is left out). Used by the nak / dead letter. */
 SB_API void sb_delivery_fail(sb_delivery *d, const char *exception_type,
                              const char *message, const char *detail);
 

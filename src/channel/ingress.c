@@ -30,6 +30,9 @@ static int ingest(sb_delivery *d, void *user)
         snprintf(reason, sizeof reason,
                  "ingress: the reply is %zu bytes; the budget is %zu", len,
                  in->budget);
+    } else if (sb__msg_parse_headers(m) != SB_OK) {
+        /* Not dead-lettered as a row without an id: retried later. */
+        return SB_NOMEM;
     } else {
         corr = sb_msg_correlation_id(m);
         if (corr == NULL || corr[0] == '\0') {
@@ -41,6 +44,8 @@ static int ingest(sb_delivery *d, void *user)
                          : SB_NOTFOUND;
             if (rc == SB_OK)
                 corr = found;
+            else if (rc == SB_NOMEM)
+                return rc; /* retried, not dead-lettered as unusable */
             else if (rc == SB_NOTFOUND)
                 snprintf(reason, sizeof reason,
                          "ingress: no sb-correlation-id header and no "

@@ -160,6 +160,11 @@ int sb__attempt_from_row(const sb_msg *row, sb_attempt *a, sb_error *err)
 {
     memset(a, 0, sizeof *a);
     a->row = row;
+    /* Parsed first: headers lost to a failed allocation would read as
+     * absent, and the row be stored under another unique id or kept as a
+     * failed import. */
+    if (sb__msg_parse_headers(row) != SB_OK)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
     const char *mid = first(row, k_message_id);
     const char *queue = first(row, k_failed_queue);
     const char *endpoint = first(row, k_endpoint);

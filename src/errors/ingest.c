@@ -405,6 +405,9 @@ static int replace_groups(batch *x, sb_error *err)
             sb__deterministic_guid_str(g[k].classifier, g[k].title, id);
             sb__buf_reset(&pair);
             sb__buf_printf(&pair, "%s|%s", a->unique_id, id);
+            /* The next reset clears pair's failure: keep inherits it. */
+            if (pair.failed)
+                keep.failed = pair.failed;
             sb__buf_puts(&keep, any ? "," : "");
             sb__buf_json_mem(&keep, pair.data, pair.len);
             sb__buf_puts(gb, any++ ? ",{" : "{");

@@ -96,7 +96,14 @@ int sb_errors_search(sb_errors *e, const char *query, size_t limit,
         sb__buf_reset(&q);
         words = fts5_query(query, &q);
     }
-    if (words == 0 || q.failed) {
+    /* A failed buffer ran out of memory (its cap fits any query): not a
+     * query without words. */
+    if (q.failed) {
+        int rc = q.failed;
+        sb__buf_free(&q);
+        return sb__err(err, rc, NULL, "search query: %s", sb_strerror(rc));
+    }
+    if (words == 0) {
         sb__buf_free(&q);
         return sb__err(err, SB_INVALID, "query",
                        "query must contain at least one word");

@@ -61,7 +61,8 @@ static int list_on(sb_bus *bus, sb_conn *c, const sb_dlq_filter *f,
     sb__rows_free(rows);
     if (rc != SB_OK) {
         sb_msg_free_array(arr, k);
-        return rc;
+        return sb__err(err, rc, NULL, "could not read a dead letter: %s",
+                       sb_strerror(rc));
     }
     *out = arr;
     *n = k;
@@ -103,6 +104,10 @@ typedef struct bulk_ctx {
 static int requeue_one(sb_bus *bus, sb_conn *c, const sb_msg *m,
                        sb_error *err)
 {
+    /* Parsed first: headers lost to a failed allocation would read as
+     * absent (no failed queue: refused as invalid). */
+    if (sb__msg_parse_headers(m) != SB_OK)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
     const char *queue = sb_msg_header(m, "sb-failed-queue");
     const char *orig = sb_msg_header(m, "sb-message-id");
     char id[37];

@@ -97,13 +97,19 @@ const char *sb_msg_headers(const sb_msg *m)
     return m->headers;
 }
 
+int sb__msg_parse_headers(const sb_msg *m)
+{
+    sb_msg *mm = (sb_msg *)m;
+    if (mm->kv != NULL)
+        return SB_OK;
+    int rc = sb__headers_parse(mm->headers, &mm->kv, &mm->n_kv);
+    return rc == SB_NOMEM ? SB_NOMEM : SB_OK;
+}
+
 const char *sb_msg_header(const sb_msg *m, const char *key)
 {
     sb_msg *mm = (sb_msg *)m;
-    if (key == NULL)
-        return NULL;
-    if (mm->kv == NULL &&
-        sb__headers_parse(mm->headers, &mm->kv, &mm->n_kv) != SB_OK)
+    if (key == NULL || sb__msg_parse_headers(m) != SB_OK || mm->kv == NULL)
         return NULL;
     for (size_t i = 0; i < mm->n_kv; i++)
         if (strcasecmp(mm->kv[2 * i], key) == 0)

@@ -39,9 +39,13 @@ static int may_be_retry(const char *headers)
 static int confirm_retry_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
                             sb_error *err)
 {
-    const char *uid = may_be_retry(m->headers)
-                          ? sb_msg_header(m, "sb-retry-of")
-                          : NULL;
+    if (!may_be_retry(m->headers))
+        return SB_OK;
+    /* Parsed first: an sb-retry-of lost to a failed allocation would let
+     * the ack commit without its confirmation. */
+    if (sb__msg_parse_headers(m) != SB_OK)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    const char *uid = sb_msg_header(m, "sb-retry-of");
     if (uid == NULL || uid[0] == '\0')
         return SB_OK;
     const char *kv[] = {"sb-retry-confirmed", "true", "sb-retry-of", uid,
@@ -144,6 +148,13 @@ static int failure_headers(sb_bus *bus, const sb_msg *m, const sb_failure *f,
     snprintf(attempts, sizeof attempts, "%d", m->attempts);
     char *msg = capped(f ? f->exception_message : NULL);
     char *trace = capped(f ? f->stacktrace : NULL);
+    /* A NULL copy would leave its header out of the dead letter. */
+    if ((f && f->exception_message && msg == NULL) ||
+        (f && f->stacktrace && trace == NULL)) {
+        sb__free(msg);
+        sb__free(trace);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
     const char *kv[] = {"sb-dead-letter-reason",
                         f && f->reason ? f->reason : "dead-lettered",
                         "sb-failed-queue", m->queue,
@@ -173,6 +184,10 @@ int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
     sb__uuid7_at(new_id, sb__wall_us() / 1000);
     const char *reason = f && f->reason ? f->reason : "dead-lettered";
     char *text = capped(f ? f->exception_message : NULL);
+    if (f && f->exception_message && text == NULL) {
+        sb__free(headers);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
     sb_value p[8] = {sb__v_text(new_id), sb__v_text(bus->dlq),
                      sb__v_text(headers), sb__v_text(reason),
                      sb__v_text(text), sb__v_int(sb__bus_now_us(bus)),

@@ -50,6 +50,7 @@ struct sb_delivery {
     int outcome;
     int64_t delay_ms;
     char *exc_type, *exc_msg, *exc_detail, *dl_reason;
+    int dl_asked; /* sb_delivery_dead_letter, even if dl_reason is NULL */
     void *reply;              /* sb_delivery_reply, for sb-reply-to jobs */
     size_t reply_len;
     int has_reply;
@@ -989,7 +990,7 @@ static int finish(sb_worker *w, sb_delivery *d, int rc)
     int max = w->o.max_attempts;
     int spent = max > 0 && d->msg->attempts >= max;
     int outcome;
-    if (d->dl_reason != NULL) {
+    if (d->dl_reason != NULL || d->dl_asked) {
         outcome = OUT_DEAD;
     } else if (rc == SB_OK) {
         outcome = OUT_ACK;
@@ -1009,7 +1010,10 @@ static int finish(sb_worker *w, sb_delivery *d, int rc)
     }
     if (rc != SB_OK && d->exc_type == NULL && outcome != OUT_ACK) {
         d->exc_type = sb__strdup("error");
-        d->exc_msg = sb__strdup(sb_strerror(rc));
+        /* Set already when sb_delivery_fail could copy the message but not
+         * the type (out of memory): kept, not leaked. */
+        if (d->exc_msg == NULL)
+            d->exc_msg = sb__strdup(sb_strerror(rc));
     }
     return outcome;
 }
@@ -1017,17 +1021,25 @@ static int finish(sb_worker *w, sb_delivery *d, int rc)
 /* C23 through the bus's reply hook (registered by the channel): a job
  * that names a reply-to gets the handler's reply on success and an error
  * reply once it is dead-lettered. Runs before settlement, keyed by the
- * job's id, so a redelivered job's reply is an idempotent no-op. */
-static void send_reply(sb_worker *w, sb_delivery *d, int outcome)
+ * job's id, so a redelivered job's reply is an idempotent no-op. Returns
+ * the outcome to settle with: a success whose reply could not be sent
+ * (out of memory, the database) is settled as a failed attempt instead,
+ * so the job runs again and replies then; acked, the requester's reply
+ * would be lost. An early-acked row is gone already: nothing to retry. */
+static int send_reply(sb_worker *w, sb_delivery *d, int outcome)
 {
     sb_bus *bus = w->bus;
-    if (bus->reply_hook == NULL || sb_msg_header(d->msg, "sb-reply-to") == NULL ||
-        sb_msg_correlation_id(d->msg) == NULL)
-        return;
-    if (outcome == OUT_ACK) {
-        bus->reply_hook(bus->reply_hook_user, d->msg, d->reply ? d->reply : "",
-                        d->has_reply ? d->reply_len : 0, NULL, 0);
-    } else if (outcome == OUT_DEAD) {
+    if (bus->reply_hook == NULL)
+        return outcome;
+    int rc = sb__msg_parse_headers(d->msg);
+    if (rc == SB_OK && (sb_msg_header(d->msg, "sb-reply-to") == NULL ||
+                        sb_msg_correlation_id(d->msg) == NULL))
+        return outcome;
+    if (rc == SB_OK && outcome == OUT_ACK) {
+        rc = bus->reply_hook(bus->reply_hook_user, d->msg,
+                             d->reply ? d->reply : "",
+                             d->has_reply ? d->reply_len : 0, NULL, 0);
+    } else if (rc == SB_OK && outcome == OUT_DEAD) {
         sb_failure f = failure_of(d);
         if (f.exception_type == NULL)
             f.exception_type = "dead-lettered";
@@ -1035,6 +1047,11 @@ static void send_reply(sb_worker *w, sb_delivery *d, int outcome)
             f.exception_message = f.reason;
         bus->reply_hook(bus->reply_hook_user, d->msg, NULL, 0, &f, 0);
     }
+    if (rc == SB_OK || outcome != OUT_ACK || d->removed)
+        return outcome;
+    outcome = finish(w, d, rc);
+    /* Attempts spent: dead-lettered, with its error reply. */
+    return outcome == OUT_DEAD ? send_reply(w, d, outcome) : outcome;
 }
 
 /* Whether a handler thread with nothing to run should wait for more: not
@@ -1100,7 +1117,7 @@ static void *handler_main(void *arg)
             outcome = finish(w, d, sb__count_handler(w->bus, w->o.handler,
                                                      d, w->o.user));
         }
-        send_reply(w, d, outcome);
+        outcome = send_reply(w, d, outcome);
 
         int64_t ran = sb__mono_us() - began;
         pthread_mutex_lock(&w->mu);
@@ -1604,6 +1621,8 @@ int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
     if (data == NULL && len > 0)
         return sb__err(err, SB_INVALID, "data", "data is NULL but len is %zu",
                        len);
+    if (sb__msg_parse_headers(d->msg) != SB_OK)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
     if (bus->reply_hook == NULL || sb_msg_header(d->msg, "sb-reply-to") == NULL ||
         sb_msg_correlation_id(d->msg) == NULL)
         return sb__err(err, SB_MISUSE, "msg",
@@ -1617,6 +1636,9 @@ int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
 void sb_delivery_dead_letter(sb_delivery *d, const char *reason)
 {
     replace(&d->dl_reason, reason ? reason : "dead-lettered by the handler");
+    /* Asked for even if the reason could not be copied (out of memory):
+     * dead-lettered with the default reason then, never acked. */
+    d->dl_asked = 1;
 }
 
 int sb_delivery_renew(sb_delivery *d, sb_error *err)

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/core.h"
+#include "failalloc.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers */
@@ -1515,61 +1516,17 @@ static void test_alloc_helpers(void **state)
 /* ------------------------------------------------------------------ */
 /* fail the Nth allocation (style rule 7) */
 
-static struct {
-    long nth;   /* fail this call (1-based); 0 = never */
-    long calls; /* malloc + realloc calls since the last arm */
-    long live;  /* blocks currently allocated through the seam */
-    long failed;
-} fa;
-
-static void *fa_malloc(size_t n, void *user)
-{
-    assert_true(user == &fa);
-    if (++fa.calls == fa.nth) {
-        fa.failed++;
-        return NULL;
-    }
-    void *p = malloc(n);
-    if (p != NULL)
-        fa.live++;
-    return p;
-}
-
-static void *fa_realloc(void *p, size_t n, void *user)
-{
-    assert_true(user == &fa);
-    if (++fa.calls == fa.nth) {
-        fa.failed++;
-        return NULL; /* the old block stays valid, as with realloc */
-    }
-    void *q = realloc(p, n);
-    if (q != NULL && p == NULL)
-        fa.live++;
-    return q;
-}
-
-static void fa_free(void *p, void *user)
-{
-    assert_true(user == &fa);
-    if (p != NULL) {
-        fa.live--;
-        free(p);
-    }
-}
-
 static int fa_setup(void **state)
 {
     (void)state;
-    memset(&fa, 0, sizeof fa);
-    static const sb_allocator a = {fa_malloc, fa_realloc, fa_free, &fa};
-    sb_set_allocator(&a);
+    fa_install();
     return 0;
 }
 
 static int fa_teardown(void **state)
 {
     (void)state;
-    sb_set_allocator(NULL);
+    fa_uninstall();
     return 0;
 }
 
@@ -1775,17 +1732,15 @@ static void walk_failures(const char *name, fa_op op)
     for (n = 1;; n++) {
         if (n > 10000)
             fail_msg("%s: still allocating after 10000 injections", name);
-        long live0 = fa.live, failed0 = fa.failed;
+        long live0 = fa_live(), failed0 = fa_failed();
         unsigned long seen0 = sb__alloc_failures();
-        fa.nth = n;
-        fa.calls = 0;
+        fa_arm(n);
         int rc = op();
-        long calls = fa.calls;
-        fa.nth = 0;
-        if (fa.live != live0)
+        long calls = fa_disarm();
+        if (fa_live() != live0)
             fail_msg("%s: failing allocation %ld leaked %ld block(s)", name, n,
-                     fa.live - live0);
-        if (fa.failed == failed0) {
+                     fa_live() - live0);
+        if (fa_failed() == failed0) {
             /* nothing was failed: the op ran to the end and must succeed */
             if (rc != SB_OK)
                 fail_msg("%s: rc %d with no failure injected", name, rc);
@@ -1822,17 +1777,17 @@ static void test_alloc_fail_nth(void **state)
         {"utf8 to utf16 and back", op_utf16, 2},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        long live0 = fa.live;
+        long live0 = fa_live();
         /* count the allocations of a clean run first */
-        fa.nth = 0;
-        fa.calls = 0;
+        fa_arm(0);
         assert_int_equal(ops[i].op(), SB_OK);
-        if (fa.calls < ops[i].min_allocs)
-            fail_msg("%s: only %ld allocations", ops[i].name, fa.calls);
+        long calls = fa_disarm();
+        if (calls < ops[i].min_allocs)
+            fail_msg("%s: only %ld allocations", ops[i].name, calls);
         walk_failures(ops[i].name, ops[i].op);
-        assert_int_equal(fa.live, live0);
+        assert_int_equal(fa_live(), live0);
     }
-    assert_true(fa.failed > 0);
+    assert_true(fa_failed() > 0);
 }
 
 /* The seam really routes jansson: a JSON call with a failing allocator
@@ -1840,14 +1795,12 @@ static void test_alloc_fail_nth(void **state)
 static void test_alloc_jansson_routed(void **state)
 {
     (void)state;
-    fa.nth = 1;
-    fa.calls = 0;
+    fa_arm(1);
     sb_error e = junk_error();
     int rc = sb__headers_validate("{\"a\":\"b\"}", 9, &e);
     assert_int_equal(rc, SB_NOMEM);
     assert_int_equal(e.code, SB_NOMEM);
-    assert_true(fa.calls >= 1);
-    fa.nth = 0;
+    assert_true(fa_disarm() >= 1);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "core/core.h"
+#include "failalloc.h"
 
 #define BIG ((size_t)1 << 20)
 
@@ -520,61 +521,17 @@ static void test_not_json(void **state)
 /* ------------------------------------------------------------------ */
 /* fail the Nth allocation (style rule 7) */
 
-static struct {
-    long nth;   /* fail this call (1-based); 0 = never */
-    long calls; /* malloc + realloc calls since the last arm */
-    long live;  /* blocks currently allocated through the seam */
-    long failed;
-} fa;
-
-static void *fa_malloc(size_t n, void *user)
-{
-    assert_true(user == &fa);
-    if (++fa.calls == fa.nth) {
-        fa.failed++;
-        return NULL;
-    }
-    void *p = malloc(n);
-    if (p != NULL)
-        fa.live++;
-    return p;
-}
-
-static void *fa_realloc(void *p, size_t n, void *user)
-{
-    assert_true(user == &fa);
-    if (++fa.calls == fa.nth) {
-        fa.failed++;
-        return NULL;
-    }
-    void *q = realloc(p, n);
-    if (q != NULL && p == NULL)
-        fa.live++;
-    return q;
-}
-
-static void fa_free(void *p, void *user)
-{
-    assert_true(user == &fa);
-    if (p != NULL) {
-        fa.live--;
-        free(p);
-    }
-}
-
 static int fa_setup(void **state)
 {
     (void)state;
-    memset(&fa, 0, sizeof fa);
-    static const sb_allocator a = {fa_malloc, fa_realloc, fa_free, &fa};
-    sb_set_allocator(&a);
+    fa_install();
     return 0;
 }
 
 static int fa_teardown(void **state)
 {
     (void)state;
-    sb_set_allocator(NULL);
+    fa_uninstall();
     return 0;
 }
 
@@ -601,27 +558,25 @@ static int op_extract(void)
 static void test_alloc_fail_nth(void **state)
 {
     (void)state;
-    fa.nth = 0;
-    fa.calls = 0;
+    fa_arm(0);
     assert_int_equal(op_extract(), SB_OK);
-    long clean_calls = fa.calls;
+    long clean_calls = fa_disarm();
     assert_true(clean_calls >= 5);
     long n;
     for (n = 1; n <= clean_calls; n++) {
-        long live0 = fa.live, failed0 = fa.failed;
-        fa.nth = n;
-        fa.calls = 0;
+        long live0 = fa_live(), failed0 = fa_failed();
+        fa_arm(n);
         int rc = op_extract();
-        fa.nth = 0;
-        if (fa.live != live0)
+        fa_disarm();
+        if (fa_live() != live0)
             fail_msg("failing allocation %ld leaked %ld block(s)", n,
-                     fa.live - live0);
-        assert_int_equal(fa.failed, failed0 + 1);
+                     fa_live() - live0);
+        assert_int_equal(fa_failed(), failed0 + 1);
         if (rc != SB_NOMEM)
             fail_msg("failing allocation %ld gave rc %d, want SB_NOMEM", n,
                      rc);
     }
-    assert_int_equal(fa.live, 0);
+    assert_int_equal(fa_live(), 0);
 }
 
 int main(void)
