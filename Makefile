@@ -6,7 +6,7 @@
 #                  sqlite:./sqlbus.db
 #   make check   - build and run the whole test suite (SQLite and PostgreSQL)
 # Others: build, check-asan, check-tsan, check-mssql (SQLBUS_TEST_MSSQL),
-# install (PREFIX=/usr/local), bench, clean.
+# format, install (PREFIX=/usr/local), bench, clean.
 
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -14,7 +14,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps test-deps build serve run check check-asan check-tsan check-mssql install bench clean
+.PHONY: all deps test-deps build serve run check check-asan check-tsan check-mssql format install bench clean
 
 all: build
 
@@ -61,6 +61,12 @@ check-mssql: test-deps build
 	else \
 	    cd $(BUILD) && ctest --output-on-failure -L mssql; \
 	fi
+
+# Lay out every C file with the committed .clang-format (style rule 21;
+# tests/once/format.sh checks it).
+format:
+	@find src include tests bench examples -name '*.[ch]' \
+	    -not -path '*/node_modules/*' -print0 | xargs -0 clang-format -i
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

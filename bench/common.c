@@ -24,7 +24,8 @@ void sleep_ns(int64_t ns)
 {
     if (ns <= 0)
         return;
-    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    struct timespec ts = {(time_t)(ns / 1000000000LL),
+                          (long)(ns % 1000000000LL)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
@@ -67,7 +68,7 @@ void fail_json(const char *scenario, const char *msg)
 
 #ifndef SB_BENCH_NO_SQLBUS
 void bench_log(int level, const char *component, const char *message,
-                      void *user)
+               void *user)
 {
     (void)user;
     if (level >= SB_LOG_WARN)
@@ -79,7 +80,6 @@ void bench_log(int level, const char *component, const char *message,
 /* log-linear histogram (ns): 2^k buckets split into 32 linear steps,    */
 /* so every recorded value is within ~3% of its bucket bound.            */
 /* ------------------------------------------------------------------ */
-
 
 static int hist_index(int64_t v)
 {

@@ -126,7 +126,7 @@ typedef struct args {
     int batch;
     int pool;
     long long counts_flush_ms; /* --counts-flush: 0 = default, -1 = off */
-    int prefetch; /* --prefetch: 0 = default, -1 = none (T15) */
+    int prefetch;              /* --prefetch: 0 = default, -1 = none (T15) */
     int workers; /* --workers: burn-down workers sharing --handlers */
     int publishers;
     double rate;
@@ -329,8 +329,8 @@ static int cmd_raw_sqlite(const args *a)
     }
     sqlite3_busy_timeout(db, 5000);
     char pragma[128];
-    snprintf(pragma, sizeof pragma, "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s",
-             a->sync);
+    snprintf(pragma, sizeof pragma,
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s", a->sync);
     if (raw_exec(db, pragma) || raw_exec(db, RAW_DDL)) {
         fail_json("raw-sqlite", "setup failed");
         return 1;
@@ -509,7 +509,8 @@ static int burn_handler(sb_delivery *d, void *user)
 {
     burn_ctx *c = user;
     long long zero = 0;
-    atomic_compare_exchange_strong(&c->first_call_ns, &zero, (long long)mono_ns());
+    atomic_compare_exchange_strong(&c->first_call_ns, &zero,
+                                   (long long)mono_ns());
     atomic_fetch_add(&c->calls, 1);
     size_t len = 0;
     const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
@@ -566,8 +567,9 @@ static int cmd_burndown(const args *a)
             return 1;
         }
         preload_ns = mono_ns() - t0;
-        logf_("burndown: published %" PRId64 " jobs in %.2f s (%.0f/s)", a->jobs,
-              (double)preload_ns / 1e9, (double)a->jobs / ((double)preload_ns / 1e9));
+        logf_("burndown: published %" PRId64 " jobs in %.2f s (%.0f/s)",
+              a->jobs, (double)preload_ns / 1e9,
+              (double)a->jobs / ((double)preload_ns / 1e9));
     }
     if (strcmp(a->phase, "drain") != 0) {
         /* The queue must hold exactly what was published. */
@@ -612,8 +614,8 @@ static int cmd_burndown(const args *a)
     sb_error_clear(&err);
     int64_t t0 = mono_ns();
     for (int i = 0; i < a->workers; i++) {
-        wo.concurrency = a->handlers / a->workers +
-                         (i < a->handlers % a->workers);
+        wo.concurrency =
+            a->handlers / a->workers + (i < a->handlers % a->workers);
         int rc = sb_worker_start(bus, &wo, &ws[i], &err);
         if (rc != SB_OK) {
             logf_("sb_worker_start: %s: %s", sb_strerror(rc), err.message);
@@ -680,29 +682,32 @@ static int cmd_burndown(const args *a)
     for (int64_t i = 0; i < a->jobs; i++)
         if (!atomic_load(&c.seen[i]))
             missing++;
-    double first_claim_s = c.first_call_ns ? (double)(c.first_call_ns - t0) / 1e9 : -1;
+    double first_claim_s =
+        c.first_call_ns ? (double)(c.first_call_ns - t0) / 1e9 : -1;
     int ok = !hung && missing == 0 && c.dups == 0 && c.bad == 0 &&
              st.acked == a->jobs && left_ready == 0 && left_inflight == 0;
     if (!ok)
-        logf_("burndown: PROBLEM hung=%d acked=%" PRId64 " calls=%lld missing=%" PRId64
-              " dups=%lld bad=%lld naked=%" PRId64 " dead=%" PRId64 " lost=%" PRId64
-              " left_ready=%" PRId64 " left_inflight=%" PRId64,
+        logf_("burndown: PROBLEM hung=%d acked=%" PRId64
+              " calls=%lld missing=%" PRId64
+              " dups=%lld bad=%lld naked=%" PRId64 " dead=%" PRId64
+              " lost=%" PRId64 " left_ready=%" PRId64 " left_inflight=%" PRId64,
               hung, st.acked, (long long)c.calls, missing, (long long)c.dups,
               (long long)c.bad, st.naked, st.dead_lettered, st.lost_leases,
               left_ready, left_inflight);
-    printf("{\"scenario\":\"burndown\",\"ok\":%s,\"backend\":\"%s\",\"jobs\":%" PRId64
-           ",\"handlers\":%d,\"workers\":%d,\"pool_size\":%d,\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
-           "\"first_claim_s\":%.4f,\"acked\":%" PRId64 ",\"handler_calls\":%lld,"
-           "\"missing\":%" PRId64 ",\"duplicates\":%lld,\"naked\":%" PRId64
-           ",\"dead_lettered\":%" PRId64 ",\"lost_leases\":%" PRId64
-           ",\"left_ready\":%" PRId64 ",\"left_in_flight\":%" PRId64
-           ",\"hung\":%s,\"stop_rc\":%d,\"preload_s\":%.4f,\"sqlbus_version\":\"%s\"}\n",
-           ok ? "true" : "false", backend, a->jobs, a->handlers, a->workers, a->pool,
-           secs,
-           (double)st.acked / secs, first_claim_s, st.acked, (long long)c.calls,
-           missing, (long long)c.dups, st.naked, st.dead_lettered, st.lost_leases,
-           left_ready, left_inflight, hung ? "true" : "false", stop_rc,
-           (double)preload_ns / 1e9, SB_VERSION_STRING);
+    printf(
+        "{\"scenario\":\"burndown\",\"ok\":%s,\"backend\":\"%s\",\"jobs\":%" PRId64
+        ",\"handlers\":%d,\"workers\":%d,\"pool_size\":%d,\"seconds\":%.4f,\"jobs_per_s\":%.1f,"
+        "\"first_claim_s\":%.4f,\"acked\":%" PRId64 ",\"handler_calls\":%lld,"
+        "\"missing\":%" PRId64 ",\"duplicates\":%lld,\"naked\":%" PRId64
+        ",\"dead_lettered\":%" PRId64 ",\"lost_leases\":%" PRId64
+        ",\"left_ready\":%" PRId64 ",\"left_in_flight\":%" PRId64
+        ",\"hung\":%s,\"stop_rc\":%d,\"preload_s\":%.4f,\"sqlbus_version\":\"%s\"}\n",
+        ok ? "true" : "false", backend, a->jobs, a->handlers, a->workers,
+        a->pool, secs, (double)st.acked / secs, first_claim_s, st.acked,
+        (long long)c.calls, missing, (long long)c.dups, st.naked,
+        st.dead_lettered, st.lost_leases, left_ready, left_inflight,
+        hung ? "true" : "false", stop_rc, (double)preload_ns / 1e9,
+        SB_VERSION_STRING);
     fflush(stdout);
     free(c.seen);
     sb_close(bus);
@@ -731,7 +736,7 @@ static int cmd_schema(const args *a)
 /* ---- latency (P8) ---- */
 typedef struct lat_ctx {
     pthread_mutex_t mu;
-    hist h;          /* enqueue -> handler start, ns */
+    hist h; /* enqueue -> handler start, ns */
     /* From the publish call's return (its commit seen by the publisher)
      * to the handler's start; 0 when the handler started first. */
     hist after;
@@ -779,7 +784,7 @@ typedef struct pub_ctx {
     int64_t sent, measured_sent, errors, behind, calls;
     int64_t last_pub_ns, max_late_ns;
     int index, count; /* this thread publishes slots index, index+count, ... */
-    hist call; /* sb_publish call duration, ns */
+    hist call;        /* sb_publish call duration, ns */
     atomic_llong *per_sec; /* NULL, or publishes per second since start_ns */
     int nsec;
 } pub_ctx;
@@ -814,8 +819,8 @@ static void *publisher(void *arg)
         }
         int64_t t = mono_ns();
         int64_t call = atomic_fetch_add(&p->lc->calls, 1);
-        int len = snprintf(payload, sizeof payload, "%" PRId64 " %" PRId64,
-                           t, call);
+        int len =
+            snprintf(payload, sizeof payload, "%" PRId64 " %" PRId64, t, call);
         int n = 0;
         do {
             memset(&m[n], 0, sizeof m[n]);
@@ -827,10 +832,10 @@ static void *publisher(void *arg)
         } while (n < batch && due <= t && due < p->end_ns);
         sb_error err;
         sb_error_clear(&err);
-        int rc = n == 1 ? sb_publish(p->bus, NULL, p->a->queue, &m[0], NULL,
-                                     &err)
-                        : sb_publish_batch(p->bus, NULL, p->a->queue, m,
-                                           (size_t)n, NULL, &err);
+        int rc = n == 1
+                     ? sb_publish(p->bus, NULL, p->a->queue, &m[0], NULL, &err)
+                     : sb_publish_batch(p->bus, NULL, p->a->queue, m, (size_t)n,
+                                        NULL, &err);
         int64_t t2 = mono_ns();
         if (p->lc->returned && call < p->lc->max_calls)
             atomic_store(&p->lc->returned[call], t2);
@@ -939,7 +944,8 @@ static int cmd_latency(const args *a)
     free(th);
     int64_t pub_done = mono_ns();
     /* Wait for the tail (up to 10 s). */
-    while (atomic_load(&lc.received) < p.sent && mono_ns() - pub_done < 10000000000LL)
+    while (atomic_load(&lc.received) < p.sent &&
+           mono_ns() - pub_done < 10000000000LL)
         sleep_ns(1000000);
     sb_worker_stats st;
     sb_worker_get_stats(w, &st);
@@ -951,30 +957,33 @@ static int cmd_latency(const args *a)
     if (measured_s <= 0)
         measured_s = a->seconds;
     int ok = p.errors == 0 && lc.measured_received == p.measured_sent;
-    printf("{\"scenario\":\"latency\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
-           "\"publishers\":%d,\"batch\":%d,\"publish_calls\":%" PRId64 ","
-           "\"unreceived\":%lld,"
-           "\"target_rate\":%.1f,\"achieved_rate\":%.1f,\"seconds\":%.1f,"
-           "\"warmup_s\":%.1f,\"sent\":%" PRId64 ",\"received\":%lld,"
-           "\"measured_sent\":%" PRId64 ",\"measured_received\":%lld,"
-           "\"publish_errors\":%" PRId64 ",\"publisher_late\":%" PRId64 ","
-           "\"publisher_max_late_ms\":%.1f,"
-           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
-           "\"max_us\":%.1f,\"mean_us\":%.1f,\"min_us\":%.1f,"
-           "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,"
-           "\"after_publish_p50_us\":%.1f,\"after_publish_p99_us\":%.1f,"
-           "\"acked\":%" PRId64 "}\n",
-           ok ? "true" : "false", sb_backend_name(bus), handlers, np,
-           a->batch > 1 ? a->batch : 1, p.calls,
-           (long long)(p.measured_sent - lc.measured_received), a->rate,
-           (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
-           (long long)lc.received, p.measured_sent, (long long)lc.measured_received,
-           p.errors, p.behind, (double)p.max_late_ns / 1e6, us_of(hist_pct(&lc.h, 50)), us_of(hist_pct(&lc.h, 90)),
-           us_of(hist_pct(&lc.h, 99)), us_of(hist_pct(&lc.h, 99.9)), us_of(lc.h.max),
-           lc.h.n ? lc.h.sum / (double)lc.h.n / 1e3 : 0.0,
-           lc.h.n ? us_of(lc.h.min) : 0.0, us_of(hist_pct(&p.call, 50)),
-           us_of(hist_pct(&p.call, 99)), us_of(hist_pct(&lc.after, 50)),
-           us_of(hist_pct(&lc.after, 99)), st.acked);
+    printf(
+        "{\"scenario\":\"latency\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
+        "\"publishers\":%d,\"batch\":%d,\"publish_calls\":%" PRId64 ","
+        "\"unreceived\":%lld,"
+        "\"target_rate\":%.1f,\"achieved_rate\":%.1f,\"seconds\":%.1f,"
+        "\"warmup_s\":%.1f,\"sent\":%" PRId64 ",\"received\":%lld,"
+        "\"measured_sent\":%" PRId64 ",\"measured_received\":%lld,"
+        "\"publish_errors\":%" PRId64 ",\"publisher_late\":%" PRId64 ","
+        "\"publisher_max_late_ms\":%.1f,"
+        "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
+        "\"max_us\":%.1f,\"mean_us\":%.1f,\"min_us\":%.1f,"
+        "\"publish_p50_us\":%.1f,\"publish_p99_us\":%.1f,"
+        "\"after_publish_p50_us\":%.1f,\"after_publish_p99_us\":%.1f,"
+        "\"acked\":%" PRId64 "}\n",
+        ok ? "true" : "false", sb_backend_name(bus), handlers, np,
+        a->batch > 1 ? a->batch : 1, p.calls,
+        (long long)(p.measured_sent - lc.measured_received), a->rate,
+        (double)p.measured_sent / measured_s, a->seconds, a->warmup, p.sent,
+        (long long)lc.received, p.measured_sent,
+        (long long)lc.measured_received, p.errors, p.behind,
+        (double)p.max_late_ns / 1e6, us_of(hist_pct(&lc.h, 50)),
+        us_of(hist_pct(&lc.h, 90)), us_of(hist_pct(&lc.h, 99)),
+        us_of(hist_pct(&lc.h, 99.9)), us_of(lc.h.max),
+        lc.h.n ? lc.h.sum / (double)lc.h.n / 1e3 : 0.0,
+        lc.h.n ? us_of(lc.h.min) : 0.0, us_of(hist_pct(&p.call, 50)),
+        us_of(hist_pct(&p.call, 99)), us_of(hist_pct(&lc.after, 50)),
+        us_of(hist_pct(&lc.after, 99)), st.acked);
     fflush(stdout);
     free(lc.returned);
     sb_close(bus);
@@ -988,12 +997,12 @@ static int cmd_latency(const args *a)
  * count of handler starts (by start time), so the windows before, during
  * and after the hold, and the time to recover, come from one run. */
 typedef struct xmin_ctx {
-    lat_ctx lc;   /* first: publisher() reads the warm-up boundary here */
+    lat_ctx lc; /* first: publisher() reads the warm-up boundary here */
     int64_t start_ns;
     int nsec;
-    hist *by_pub;        /* [nsec] latency of messages published in second s */
-    int64_t *pub_recv;   /* [nsec] of those, how many were started */
-    int64_t *recv;       /* [nsec] handler starts during second s */
+    hist *by_pub;         /* [nsec] latency of messages published in second s */
+    int64_t *pub_recv;    /* [nsec] of those, how many were started */
+    int64_t *recv;        /* [nsec] handler starts during second s */
     int64_t *dead, *live; /* [nsec] pg_stat_user_tables, -1 = no sample */
     int64_t hold_at_ns, release_ns;
     atomic_int holder_pid;
@@ -1072,7 +1081,8 @@ static void *xmin_holder(void *arg)
     if (x->no_hold) {
         atomic_store(&x->holder_ok, 1); /* the control: same windows */
     } else if (xmin_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ") == 0 &&
-        xmin_exec(c, "SELECT txid_current(), count(*) FROM pg_class") == 0) {
+               xmin_exec(c, "SELECT txid_current(), count(*) FROM pg_class") ==
+                   0) {
         atomic_store(&x->holder_pid, PQbackendPID(c));
         atomic_store(&x->holder_ok, 1);
         logf_("holding an xmin (backend pid %d) until the release",
@@ -1141,9 +1151,9 @@ static void xmin_window_json(const xmin_window *w)
            ",\"started\":%" PRId64 ",\"received_per_s\":%.1f,"
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
            "\"dead_tup_max\":%" PRId64 "}",
-           w->name, w->from, w->to, w->sent, w->started,
-           (double)w->recv / secs, us_of(hist_pct(&w->h, 50)),
-           us_of(hist_pct(&w->h, 99)), us_of(w->h.max), w->dead_max);
+           w->name, w->from, w->to, w->sent, w->started, (double)w->recv / secs,
+           us_of(hist_pct(&w->h, 50)), us_of(hist_pct(&w->h, 99)),
+           us_of(w->h.max), w->dead_max);
 }
 
 static int cmd_xmin(const args *a)
@@ -1178,7 +1188,8 @@ static int cmd_xmin(const args *a)
     x.live = calloc((size_t)x.nsec, sizeof *x.live);
     int64_t *sent = calloc((size_t)x.nsec, sizeof *sent);
     atomic_llong *per_sec = calloc((size_t)x.nsec, sizeof *per_sec);
-    if (!per_sec || !x.by_pub || !x.pub_recv || !x.recv || !x.dead || !x.live || !sent) {
+    if (!per_sec || !x.by_pub || !x.pub_recv || !x.recv || !x.dead || !x.live ||
+        !sent) {
         fail_json("xmin", "out of memory");
         return 1;
     }
@@ -1271,41 +1282,50 @@ static int cmd_xmin(const args *a)
         bound = (double)hist_pct(&win[0].h, 99) + 10e6;
     int recovered_at = -1, run = 0;
     for (int s = a0; s < e0 && recovered_at < 0; s++) {
-        int normal = x.pub_recv[s] >= sent[s] &&
-                     (x.by_pub[s].n == 0 || hist_pct(&x.by_pub[s], 99) <= bound);
+        int normal =
+            x.pub_recv[s] >= sent[s] &&
+            (x.by_pub[s].n == 0 || hist_pct(&x.by_pub[s], 99) <= bound);
         run = normal ? run + 1 : 0;
         if (run == XMIN_STEADY || (normal && s == e0 - 1))
             recovered_at = s - run + 1;
     }
     /* Seconds on stderr for the reader. */
-    logf_("sec  window  sent  started-of-sent  starts/s  p50_ms  p99_ms  dead_tup");
+    logf_(
+        "sec  window  sent  started-of-sent  starts/s  p50_ms  p99_ms  dead_tup");
     int last = unreceived > 0 ? e0 + tail : e0;
     for (int s = b0; s < last && s < x.nsec; s++)
-        logf_("%3d  %-6s %5" PRId64 " %6" PRId64 " %8" PRId64 " %9.2f %9.2f %8" PRId64,
-              s, s < h0 ? "before" : s < a0 ? "during" : s < e0 ? "after" : "tail",
+        logf_("%3d  %-6s %5" PRId64 " %6" PRId64 " %8" PRId64
+              " %9.2f %9.2f %8" PRId64,
+              s,
+              s < h0   ? "before"
+              : s < a0 ? "during"
+              : s < e0 ? "after"
+                       : "tail",
               sent[s], x.pub_recv[s], x.recv[s],
-              ms_of(hist_pct(&x.by_pub[s], 50)), ms_of(hist_pct(&x.by_pub[s], 99)),
-              x.dead[s]);
+              ms_of(hist_pct(&x.by_pub[s], 50)),
+              ms_of(hist_pct(&x.by_pub[s], 99)), x.dead[s]);
     double r_before = (double)win[0].recv / (win[0].to - win[0].from);
     double r_during = (double)win[1].recv / (win[1].to - win[1].from);
     int ok = errors == 0 && atomic_load(&x.holder_ok);
-    printf("{\"scenario\":\"xmin\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
-           "\"publishers\":%d,\"target_rate\":%.1f,\"warmup_s\":%d,\"held\":%s,"
-           "\"before_s\":%d,\"hold_s\":%d,\"after_s\":%d,\"holder_pid\":%d,"
-           "\"sent\":%" PRId64 ",\"measured_sent\":%" PRId64
-           ",\"publish_errors\":%" PRId64 ",\"unreceived\":%" PRId64
-           ",\"throughput_during_over_before\":%.3f,\"recovery_s\":%d,"
-           "\"normal_p99_bound_us\":%.1f",
-           ok ? "true" : "false", sb_backend_name(bus), handlers, np, a->rate,
-           warm, x.no_hold ? "false" : "true", before, hold, after, atomic_load(&x.holder_pid), total_sent,
-           measured_sent, errors, unreceived,
-           r_before > 0 ? r_during / r_before : 0.0,
-           recovered_at < 0 ? -1 : recovered_at - a0, bound / 1e3);
+    printf(
+        "{\"scenario\":\"xmin\",\"ok\":%s,\"backend\":\"%s\",\"handlers\":%d,"
+        "\"publishers\":%d,\"target_rate\":%.1f,\"warmup_s\":%d,\"held\":%s,"
+        "\"before_s\":%d,\"hold_s\":%d,\"after_s\":%d,\"holder_pid\":%d,"
+        "\"sent\":%" PRId64 ",\"measured_sent\":%" PRId64
+        ",\"publish_errors\":%" PRId64 ",\"unreceived\":%" PRId64
+        ",\"throughput_during_over_before\":%.3f,\"recovery_s\":%d,"
+        "\"normal_p99_bound_us\":%.1f",
+        ok ? "true" : "false", sb_backend_name(bus), handlers, np, a->rate,
+        warm, x.no_hold ? "false" : "true", before, hold, after,
+        atomic_load(&x.holder_pid), total_sent, measured_sent, errors,
+        unreceived, r_before > 0 ? r_during / r_before : 0.0,
+        recovered_at < 0 ? -1 : recovered_at - a0, bound / 1e3);
     for (int k = 0; k < 3; k++)
         xmin_window_json(&win[k]);
     printf(",\"series\":[");
     for (int s = 0; s < e0 + tail && s < x.nsec; s++)
-        printf("%s[%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.0f,%.0f,%" PRId64 "]",
+        printf("%s[%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.0f,%.0f,%" PRId64
+               "]",
                s ? "," : "", s, sent[s], x.pub_recv[s], x.recv[s],
                us_of(hist_pct(&x.by_pub[s], 50)),
                us_of(hist_pct(&x.by_pub[s], 99)), x.dead[s]);
@@ -1328,16 +1348,17 @@ static int cmd_xmin(const args *a)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1] [--prefetch N|-1]\n"
-            "                           [--workers W (share --handlers, 1)]\n"
-            "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
-            "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1] [--batch 1] [--prefetch N|-1]\n"
-            "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"
-            "                           [--handlers 4] [--warmup 1] [--publishers 1]\n"
-            "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
-            "       sb_bench schema     --url URL   (open once: creates sqlbus's schema)\n"
-            "       sb_bench hist-selftest\n");
+    fprintf(
+        stderr,
+        "usage: sb_bench burndown   --url URL --jobs N --handlers H [--phase preload|drain|both] [--pool P] [--counts-flush MS|-1] [--prefetch N|-1]\n"
+        "                           [--workers W (share --handlers, 1)]\n"
+        "                           [--timeout S (whole drain, 600)] [--stall S (no ack progress, 30)]\n"
+        "       sb_bench latency    --url URL --rate R --seconds S [--handlers 4] [--warmup 1] [--publishers 1] [--batch 1] [--prefetch N|-1]\n"
+        "       sb_bench xmin       --url postgresql://... --rate R [--before 20] [--hold 60] [--after 30] [--no-hold]\n"
+        "                           [--handlers 4] [--warmup 1] [--publishers 1]\n"
+        "       sb_bench raw-sqlite --db PATH --jobs N --batch B [--sync full|normal] [--phase ...]\n"
+        "       sb_bench schema     --url URL   (open once: creates sqlbus's schema)\n"
+        "       sb_bench hist-selftest\n");
 }
 
 /* Check the histogram against exact percentiles of a known sample. */

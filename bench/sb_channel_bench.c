@@ -85,7 +85,6 @@ static double ru_cpu_s(const struct rusage *ru)
     return tv_s(ru->ru_utime) + tv_s(ru->ru_stime);
 }
 
-
 /* ------------------------------------------------------------------ */
 /* argument parsing                                                      */
 /* ------------------------------------------------------------------ */
@@ -344,10 +343,17 @@ static int spawn_worker(const cargs *a, child *c)
     char conc[16];
     snprintf(conc, sizeof conc, "%d", a->worker_concurrency);
     /* execv takes char *const[]: the literals are never written. */
-    char *argv[] = {self, (char *)"reply-worker", (char *)"--url",
-                    (char *)a->url, (char *)"--queue", (char *)a->queue,
-                    (char *)"--concurrency", conc, (char *)"--sync",
-                    (char *)a->sync, NULL};
+    char *argv[] = {self,
+                    (char *)"reply-worker",
+                    (char *)"--url",
+                    (char *)a->url,
+                    (char *)"--queue",
+                    (char *)a->queue,
+                    (char *)"--concurrency",
+                    conc,
+                    (char *)"--sync",
+                    (char *)a->sync,
+                    NULL};
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) {
         logf_("pipe: %s", strerror(errno));
@@ -463,7 +469,8 @@ typedef struct rr_thread {
     char first_error[640];
 } rr_thread;
 
-static void rr_error(rr_thread *t, const char *what, int rc, const sb_error *err)
+static void rr_error(rr_thread *t, const char *what, int rc,
+                     const sb_error *err)
 {
     if (t->errors++ == 0)
         snprintf(t->first_error, sizeof t->first_error, "%s: %s: %s", what,
@@ -649,8 +656,8 @@ static int cmd_rr(const cargs *a)
         stop_worker(&c, wjson, sizeof wjson, &worker_cpu);
     /* The time cap may stop the run early ("truncated"): every request
      * issued must still have come back right. */
-    int64_t issued = atomic_load(&s.next) < a->requests ? atomic_load(&s.next)
-                                                         : a->requests;
+    int64_t issued =
+        atomic_load(&s.next) < a->requests ? atomic_load(&s.next) : a->requests;
     int truncated = issued < a->requests;
     int ok = rc == 0 && agg.errors == 0 && agg.mismatched == 0 &&
              agg.total.n == (uint64_t)issued && issued > 0;
@@ -658,24 +665,25 @@ static int cmd_rr(const cargs *a)
         logf_("rr: PROBLEM errors=%" PRId64 " (warm-up included: %" PRId64
               ") mismatched=%" PRId64 " measured=%" PRIu64 " of %" PRId64
               " first error: %s",
-              agg.errors, warm_errors, agg.mismatched, agg.total.n,
-              a->requests, agg.first_error);
-    printf("{\"scenario\":\"rr\",\"ok\":%s,\"backend\":\"%s\",\"mode\":\"%s\","
-           "\"sqlite_sync\":\"%s\",\"inflight\":%d,\"worker_concurrency\":%d,\"requests\":%" PRId64
-           ",\"warmup\":%" PRId64 ",\"measured\":%" PRIu64
-           ",\"truncated\":%s,\"max_seconds\":%" PRId64
-           ",\"errors\":%" PRId64 ",\"mismatched\":%" PRId64
-           ",\"seconds\":%.4f,\"pairs_per_s\":%.1f,\"warmup_s\":%.3f,",
-           ok ? "true" : "false", backend, a->mode, a->sync, a->inflight,
-           a->worker_concurrency, a->requests, a->warmup, agg.total.n,
-           truncated ? "true" : "false", a->max_seconds, agg.errors, agg.mismatched, secs,
-           secs > 0 ? (double)agg.total.n / secs : 0.0, warm_s);
+              agg.errors, warm_errors, agg.mismatched, agg.total.n, a->requests,
+              agg.first_error);
+    printf(
+        "{\"scenario\":\"rr\",\"ok\":%s,\"backend\":\"%s\",\"mode\":\"%s\","
+        "\"sqlite_sync\":\"%s\",\"inflight\":%d,\"worker_concurrency\":%d,\"requests\":%" PRId64
+        ",\"warmup\":%" PRId64 ",\"measured\":%" PRIu64
+        ",\"truncated\":%s,\"max_seconds\":%" PRId64 ",\"errors\":%" PRId64
+        ",\"mismatched\":%" PRId64
+        ",\"seconds\":%.4f,\"pairs_per_s\":%.1f,\"warmup_s\":%.3f,",
+        ok ? "true" : "false", backend, a->mode, a->sync, a->inflight,
+        a->worker_concurrency, a->requests, a->warmup, agg.total.n,
+        truncated ? "true" : "false", a->max_seconds, agg.errors,
+        agg.mismatched, secs, secs > 0 ? (double)agg.total.n / secs : 0.0,
+        warm_s);
     printf("\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
            "\"mean_us\":%.1f,\"min_us\":%.1f,",
            (double)hist_pct(&agg.total, 50) / 1e3,
            (double)hist_pct(&agg.total, 90) / 1e3,
-           (double)hist_pct(&agg.total, 99) / 1e3,
-           (double)agg.total.max / 1e3,
+           (double)hist_pct(&agg.total, 99) / 1e3, (double)agg.total.max / 1e3,
            agg.total.n ? agg.total.sum / (double)agg.total.n / 1e3 : 0.0,
            agg.total.n ? (double)agg.total.min / 1e3 : 0.0);
     hist_json("request_call", &agg.call);
@@ -848,10 +856,9 @@ static int cmd_respond(const cargs *a)
               errors, wake.n, first_error);
     printf("{\"scenario\":\"respond\",\"ok\":%s,\"backend\":\"%s\","
            "\"requests\":%" PRId64 ",\"warmup\":%" PRId64
-           ",\"measured\":%" PRIu64 ",\"errors\":%" PRId64
-           ",\"seconds\":%.4f,",
-           ok ? "true" : "false", sb_backend_name(bus), a->requests,
-           a->warmup, wake.n, errors, secs);
+           ",\"measured\":%" PRIu64 ",\"errors\":%" PRId64 ",\"seconds\":%.4f,",
+           ok ? "true" : "false", sb_backend_name(bus), a->requests, a->warmup,
+           wake.n, errors, secs);
     printf("\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,",
            (double)hist_pct(&wake, 50) / 1e3, (double)hist_pct(&wake, 90) / 1e3,
            (double)hist_pct(&wake, 99) / 1e3, (double)wake.max / 1e3);
@@ -960,7 +967,8 @@ static double tree_cpu_s(long pid)
         long long t = 0;
         char *end = NULL;
         long self = strtol(e->d_name, &end, 10);
-        if (proc_stat(e->d_name, &ppid, &t) == 0 && (self == pid || ppid == pid))
+        if (proc_stat(e->d_name, &ppid, &t) == 0 &&
+            (self == pid || ppid == pid))
             ticks += t;
     }
     closedir(d);
@@ -1015,8 +1023,8 @@ static void *attach_main(void *arg)
         wo.timeout_ms = x->timeout_ms;
         int rc = sb_attach(x->ch, id, &wo, &x->ws[i], &err);
         if (rc != SB_OK && x->failed++ == 0)
-            snprintf(x->first_error, sizeof x->first_error,
-                     "sb_attach: %s: %s", sb_strerror(rc), err.message);
+            snprintf(x->first_error, sizeof x->first_error, "sb_attach: %s: %s",
+                     sb_strerror(rc), err.message);
     }
     return NULL;
 }
@@ -1082,7 +1090,7 @@ static int cmd_waiters(const cargs *a)
     sb_channel_options co;
     memset(&co, 0, sizeof co);
     co.size = sizeof co;
-    co.heartbeat_interval_ms = a->heartbeat_ms;     /* 0 = default 10 s */
+    co.heartbeat_interval_ms = a->heartbeat_ms;    /* 0 = default 10 s */
     co.heartbeat_timeout_ms = a->heartbeat_ms * 3; /* 0 = default 30 s */
     /* 0 = the channel's defaults (full sweep 1 s on SQLite, 5 s on
      * PostgreSQL with LISTEN up; reconciliation 30 s). */
@@ -1147,9 +1155,8 @@ static int cmd_waiters(const cargs *a)
     double sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
     double proc_pct = 100.0 * (user_s + sys_s) / wall;
     double srv_pct = a->server_pid ? 100.0 * (srv1 - srv0) / wall : 0;
-    double machine_pct = mt1 > mt0 ? 100.0 * (double)(mb1 - mb0) /
-                                         (double)(mt1 - mt0)
-                                   : -1;
+    double machine_pct =
+        mt1 > mt0 ? 100.0 * (double)(mb1 - mb0) / (double)(mt1 - mt0) : -1;
     int64_t rss2 = proc_status_kib("VmRSS");
 
     /* No waiter may have ended during the run. */
@@ -1187,7 +1194,8 @@ static int cmd_waiters(const cargs *a)
     printf("{\"scenario\":\"waiters\",\"ok\":%s,\"backend\":\"%s\","
            "\"waiters\":%" PRId64 ",\"threads\":%d,\"failed\":%" PRId64
            ",\"ended_early\":%" PRId64 ",\"heartbeat_interval_ms\":%" PRId64
-           ",\"heartbeat_timeout_ms\":%" PRId64 ",\"sweep_interval_ms\":%" PRId64
+           ",\"heartbeat_timeout_ms\":%" PRId64
+           ",\"sweep_interval_ms\":%" PRId64
            ",\"heartbeat_only\":%s,\"nofile_limit\":%llu,",
            ok ? "true" : "false", backend, n, a->threads, failed, ended, hb,
            hb * 3, sweep, hb_only ? "true" : "false",
@@ -1232,15 +1240,16 @@ static int cmd_waiters(const cargs *a)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: sb_channel_bench rr      --url URL --mode cross|local [--requests 500] [--inflight 1]\n"
-            "                                [--warmup 50] [--worker-concurrency =inflight] [--timeout-ms 30000]\n"
-            "                                [--max-seconds 0 (no cap)] [--warmup-seconds 3]\n"
-            "       sb_channel_bench respond --url URL [--requests 500] [--warmup 50]\n"
-            "       sb_channel_bench waiters --url URL [--waiters 10000] [--threads 4] [--heartbeat-ms 1000]\n"
-            "                                [--sweep-ms 0 (=default)] [--window 10] [--settle-ms 2000] [--server-pid PID]\n"
-            "       sb_channel_bench reply-worker --url URL [--queue Q] [--concurrency C]\n"
-            "common: [--queue channel-bench] [--pool P] [--sync full|normal (SQLite)]\n");
+    fprintf(
+        stderr,
+        "usage: sb_channel_bench rr      --url URL --mode cross|local [--requests 500] [--inflight 1]\n"
+        "                                [--warmup 50] [--worker-concurrency =inflight] [--timeout-ms 30000]\n"
+        "                                [--max-seconds 0 (no cap)] [--warmup-seconds 3]\n"
+        "       sb_channel_bench respond --url URL [--requests 500] [--warmup 50]\n"
+        "       sb_channel_bench waiters --url URL [--waiters 10000] [--threads 4] [--heartbeat-ms 1000]\n"
+        "                                [--sweep-ms 0 (=default)] [--window 10] [--settle-ms 2000] [--server-pid PID]\n"
+        "       sb_channel_bench reply-worker --url URL [--queue Q] [--concurrency C]\n"
+        "common: [--queue channel-bench] [--pool P] [--sync full|normal (SQLite)]\n");
 }
 
 int main(int argc, char **argv)

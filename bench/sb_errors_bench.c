@@ -177,12 +177,15 @@ static void row_headers(const eargs *a, long long i, char *out, size_t cap)
 /* ------------------------------------------------------------------ */
 
 static const char *const endpoints[10] = {
-    "Sales",    "Billing",       "Shipping",  "Inventory", "Payments",
-    "Notices",  "Customers",     "Reporting", "Catalog",   "Returns"};
+    "Sales",   "Billing",   "Shipping",  "Inventory", "Payments",
+    "Notices", "Customers", "Reporting", "Catalog",   "Returns"};
 
 #define SCALE_EPOCH 1764547200LL /* 2025-12-01 */
 
-static int scale_queue(long long m) { return (int)(mix((uint64_t)m) % 20); }
+static int scale_queue(long long m)
+{
+    return (int)(mix((uint64_t)m) % 20);
+}
 
 static void scale_queue_name(int q, char *out, size_t cap)
 {
@@ -211,8 +214,8 @@ static void scale_row(long long r, long long m, char *h, size_t hcap,
     char queue[40], mid[32], when[96];
     scale_queue_name(q, queue, sizeof queue);
     scale_message_id(m, mid, sizeof mid);
-    iso_time(SCALE_EPOCH + r * 2, (long long)(mix((uint64_t)r) % 1000000),
-             when, sizeof when);
+    iso_time(SCALE_EPOCH + r * 2, (long long)(mix((uint64_t)r) % 1000000), when,
+             sizeof when);
     int ex = (int)(mix((uint64_t)m + 77) % 50);
     int mt = (int)(mix((uint64_t)m + 99) % 3);
     int host = (int)(mix((uint64_t)m + 5) % 4);
@@ -231,10 +234,10 @@ static void scale_row(long long r, long long m, char *h, size_t hcap,
              "42\",\"sb-message-type\":\"Shop.%s.Command%d, Shop.Messages, "
              "Version=1.0.0.0\",\"sb-content-type\":\"application/json\","
              "\"sb-dead-letter-reason\":\"max attempts (5) reached\"}",
-             mid, queue, when, ep, host, host, ep, host, m, ex, ex, m, ex,
-             ex, ep, ex, ep, ex, 30 + ex, ep, mt);
+             mid, queue, when, ep, host, host, ep, host, m, ex, ex, m, ex, ex,
+             ep, ex, ep, ex, 30 + ex, ep, mt);
     static const char filler[] = " lorem ipsum dolor sit amet consectetur "
-                                  "adipiscing elit sed do eiusmod tempor";
+                                 "adipiscing elit sed do eiusmod tempor";
     int n = snprintf(body, body_len + 1,
                      "{\"orderId\":\"ord%07lld\",\"customer\":\"cust%05lld\","
                      "\"tag\":\"tag%02lld\",\"note\":\"",
@@ -452,18 +455,31 @@ static int cmd_ingest(const eargs *a)
 static const struct {
     const char *name;
     char type;
-} bcols[B_COLS] = {
-    {"unique_message_id", 't'}, {"status", 'i'},
-    {"status_changed_at", 'i'}, {"last_modified", 'i'},
-    {"number_of_processing_attempts", 'i'}, {"first_time_of_failure", 'i'},
-    {"last_time_of_failure", 'i'}, {"last_attempted_at", 'i'},
-    {"message_id", 't'}, {"message_type", 't'}, {"failed_queue", 't'},
-    {"processing_endpoint", 't'}, {"host", 't'}, {"host_id", 't'},
-    {"instance_id", 't'}, {"exception_type", 't'},
-    {"exception_message", 't'}, {"time_sent", 'i'},
-    {"conversation_id", 't'}, {"is_system", 'i'}, {"headers", 't'},
-    {"body_text", 't'}, {"body_size", 'i'}, {"body_content_type", 't'},
-    {"body_stored_externally", 'i'}};
+} bcols[B_COLS] = {{"unique_message_id", 't'},
+                   {"status", 'i'},
+                   {"status_changed_at", 'i'},
+                   {"last_modified", 'i'},
+                   {"number_of_processing_attempts", 'i'},
+                   {"first_time_of_failure", 'i'},
+                   {"last_time_of_failure", 'i'},
+                   {"last_attempted_at", 'i'},
+                   {"message_id", 't'},
+                   {"message_type", 't'},
+                   {"failed_queue", 't'},
+                   {"processing_endpoint", 't'},
+                   {"host", 't'},
+                   {"host_id", 't'},
+                   {"instance_id", 't'},
+                   {"exception_type", 't'},
+                   {"exception_message", 't'},
+                   {"time_sent", 'i'},
+                   {"conversation_id", 't'},
+                   {"is_system", 'i'},
+                   {"headers", 't'},
+                   {"body_text", 't'},
+                   {"body_size", 'i'},
+                   {"body_content_type", 't'},
+                   {"body_stored_externally", 'i'}};
 
 /* One row's values as text (NULL = SQL NULL); borrowed from `bv`. */
 typedef struct brow {
@@ -482,8 +498,7 @@ static void baseline_row(const eargs *a, long long i, int64_t now_us,
     snprintf(b->uid, sizeof b->uid, "%08llx-%04llx-%04llx-%04llx-%012llx",
              (unsigned long long)(x >> 32),
              (unsigned long long)((x >> 16) & 0xffff),
-             (unsigned long long)(x & 0xffff),
-             (unsigned long long)(y >> 48),
+             (unsigned long long)(x & 0xffff), (unsigned long long)(y >> 48),
              (unsigned long long)(y & 0xffffffffffffULL));
     snprintf(b->mid, sizeof b->mid, "msg-%lld", mid);
     snprintf(b->queue, sizeof b->queue, "q%lld", mid % 8);
@@ -493,30 +508,18 @@ static void baseline_row(const eargs *a, long long i, int64_t now_us,
     snprintf(b->t, sizeof b->t, "%lld",
              (P10_EPOCH + i / 1000) * 1000000LL + (i % 1000) * 1000);
     row_headers(a, i, b->headers, sizeof b->headers);
-    const char *v[B_COLS] = {b->uid,
-                             "0",
-                             b->now,
-                             b->now,
-                             "1",
-                             b->t,
-                             b->t,
-                             b->t,
-                             b->mid,
-                             "Shop.ChargeCard",
-                             b->queue,
-                             "Billing",
-                             NULL,
-                             NULL,
-                             NULL,
-                             "Shop.PaymentDeclined",
-                             b->exmsg,
-                             NULL,
-                             NULL,
-                             "0",
-                             b->headers,
-                             body,
-                             body_size,
-                             NULL,
+    const char *v[B_COLS] = {b->uid,     "0",
+                             b->now,     b->now,
+                             "1",        b->t,
+                             b->t,       b->t,
+                             b->mid,     "Shop.ChargeCard",
+                             b->queue,   "Billing",
+                             NULL,       NULL,
+                             NULL,       "Shop.PaymentDeclined",
+                             b->exmsg,   NULL,
+                             NULL,       "0",
+                             b->headers, body,
+                             body_size,  NULL,
                              "0"};
     memcpy(b->v, v, sizeof v);
 }
@@ -547,12 +550,12 @@ static int baseline_create(sb_bus *bus, int pg, sb_error *err)
     for (int c = 0; c < B_COLS; c++)
         at += (size_t)snprintf(ddl + at, sizeof ddl - at, "%s%s %s%s",
                                c ? ", " : "", bcols[c].name,
-                               bcols[c].type == 'i'  ? "BIGINT"
+                               bcols[c].type == 'i' ? "BIGINT"
                                : pg                 ? "TEXT COLLATE \"C\""
                                                     : "TEXT",
-                               c == 0   ? " NOT NULL PRIMARY KEY"
-                               : c < 8  ? " NOT NULL"
-                                        : "");
+                               c == 0  ? " NOT NULL PRIMARY KEY"
+                               : c < 8 ? " NOT NULL"
+                                       : "");
     snprintf(ddl + at, sizeof ddl - at, ")");
     sb_tx *tx = NULL;
     if (sb_tx_begin(bus, &tx, err) != SB_OK)
@@ -620,8 +623,7 @@ static int sqlite_insert(sqlite3 *db, size_t n, const char *sql,
             x = sqlite3_bind_int64(st, (int)k + 1,
                                    strtoll(values[k], NULL, 10));
         else
-            x = sqlite3_bind_text(st, (int)k + 1, values[k], -1,
-                                  SQLITE_STATIC);
+            x = sqlite3_bind_text(st, (int)k + 1, values[k], -1, SQLITE_STATIC);
         if (x != SQLITE_OK) {
             snprintf(why, cap, "bind: %s", sqlite3_errmsg(db));
             sqlite3_finalize(st);
@@ -688,8 +690,7 @@ static int cmd_baseline(const eargs *a)
         long long end = done + (long long)batch < a->rows
                             ? done + (long long)batch
                             : a->rows;
-        for (long long at = done; !failed && at < end;
-             at += (long long)chunk) {
+        for (long long at = done; !failed && at < end; at += (long long)chunk) {
             size_t n = (size_t)(end - at < (long long)chunk ? end - at
                                                             : (long long)chunk);
             for (size_t r = 0; r < n; r++) {
@@ -861,11 +862,23 @@ static int scale_populate(const eargs *a, sb_bus *bus, sb_errors *store)
     return 0;
 }
 
-enum { Q_LIST_FIRST, Q_LIST_QUEUE, Q_LIST_ATTEMPTS, Q_GROUPS, Q_GET,
-       Q_SEARCH_1PCT, Q_SEARCH_RARE, Q_N };
-static const char *const qnames[Q_N] = {
-    "list_first_page", "list_queue_type_asc_page3", "list_status_attempts",
-    "groups", "get", "search_1pct", "search_rare"};
+enum {
+    Q_LIST_FIRST,
+    Q_LIST_QUEUE,
+    Q_LIST_ATTEMPTS,
+    Q_GROUPS,
+    Q_GET,
+    Q_SEARCH_1PCT,
+    Q_SEARCH_RARE,
+    Q_N
+};
+static const char *const qnames[Q_N] = {"list_first_page",
+                                        "list_queue_type_asc_page3",
+                                        "list_status_attempts",
+                                        "groups",
+                                        "get",
+                                        "search_1pct",
+                                        "search_rare"};
 
 static int run_query(sb_errors *e, int q, const eargs *a, long long k,
                      int64_t *found, sb_error *err)

@@ -52,8 +52,7 @@ static int parse_count(const char *text, long *out)
     char *end = NULL;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 1 ||
-        v > MAX_MESSAGES)
+    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > MAX_MESSAGES)
         return -1;
     *out = v;
     return 0;
@@ -68,16 +67,15 @@ static int publish_batch(sb_bus *bus, const char *queue, long n)
     sb_error_clear(&err);
     size_t count = (size_t)n;
     sb_outgoing *msgs = calloc(count, sizeof *msgs);
-    char (*payloads)[32] = calloc(count, sizeof *payloads);
-    char (*ids)[37] = calloc(count, sizeof *ids);
+    char(*payloads)[32] = calloc(count, sizeof *payloads);
+    char(*ids)[37] = calloc(count, sizeof *ids);
     int status = 1;
     if (msgs == NULL || payloads == NULL || ids == NULL) {
         fprintf(stderr, "producer: out of memory\n");
         goto out;
     }
     for (size_t i = 0; i < count; i++) {
-        int len = snprintf(payloads[i], sizeof payloads[i], "order %zu",
-                           i + 1);
+        int len = snprintf(payloads[i], sizeof payloads[i], "order %zu", i + 1);
         msgs[i].payload = payloads[i];
         msgs[i].payload_len = (size_t)len;
         msgs[i].headers_json = order_headers;
@@ -111,8 +109,7 @@ static int publish_in_tx(sb_bus *bus, const char *queue, long n)
     }
 
     /* The caller's own SQL; this text works on SQLite and PostgreSQL. */
-    rc = sb_tx_exec(tx,
-                    "CREATE TABLE IF NOT EXISTS example_orders (n integer)",
+    rc = sb_tx_exec(tx, "CREATE TABLE IF NOT EXISTS example_orders (n integer)",
                     &err);
     if (rc != SB_OK) {
         report("CREATE TABLE example_orders", rc, &err);
@@ -165,8 +162,10 @@ int main(int argc, char **argv)
     const char *queue = argv[2];
     long n = 0;
     if (parse_count(argv[3], &n) != 0) {
-        fprintf(stderr, "producer: N must be a number from 1 to %ld "
-                        "(got \"%s\")\n", MAX_MESSAGES, argv[3]);
+        fprintf(stderr,
+                "producer: N must be a number from 1 to %ld "
+                "(got \"%s\")\n",
+                MAX_MESSAGES, argv[3]);
         usage(argv[0]);
         return 1;
     }

@@ -57,11 +57,11 @@ static void report(const char *what, int rc, const sb_error *err)
 }
 
 /* The library never prints: route its warnings and errors to stderr. */
-static void log_to_stderr(int level, const char *component,
-                          const char *message, void *user)
+static void log_to_stderr(int level, const char *component, const char *message,
+                          void *user)
 {
     (void)user;
-    const char *name = level >= SB_LOG_ERROR ? "error"
+    const char *name = level >= SB_LOG_ERROR  ? "error"
                        : level >= SB_LOG_WARN ? "warning"
                                               : "info";
     fprintf(stderr, "worker: [%s] %s: %s\n", name, component, message);
@@ -92,8 +92,8 @@ static int handle(sb_delivery *d, void *user)
                sb_msg_attempts(msg), shown, payload);
         /* Recorded as last_error, and as sb-exception-type and
          * sb-exception-message once the message is dead-lettered. */
-        sb_delivery_fail(d, "example:fail",
-                         "the payload starts with \"fail\"", NULL);
+        sb_delivery_fail(d, "example:fail", "the payload starts with \"fail\"",
+                         NULL);
         return SB_ERROR;
     }
     printf("handled %s attempt %d type %s: %.*s\n", sb_msg_id(msg),
@@ -172,8 +172,8 @@ int main(int argc, char **argv)
     wo.queue = queue;
     wo.handler = handle;
     wo.concurrency = concurrency;
-    wo.max_attempts = 3;          /* then dead-letter */
-    wo.redelivery_delay_ms = -1;  /* retry at once (the default waits 5 s) */
+    wo.max_attempts = 3;         /* then dead-letter */
+    wo.redelivery_delay_ms = -1; /* retry at once (the default waits 5 s) */
     sb_worker *w = NULL;
     rc = sb_worker_start(bus, &wo, &w, &err);
     if (rc != SB_OK) {

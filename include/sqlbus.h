@@ -43,42 +43,41 @@ extern "C" {
  * ---------------------------------------------------------------------- */
 /* Every result code once, as X(name, value, text): the constants below,
  * sb_strerror's text and sb_result_name's name all come from this list. */
-#define SB_RESULT_CODES(X)                                                  \
-    X(SB_OK, 0, "ok")                                                       \
-    X(SB_ERROR, 1, "error")              /* unclassified failure */         \
-    X(SB_INVALID, 2, "invalid argument") /* sb_error.field names it */      \
-    X(SB_NOMEM, 3, "out of memory")      /* an allocation failed */         \
-    X(SB_NOTFOUND, 4, "not found")       /* message, queue or object */     \
-    /* transient: lock busy, deadlock, serialization */                     \
-    X(SB_BUSY, 5, "busy (transient)")                                       \
-    X(SB_TIMEOUT, 6, "timed out")        /* a deadline passed */            \
-    X(SB_CONFLICT, 7, "conflict")        /* uniqueness or state */          \
-    /* permanent database error; see sqlstate/native */                     \
-    X(SB_BACKEND, 8, "database error")                                      \
-    X(SB_CLOSED, 9, "closed")            /* the handle is stopping */       \
-    /* the lease fence (lock_id) no longer matches */                       \
-    X(SB_LOST_LEASE, 10, "lease lost")                                      \
-    /* the schema is missing or has the wrong shape */                      \
-    X(SB_SCHEMA, 11, "schema missing or wrong")                             \
-    /* transient: the connection was lost or refused */                     \
-    X(SB_UNAVAILABLE, 12, "database unavailable (transient)")               \
-    X(SB_TOOBIG, 13, "too big")          /* a size limit was exceeded */    \
-    X(SB_MISUSE, 14, "API misuse")       /* called in a wrong state */      \
-    /* nothing to do (e.g. no claimable message) */                         \
-    X(SB_EMPTY, 15, "empty")                                                \
-    /* a reply may have been consumed: unknown */                           \
-    X(SB_INDETERMINATE, 16, "outcome unknown (indeterminate)")              \
+#define SB_RESULT_CODES(X)                                                     \
+    X(SB_OK, 0, "ok")                                                          \
+    X(SB_ERROR, 1, "error")              /* unclassified failure */            \
+    X(SB_INVALID, 2, "invalid argument") /* sb_error.field names it */         \
+    X(SB_NOMEM, 3, "out of memory")      /* an allocation failed */            \
+    X(SB_NOTFOUND, 4, "not found")       /* message, queue or object */        \
+    /* transient: lock busy, deadlock, serialization */                        \
+    X(SB_BUSY, 5, "busy (transient)")                                          \
+    X(SB_TIMEOUT, 6, "timed out") /* a deadline passed */                      \
+    X(SB_CONFLICT, 7, "conflict") /* uniqueness or state */                    \
+    /* permanent database error; see sqlstate/native */                        \
+    X(SB_BACKEND, 8, "database error")                                         \
+    X(SB_CLOSED, 9, "closed") /* the handle is stopping */                     \
+    /* the lease fence (lock_id) no longer matches */                          \
+    X(SB_LOST_LEASE, 10, "lease lost")                                         \
+    /* the schema is missing or has the wrong shape */                         \
+    X(SB_SCHEMA, 11, "schema missing or wrong")                                \
+    /* transient: the connection was lost or refused */                        \
+    X(SB_UNAVAILABLE, 12, "database unavailable (transient)")                  \
+    X(SB_TOOBIG, 13, "too big")    /* a size limit was exceeded */             \
+    X(SB_MISUSE, 14, "API misuse") /* called in a wrong state */               \
+    /* nothing to do (e.g. no claimable message) */                            \
+    X(SB_EMPTY, 15, "empty")                                                   \
+    /* a reply may have been consumed: unknown */                              \
+    X(SB_INDETERMINATE, 16, "outcome unknown (indeterminate)")                 \
     X(SB_REPLY_ERROR, 17, "error reply") /* the wait ended with one */
 
 /* Extended codes: a primary class in the low 8 bits, a detail above. */
-#define SB_RESULT_EXTENDED(X)                                               \
-    X(SB_SCHEMA_MISSING, SB_SCHEMA | (1 << 8), "schema missing")            \
+#define SB_RESULT_EXTENDED(X)                                                  \
+    X(SB_SCHEMA_MISSING, SB_SCHEMA | (1 << 8), "schema missing")               \
     X(SB_SCHEMA_MISMATCH, SB_SCHEMA | (2 << 8), "schema of the wrong shape")
 
 #define SB_RESULT_ENUM_(name, value, text) name = (value),
 enum sb_result {
-    SB_RESULT_CODES(SB_RESULT_ENUM_)
-    SB_RESULT_EXTENDED(SB_RESULT_ENUM_)
+    SB_RESULT_CODES(SB_RESULT_ENUM_) SB_RESULT_EXTENDED(SB_RESULT_ENUM_)
 };
 #undef SB_RESULT_ENUM_
 
@@ -139,8 +138,8 @@ enum sb_log_level {
 };
 
 /* A log callback: `component` and `message` are borrowed. */
-typedef void (*sb_log_fn)(int level, const char *component,
-                          const char *message, void *user);
+typedef void (*sb_log_fn)(int level, const char *component, const char *message,
+                          void *user);
 
 /* ------------------------------------------------------------------------
  * Parsers shared with the CLI (pure functions, thread-safe)
@@ -152,8 +151,7 @@ SB_API int sb_parse_duration_ms(const char *text, int64_t *out_ms,
                                 sb_error *err);
 
 /* Parse "16MiB", "512KiB", "1GB", "100" (bytes) into bytes. */
-SB_API int sb_parse_size(const char *text, uint64_t *out_bytes,
-                         sb_error *err);
+SB_API int sb_parse_size(const char *text, uint64_t *out_bytes, sb_error *err);
 
 /* Check a queue name against rule T3 (1-200 bytes of UTF-8, no control
  * characters, no leading or trailing white space). */
@@ -191,17 +189,17 @@ typedef struct sb_options {
     const char *table_prefix;
     /* PostgreSQL schema (copied; default: the connection's search_path). */
     const char *schema;
-    int schema_mode;      /* enum sb_schema_mode */
-    int durability;       /* enum sb_durability (SQLite only) */
-    int pool_size;        /* connections kept open (default 8) */
-    int64_t busy_timeout_ms;      /* SQLite busy_timeout (default 5000) */
-    uint64_t max_payload_bytes;   /* default 16 MiB */
-    const char *dead_letter_queue; /* default "deadletter" (copied) */
+    int schema_mode;                  /* enum sb_schema_mode */
+    int durability;                   /* enum sb_durability (SQLite only) */
+    int pool_size;                    /* connections kept open (default 8) */
+    int64_t busy_timeout_ms;          /* SQLite busy_timeout (default 5000) */
+    uint64_t max_payload_bytes;       /* default 16 MiB */
+    const char *dead_letter_queue;    /* default "deadletter" (copied) */
     int64_t dead_letter_retention_ms; /* 0 = keep dead letters forever */
-    int notify;           /* cross-process wake-ups (PostgreSQL NOTIFY,
+    int notify;    /* cross-process wake-ups (PostgreSQL NOTIFY,
                              a watch on SQLite's WAL file): 0 = on
                              (default), -1 = off (polling only) */
-    sb_log_fn log;        /* optional log callback */
+    sb_log_fn log; /* optional log callback */
     void *log_user;
     int log_level;        /* minimum level passed to `log` (default INFO) */
     const char *endpoint; /* name written to sb-processing-endpoint
@@ -275,8 +273,8 @@ SB_API void *sb_tx_native(sb_tx *tx);
  * Publish (rules T9-T12)
  * ---------------------------------------------------------------------- */
 typedef struct sb_outgoing {
-    const char *id;           /* optional UUID; NULL = new UUIDv7 */
-    const void *payload;      /* bytes, may be NULL when payload_len = 0 */
+    const char *id;      /* optional UUID; NULL = new UUIDv7 */
+    const void *payload; /* bytes, may be NULL when payload_len = 0 */
     size_t payload_len;
     const char *headers_json; /* optional JSON object of string->string */
     int64_t delay_ms;         /* >= 0; not claimable before now + delay */
@@ -298,8 +296,7 @@ SB_API int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
 
 /* Publish one message; see sb_publish_batch. `id_out` may be NULL. */
 SB_API int sb_publish(sb_bus *bus, sb_tx *tx, const char *queue,
-                      const sb_outgoing *msg, char id_out[37],
-                      sb_error *err);
+                      const sb_outgoing *msg, char id_out[37], sb_error *err);
 
 /* ------------------------------------------------------------------------
  * Claim and settle (rules T14-T22)
@@ -310,9 +307,8 @@ SB_API int sb_publish(sb_bus *bus, sb_tx *tx, const char *queue,
  * On success `*out` is a caller-owned array of `*n_out` messages
  * (transferred: free with sb_msg_free_array); `*n_out` may be 0.
  */
-SB_API int sb_claim(sb_bus *bus, const char *queue, int max,
-                    int64_t lease_ms, sb_msg ***out, size_t *n_out,
-                    sb_error *err);
+SB_API int sb_claim(sb_bus *bus, const char *queue, int max, int64_t lease_ms,
+                    sb_msg ***out, size_t *n_out, sb_error *err);
 
 /* Free one message / an array from sb_claim. NULL-safe. */
 SB_API void sb_msg_free(sb_msg *msg);
@@ -352,8 +348,8 @@ SB_API int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms,
 /* What went wrong, for dead-letter headers. All fields borrowed/optional. */
 typedef struct sb_failure {
     size_t size;
-    const char *reason;            /* sb-dead-letter-reason */
-    const char *exception_type;    /* e.g. "exit:3", "timeout" */
+    const char *reason;         /* sb-dead-letter-reason */
+    const char *exception_type; /* e.g. "exit:3", "timeout" */
     const char *exception_message;
     const char *stacktrace;
     /* Read only when `size` covers it (a later field): the
@@ -465,8 +461,8 @@ typedef struct sb_bus_counters {
     char dead_letter_queue[201]; /* the bus's dead-letter queue */
     size_t n_queues;             /* entries of queues[] in use */
     sb_queue_counts queues[SB_METRICS_QUEUES]; /* in order of first use */
-    sb_queue_counts other;       /* every queue past the first 64, summed */
-    sb_latency_histogram claim;  /* claim statements (sb_claim, workers,
+    sb_queue_counts other;        /* every queue past the first 64, summed */
+    sb_latency_histogram claim;   /* claim statements (sb_claim, workers,
                                     error ingestion), successful ones */
     sb_latency_histogram handler; /* worker handler calls */
 } sb_bus_counters;
@@ -477,8 +473,7 @@ typedef struct sb_bus_counters {
  * and two clock reads per claim statement and handler call. SB_INVALID for
  * NULL arguments or a short `size`. Thread-safe; the snapshot is not one
  * instant: counters move while it is read. */
-SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out,
-                          sb_error *err);
+SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out, sb_error *err);
 
 /* Count `bus`'s traffic in `owner`'s counters from now on instead of its
  * own, so that sb_bus_metrics of either reports both and one flush writes
@@ -505,21 +500,21 @@ SB_API int sb_counts_list(sb_bus *bus, sb_queue_counts **out, size_t *n_out,
  * snapshot or transaction id older than a row's deletion is alive, the
  * row's versions and index entries stay, and every scan walks them. */
 typedef struct sb_xmin_holder {
-    size_t size;          /* set to sizeof(sb_xmin_holder) */
-    int found;            /* 0: no session, slot or prepared transaction
+    size_t size;      /* set to sizeof(sb_xmin_holder) */
+    int found;        /* 0: no session, slot or prepared transaction
                              holds an xmin (the fields below are empty) */
-    char kind[24];        /* "backend", "replication_slot" or
+    char kind[24];    /* "backend", "replication_slot" or
                              "prepared_transaction" */
-    int pid;              /* the backend's pid (a slot's active_pid); 0
+    int pid;          /* the backend's pid (a slot's active_pid); 0
                              when there is none */
-    char name[64];        /* application_name, slot name or the prepared
+    char name[64];    /* application_name, slot name or the prepared
                              transaction's gid */
-    char state[32];       /* pg_stat_activity.state ("idle in
+    char state[32];   /* pg_stat_activity.state ("idle in
                              transaction", "active" ...), "active" /
                              "inactive" for a slot, "prepared" */
-    char user[64];        /* the role ("" for a slot) */
-    int64_t xmin_age;     /* transactions since its xmin or xid */
-    int64_t age_ms;       /* since the transaction began (a backend) or
+    char user[64];    /* the role ("" for a slot) */
+    int64_t xmin_age; /* transactions since its xmin or xid */
+    int64_t age_ms;   /* since the transaction began (a backend) or
                              was prepared; -1 for a slot */
 } sb_xmin_holder;
 
@@ -543,16 +538,16 @@ SB_API int sb_counts_flush(sb_bus *bus, sb_error *err);
 
 typedef struct sb_dlq_filter {
     size_t size;
-    const char *failed_queue;  /* only letters from this queue, or NULL */
-    int64_t older_than_ms;     /* only letters older than this, 0 = any */
-    const char *id;            /* only this dead-letter id, or NULL */
-    size_t limit;              /* 0 = no limit (list: default 100) */
+    const char *failed_queue; /* only letters from this queue, or NULL */
+    int64_t older_than_ms;    /* only letters older than this, 0 = any */
+    const char *id;           /* only this dead-letter id, or NULL */
+    size_t limit;             /* 0 = no limit (list: default 100) */
 } sb_dlq_filter;
 
 /* List dead letters (newest last). `*out` is a transferred array of
  * messages (sb_msg_free_array); lease fields are empty. */
-SB_API int sb_dlq_list(sb_bus *bus, const sb_dlq_filter *filter,
-                       sb_msg ***out, size_t *n_out, sb_error *err);
+SB_API int sb_dlq_list(sb_bus *bus, const sb_dlq_filter *filter, sb_msg ***out,
+                       size_t *n_out, sb_error *err);
 
 /* Read up to `limit` (1 to 500) messages of `queue` from `offset` (at most
  * 1,000,000) in dequeue order, without claiming them: ready ones first,
@@ -575,13 +570,13 @@ typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);
 /* Re-publish matching dead letters to their original queue, each in one
  * transaction with its delete, attempts reset. `*moved` gets the count. */
 SB_API int sb_dlq_requeue(sb_bus *bus, const sb_dlq_filter *filter,
-                          sb_progress_fn progress, void *user,
-                          int64_t *moved, sb_error *err);
+                          sb_progress_fn progress, void *user, int64_t *moved,
+                          sb_error *err);
 
 /* Delete matching dead letters in bounded batches. */
 SB_API int sb_dlq_purge(sb_bus *bus, const sb_dlq_filter *filter,
-                        sb_progress_fn progress, void *user,
-                        int64_t *purged, sb_error *err);
+                        sb_progress_fn progress, void *user, int64_t *purged,
+                        sb_error *err);
 
 /* Delete dead letters older than the bus's dead_letter_retention_ms in
  * bounded batches (T25). `*deleted` may be NULL. */
@@ -609,11 +604,9 @@ SB_API int sb_schema_sql(const char *backend, const char *table_prefix,
  * session and transaction batches the ODBC driver sends ("db.session",
  * ...). For review (`sqlbus schema print --statements`): nothing
  * connects. */
-typedef void (*sb_statement_fn)(const char *name, const char *sql,
-                                void *user);
-SB_API int sb_schema_statements(const char *backend,
-                                const char *table_prefix, sb_statement_fn fn,
-                                void *user, sb_error *err);
+typedef void (*sb_statement_fn)(const char *name, const char *sql, void *user);
+SB_API int sb_schema_statements(const char *backend, const char *table_prefix,
+                                sb_statement_fn fn, void *user, sb_error *err);
 
 /* Verify the schema against the catalog now. SB_SCHEMA_MISMATCH names the
  * column or index and err->message carries the statement that fixes it. */
@@ -645,28 +638,27 @@ enum sb_ack_mode {
 
 /* Called (on a worker thread) when an early-acked message fails. */
 typedef void (*sb_background_failure_fn)(const sb_msg *msg,
-                                         const sb_failure *failure,
-                                         void *user);
+                                         const sb_failure *failure, void *user);
 
 typedef struct sb_worker_options {
     size_t size;
-    const char *queue;         /* required (copied) */
-    sb_handler_fn handler;     /* required */
+    const char *queue;     /* required (copied) */
+    sb_handler_fn handler; /* required */
     void *user;
-    int concurrency;           /* handler threads (default 1, max 256) */
-    int64_t lease_ms;          /* default 30000 */
-    int max_attempts;          /* 0 = default 5; -1 = unlimited */
+    int concurrency;             /* handler threads (default 1, max 256) */
+    int64_t lease_ms;            /* default 30000 */
+    int max_attempts;            /* 0 = default 5; -1 = unlimited */
     int64_t redelivery_delay_ms; /* nak delay (0 = default 5000;
                                     -1 = redeliver at once) */
-    double redelivery_factor;  /* > 1: exponential back-off per attempt */
-    int64_t redelivery_max_ms; /* cap of the exponential delay (300000) */
-    int64_t empty_poll_ms;     /* first poll delay when empty (250) */
-    int64_t max_poll_ms;       /* adaptive back-off cap (2000) */
-    int64_t stop_timeout_ms;   /* running handlers' budget on stop (30000) */
-    int ack_mode;              /* enum sb_ack_mode */
-    int background_workers;    /* required with SB_ACK_AFTER_ENQUEUE */
-    int background_capacity;   /* required with SB_ACK_AFTER_ENQUEUE */
-    int64_t drain_timeout_ms;  /* default 20000 */
+    double redelivery_factor;    /* > 1: exponential back-off per attempt */
+    int64_t redelivery_max_ms;   /* cap of the exponential delay (300000) */
+    int64_t empty_poll_ms;       /* first poll delay when empty (250) */
+    int64_t max_poll_ms;         /* adaptive back-off cap (2000) */
+    int64_t stop_timeout_ms;     /* running handlers' budget on stop (30000) */
+    int ack_mode;                /* enum sb_ack_mode */
+    int background_workers;      /* required with SB_ACK_AFTER_ENQUEUE */
+    int background_capacity;     /* required with SB_ACK_AFTER_ENQUEUE */
+    int64_t drain_timeout_ms;    /* default 20000 */
     sb_background_failure_fn on_background_failure;
     /* Read only when `size` covers it (a later field; copied): the
      * endpoint this worker's dead letters name (sb-processing-endpoint),
@@ -754,7 +746,6 @@ SB_API int sb_delivery_renew(sb_delivery *d, sb_error *err);
  * handler should check it and return early. */
 SB_API int sb_delivery_cancelled(const sb_delivery *d);
 
-
 /* ------------------------------------------------------------------------
  * Channel: awaited replies by correlation id, with crash recovery
  * (docs/channel.md, rules C1-C25). A channel belongs to one bus and runs
@@ -814,11 +805,11 @@ typedef int (*sb_trigger_fn)(const char *correlation_id, void *user);
 
 typedef struct sb_wait_options {
     size_t size;
-    int64_t timeout_ms;               /* 0 = the channel default */
-    sb_until_fn until;                /* NULL = the first reply completes */
+    int64_t timeout_ms; /* 0 = the channel default */
+    sb_until_fn until;  /* NULL = the first reply completes */
     void *until_user;
-    const char *recovery_handler;     /* copied; NULL = none */
-    const void *recovery_context;     /* copied; handed to the handler */
+    const char *recovery_handler; /* copied; NULL = none */
+    const void *recovery_context; /* copied; handed to the handler */
     size_t recovery_context_len;
 } sb_wait_options;
 
@@ -892,7 +883,6 @@ SB_API int sb_respond_error(sb_channel *ch, const char *correlation_id,
                             const char *detail, const char *reply_id,
                             sb_error *err);
 
-
 /* Recovery (C19-C21): what to do with a reply whose waiter is gone. */
 enum sb_recovery_verdict {
     SB_RECOVERY_FAIL = 0,        /* run `fail` (the default) */
@@ -909,7 +899,7 @@ typedef int (*sb_recovery_fn)(const sb_reply *reply, const void *context,
 
 typedef struct sb_recovery_handler {
     size_t size;
-    const char *name;  /* copied; matches sb_wait_options.recovery_handler */
+    const char *name; /* copied; matches sb_wait_options.recovery_handler */
     int (*classify)(const sb_reply *reply, void *user); /* NULL = FAIL */
     sb_recovery_fn resume;
     sb_recovery_fn fail;
@@ -934,12 +924,12 @@ SB_API int sb_channel_add_recovery_handler(sb_channel *ch,
  * no-op. */
 typedef struct sb_ingress_options {
     size_t size;
-    const char *queue;              /* default "response" */
-    const char *const *json_paths;  /* copied; up to 16 */
+    const char *queue;             /* default "response" */
+    const char *const *json_paths; /* copied; up to 16 */
     size_t n_json_paths;
-    size_t max_bytes;               /* size budget (1 MiB, at most the
+    size_t max_bytes; /* size budget (1 MiB, at most the
                                        bus's max_payload_bytes) */
-    int concurrency;                /* handlers (1) */
+    int concurrency;  /* handlers (1) */
 } sb_ingress_options;
 
 /* Start consuming the ingress queue (one per channel; stopped by
@@ -978,9 +968,9 @@ enum sb_registration_state {
 
 typedef struct sb_registration_query {
     size_t size;
-    int64_t stale_after_ms;  /* STALE threshold: 0 = 24 h; at most 3650 d */
-    unsigned states;         /* SB_REG_BIT()s to list; 0 = every state */
-    size_t limit;            /* rows per call: 0 = 1000; at most 10000 */
+    int64_t stale_after_ms; /* STALE threshold: 0 = 24 h; at most 3650 d */
+    unsigned states;        /* SB_REG_BIT()s to list; 0 = every state */
+    size_t limit;           /* rows per call: 0 = 1000; at most 10000 */
     /* Keyset cursor (borrowed): the registered_at_us, correlation id and
      * registration id of the last row of the previous call, all three;
      * after_correlation_id NULL (and the others 0 / NULL) starts with the
@@ -1072,13 +1062,11 @@ SB_API int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                                  char **out, sb_error *err);
 /* The channel's statements, as sb_schema_statements gives the
  * transport's ("channel.claim", ...). */
-SB_API int sb_channel_statements(const char *backend,
-                                 const char *table_prefix, sb_statement_fn fn,
-                                 void *user, sb_error *err);
+SB_API int sb_channel_statements(const char *backend, const char *table_prefix,
+                                 sb_statement_fn fn, void *user, sb_error *err);
 
 /* Check a correlation id against rule C7. */
 SB_API int sb_validate_correlation_id(const char *id, sb_error *err);
-
 
 /* ------------------------------------------------------------------------
  * Error store: dead-lettered messages ingested into a queryable store,
@@ -1089,12 +1077,12 @@ typedef struct sb_failed_message sb_failed_message;
 
 typedef struct sb_errors_options {
     size_t size;
-    int ingest_batch_size;   /* E1: dead-letter rows per transaction (256;
+    int ingest_batch_size; /* E1: dead-letter rows per transaction (256;
                                 1 to 5000) */
-    size_t max_body_size;    /* E7: inline text cap in bytes (102400; at
+    size_t max_body_size;  /* E7: inline text cap in bytes (102400; at
                                 most 16 MiB); larger or binary bodies go to
                                 the body store */
-    int allow_edit;          /* E18: 1 = sb_errors_edit_retry is allowed */
+    int allow_edit;        /* E18: 1 = sb_errors_edit_retry is allowed */
 } sb_errors_options;
 
 /* Open the store of `bus` (borrowed; must outlive it): creates or checks
@@ -1113,9 +1101,8 @@ SB_API int sb_errors_schema_sql(const char *backend, const char *table_prefix,
                                 char **out, sb_error *err);
 /* The error store's statements, as sb_schema_statements gives the
  * transport's ("errors.upsert", ...). */
-SB_API int sb_errors_statements(const char *backend,
-                                const char *table_prefix, sb_statement_fn fn,
-                                void *user, sb_error *err);
+SB_API int sb_errors_statements(const char *backend, const char *table_prefix,
+                                sb_statement_fn fn, void *user, sb_error *err);
 
 typedef struct sb_ingest_stats {
     size_t size;
@@ -1149,8 +1136,7 @@ enum sb_failed_status {
  * unique id is that of its message id and processing endpoint, a
  * redirect's id that of its from_queue (b NULL); equal inputs give equal
  * ids in sqlbus, ServiceControl and NServiceBus tooling. Thread-safe. */
-SB_API void sb_deterministic_guid(const char *a, const char *b,
-                                  char out[37]);
+SB_API void sb_deterministic_guid(const char *a, const char *b, char out[37]);
 
 /* One failed message with its groups and body; SB_NOTFOUND if absent.
  * Transferred: free with sb_failed_message_free. */
@@ -1188,8 +1174,8 @@ SB_API const char *sb_failed_body_text(const sb_failed_message *m);
  * them; the first failure is sb_failed_first_failure_us. `i` from 0 to
  * sb_failed_history_count - 1 (else SB_NOTFOUND); outputs may be NULL. */
 SB_API size_t sb_failed_history_count(const sb_failed_message *m);
-SB_API int sb_failed_history(const sb_failed_message *m, size_t i,
-                             int *status, int *previous, int64_t *at_us);
+SB_API int sb_failed_history(const sb_failed_message *m, size_t i, int *status,
+                             int *previous, int64_t *at_us);
 /* Groups (E12): `i` from 0 to sb_failed_group_count - 1. */
 SB_API size_t sb_failed_group_count(const sb_failed_message *m);
 SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
@@ -1200,7 +1186,7 @@ SB_API int sb_failed_group(const sb_failed_message *m, size_t i,
  * exactly one selector, optionally narrowed by a last-modified range. */
 typedef struct sb_failed_selection {
     size_t size;
-    const char *const *ids;   /* these unique ids (up to 10,000) */
+    const char *const *ids; /* these unique ids (up to 10,000) */
     size_t n_ids;
     const char *group_id;     /* every message of a group (a resumable group
                                  operation, see sb_errors_group_operation) */
@@ -1232,9 +1218,9 @@ SB_API int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
 #define SB_MAX_COMMENT 1000
 typedef struct sb_failure_group {
     char id[37];
-    char type[64];                  /* the classifier */
+    char type[64]; /* the classifier */
     char title[512];
-    int64_t count;                  /* messages in the group */
+    int64_t count; /* messages in the group */
     int64_t first_failure_us, last_failure_us;
     char comment[SB_MAX_COMMENT + 1]; /* "" when none */
 } sb_failure_group;
@@ -1255,8 +1241,7 @@ SB_API int sb_errors_group_comment(sb_errors *e, const char *group_id,
 /* E17: pending retries (status retry_issued; list them with
  * sb_errors_list) sent again — claim and status reset first — or resolved
  * by hand, with their claims removed. */
-SB_API int sb_errors_retry_pending(sb_errors *e,
-                                   const sb_failed_selection *sel,
+SB_API int sb_errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
                                    int64_t *retried, sb_error *err);
 SB_API int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
                              int64_t *resolved, sb_error *err);
@@ -1274,10 +1259,10 @@ SB_API int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
  * resumed by starting the same kind again. */
 typedef struct sb_group_operation {
     char group_id[37];
-    char kind[16];     /* "retry", "archive", "unarchive" */
-    char state[16];    /* "running", "completed", "failed", "interrupted" */
-    int64_t total;     /* messages selected when it started */
-    int64_t done;      /* changed so far (committed) */
+    char kind[16];  /* "retry", "archive", "unarchive" */
+    char state[16]; /* "running", "completed", "failed", "interrupted" */
+    int64_t total;  /* messages selected when it started */
+    int64_t done;   /* changed so far (committed) */
     int64_t started_us, updated_us;
     int64_t finished_us; /* 0 until it ends */
 } sb_group_operation;
@@ -1315,7 +1300,7 @@ SB_API const char *const *sb_errors_locked_headers(void);
 /* E20: a retry redirect: retries (and edits) of messages that failed on
  * `from_queue` go to `to_queue`. */
 typedef struct sb_redirect {
-    char id[37];          /* DeterministicGuid of from_queue */
+    char id[37]; /* DeterministicGuid of from_queue */
     char from_queue[201];
     char to_queue[201];
     int64_t last_modified_us;
@@ -1375,7 +1360,7 @@ SB_API int sb_errors_expire(sb_errors *e, int64_t retention_ms,
  * boundary). sb_errors_get reads the whole message. */
 typedef struct sb_failed_summary {
     char unique_id[401];
-    int status;                 /* enum sb_failed_status */
+    int status; /* enum sb_failed_status */
     int64_t attempts;
     int64_t last_failure_us;
     char message_type[256];
@@ -1389,26 +1374,26 @@ typedef struct sb_failed_summary {
     char host[201];
     char host_id[201];
     int64_t first_failure_us;
-    int64_t last_modified_us;   /* the row's last change (any kind) */
-    int64_t time_sent_us;       /* 0 when the headers carried none */
-    int is_system;              /* 1 for a system (control) message */
+    int64_t last_modified_us; /* the row's last change (any kind) */
+    int64_t time_sent_us;     /* 0 when the headers carried none */
+    int is_system;            /* 1 for a system (control) message */
 } sb_failed_summary;
 
 /* E23: a page of failed messages, filtered and sorted. Filters are
  * optional (NULL = any). */
 typedef struct sb_failed_query {
     size_t size;
-    int status;               /* enum sb_failed_status, or -1 = any */
+    int status; /* enum sb_failed_status, or -1 = any */
     const char *failed_queue;
-    const char *endpoint;     /* processing endpoint */
+    const char *endpoint; /* processing endpoint */
     const char *group_id;
     const char *message_type;
-    const char *sort;         /* "time_of_failure" (default), "message_type",
+    const char *sort; /* "time_of_failure" (default), "message_type",
                                  "failed_queue", "attempts",
                                  "status_changed" */
-    int ascending;            /* 0 = newest / largest first */
-    size_t page;              /* from 1 (0 = 1) */
-    size_t per_page;          /* 1 to 500 (0 = 50) */
+    int ascending;    /* 0 = newest / largest first */
+    size_t page;      /* from 1 (0 = 1) */
+    size_t per_page;  /* 1 to 500 (0 = 50) */
     /* Read only when `size` covers them, or `size` is 0 (later fields;
      * SB_FAILED_QUERY_V1_SIZE is the size before them): */
     unsigned statuses;        /* SB_FAILED_BIT()s: any of these; 0 = use
@@ -1440,8 +1425,8 @@ typedef struct sb_failed_count {
  * 1000). `*out` is transferred (free with sb_free). SB_INVALID names `by`,
  * `status` or `limit`. Thread-safe. */
 SB_API int sb_errors_counts(sb_errors *e, const char *by, int status,
-                            size_t limit, sb_failed_count **out,
-                            size_t *n_out, sb_error *err);
+                            size_t limit, sb_failed_count **out, size_t *n_out,
+                            sb_error *err);
 
 /* E23: the number of failed messages in each status (counts[status],
  * enum sb_failed_status), in one read of the counts kept at write time.
@@ -1483,32 +1468,31 @@ typedef struct sb_operations sb_operations;
 
 typedef struct sb_operations_options {
     size_t size;
-    sb_log_fn log;      /* optional: warnings (component "operations") of
+    sb_log_fn log; /* optional: warnings (component "operations") of
                            a run that failed or will run again */
     void *log_user;
-    int64_t keep_ms;    /* finished rows kept this long (0 = 7 days) */
-    int64_t lease_ms;   /* an operation job's lease (0 = 60 s) */
+    int64_t keep_ms;  /* finished rows kept this long (0 = 7 days) */
+    int64_t lease_ms; /* an operation job's lease (0 = 60 s) */
     /* Optional: called on the worker's thread after each batch of an
      * operation has committed, with the progress its row now holds; `id`
      * is borrowed for the call. */
-    void (*progress)(const char *id, int64_t done, int64_t total,
-                     void *user);
+    void (*progress)(const char *id, int64_t done, int64_t total, void *user);
     void *progress_user;
 } sb_operations_options;
 
 /* One operation, as its row holds it. */
 typedef struct sb_operation_info {
-    size_t size;        /* set to sizeof(sb_operation_info) */
-    char id[37];        /* a UUIDv7 */
-    char kind[24];      /* "retry", "archive", "unarchive",
+    size_t size;       /* set to sizeof(sb_operation_info) */
+    char id[37];       /* a UUIDv7 */
+    char kind[24];     /* "retry", "archive", "unarchive",
                            "retry_pending", "resolve" */
-    char state[16];     /* "queued", "running", "completed", "failed" */
-    char group_id[37];  /* "" unless the selection named a group */
-    int64_t total;      /* messages selected; -1 until the first run
+    char state[16];    /* "queued", "running", "completed", "failed" */
+    char group_id[37]; /* "" unless the selection named a group */
+    int64_t total;     /* messages selected; -1 until the first run
                            counted them */
-    int64_t done;       /* changed so far (committed) */
+    int64_t done;      /* changed so far (committed) */
     int64_t created_us, updated_us; /* Unix microseconds */
-    char error[256];    /* "" unless failed */
+    char error[256];                /* "" unless failed */
 } sb_operation_info;
 
 /* Create {p}operations if missing (under the schema lock), check it
@@ -1556,8 +1540,7 @@ typedef int (*sb_operation_fn)(const sb_operation_info *op, void *user);
  * arguments are rejected `fn` never runs. `bus` as for
  * sb_operations_submit. Thread-safe. */
 SB_API int sb_operations_list(sb_operations *ops, sb_bus *bus, size_t limit,
-                              sb_operation_fn fn, void *user,
-                              sb_error *err);
+                              sb_operation_fn fn, void *user, sb_error *err);
 
 /* The DDL of {p}operations for `backend` with `table_prefix`, as
  * sb_schema_sql gives the transport's, for teams whose migrations own

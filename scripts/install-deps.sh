@@ -12,7 +12,7 @@ pkgs=(build-essential cmake ninja-build pkg-config
 # odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it;
 # tdsodbc (FreeTDS): they load SQL Server's driver (no server here).
 [ $build_only = 1 ] ||
-    pkgs+=(clang sqlite3 curl postgresql postgresql-contrib jq python3
+    pkgs+=(clang clang-format sqlite3 curl postgresql postgresql-contrib jq python3
            odbc-postgresql tdsodbc)
 missing=()
 for p in "${pkgs[@]}"; do

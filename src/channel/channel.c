@@ -48,7 +48,7 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     if (o->size != 0 && o->size < sizeof *o)
         return sb__err(err, SB_INVALID, "size",
                        "sb_channel_options.size is smaller than any version");
-    const int64_t v[] = {o->default_timeout_ms,    o->confirmation_timeout_ms,
+    const int64_t v[] = {o->default_timeout_ms,     o->confirmation_timeout_ms,
                          o->full_sweep_interval_ms, o->reconcile_interval_ms,
                          o->heartbeat_interval_ms,  o->heartbeat_timeout_ms,
                          o->message_retention_ms,   o->recovery_expiry_ms,
@@ -61,16 +61,16 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     ch->o = *o;
     ch->o.size = sizeof ch->o;
     ch->o.recovery_expiry_ms = def(o->recovery_expiry_ms, 7LL * 86400000);
-    ch->o.default_timeout_ms = def(o->default_timeout_ms,
-                                   ch->o.recovery_expiry_ms);
+    ch->o.default_timeout_ms =
+        def(o->default_timeout_ms, ch->o.recovery_expiry_ms);
     ch->o.confirmation_timeout_ms = def(o->confirmation_timeout_ms, 5000);
     ch->sweep_fixed = o->full_sweep_interval_ms > 0;
     /* SQL Server has no notifications: polling is how other processes'
      * replies arrive (an idle channel, no live ids, queries nothing). */
-    ch->o.full_sweep_interval_ms = def(
-        o->full_sweep_interval_ms, dialect == SB_DIALECT_POSTGRES ? 1250
-                                   : dialect == SB_DIALECT_MSSQL  ? 250
-                                                                  : 1000);
+    ch->o.full_sweep_interval_ms =
+        def(o->full_sweep_interval_ms, dialect == SB_DIALECT_POSTGRES ? 1250
+                                       : dialect == SB_DIALECT_MSSQL  ? 250
+                                                                      : 1000);
     ch->o.reconcile_interval_ms = def(o->reconcile_interval_ms, 30000);
     ch->o.heartbeat_interval_ms = def(o->heartbeat_interval_ms, 10000);
     ch->o.heartbeat_timeout_ms = def(o->heartbeat_timeout_ms, 30000);
@@ -80,15 +80,14 @@ static int copy_options(sb_channel *ch, const sb_channel_options *o,
     if (o->recovery_max_attempts < 0 || o->recovery_max_attempts > 1000)
         return sb__err(err, SB_INVALID, "recovery_max_attempts",
                        "recovery_max_attempts must be 0 (default 5) to 1000");
-    ch->o.recovery_max_attempts = o->recovery_max_attempts
-                                      ? o->recovery_max_attempts
-                                      : 5;
+    ch->o.recovery_max_attempts =
+        o->recovery_max_attempts ? o->recovery_max_attempts : 5;
     if (ch->o.heartbeat_timeout_ms <= ch->o.heartbeat_interval_ms)
         return sb__err(err, SB_INVALID, "heartbeat_timeout_ms",
                        "heartbeat_timeout_ms must exceed "
                        "heartbeat_interval_ms");
-    ch->instance = sb__strdup(o->instance_id ? o->instance_id
-                                             : ch->bus->endpoint);
+    ch->instance =
+        sb__strdup(o->instance_id ? o->instance_id : ch->bus->endpoint);
     size_t n = strlen(ch->bus->prefix) + 32;
     ch->notify_channel = sb__malloc(n);
     if (ch->instance == NULL || ch->notify_channel == NULL)
@@ -248,8 +247,7 @@ static void *loop_main(void *arg)
         pthread_mutex_unlock(&ch->mu);
         int64_t until = sb__confirm_run(ch, now);
         if (now >= ch->next_orphans_us) {
-            ch->next_orphans_us = advance(ch->next_orphans_us, now,
-                                          orphans_us);
+            ch->next_orphans_us = advance(ch->next_orphans_us, now, orphans_us);
             sb__confirm_orphans(ch);
         }
         if (now >= ch->next_heartbeat_us) {

@@ -9,65 +9,65 @@
 
 #define SB_RECOVERY_QUEUE "sqlbus.recovery"
 #define SB_MAX_ERROR_DETAIL (16 * 1024)
-#define SB_SCAN_PAGE 64           /* C15: keyset page per id */
-#define SB_EXEC_QUEUE_MAX 1024    /* C16: replies queued per id */
-#define SB_SCAN_QUEUE_MAX 4096    /* C14: coalesced hints; then a full sweep */
-#define SB_DELIVERY_THREADS 4     /* C16: executors shared by all ids */
-#define SB_CONFIRM_MAX 65536      /* C12: replies awaiting confirmation */
-#define SB_HEARTBEAT_BATCH 500    /* C17: subscriber rows per statement */
-#define SB_SWEEP_BATCH 500        /* C14: ids per sweep statement */
-#define SB_ORPHAN_BATCH 100       /* C12: unconfirmed replies per scan */
+#define SB_SCAN_PAGE 64        /* C15: keyset page per id */
+#define SB_EXEC_QUEUE_MAX 1024 /* C16: replies queued per id */
+#define SB_SCAN_QUEUE_MAX 4096 /* C14: coalesced hints; then a full sweep */
+#define SB_DELIVERY_THREADS 4  /* C16: executors shared by all ids */
+#define SB_CONFIRM_MAX 65536   /* C12: replies awaiting confirmation */
+#define SB_HEARTBEAT_BATCH 500 /* C17: subscriber rows per statement */
+#define SB_SWEEP_BATCH 500     /* C14: ids per sweep statement */
+#define SB_ORPHAN_BATCH 100    /* C12: unconfirmed replies per scan */
 
 /* The channel's statements, by name: each backend's templates ({p} =
  * table prefix) and a bus's built set have one field each, in this order
  * (sql.c builds them, statements.c names them for review). */
-#define SB_CH_STATEMENTS(X)                                                  \
-    X(ddl)                                                                   \
-    X(lock)                                                                  \
-    X(watermark)       /* -> now_us, seq ($1 now_us for SQLite) */           \
-    X(seq_next)        /* SQLite only: bump the counter, -> value */         \
-    /* upsert: $1 corr, $2 reg, $3 inst, $4 ttl_ms, $5 now_us */             \
-    X(subscribe)                                                             \
-    /* $1 corr, $2 reg, $3 handler, $4 ctx, $5 ttl_ms, $6 now_us */          \
-    X(save_recovery)                                                         \
-    X(unsubscribe)     /* $1 corr, $2 reg */                                 \
-    X(forget_recovery) /* $1 corr, $2 reg */                                 \
-    X(live)            /* any live subscriber: $1 corr, $2 now_us */         \
+#define SB_CH_STATEMENTS(X)                                                    \
+    X(ddl)                                                                     \
+    X(lock)                                                                    \
+    X(watermark) /* -> now_us, seq ($1 now_us for SQLite) */                   \
+    X(seq_next)  /* SQLite only: bump the counter, -> value */                 \
+    /* upsert: $1 corr, $2 reg, $3 inst, $4 ttl_ms, $5 now_us */               \
+    X(subscribe)                                                               \
+    /* $1 corr, $2 reg, $3 handler, $4 ctx, $5 ttl_ms, $6 now_us */            \
+    X(save_recovery)                                                           \
+    X(unsubscribe)     /* $1 corr, $2 reg */                                   \
+    X(forget_recovery) /* $1 corr, $2 reg */                                   \
+    X(live)            /* any live subscriber: $1 corr, $2 now_us */           \
     /* $1 id, $2 corr, $3 reply, $4 is_error, $5 type, $6 msg, $7 detail,    \
-     * $8 ttl_ms, $9 now_us, $10 recovery_claimed; RETURNING created_at */   \
-    X(insert)                                                                \
+     * $8 ttl_ms, $9 now_us, $10 recovery_claimed; RETURNING created_at */ \
+    X(insert)                                                                  \
     /* $1 id -> created_at, acked_at, acked_seq, recovery_claimed,           \
-     * correlation_id */                                                     \
-    X(stored)                                                                \
+     * correlation_id */ \
+    X(stored)                                                                  \
     /* $1 corr, $2 after_us, $3 after_id, $4 now, $5 limit -> row columns    \
-     * (see reply.c) */                                                      \
-    X(scan)                                                                  \
-    /* $1 id, $2 now_us, $3 seq (SQLite) -> acked_at, acked_seq */           \
-    X(claim)                                                                 \
-    X(acked)           /* $1 id -> acked_at (NULL if not yet) */             \
-    X(recover)         /* $1 id: the recovery claim; changes = won */        \
-    X(registrations)   /* $1 corr, $2 now_us -> reg, handler */              \
-    X(prune_messages)                                                        \
-    X(prune_subscribers)                                                     \
-    X(prune_recovery)                                                        \
-    X(notify)          /* PostgreSQL: $1 channel, $2 corr */                 \
-    X(reply_by_id)     /* $1 id -> the scan's columns */                     \
-    X(registration)    /* $1 corr, $2 reg -> handler, context */             \
-    /* $1 JSON [{"c":corr,"r":reg}], $2 inst, $3 ttl_ms, $4 now_us */        \
-    X(subscribe_many)                                                        \
+     * (see reply.c) */ \
+    X(scan)                                                                    \
+    /* $1 id, $2 now_us, $3 seq (SQLite) -> acked_at, acked_seq */             \
+    X(claim)                                                                   \
+    X(acked)         /* $1 id -> acked_at (NULL if not yet) */                 \
+    X(recover)       /* $1 id: the recovery claim; changes = won */            \
+    X(registrations) /* $1 corr, $2 now_us -> reg, handler */                  \
+    X(prune_messages)                                                          \
+    X(prune_subscribers)                                                       \
+    X(prune_recovery)                                                          \
+    X(notify)       /* PostgreSQL: $1 channel, $2 corr */                      \
+    X(reply_by_id)  /* $1 id -> the scan's columns */                          \
+    X(registration) /* $1 corr, $2 reg -> handler, context */                  \
+    /* $1 JSON [{"c":corr,"r":reg}], $2 inst, $3 ttl_ms, $4 now_us */          \
+    X(subscribe_many)                                                          \
     /* $1 older_than_ms, $2 now_us, $3 limit, $4 JSON array of ids to        \
-     * leave alone: claim unconfirmed replies -> id, corr */                 \
-    X(orphans)                                                               \
-    X(mark_dispatched) /* $1 corr, $2 reg, $3 now_us */                      \
+     * leave alone: claim unconfirmed replies -> id, corr */ \
+    X(orphans)                                                                 \
+    X(mark_dispatched) /* $1 corr, $2 reg, $3 now_us */                        \
     /* $1 now_us, keyset cursor $2 after_us, $3 after_corr, $4 after_reg;    \
      * $5 stale_ms, $6 state mask (0 = all), $7 limit -> corr, reg,          \
      * handler, context, registered_at, expires_at, dispatched_at, live,     \
-     * state */                                                              \
-    X(list_registrations)                                                    \
-    X(count_stale)     /* $1 now_us, $2 stale_ms -> count */                 \
-    X(scan_many)       /* the scan for a JSON array of ids ($1) */           \
-    /* $1 now_us, $2 stale_ms -> state, handler of a dispatched one ('' */   \
-    /* otherwise), count; most first */                                      \
+     * state */ \
+    X(list_registrations)                                                      \
+    X(count_stale) /* $1 now_us, $2 stale_ms -> count */                       \
+    X(scan_many)   /* the scan for a JSON array of ids ($1) */                 \
+    /* $1 now_us, $2 stale_ms -> state, handler of a dispatched one ('' */     \
+    /* otherwise), count; most first */                                        \
     X(count_states)
 
 typedef struct sb_channel_templates {
@@ -123,48 +123,48 @@ struct sb_waiter;
 typedef struct sb_live_id {
     char *corr;
     uint64_t hash;
-    struct sb_live_id *hnext;      /* hash chain */
-    struct sb_waiter *waiters;     /* linked by id_next */
-    int64_t from_us;               /* earliest watermark - tolerance */
-    int64_t cursor_us;             /* rows up to (cursor_us, cursor_id) */
-    char cursor_id[37];            /* were admitted; "" = none yet */
-    int reread;                    /* next scan starts at from_us */
-    sb_reply *q_head, *q_tail;     /* admitted, not yet delivered */
+    struct sb_live_id *hnext;  /* hash chain */
+    struct sb_waiter *waiters; /* linked by id_next */
+    int64_t from_us;           /* earliest watermark - tolerance */
+    int64_t cursor_us;         /* rows up to (cursor_us, cursor_id) */
+    char cursor_id[37];        /* were admitted; "" = none yet */
+    int reread;                /* next scan starts at from_us */
+    sb_reply *q_head, *q_tail; /* admitted, not yet delivered */
     int q_len;
-    int running;                   /* on a delivery thread */
-    int ready;                     /* in the ready FIFO */
-    int gap;                       /* a row was refused: only a scan from
+    int running;      /* on a delivery thread */
+    int ready;        /* in the ready FIFO */
+    int gap;          /* a row was refused: only a scan from
                                       the cursor may admit until one reads
                                       to the end without a refusal */
-    int pass_refused;              /* this scan pass refused a row */
-    int scan_queued;               /* in the scan FIFO */
-    int pins;                      /* a scan runs without the lock */
+    int pass_refused; /* this scan pass refused a row */
+    int scan_queued;  /* in the scan FIFO */
+    int pins;         /* a scan runs without the lock */
     struct sb_live_id *ready_next, *scan_next;
 } sb_live_id;
 
 struct sb_waiter {
     struct sb_channel *ch;
     char *corr;
-    sb_live_id *id;        /* NULL once ended */
+    sb_live_id *id; /* NULL once ended */
     struct sb_waiter *id_next;
     char reg_id[37];
     int64_t started_at_us; /* database clock */
     int64_t started_seq;
-    int64_t deadline_us;   /* monotonic */
+    int64_t deadline_us; /* monotonic */
     sb_until_fn until;
     void *until_user;
     pthread_cond_t cv;
-    int efd;               /* created on first sb_waiter_fd; -1 before */
-    int delivering;        /* a delivery to this waiter is running */
-    int ended;             /* the outcome is decided */
-    int outcome;           /* its result code (SB_OK is 0) */
-    int outcome_taken;     /* returned by wait or take */
-    sb_reply *result;      /* terminal or error reply (outcome's) */
+    int efd;           /* created on first sb_waiter_fd; -1 before */
+    int delivering;    /* a delivery to this waiter is running */
+    int ended;         /* the outcome is decided */
+    int outcome;       /* its result code (SB_OK is 0) */
+    int outcome_taken; /* returned by wait or take */
+    sb_reply *result;  /* terminal or error reply (outcome's) */
     sb_reply *progress_head, *progress_tail;
-    char (*seen)[37];      /* reply ids already handled */
+    char (*seen)[37]; /* reply ids already handled */
     size_t n_seen, cap_seen;
-    int cleaned;           /* rows deleted */
-    int refs;              /* the caller + any running delivery */
+    int cleaned; /* rows deleted */
+    int refs;    /* the caller + any running delivery */
 };
 
 /* A stored reply whose confirmation is pending (C12 step 4). */
@@ -188,7 +188,7 @@ struct sb_channel {
     sb_bus *bus;
     sb_channel_sql sql;
     sb_channel_options o;
-    int sweep_fixed;       /* full_sweep_interval_ms was given */
+    int sweep_fixed; /* full_sweep_interval_ms was given */
     char *instance;
     char *notify_channel;
     pthread_mutex_t mu;
@@ -210,7 +210,7 @@ struct sb_channel {
     /* confirm.c: the FIFO of pending confirmations (due times ascend) */
     sb_pending *pend;
     size_t pend_cap, pend_head, pend_len;
-    int draining;          /* closing: drop confirmed entries early */
+    int draining; /* closing: drop confirmed entries early */
     int64_t next_heartbeat_us, next_prune_us, next_orphans_us;
     /* recovery.c: handlers of this process and the queue's consumer */
     pthread_mutex_t handlers_mu;

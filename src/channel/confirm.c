@@ -74,9 +74,9 @@ static int due_tx(sb_conn *c, void *vctx, sb_error *err)
         if (x->due[i].due_us > now || x->awaited[i]) {
             sb_rows *rows = NULL;
             rc = sb__query(c, CH_SQL(ch, acked), &id, 1, &rows, NULL, err);
-            x->settled[i] = rc == SB_OK && (rows->nrows == 0 ||
-                                            sb__rows_at(rows, 0, 0)->type !=
-                                                SB_V_NULL);
+            x->settled[i] =
+                rc == SB_OK && (rows->nrows == 0 ||
+                                sb__rows_at(rows, 0, 0)->type != SB_V_NULL);
             sb__rows_free(rows);
             continue;
         }
@@ -106,8 +106,8 @@ int64_t sb__confirm_run(sb_channel *ch, int64_t now)
         awaited[n] = !draining && sb__ids_awaited(ch, p->corr, p->created_us);
         due[n++] = *p;
     }
-    int64_t next = ch->pend_len > 0 ? ch->pend[ch->pend_head].due_us
-                                    : INT64_MAX;
+    int64_t next =
+        ch->pend_len > 0 ? ch->pend[ch->pend_head].due_us : INT64_MAX;
     pthread_mutex_unlock(&ch->mu);
     if (n == 0)
         return next;

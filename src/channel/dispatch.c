@@ -60,8 +60,8 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
     int rc = SB_OK;
     if (CH_SQL(ch, seq_next) != NULL)
         rc = sb__channel_next_seq(ch, c, &seq, err);
-    sb_value p[3] = {sb__v_text(x->r->id),
-                     sb__v_int(sb__bus_now_us(ch->bus)), sb__v_int(seq)};
+    sb_value p[3] = {sb__v_text(x->r->id), sb__v_int(sb__bus_now_us(ch->bus)),
+                     sb__v_int(seq)};
     sb_rows *rows = NULL;
     if (rc == SB_OK)
         rc = sb__query(c, CH_SQL(ch, claim), p, 3, &rows, NULL, err);
@@ -78,16 +78,13 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
             is_history(w, x->acked_at, x->acked_seq))
             continue;
         sb_value f[2] = {sb__v_text(w->corr), sb__v_text(w->reg_id)};
-        rc = sb__query(c, CH_SQL(ch, forget_recovery), f, 2, NULL, NULL,
-                       err);
+        rc = sb__query(c, CH_SQL(ch, forget_recovery), f, 2, NULL, NULL, err);
         if (rc == SB_OK)
-            rc = sb__query(c, CH_SQL(ch, unsubscribe), f, 2, NULL, NULL,
-                           err);
+            rc = sb__query(c, CH_SQL(ch, unsubscribe), f, 2, NULL, NULL, err);
         x->cleaned[i] = rc == SB_OK;
     }
     return rc;
 }
-
 
 int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
 {
@@ -117,8 +114,8 @@ int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
     int delivered = 0;
     for (int i = 0; i < n; i++) {
         sb_waiter *w = ws[i];
-        int take = rc == SB_OK && x.won &&
-                   !is_history(w, x.acked_at, x.acked_seq);
+        int take =
+            rc == SB_OK && x.won && !is_history(w, x.acked_at, x.acked_seq);
         /* C2, C3: an error reply ends the wait whatever the predicate. */
         int terminal = take && (r->is_error || w->until == NULL ||
                                 w->until(r, w->until_user) != 0);
@@ -161,4 +158,3 @@ int sb__channel_deliver(sb_channel *ch, sb_live_id *id, const sb_reply *r)
     }
     return delivered;
 }
-

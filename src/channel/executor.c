@@ -42,8 +42,7 @@ int sb__exec_admit(sb_channel *ch, sb_live_id *id, const sb_reply *r,
 {
     /* Older than every waiter's watermark (a batched sweep reads from the
      * earliest cursor of many ids), or already handled. */
-    if (id->waiters == NULL || r->created_at_us < id->from_us ||
-        known(id, r))
+    if (id->waiters == NULL || r->created_at_us < id->from_us || known(id, r))
         return 1;
     /* Once a row was refused, replies are admitted only by a scan reading
      * in order from the cursor, so the predicate sees them in order (C2). */

@@ -29,17 +29,16 @@ int sb__channel_enqueue_recovery(sb_channel *ch, sb_conn *c, const char *corr,
 {
     sb_value p[2] = {sb__v_text(corr), sb__v_int(sb__bus_now_us(ch->bus))};
     sb_rows *rows = NULL;
-    int rc = sb__query(c, CH_SQL(ch, registrations), p, 2, &rows, NULL,
-                       err);
+    int rc = sb__query(c, CH_SQL(ch, registrations), p, 2, &rows, NULL, err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         char reg[37];
         const char *reg_text = sb__rows_text(rows, r, 0);
         const char *handler = sb__rows_text(rows, r, 1);
         if (reg_text == NULL || sb__uuid_normalize(reg_text, reg) != SB_OK)
             continue;
-        const char *kv[] = {"reply_id", reply_id, "correlation_id", corr,
-                            "registration_id", reg, "handler", handler,
-                            NULL};
+        const char *kv[] = {"reply_id", reply_id,          "correlation_id",
+                            corr,       "registration_id", reg,
+                            "handler",  handler,           NULL};
         const char *hkv[] = {"sb-correlation-id", corr, NULL};
         char *payload = NULL, *headers = NULL;
         rc = sb__headers_merge(NULL, kv, &payload, err);
@@ -56,8 +55,8 @@ int sb__channel_enqueue_recovery(sb_channel *ch, sb_conn *c, const char *corr,
         /* C22: the watchdog and `recovery list` see the dispatch. */
         sb_value d[3] = {sb__v_text(corr), sb__v_text(reg_text), p[1]};
         if (rc == SB_OK)
-            rc = sb__query(c, CH_SQL(ch, mark_dispatched), d, 3, NULL,
-                           NULL, err);
+            rc = sb__query(c, CH_SQL(ch, mark_dispatched), d, 3, NULL, NULL,
+                           err);
         sb__free(payload);
         sb__free(headers);
     }

@@ -37,10 +37,9 @@ static int ingest(sb_delivery *d, void *user)
         corr = sb_msg_correlation_id(m);
         if (corr == NULL || corr[0] == '\0') {
             int rc = in->n_paths > 0
-                         ? sb__json_extract(data, len,
-                                            (const char *const *)in->paths,
-                                            in->n_paths, in->budget, &found,
-                                            &err)
+                         ? sb__json_extract(
+                               data, len, (const char *const *)in->paths,
+                               in->n_paths, in->budget, &found, &err)
                          : SB_NOTFOUND;
             if (rc == SB_OK)
                 corr = found;
@@ -51,8 +50,7 @@ static int ingest(sb_delivery *d, void *user)
                          "ingress: no sb-correlation-id header and no "
                          "configured JSON path names one");
             else
-                snprintf(reason, sizeof reason, "ingress: %.480s",
-                         err.message);
+                snprintf(reason, sizeof reason, "ingress: %.480s", err.message);
         }
     }
     int rc = SB_OK;

@@ -10,8 +10,8 @@ typedef struct job_trigger {
     const char *queue;
     const void *payload;
     size_t len;
-    char id[37];       /* fixed, so a retried transaction writes it again */
-    int immediate;     /* wake this process's workers after the commit */
+    char id[37];   /* fixed, so a retried transaction writes it again */
+    int immediate; /* wake this process's workers after the commit */
 } job_trigger;
 
 /* The job, in the registration's transaction: the request and its work
@@ -31,8 +31,8 @@ static int publish_job(sb_conn *c, const char *correlation_id, void *user,
     char ids[1][37];
     memcpy(ids[0], t->id, 37);
     t->immediate = 0;
-    rc = sb__publish_on(t->ch->bus, c, t->queue, &o, 1, ids, &t->immediate,
-                        err);
+    rc =
+        sb__publish_on(t->ch->bus, c, t->queue, &o, 1, ids, &t->immediate, err);
     sb__free(headers);
     return rc;
 }
@@ -79,8 +79,8 @@ static int reply_hook(void *user, const sb_msg *job, const void *data,
         rc = sb_respond(ch, corr, data, len, reply_id, &err);
     else
         rc = sb_respond_error(ch, corr, failure->exception_type,
-                              failure->exception_message,
-                              failure->stacktrace, reply_id, &err);
+                              failure->exception_message, failure->stacktrace,
+                              reply_id, &err);
     if (rc != SB_OK)
         sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                 "could not send the reply of job %s: %s", sb_msg_id(job),

@@ -51,8 +51,7 @@ static int load(sb_channel *ch, const job *j, sb_reply **reply,
     sb__rows_free(rows);
     sb_value p[2] = {sb__v_text(j->corr), sb__v_text(j->reg)};
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, registration), p, 2, reg_rows, NULL,
-                       err);
+        rc = sb__query(c, CH_SQL(ch, registration), p, 2, reg_rows, NULL, err);
     sb__pool_release(ch->bus->pool, c);
     if (rc == SB_OK && (*reg_rows)->nrows == 0)
         *gone = 1;
@@ -71,8 +70,7 @@ static int forget_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     forget_ctx *x = vctx;
     sb_value p[2] = {sb__v_text(x->j->corr), sb__v_text(x->j->reg)};
-    return sb__query(c, CH_SQL(x->ch, forget_recovery), p, 2, NULL, NULL,
-                     err);
+    return sb__query(c, CH_SQL(x->ch, forget_recovery), p, 2, NULL, NULL, err);
 }
 
 static int run_job(sb_channel *ch, const job *j, sb_delivery *d)
@@ -87,8 +85,7 @@ static int run_job(sb_channel *ch, const job *j, sb_delivery *d)
         /* Another process may know it; after max attempts the job is
          * dead-lettered and so reaches the error store (C21). */
         sb_delivery_fail(d, "recovery:unknown-handler",
-                         j->handler ? j->handler : "(no handler named)",
-                         NULL);
+                         j->handler ? j->handler : "(no handler named)", NULL);
         return SB_NOTFOUND;
     }
     sb_reply *reply = NULL;
@@ -155,8 +152,7 @@ static int recovery_handler(sb_delivery *d, void *user)
 }
 
 int sb_channel_add_recovery_handler(sb_channel *ch,
-                                    const sb_recovery_handler *h,
-                                    sb_error *err)
+                                    const sb_recovery_handler *h, sb_error *err)
 {
     sb_error_clear(err);
     if (ch == NULL || h == NULL)
@@ -165,8 +161,8 @@ int sb_channel_add_recovery_handler(sb_channel *ch,
     if (h->size != 0 && h->size < sizeof *h)
         return sb__err(err, SB_INVALID, "size",
                        "sb_recovery_handler.size is smaller than any version");
-    int rc = sb__validate_name(h->name, 200, "name", "recovery handler name",
-                               err);
+    int rc =
+        sb__validate_name(h->name, 200, "name", "recovery handler name", err);
     if (rc != SB_OK)
         return rc;
     recovery_entry *e = sb__calloc(1, sizeof *e);

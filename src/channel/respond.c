@@ -8,11 +8,11 @@
 
 typedef struct respond_ctx {
     sb_channel *ch;
-    sb_reply *r;      /* the reply as stored */
+    sb_reply *r; /* the reply as stored */
     int live_local;
-    int live;         /* some waiter may take it */
-    int settled;      /* a duplicate already acked or recovered */
-    int recovered;    /* handed to recovery by this call */
+    int live;      /* some waiter may take it */
+    int settled;   /* a duplicate already acked or recovered */
+    int recovered; /* handed to recovery by this call */
 } respond_ctx;
 
 static int local_waiter(sb_channel *ch, const char *corr)
@@ -62,8 +62,8 @@ static int insert_tx(sb_conn *c, void *vctx, sb_error *err)
         sb__rows_free(rows);
         if (!x->live) {
             x->recovered = 1;
-            return sb__channel_enqueue_recovery(ch, c, r->correlation_id,
-                                                r->id, err);
+            return sb__channel_enqueue_recovery(ch, c, r->correlation_id, r->id,
+                                                err);
         }
         if (CH_SQL(ch, notify) != NULL) {
             sb_value np[2] = {sb__v_text(ch->notify_channel),
@@ -140,8 +140,8 @@ int sb_respond(sb_channel *ch, const char *correlation_id, const void *data,
     if (rc != SB_OK)
         return rc;
     if (data == NULL && len > 0)
-        return sb__err(err, SB_INVALID, "data",
-                       "data is NULL but len is %zu", len);
+        return sb__err(err, SB_INVALID, "data", "data is NULL but len is %zu",
+                       len);
     if (len > ch->bus->max_payload)
         return sb__err(err, SB_INVALID, "data",
                        "reply is %zu bytes; max_payload_bytes is %llu", len,
@@ -152,8 +152,8 @@ int sb_respond(sb_channel *ch, const char *correlation_id, const void *data,
 }
 
 int sb_respond_error(sb_channel *ch, const char *correlation_id,
-                     const char *type, const char *message,
-                     const char *detail, const char *reply_id, sb_error *err)
+                     const char *type, const char *message, const char *detail,
+                     const char *reply_id, sb_error *err)
 {
     sb_error_clear(err);
     sb_reply r;

@@ -35,8 +35,7 @@ static int64_t lookback_us(const sb_channel *ch)
     return half < 2000000 ? half : 2000000;
 }
 
-static int after(int64_t a_us, const char *a_id, int64_t b_us,
-                 const char *b_id)
+static int after(int64_t a_us, const char *a_id, int64_t b_us, const char *b_id)
 {
     return a_us > b_us || (a_us == b_us && strcmp(a_id, b_id) > 0);
 }
@@ -89,14 +88,12 @@ static void scan_id(sb_channel *ch, sb_conn *c, sb_live_id *id)
     id->pass_refused = 0;
     pthread_mutex_unlock(&ch->mu);
     while (live) {
-        sb_value p[5] = {sb__v_text(id->corr), sb__v_int(after_us),
-                         sb__v_text(after_id),
-                         sb__v_int(sb__bus_now_us(ch->bus)),
-                         sb__v_int(SB_SCAN_PAGE)};
+        sb_value p[5] = {
+            sb__v_text(id->corr), sb__v_int(after_us), sb__v_text(after_id),
+            sb__v_int(sb__bus_now_us(ch->bus)), sb__v_int(SB_SCAN_PAGE)};
         sb_rows *rows = NULL;
         sb_error err;
-        if (sb__query(c, CH_SQL(ch, scan), p, 5, &rows, NULL, &err) !=
-            SB_OK) {
+        if (sb__query(c, CH_SQL(ch, scan), p, 5, &rows, NULL, &err) != SB_OK) {
             sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
                     "scan failed (the next sweep retries): %s", err.message);
             return;
@@ -135,8 +132,8 @@ void sb__channel_run_scans(sb_channel *ch)
     sb_conn *c = NULL;
     sb_error err;
     if (sb__pool_acquire(ch->bus->pool, 5000, &c, &err) != SB_OK) {
-        sb__log(&ch->bus->log, SB_LOG_WARN, "channel",
-                "scan postponed: %s", err.message);
+        sb__log(&ch->bus->log, SB_LOG_WARN, "channel", "scan postponed: %s",
+                err.message);
         sb__channel_request_full(ch); /* nothing queued is forgotten */
         return;
     }
@@ -163,8 +160,8 @@ void sb__channel_run_scans(sb_channel *ch)
  * the earliest of their starts: rows before an id's own start are dropped
  * at admission or already handled. An id whose queue fills keeps its
  * cursor and refuses further rows until it drains (executor.c). */
-static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
-                       size_t n, sb_buf *b)
+static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids, size_t n,
+                       sb_buf *b)
 {
     sb__buf_reset(b);
     sb__buf_puts(b, "[");
@@ -188,10 +185,9 @@ static void scan_batch(sb_channel *ch, sb_conn *c, sb_live_id **ids,
     }
     char after_id[37] = ZERO_UUID;
     for (;;) {
-        sb_value p[5] = {sb__v_text(b->data), sb__v_int(after_us),
-                         sb__v_text(after_id),
-                         sb__v_int(sb__bus_now_us(ch->bus)),
-                         sb__v_int(SB_SCAN_PAGE)};
+        sb_value p[5] = {
+            sb__v_text(b->data), sb__v_int(after_us), sb__v_text(after_id),
+            sb__v_int(sb__bus_now_us(ch->bus)), sb__v_int(SB_SCAN_PAGE)};
         sb_rows *rows = NULL;
         sb_error err;
         if (sb__query(c, CH_SQL(ch, scan_many), p, 5, &rows, NULL, &err) !=

@@ -28,8 +28,8 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
 
 void sb__channel_sql_free(sb_channel_sql *sql)
 {
-#define X(f)                                                                 \
-    sb__free(sql->f);                                                        \
+#define X(f)                                                                   \
+    sb__free(sql->f);                                                          \
     sql->f = NULL;
     SB_CH_STATEMENTS(X)
 #undef X
@@ -39,8 +39,8 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
                           char **out, sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
-                       sb__channel_sql_postgres.ddl,
-                       sb__channel_sql_mssql.ddl, "channel", out, err);
+                       sb__channel_sql_postgres.ddl, sb__channel_sql_mssql.ddl,
+                       "channel", out, err);
 }
 
 int sb__channel_next_seq(sb_channel *ch, sb_conn *c, int64_t *seq,

@@ -9,9 +9,8 @@ int sb_channel_statements(const char *backend, const char *table_prefix,
     int rc = sb__statements_begin(backend, table_prefix, fn, &dialect, err);
     sb_channel_sql s;
     if (rc == SB_OK)
-        rc = sb__channel_sql_new(dialect,
-                                 table_prefix ? table_prefix : "sqlbus_", &s,
-                                 err);
+        rc = sb__channel_sql_new(
+            dialect, table_prefix ? table_prefix : "sqlbus_", &s, err);
     if (rc != SB_OK)
         return rc;
 #define X(f) sb__statement_emit(fn, user, "channel", #f, s.f);

@@ -33,8 +33,8 @@ static int beat_tx(sb_conn *c, void *vctx, sb_error *err)
     sb__buf_init(&b, (size_t)1 << 20); /* 500 ids of <= 800 escaped bytes */
     int rc = SB_OK;
     for (size_t at = 0; rc == SB_OK && at < x->n; at += SB_HEARTBEAT_BATCH) {
-        size_t k = x->n - at < SB_HEARTBEAT_BATCH ? x->n - at
-                                                  : SB_HEARTBEAT_BATCH;
+        size_t k =
+            x->n - at < SB_HEARTBEAT_BATCH ? x->n - at : SB_HEARTBEAT_BATCH;
         rc = batch_json(x->ws + at, k, &b);
         if (rc != SB_OK) {
             sb__err(err, rc, NULL, "out of memory");
@@ -43,8 +43,7 @@ static int beat_tx(sb_conn *c, void *vctx, sb_error *err)
         sb_value p[4] = {sb__v_text(b.data), sb__v_text(ch->instance),
                          sb__v_int(ch->o.heartbeat_timeout_ms),
                          sb__v_int(sb__bus_now_us(ch->bus))};
-        rc = sb__query(c, CH_SQL(ch, subscribe_many), p, 4, NULL, NULL,
-                       err);
+        rc = sb__query(c, CH_SQL(ch, subscribe_many), p, 4, NULL, NULL, err);
     }
     sb__buf_free(&b);
     return rc;
@@ -53,9 +52,8 @@ static int beat_tx(sb_conn *c, void *vctx, sb_error *err)
 void sb__channel_heartbeat(sb_channel *ch)
 {
     pthread_mutex_lock(&ch->mu);
-    sb_waiter **ws = ch->n_waiters
-                         ? sb__calloc(ch->n_waiters, sizeof *ws)
-                         : NULL;
+    sb_waiter **ws =
+        ch->n_waiters ? sb__calloc(ch->n_waiters, sizeof *ws) : NULL;
     size_t n = 0;
     for (size_t b = 0; ws && b < ch->n_buckets; b++)
         for (sb_live_id *id = ch->buckets[b]; id; id = id->hnext)
@@ -86,14 +84,12 @@ static int prune_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     sb_channel *ch = vctx;
     sb_value now = sb__v_int(sb__bus_now_us(ch->bus));
-    int rc = sb__query(c, CH_SQL(ch, prune_messages), &now, 1, NULL, NULL,
+    int rc = sb__query(c, CH_SQL(ch, prune_messages), &now, 1, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__query(c, CH_SQL(ch, prune_subscribers), &now, 1, NULL, NULL,
                        err);
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, prune_subscribers), &now, 1, NULL,
-                       NULL, err);
-    if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(ch, prune_recovery), &now, 1, NULL, NULL,
-                       err);
+        rc = sb__query(c, CH_SQL(ch, prune_recovery), &now, 1, NULL, NULL, err);
     return rc;
 }
 

@@ -18,10 +18,10 @@
 #include <string.h>
 
 typedef struct col_rule {
-    const char *table;  /* without the prefix */
+    const char *table; /* without the prefix */
     const char *column;
-    const char *type;   /* as the catalog query spells it, or NULL */
-    int binary;         /* needs a _BIN / _BIN2 collation */
+    const char *type; /* as the catalog query spells it, or NULL */
+    int binary;       /* needs a _BIN / _BIN2 collation */
 } col_rule;
 
 static const col_rule rules[] = {
@@ -70,8 +70,8 @@ static int mismatch(sb_error *err, const char *field, const char *table,
 
 /* The rules of one table against its catalog rows (name, type, notnull,
  * collation); absent columns are for the statements to report. */
-static int check_table(const char *bare, const char *table,
-                       const sb_rows *cols, sb_error *err)
+static int check_table(const char *bare, const char *table, const sb_rows *cols,
+                       sb_error *err)
 {
     char what[256], fix[320];
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
@@ -86,21 +86,27 @@ static int check_table(const char *bare, const char *table,
             const char *coll = sb__rows_text(cols, r, 3);
             int notnull = (int)sb__rows_int(cols, r, 2);
             if (w->type != NULL && (type == NULL || strcmp(type, w->type))) {
-                snprintf(what, sizeof what, "column %s has type %s, expected "
-                         "%s", w->column, type ? type : "(none)", w->type);
-                snprintf(fix, sizeof fix, "ALTER TABLE %s ALTER COLUMN %s %s "
-                         "%sNULL", table, w->column, w->type,
-                         notnull ? "NOT " : "");
+                snprintf(what, sizeof what,
+                         "column %s has type %s, expected "
+                         "%s",
+                         w->column, type ? type : "(none)", w->type);
+                snprintf(fix, sizeof fix,
+                         "ALTER TABLE %s ALTER COLUMN %s %s "
+                         "%sNULL",
+                         table, w->column, w->type, notnull ? "NOT " : "");
                 return mismatch(err, w->column, table, what, fix);
             }
             if (w->binary && !is_binary(coll ? coll : "")) {
-                snprintf(what, sizeof what, "column %s has collation \"%s\"; "
+                snprintf(what, sizeof what,
+                         "column %s has collation \"%s\"; "
                          "ids compare ordinally only under a binary one",
                          w->column, coll ? coll : "");
-                snprintf(fix, sizeof fix, "ALTER TABLE %s ALTER COLUMN %s %s "
+                snprintf(fix, sizeof fix,
+                         "ALTER TABLE %s ALTER COLUMN %s %s "
                          "COLLATE " SB_TSQL_BIN2 " %sNULL (drop and recreate "
-                         "the indexes on it around that)", table, w->column,
-                         type ? type : "", notnull ? "NOT " : "");
+                         "the indexes on it around that)",
+                         table, w->column, type ? type : "",
+                         notnull ? "NOT " : "");
                 return mismatch(err, w->column, table, what, fix);
             }
         }
@@ -108,8 +114,8 @@ static int check_table(const char *bare, const char *table,
     return SB_OK;
 }
 
-static int check_key(const char *bare, const char *table,
-                     const sb_rows *idx, sb_error *err)
+static int check_key(const char *bare, const char *table, const sb_rows *idx,
+                     sb_error *err)
 {
     const char *want = NULL;
     for (size_t i = 0; i < sizeof primary_keys / sizeof primary_keys[0]; i++)
@@ -146,19 +152,21 @@ static int check_sequence(sb_bus *bus, sb_conn *c, sb_error *err)
     if (ok)
         return SB_OK;
     char fix[300];
-    snprintf(fix, sizeof fix, "ALTER SEQUENCE %s INCREMENT BY 1 NO MAXVALUE "
+    snprintf(fix, sizeof fix,
+             "ALTER SEQUENCE %s INCREMENT BY 1 NO MAXVALUE "
              "NO CYCLE (a sequence of another type: drop it and create it AS "
-             "bigint, starting past the highest acked_seq)", name);
+             "bigint, starting past the highest acked_seq)",
+             name);
     return sb__err(err, SB_SCHEMA_MISMATCH, "channel_ack_seq",
                    "sequence %s must be bigint, INCREMENT BY 1, NO CYCLE, "
-                   "with the bigint maximum; fix: %s", name, fix);
+                   "with the bigint maximum; fix: %s",
+                   name, fix);
 }
 
 int sb__channel_verify(sb_bus *bus, sb_error *err)
 {
-    static const char *const tables[] = {"channel_messages",
-                                         "channel_subscribers",
-                                         "recovery_state"};
+    static const char *const tables[] = {
+        "channel_messages", "channel_subscribers", "recovery_state"};
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(bus->pool, 30000, &c, err);
     for (size_t t = 0; rc == SB_OK && t < 3; t++) {

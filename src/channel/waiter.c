@@ -74,11 +74,10 @@ static int forget_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_waiter *w = ((forget_ctx *)vctx)->w;
     sb_value p[2] = {sb__v_text(w->corr), sb__v_text(w->reg_id)};
     /* The recovery registration goes first (trap 18). */
-    int rc = sb__query(c, CH_SQL(w->ch, forget_recovery), p, 2, NULL, NULL,
-                       err);
+    int rc =
+        sb__query(c, CH_SQL(w->ch, forget_recovery), p, 2, NULL, NULL, err);
     if (rc == SB_OK)
-        rc = sb__query(c, CH_SQL(w->ch, unsubscribe), p, 2, NULL, NULL,
-                       err);
+        rc = sb__query(c, CH_SQL(w->ch, unsubscribe), p, 2, NULL, NULL, err);
     return rc;
 }
 
@@ -168,15 +167,15 @@ static int register_tx(sb_conn *c, void *vctx, sb_error *err)
     if (rc == SB_OK)
         rc = sb__query(c, CH_SQL(ch, subscribe), s, 5, NULL, NULL, err);
     const sb_wait_options *o = x->o;
-    sb_value r[6] = {sb__v_text(w->corr),
-                     sb__v_text(w->reg_id),
-                     sb__v_text(o ? o->recovery_handler : NULL),
-                     o && o->recovery_context
-                         ? sb__v_blob(o->recovery_context,
-                                      o->recovery_context_len)
-                         : sb__v_null(),
-                     sb__v_int(ch->o.recovery_expiry_ms),
-                     np};
+    sb_value r[6] = {
+        sb__v_text(w->corr),
+        sb__v_text(w->reg_id),
+        sb__v_text(o ? o->recovery_handler : NULL),
+        o && o->recovery_context
+            ? sb__v_blob(o->recovery_context, o->recovery_context_len)
+            : sb__v_null(),
+        sb__v_int(ch->o.recovery_expiry_ms),
+        np};
     if (rc == SB_OK)
         rc = sb__query(c, CH_SQL(ch, save_recovery), r, 6, NULL, NULL, err);
     /* Written after the registration and committed with it: nobody can
@@ -197,9 +196,8 @@ static int check_wait_options(const sb_wait_options *o, sb_error *err)
         return sb__err(err, SB_INVALID, "timeout_ms",
                        "timeout must not be negative");
     if (o->recovery_handler != NULL)
-        return sb__validate_name(o->recovery_handler, 200,
-                                 "recovery_handler", "recovery handler name",
-                                 err);
+        return sb__validate_name(o->recovery_handler, 200, "recovery_handler",
+                                 "recovery handler name", err);
     if (o->recovery_context_len > 64 * 1024)
         return sb__err(err, SB_INVALID, "recovery_context",
                        "recovery context is %zu bytes; the limit is 65536",
@@ -224,8 +222,8 @@ static int start_waiting(sb_channel *ch, const char *corr,
         w->until = o->until;
         w->until_user = o->until_user;
     }
-    int64_t timeout = o && o->timeout_ms ? o->timeout_ms
-                                         : ch->o.default_timeout_ms;
+    int64_t timeout =
+        o && o->timeout_ms ? o->timeout_ms : ch->o.default_timeout_ms;
     w->deadline_us = sb__mono_us() + timeout * 1000;
     if (w->corr == NULL) {
         waiter_free(w);
@@ -267,9 +265,9 @@ int sb_attach(sb_channel *ch, const char *correlation_id,
     int rc = sb_validate_correlation_id(correlation_id, err);
     if (rc == SB_OK)
         rc = check_wait_options(opts, err);
-    return rc == SB_OK ? start_waiting(ch, correlation_id, opts, NULL, NULL,
-                                       out, err)
-                       : rc;
+    return rc == SB_OK
+               ? start_waiting(ch, correlation_id, opts, NULL, NULL, out, err)
+               : rc;
 }
 
 int sb_request(sb_channel *ch, const sb_wait_options *opts,

@@ -29,8 +29,8 @@ void sb__channel_wake_start(sb_channel *ch)
 {
     if (ch->bus->dialect == SB_DIALECT_POSTGRES) {
         if (ch->bus->notify >= 0)
-            sb__wake_listener_start(ch->bus, ch->notify_channel, NULL,
-                                    notified, ch, &ch->listener);
+            sb__wake_listener_start(ch->bus, ch->notify_channel, NULL, notified,
+                                    ch, &ch->listener);
         return;
     }
     if (ch->bus->dialect == SB_DIALECT_SQLITE && ch->bus->notify >= 0)

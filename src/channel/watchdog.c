@@ -31,12 +31,12 @@ static int check_query(const sb_registration_query *q, sb_error *err)
     if (rc != SB_OK)
         return rc;
     unsigned all = SB_REG_BIT(SB_REG_OUTSTANDING) | SB_REG_BIT(SB_REG_STALE) |
-                   SB_REG_BIT(SB_REG_ORPHANED) |
-                   SB_REG_BIT(SB_REG_DISPATCHED);
+                   SB_REG_BIT(SB_REG_ORPHANED) | SB_REG_BIT(SB_REG_DISPATCHED);
     if ((q->states & ~all) != 0)
         return sb__err(err, SB_INVALID, "states",
                        "states must be 0 (all) or SB_REG_BIT()s of "
-                       "enum sb_registration_state (got 0x%x)", q->states);
+                       "enum sb_registration_state (got 0x%x)",
+                       q->states);
     if (q->limit > MAX_LIMIT)
         return sb__err(err, SB_INVALID, "limit",
                        "limit must be 0 (%d) to %d (got %zu)", DEFAULT_LIMIT,
@@ -49,8 +49,8 @@ static int check_query(const sb_registration_query *q, sb_error *err)
                            "after_registration_id");
         return SB_OK;
     }
-    rc = sb__validate_name(q->after_correlation_id, 400,
-                           "after_correlation_id", "correlation id", err);
+    rc = sb__validate_name(q->after_correlation_id, 400, "after_correlation_id",
+                           "correlation id", err);
     if (rc != SB_OK)
         return rc;
     char reg[37];
@@ -80,8 +80,8 @@ static int open_sql(sb_bus *bus, sb_channel_sql *sql, sb_error *err)
     return rc;
 }
 
-static int run_query(sb_bus *bus, const char *sql, const sb_value *p,
-                     size_t n, sb_rows **rows, sb_error *err)
+static int run_query(sb_bus *bus, const char *sql, const sb_value *p, size_t n,
+                     sb_rows **rows, sb_error *err)
 {
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(bus->pool, 30000, &c, err);
@@ -138,20 +138,21 @@ static int list(sb_bus *bus, const sb_channel_sql *sql,
         k.at_us = q->after_registered_at_us;
         sb__uuid_normalize(q->after_registration_id, k.reg);
     }
-    k.corr = sb__strdup(q->after_correlation_id ? q->after_correlation_id
-                                                : "");
+    k.corr = sb__strdup(q->after_correlation_id ? q->after_correlation_id : "");
     if (k.corr == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    int64_t stale_ms = q->stale_after_ms ? q->stale_after_ms
-                                         : DEFAULT_STALE_MS;
+    int64_t stale_ms = q->stale_after_ms ? q->stale_after_ms : DEFAULT_STALE_MS;
     size_t limit = q->limit ? q->limit : DEFAULT_LIMIT;
     size_t done = 0;
     int rc = SB_OK, stop = 0;
     while (rc == SB_OK && !stop && done < limit) {
         size_t want = limit - done < PAGE ? limit - done : PAGE;
-        sb_value p[7] = {sb__v_int(sb__bus_now_us(bus)), sb__v_int(k.at_us),
-                         sb__v_text(k.corr), sb__v_text(k.reg),
-                         sb__v_int(stale_ms), sb__v_int(q->states),
+        sb_value p[7] = {sb__v_int(sb__bus_now_us(bus)),
+                         sb__v_int(k.at_us),
+                         sb__v_text(k.corr),
+                         sb__v_text(k.reg),
+                         sb__v_int(stale_ms),
+                         sb__v_int(q->states),
                          sb__v_int((int64_t)want)};
         sb_rows *rows = NULL;
         rc = run_query(bus, sql->list_registrations, p, 7, &rows, err);
@@ -173,8 +174,7 @@ static int list(sb_bus *bus, const sb_channel_sql *sql,
 }
 
 int sb_recovery_registrations(sb_bus *bus, const sb_registration_query *q,
-                              sb_registration_fn fn, void *user,
-                              sb_error *err)
+                              sb_registration_fn fn, void *user, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || fn == NULL)
@@ -206,20 +206,20 @@ static int log_stale(const sb_registration *r, void *user)
 }
 
 /* The statements, for a call taking `stale_after_ms` (checked). */
-static int open_stale(sb_bus *bus, int64_t stale_after_ms,
-                      sb_channel_sql *sql, sb_error *err)
+static int open_stale(sb_bus *bus, int64_t stale_after_ms, sb_channel_sql *sql,
+                      sb_error *err)
 {
     int rc = check_stale_after(stale_after_ms, err);
     return rc == SB_OK ? open_sql(bus, sql, err) : rc;
 }
 
 /* `stmt` with $1 now, $2 the STALE threshold (0 = 24 h). */
-static int run_stale(sb_bus *bus, const char *stmt,
-                     int64_t stale_after_ms, sb_rows **rows, sb_error *err)
+static int run_stale(sb_bus *bus, const char *stmt, int64_t stale_after_ms,
+                     sb_rows **rows, sb_error *err)
 {
-    sb_value p[2] = {sb__v_int(sb__bus_now_us(bus)),
-                     sb__v_int(stale_after_ms ? stale_after_ms
-                                              : DEFAULT_STALE_MS)};
+    sb_value p[2] = {
+        sb__v_int(sb__bus_now_us(bus)),
+        sb__v_int(stale_after_ms ? stale_after_ms : DEFAULT_STALE_MS)};
     return run_query(bus, stmt, p, 2, rows, err);
 }
 
@@ -238,8 +238,7 @@ int sb_recovery_watchdog(sb_bus *bus, int64_t stale_after_ms,
     int64_t stale_ms = stale_after_ms ? stale_after_ms : DEFAULT_STALE_MS;
     sb_rows *rows = NULL;
     rc = run_stale(bus, sql.count_stale, stale_ms, &rows, err);
-    int64_t n = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0)
-                                                : 0;
+    int64_t n = rc == SB_OK && rows->nrows == 1 ? sb__rows_int(rows, 0, 0) : 0;
     sb__rows_free(rows);
     if (rc == SB_OK && n > 0) {
         /* Bounded: name the oldest, count the rest. */

@@ -23,7 +23,12 @@ int cli_open_channel(sb_bus *bus, sb_channel **out)
 
 #define MAX_TIMEOUT_MS (7LL * 86400000)
 
-enum { OPT_KEY = CLI_OPT_FIRST_LOCAL, OPT_TIMEOUT, OPT_UNTIL, OPT_UNTIL_PREFIX };
+enum {
+    OPT_KEY = CLI_OPT_FIRST_LOCAL,
+    OPT_TIMEOUT,
+    OPT_UNTIL,
+    OPT_UNTIL_PREFIX
+};
 
 int cli_parse_await(cli_ctx *ctx, int argc, char **argv,
                     const cli_await_spec *spec, cli_await_opts *o)
@@ -38,31 +43,26 @@ int cli_parse_await(cli_ctx *ctx, int argc, char **argv,
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(spec->usage, stdout);
-            return -1;
+        case 'h': fputs(spec->usage, stdout); return -1;
         case OPT_KEY:
             o->key = optarg;
             rc = spec->check(ctx, spec->key_flag, optarg);
             break;
         case OPT_TIMEOUT:
-            rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
-                                    MAX_TIMEOUT_MS, &o->timeout_ms);
+            rc = cli_parse_duration(ctx, "--timeout", optarg, 1, MAX_TIMEOUT_MS,
+                                    &o->timeout_ms);
             break;
-        case OPT_UNTIL:
-            rc = cli_until_set_expr(ctx, optarg, &o->until);
-            break;
+        case OPT_UNTIL: rc = cli_until_set_expr(ctx, optarg, &o->until); break;
         case OPT_UNTIL_PREFIX:
             rc = cli_until_set_prefix(ctx, optarg, &o->until);
             break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
@@ -73,10 +73,10 @@ int cli_parse_await(cli_ctx *ctx, int argc, char **argv,
         o->file = argv[optind++];
     if (optind < argc)
         return cli_usage_error(ctx, "unexpected argument \"%s\"%s",
-                               argv[optind], spec->takes_file
-                                                 ? " (request reads one "
-                                                   "FILE or stdin)"
-                                                 : "");
+                               argv[optind],
+                               spec->takes_file ? " (request reads one "
+                                                  "FILE or stdin)"
+                                                : "");
     return CLI_OK;
 }
 

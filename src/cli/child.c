@@ -68,14 +68,14 @@ static const struct {
     int sig;
     const char *name;
 } signal_names[] = {
-    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-    {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
-    {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
-    {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
-    {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
-    {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
-    {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+    {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+    {SIGILL, "SIGILL"},       {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+    {SIGBUS, "SIGBUS"},       {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+    {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+    {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+    {SIGCHLD, "SIGCHLD"},     {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
+    {SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
+    {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
     {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGSYS, "SIGSYS"},
 };
 
@@ -147,7 +147,6 @@ static void set_nonblock(int fd)
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
-
 
 /* ---- the keeper (after fork: async-signal-safe calls only) ---- */
 
@@ -378,7 +377,6 @@ static int payload_fd(const cli_child_spec *spec, int *out)
     return 0;
 }
 
-
 typedef struct run_state {
     const cli_child_spec *spec;
     cli_child_result *res;
@@ -406,8 +404,13 @@ static pid_t start(run_state *s, int *rc)
         close_fd(&out[1]);
         return -1;
     }
-    launch l = {path, spec->argv, spec->envp, {payload, out[1], err[1]},
-                spec->keeper_fd, getpid(), 0};
+    launch l = {path,
+                spec->argv,
+                spec->envp,
+                {payload, out[1], err[1]},
+                spec->keeper_fd,
+                getpid(),
+                0};
     pid_t pid = spawn_command(&l);
     if (pid < 0)
         *rc = errno;

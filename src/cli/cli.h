@@ -18,16 +18,16 @@
 /* Exit codes, documented in docs/cli.md. */
 enum cli_exit {
     CLI_OK = 0,
-    CLI_ERROR = 1,       /* runtime error */
-    CLI_USAGE = 2,       /* bad flag, bad value, bad input */
-    CLI_SCHEMA = 3,      /* schema missing or of the wrong shape */
-    CLI_NOTFOUND = 4,    /* e.g. `dlq show` of an unknown id */
-    CLI_UNAVAILABLE = 5, /* database unavailable after retries */
-    CLI_CONFLICT = 6,    /* refused by the state of the store: a group
+    CLI_ERROR = 1,        /* runtime error */
+    CLI_USAGE = 2,        /* bad flag, bad value, bad input */
+    CLI_SCHEMA = 3,       /* schema missing or of the wrong shape */
+    CLI_NOTFOUND = 4,     /* e.g. `dlq show` of an unknown id */
+    CLI_UNAVAILABLE = 5,  /* database unavailable after retries */
+    CLI_CONFLICT = 6,     /* refused by the state of the store: a group
                             operation already running, a conflicting
                             redirect, a reply id reused */
-    CLI_REPLY_ERROR = 2, /* request/wait: the reply was an error reply */
-    CLI_TIMEOUT = 124,   /* request/wait: no reply within --timeout;
+    CLI_REPLY_ERROR = 2,  /* request/wait: the reply was an error reply */
+    CLI_TIMEOUT = 124,    /* request/wait: no reply within --timeout;
                             work: handlers still running at the stop
                             timeout */
     CLI_INTERRUPTED = 130 /* SIGINT during a non-work command */
@@ -35,16 +35,16 @@ enum cli_exit {
 
 /* Global options, parsed before and after the subcommand name. */
 typedef struct cli_ctx {
-    const char *db_url;  /* --db, or NULL (then SQLBUS_DB, then default) */
-    const char *prefix;  /* --prefix, or NULL (library default) */
-    int verbosity;       /* -1 with -q, 0 default, 1 per -v */
-    const char *cmd;     /* "publish", "dlq list": used in messages */
-    int signal_stops;    /* 1: a SIGINT/SIGTERM is the normal way to stop
+    const char *db_url; /* --db, or NULL (then SQLBUS_DB, then default) */
+    const char *prefix; /* --prefix, or NULL (library default) */
+    int verbosity;      /* -1 with -q, 0 default, 1 per -v */
+    const char *cmd;    /* "publish", "dlq list": used in messages */
+    int signal_stops;   /* 1: a SIGINT/SIGTERM is the normal way to stop
                             this command (exit 0, not 130) */
-    int abandoned;       /* 1: a thread was left inside a database call
+    int abandoned;      /* 1: a thread was left inside a database call
                             that never answered: main ends the program
                             with _Exit, running no exit handler beside it */
-    int pool_size;       /* connections of the bus (0: the library's 8) */
+    int pool_size;      /* connections of the bus (0: the library's 8) */
 } cli_ctx;
 
 #define CLI_DEFAULT_DB "sqlite:./sqlbus.db"
@@ -53,11 +53,14 @@ typedef struct cli_ctx {
 enum { CLI_OPT_DB = 0x1000, CLI_OPT_PREFIX, CLI_OPT_FIRST_LOCAL = 0x1100 };
 
 /* Long options every subcommand accepts (append to its own table). */
-#define CLI_GLOBAL_LONGOPTS                                                   \
-    {"db", required_argument, NULL, CLI_OPT_DB},                              \
-        {"prefix", required_argument, NULL, CLI_OPT_PREFIX},                  \
-        {"verbose", no_argument, NULL, 'v'},                                  \
-        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}
+#define CLI_GLOBAL_LONGOPTS                                                    \
+    {"db", required_argument, NULL, CLI_OPT_DB},                               \
+        {"prefix", required_argument, NULL, CLI_OPT_PREFIX},                   \
+        {"verbose", no_argument, NULL, 'v'},                                   \
+        {"quiet", no_argument, NULL, 'q'},                                     \
+    {                                                                          \
+        "help", no_argument, NULL, 'h'                                         \
+    }
 
 /* Short options every subcommand accepts; "+:" = stop at the first
  * operand, report a missing value as ':' (we print our own errors). */
@@ -279,8 +282,7 @@ int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out);
 
 /* The log callback installed on the bus: writes to stderr. `user` is the
  * cli_ctx. Thread-safe (one fprintf per line). */
-void cli_log(int level, const char *component, const char *message,
-             void *user);
+void cli_log(int level, const char *component, const char *message, void *user);
 
 /* ---- input.c: reading a payload ---- */
 
@@ -320,8 +322,7 @@ typedef struct cli_until {
 /* Record --until-prefix S / --until EXPR in `u` (zeroed before the first
  * call), checking EXPR's path and that the two flags are not combined.
  * Returns CLI_OK, or CLI_USAGE after printing what is wrong. */
-int cli_until_set_prefix(const cli_ctx *ctx, const char *prefix,
-                         cli_until *u);
+int cli_until_set_prefix(const cli_ctx *ctx, const char *prefix, cli_until *u);
 int cli_until_set_expr(const cli_ctx *ctx, const char *expr, cli_until *u);
 
 /* Install the predicate of `u` in `wo` (nothing for CLI_UNTIL_NONE). `u`
@@ -379,8 +380,8 @@ typedef struct cli_progress {
 } cli_progress;
 
 /* Start a bar labelled `label` (borrowed) toward `total` (-1 unknown). */
-void cli_progress_begin(cli_progress *p, const cli_ctx *ctx,
-                        const char *label, int64_t total);
+void cli_progress_begin(cli_progress *p, const cli_ctx *ctx, const char *label,
+                        int64_t total);
 /* Record progress; redraws at most every 100 ms. `total` < 0 keeps the
  * previous total. */
 void cli_progress_update(cli_progress *p, int64_t done, int64_t total);
@@ -419,11 +420,11 @@ size_t cli_display_width(const char *s);
 /* A text table: collected rows, printed with aligned columns. */
 typedef struct cli_table {
     size_t ncols;
-    size_t nrows;     /* including the header row */
+    size_t nrows; /* including the header row */
     size_t cap;
-    char **cells;     /* nrows * ncols copies (sb__free) */
-    unsigned right;   /* bit i set: column i is right-aligned */
-    int failed;       /* an allocation failed */
+    char **cells;   /* nrows * ncols copies (sb__free) */
+    unsigned right; /* bit i set: column i is right-aligned */
+    int failed;     /* an allocation failed */
 } cli_table;
 
 /* Start a table with the header cells (copied). */
@@ -438,38 +439,38 @@ void cli_table_free(cli_table *t);
 /* ---- child.c: running a handler command for one message ---- */
 
 enum cli_child_outcome {
-    CLI_CHILD_EXITED = 1,   /* status = exit code */
-    CLI_CHILD_SIGNALED = 2, /* status = signal number */
-    CLI_CHILD_TIMEOUT = 3,  /* killed after the timeout */
-    CLI_CHILD_ABORTED = 4,  /* killed because `abort_fn` asked */
+    CLI_CHILD_EXITED = 1,      /* status = exit code */
+    CLI_CHILD_SIGNALED = 2,    /* status = signal number */
+    CLI_CHILD_TIMEOUT = 3,     /* killed after the timeout */
+    CLI_CHILD_ABORTED = 4,     /* killed because `abort_fn` asked */
     CLI_CHILD_SPAWN_FAILED = 5 /* status = errno */
 };
 
 #define CLI_STDERR_TAIL 8192
 
 typedef struct cli_child_spec {
-    char *const *argv;         /* command and arguments (borrowed) */
-    char *const *envp;         /* full environment (borrowed) */
-    const void *input;         /* written to the child's stdin */
+    char *const *argv; /* command and arguments (borrowed) */
+    char *const *envp; /* full environment (borrowed) */
+    const void *input; /* written to the child's stdin */
     size_t input_len;
-    int64_t timeout_ms;        /* > 0 */
-    int64_t kill_grace_ms;     /* SIGTERM -> SIGKILL grace */
-    size_t max_stdout;         /* bytes of stdout kept; the rest drained */
+    int64_t timeout_ms;    /* > 0 */
+    int64_t kill_grace_ms; /* SIGTERM -> SIGKILL grace */
+    size_t max_stdout;     /* bytes of stdout kept; the rest drained */
     /* Polled while the child runs; non-zero kills the child (its process
      * group, SIGTERM then SIGKILL) and the run ends CLI_CHILD_ABORTED
      * with abort_reason = the value. */
     int (*abort_fn)(void *user);
     void *abort_user;
-    int keeper_fd;             /* cli_keeper_start's pipe, or -1 */
+    int keeper_fd; /* cli_keeper_start's pipe, or -1 */
 } cli_child_spec;
 
 typedef struct cli_child_result {
-    int outcome;       /* enum cli_child_outcome */
-    int status;        /* see the outcome */
-    int abort_reason;  /* what abort_fn returned, for CLI_CHILD_ABORTED */
+    int outcome;      /* enum cli_child_outcome */
+    int status;       /* see the outcome */
+    int abort_reason; /* what abort_fn returned, for CLI_CHILD_ABORTED */
     int64_t elapsed_ms;
-    sb_buf out;        /* stdout (up to max_stdout; owned) */
-    int out_truncated; /* stdout was longer than max_stdout */
+    sb_buf out;                         /* stdout (up to max_stdout; owned) */
+    int out_truncated;                  /* stdout was longer than max_stdout */
     char err_tail[CLI_STDERR_TAIL + 1]; /* last bytes of stderr, NUL-ended */
     size_t err_len;
 } cli_child_result;
@@ -502,12 +503,12 @@ const char *cli_signal_name(int sig);
 
 /* ---- handler.c: the work handler (one message -> one child) ---- */
 typedef struct cli_work {
-    char *const *argv;      /* handler command (borrowed from main) */
+    char *const *argv; /* handler command (borrowed from main) */
     int64_t timeout_ms;
     int64_t kill_grace_ms;
-    _Atomic int stopping;   /* 1 once main asked the worker to stop; 2 when
+    _Atomic int stopping; /* 1 once main asked the worker to stop; 2 when
                                a second signal asks to kill children */
-    int keeper_fd;          /* see cli_keeper_start */
+    int keeper_fd;        /* see cli_keeper_start */
     const cli_ctx *ctx;
 } cli_work;
 

@@ -24,9 +24,9 @@ int cli_dlq_parse(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         if (c == 'h') {
@@ -47,23 +47,17 @@ int cli_dlq_parse(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
             rc = cli_check_queue(ctx, "--queue", optarg);
             break;
         case CLI_DLQ_OLDER:
-            rc = cli_parse_duration(ctx, "--older-than", optarg, 1,
-                                    3650LL * 86400000,
-                                    &a->filter.older_than_ms);
+            rc =
+                cli_parse_duration(ctx, "--older-than", optarg, 1,
+                                   3650LL * 86400000, &a->filter.older_than_ms);
             break;
-        case CLI_DLQ_ID:
-            a->filter.id = optarg;
-            break;
+        case CLI_DLQ_ID: a->filter.id = optarg; break;
         case CLI_DLQ_LIMIT:
             rc = cli_parse_int(ctx, "--limit", optarg, 1, 1000000, &v);
             a->filter.limit = (size_t)v;
             break;
-        case CLI_DLQ_ALL:
-            a->all = 1;
-            break;
-        case CLI_DLQ_JSON:
-            a->json = 1;
-            break;
+        case CLI_DLQ_ALL: a->all = 1; break;
+        case CLI_DLQ_JSON: a->json = 1; break;
         }
     }
     if (rc != CLI_OK)
@@ -73,8 +67,8 @@ int cli_dlq_parse(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
     return CLI_OK;
 }
 
-typedef int (*bulk_fn)(sb_bus *, const sb_dlq_filter *, sb_progress_fn,
-                       void *, int64_t *, sb_error *);
+typedef int (*bulk_fn)(sb_bus *, const sb_dlq_filter *, sb_progress_fn, void *,
+                       int64_t *, sb_error *);
 
 /* requeue and purge: the same shape, different verbs. */
 static int bulk(cli_ctx *ctx, int argc, char **argv, const char *usage,
@@ -88,14 +82,18 @@ static int bulk(cli_ctx *ctx, int argc, char **argv, const char *usage,
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (a.noperands > 0)
-        return cli_usage_error(ctx, "unexpected argument \"%s\" (use --id "
-                               "ID to select one message)", a.operands[0]);
+        return cli_usage_error(ctx,
+                               "unexpected argument \"%s\" (use --id "
+                               "ID to select one message)",
+                               a.operands[0]);
     int filtered = a.filter.failed_queue != NULL ||
                    a.filter.older_than_ms > 0 || a.filter.id != NULL;
     if (!filtered && !a.all)
-        return cli_usage_error(ctx, "refusing to %s every dead-lettered "
+        return cli_usage_error(ctx,
+                               "refusing to %s every dead-lettered "
                                "message: give --queue, --older-than or --id, "
-                               "or --all", verb);
+                               "or --all",
+                               verb);
     sb_bus *bus = NULL;
     rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
     if (rc != CLI_OK)
@@ -122,8 +120,8 @@ static int bulk(cli_ctx *ctx, int argc, char **argv, const char *usage,
 
 static int cmd_requeue(cli_ctx *ctx, int argc, char **argv)
 {
-    return bulk(ctx, argc, argv, cli_usage_dlq_requeue, "requeue",
-                "requeued", sb_dlq_requeue);
+    return bulk(ctx, argc, argv, cli_usage_dlq_requeue, "requeue", "requeued",
+                sb_dlq_requeue);
 }
 
 static int cmd_purge(cli_ctx *ctx, int argc, char **argv)
@@ -155,6 +153,8 @@ int cli_cmd_dlq(cli_ctx *ctx, int argc, char **argv)
             return subs[i].fn(ctx, argc - 1, argv + 1);
         }
     }
-    return cli_usage_error(ctx, "unknown dlq command \"%s\" (list, show, "
-                           "requeue, purge)", argv[1]);
+    return cli_usage_error(ctx,
+                           "unknown dlq command \"%s\" (list, show, "
+                           "requeue, purge)",
+                           argv[1]);
 }

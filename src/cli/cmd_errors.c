@@ -67,7 +67,8 @@ int cli_errors_parse_plain(cli_ctx *ctx, int argc, char **argv,
                            const char *arg_name)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, OPT_JSON}, CLI_GLOBAL_LONGOPTS,
+        {"json", no_argument, NULL, OPT_JSON},
+        CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -92,8 +93,7 @@ int cli_errors_parse_plain(cli_ctx *ctx, int argc, char **argv,
         *arg = argv[optind++];
     }
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     return CLI_OK;
 }
 
@@ -114,35 +114,27 @@ static int parse_ingest(cli_ctx *ctx, int argc, char **argv, ingest_opts *o)
     int c, rc = CLI_OK, interval = 0;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_errors_ingest, stdout);
-            return -1;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case OPT_FOLLOW:
-            o->follow = 1;
-            break;
+        case 'h': fputs(cli_usage_errors_ingest, stdout); return -1;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_FOLLOW: o->follow = 1; break;
         case OPT_INTERVAL:
             interval = 1;
             rc = cli_parse_duration(ctx, "--interval", optarg, 10, 3600000,
                                     &o->interval_ms);
             break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
         return rc;
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     if (interval && !o->follow)
         return cli_usage_error(ctx, "--interval needs --follow");
     return CLI_OK;
@@ -212,7 +204,8 @@ static int follow(const cli_ctx *ctx, sb_errors *store, const ingest_opts *o)
         }
         nap(o->interval_ms);
     }
-    cli_notef(ctx, "stopped after %lld passes: %lld dead-lettered rows into "
+    cli_notef(ctx,
+              "stopped after %lld passes: %lld dead-lettered rows into "
               "%lld failed messages (%lld failed imports, %lld retries "
               "confirmed)",
               (long long)passes, (long long)total.rows,
@@ -252,8 +245,8 @@ static int cmd_ingest(cli_ctx *ctx, int argc, char **argv)
 }
 
 static const char *const fields[] = {
-    "message_id",   "message_type",   "failed_queue",      "processing_endpoint",
-    "host",         "instance_id",    "exception_type",    "exception_message",
+    "message_id",     "message_type", "failed_queue",   "processing_endpoint",
+    "host",           "instance_id",  "exception_type", "exception_message",
     "conversation_id"};
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
@@ -377,8 +370,10 @@ int cli_cmd_errors(cli_ctx *ctx, int argc, char **argv)
             return subs[i].fn(ctx, argc - 1, argv + 1);
         }
     }
-    return cli_usage_error(ctx, "unknown errors command \"%s\" (ingest, "
+    return cli_usage_error(ctx,
+                           "unknown errors command \"%s\" (ingest, "
                            "list, show, body, groups, search, retry, "
                            "archive, unarchive, resolve, edit, redirect, "
-                           "import, reimport)", argv[1]);
+                           "import, reimport)",
+                           argv[1]);
 }

@@ -24,8 +24,14 @@ typedef struct pub_opts {
     cli_header_flags headers;
 } pub_opts;
 
-enum { OPT_QUEUE = CLI_OPT_FIRST_LOCAL, OPT_ID, OPT_DELAY, OPT_HEADER,
-       OPT_LINES, OPT_JSON };
+enum {
+    OPT_QUEUE = CLI_OPT_FIRST_LOCAL,
+    OPT_ID,
+    OPT_DELAY,
+    OPT_HEADER,
+    OPT_LINES,
+    OPT_JSON
+};
 
 static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
 {
@@ -41,22 +47,18 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_publish, stdout);
-            return -1;
+        case 'h': fputs(cli_usage_publish, stdout); return -1;
         case OPT_QUEUE:
             o->queue = optarg;
             rc = cli_check_queue(ctx, "--queue", optarg);
             break;
-        case OPT_ID:
-            o->id = optarg;
-            break;
+        case OPT_ID: o->id = optarg; break;
         case OPT_DELAY:
             rc = cli_parse_duration(ctx, "--delay", optarg, 0,
                                     3650LL * 86400000, &o->delay_ms);
@@ -65,14 +67,9 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
             rc = cli_header_flag_add(ctx, &o->headers, optarg,
                                      CLI_MAX_HEADER_FLAGS);
             break;
-        case OPT_LINES:
-            o->lines = 1;
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        case OPT_LINES: o->lines = 1; break;
+        case OPT_JSON: o->json = 1; break;
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
@@ -81,12 +78,14 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         return cli_usage_error(ctx, "--queue is required");
     if (o->id != NULL && o->lines)
         return cli_usage_error(ctx, "--id names one message; it cannot be "
-                               "combined with --lines");
+                                    "combined with --lines");
     if (optind < argc)
         o->file = argv[optind++];
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\" (publish "
-                               "reads one FILE or stdin)", argv[optind]);
+        return cli_usage_error(ctx,
+                               "unexpected argument \"%s\" (publish "
+                               "reads one FILE or stdin)",
+                               argv[optind]);
     return CLI_OK;
 }
 
@@ -154,8 +153,10 @@ static int publish_one(sb_bus *bus, const pub_opts *o, const char *headers,
         sb__buf_free(&body);
         return rc;
     }
-    sb_outgoing m = {.id = o->id, .payload = body.data,
-                     .payload_len = body.len, .headers_json = headers,
+    sb_outgoing m = {.id = o->id,
+                     .payload = body.data,
+                     .payload_len = body.len,
+                     .headers_json = headers,
                      .delay_ms = o->delay_ms};
     char id[1][37];
     sb_error err;
@@ -170,7 +171,7 @@ static int publish_one(sb_bus *bus, const pub_opts *o, const char *headers,
 
 /* ---- one message per line ---- */
 typedef struct batch {
-    sb_buf bytes;        /* the payloads, back to back */
+    sb_buf bytes; /* the payloads, back to back */
     size_t off[BATCH_MAX];
     size_t len[BATCH_MAX];
     size_t n;
@@ -178,8 +179,8 @@ typedef struct batch {
     char ids[BATCH_MAX][37];
 } batch;
 
-static int flush(sb_bus *bus, const pub_opts *o, const char *headers,
-                 batch *b, size_t *printed)
+static int flush(sb_bus *bus, const pub_opts *o, const char *headers, batch *b,
+                 size_t *printed)
 {
     if (b->n == 0)
         return CLI_OK;
@@ -192,8 +193,7 @@ static int flush(sb_bus *bus, const pub_opts *o, const char *headers,
                                    .delay_ms = o->delay_ms};
     sb_error err;
     sb_error_clear(&err);
-    int rc = sb_publish_batch(bus, NULL, o->queue, b->msgs, b->n, b->ids,
-                              &err);
+    int rc = sb_publish_batch(bus, NULL, o->queue, b->msgs, b->n, b->ids, &err);
     if (rc != SB_OK)
         return cli_report(rc, &err);
     print_ids(o, b->ids, b->n, printed);

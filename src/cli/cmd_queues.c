@@ -34,8 +34,7 @@ static int print_table(const sb_queue_stats *q, size_t n)
         char ready[24], delayed[24], inflight[24], dead[24], age[32];
         snprintf(ready, sizeof ready, "%lld", (long long)q[i].ready);
         snprintf(delayed, sizeof delayed, "%lld", (long long)q[i].delayed);
-        snprintf(inflight, sizeof inflight, "%lld",
-                 (long long)q[i].in_flight);
+        snprintf(inflight, sizeof inflight, "%lld", (long long)q[i].in_flight);
         snprintf(dead, sizeof dead, "%lld", (long long)q[i].dead_lettered);
         cli_format_age(age, sizeof age, q[i].oldest_ready_age_ms);
         const char *row[] = {q[i].queue, ready, delayed, inflight, dead, age};
@@ -50,7 +49,8 @@ static int print_table(const sb_queue_stats *q, size_t n)
 int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, OPT_JSON}, CLI_GLOBAL_LONGOPTS,
+        {"json", no_argument, NULL, OPT_JSON},
+        CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, json = 0;
     opterr = 0;
@@ -60,19 +60,13 @@ int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_queues, stdout);
-            return CLI_OK;
-        case OPT_JSON:
-            json = 1;
-            break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        case 'h': fputs(cli_usage_queues, stdout); return CLI_OK;
+        case OPT_JSON: json = 1; break;
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
 
     sb_bus *bus = NULL;
     int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);

@@ -36,9 +36,11 @@ static int parse_states(const cli_ctx *ctx, const char *text, unsigned *out)
                                 strncmp(state_names[s], p, n) != 0))
             s++;
         if (s == N_STATES)
-            return cli_usage_error(ctx, "--state must be outstanding, stale, "
+            return cli_usage_error(ctx,
+                                   "--state must be outstanding, stale, "
                                    "orphaned, dispatched (comma-separated) "
-                                   "or all (got \"%s\")", text);
+                                   "or all (got \"%s\")",
+                                   text);
         *out |= SB_REG_BIT(s);
         if (p[n] == '\0')
             return CLI_OK;
@@ -61,9 +63,9 @@ static int parse(cli_ctx *ctx, int argc, char **argv, int is_list,
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         if (c == 'h') {
@@ -78,25 +80,18 @@ static int parse(cli_ctx *ctx, int argc, char **argv, int is_list,
             rc = cli_parse_duration(ctx, "--stale-after", optarg, 1,
                                     MAX_STALE_AFTER_MS, &o->stale_after_ms);
             break;
-        case OPT_STATE:
-            rc = parse_states(ctx, optarg, &o->states);
-            break;
+        case OPT_STATE: rc = parse_states(ctx, optarg, &o->states); break;
         case OPT_LIMIT:
-            rc = cli_parse_int(ctx, "--limit", optarg, 1, MAX_LIMIT,
-                               &o->limit);
+            rc = cli_parse_int(ctx, "--limit", optarg, 1, MAX_LIMIT, &o->limit);
             break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        case OPT_JSON: o->json = 1; break;
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
         return rc;
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     return CLI_OK;
 }
 
@@ -132,7 +127,8 @@ static void print_json(const sb_registration *r, const lister *l)
     const char *handler = sb_registration_handler(r);
     size_t len = 0;
     const void *ctx = sb_registration_context(r, &len);
-    fputs(l->n == 1 ? "\n  {\"correlation_id\": " : ",\n  {\"correlation_id\": ",
+    fputs(l->n == 1 ? "\n  {\"correlation_id\": "
+                    : ",\n  {\"correlation_id\": ",
           stdout);
     cli_json_str(stdout, sb_registration_correlation_id(r));
     fputs(", \"registration_id\": ", stdout);
@@ -148,9 +144,9 @@ static void print_json(const sb_registration *r, const lister *l)
     json_time("registered_at", sb_registration_registered_at_us(r));
     json_time("expires_at", sb_registration_expires_at_us(r));
     json_time("dispatched_at", sb_registration_dispatched_at_us(r));
-    printf(", \"age_ms\": %lld",
-           (long long)((l->now_us - sb_registration_registered_at_us(r)) /
-                       1000));
+    printf(
+        ", \"age_ms\": %lld",
+        (long long)((l->now_us - sb_registration_registered_at_us(r)) / 1000));
     if (ctx == NULL) {
         fputs(", \"context_encoding\": null, \"context\": null}", stdout);
     } else if (cli_is_text(ctx, len)) {
@@ -209,9 +205,9 @@ static int cmd_list(cli_ctx *ctx, int argc, char **argv)
     rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
     if (rc != CLI_OK)
         return rc;
-    static const char *const head[] = {"CORRELATION-ID", "REGISTRATION-ID",
-                                       "HANDLER",        "STATE",
-                                       "AGE",            "DISPATCHED"};
+    static const char *const head[] = {
+        "CORRELATION-ID", "REGISTRATION-ID", "HANDLER", "STATE", "AGE",
+        "DISPATCHED"};
     lister l;
     memset(&l, 0, sizeof l);
     l.json = o.json;
@@ -234,9 +230,10 @@ static int cmd_list(cli_ctx *ctx, int argc, char **argv)
         rc = cli_report(src, &err);
     } else if (!l.json) {
         rc = cli_table_print(&l.table, stdout);
-        cli_notef(ctx, "%zu registration%s: %zu outstanding, %zu stale, %zu "
-                  "orphaned, %zu dispatched%s", l.n, l.n == 1 ? "" : "s",
-                  l.per_state[SB_REG_OUTSTANDING],
+        cli_notef(ctx,
+                  "%zu registration%s: %zu outstanding, %zu stale, %zu "
+                  "orphaned, %zu dispatched%s",
+                  l.n, l.n == 1 ? "" : "s", l.per_state[SB_REG_OUTSTANDING],
                   l.per_state[SB_REG_STALE], l.per_state[SB_REG_ORPHANED],
                   l.per_state[SB_REG_DISPATCHED],
                   l.n == q.limit ? " (the --limit; raise it for more)" : "");
@@ -291,6 +288,8 @@ int cli_cmd_recovery(cli_ctx *ctx, int argc, char **argv)
             return subs[i].fn(ctx, argc - 1, argv + 1);
         }
     }
-    return cli_usage_error(ctx, "unknown recovery command \"%s\" (list, "
-                           "watchdog)", argv[1]);
+    return cli_usage_error(ctx,
+                           "unknown recovery command \"%s\" (list, "
+                           "watchdog)",
+                           argv[1]);
 }

@@ -35,8 +35,7 @@ int cli_cmd_request(cli_ctx *ctx, int argc, char **argv)
         sb_error err;
         sb_error_clear(&err);
         sb_waiter *w = NULL;
-        int src = sb_request_job(ch, o.key, body.data, body.len, &wo, &w,
-                                 &err);
+        int src = sb_request_job(ch, o.key, body.data, body.len, &wo, &w, &err);
         if (src != SB_OK) {
             rc = cli_report(src, &err);
         } else {

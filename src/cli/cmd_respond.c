@@ -8,7 +8,7 @@
 typedef struct resp_opts {
     const char *correlation_id;
     const char *reply_id;
-    const char *error;  /* "TYPE:MESSAGE", or NULL */
+    const char *error; /* "TYPE:MESSAGE", or NULL */
     const char *file;
 } resp_opts;
 
@@ -25,33 +25,29 @@ static int parse(cli_ctx *ctx, int argc, char **argv, resp_opts *o)
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_respond, stdout);
-            return -1;
+        case 'h': fputs(cli_usage_respond, stdout); return -1;
         case OPT_CORRELATION_ID:
             o->correlation_id = optarg;
             rc = cli_check_correlation_id(ctx, "--correlation-id", optarg);
             break;
-        case OPT_REPLY_ID:
-            o->reply_id = optarg;
-            break;
+        case OPT_REPLY_ID: o->reply_id = optarg; break;
         case OPT_ERROR: {
             const char *colon = strchr(optarg, ':');
             o->error = optarg;
             if (colon == NULL || colon == optarg)
-                rc = cli_usage_error(ctx, "--error must be TYPE:MESSAGE "
+                rc = cli_usage_error(ctx,
+                                     "--error must be TYPE:MESSAGE "
                                      "with a non-empty type (got \"%s\")",
                                      optarg);
             break;
         }
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
@@ -61,8 +57,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, resp_opts *o)
     if (optind < argc)
         o->file = argv[optind++];
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\" (respond "
-                               "reads one FILE or stdin)", argv[optind]);
+        return cli_usage_error(ctx,
+                               "unexpected argument \"%s\" (respond "
+                               "reads one FILE or stdin)",
+                               argv[optind]);
     return CLI_OK;
 }
 
@@ -89,8 +87,8 @@ static int send_reply(sb_channel *ch, const resp_opts *o, const sb_buf *body)
             return CLI_USAGE;
         }
         rc = sb_respond_error(ch, o->correlation_id, type, colon + 1,
-                              body->len > 0 ? body->data : NULL,
-                              o->reply_id, &err);
+                              body->len > 0 ? body->data : NULL, o->reply_id,
+                              &err);
         sb__free(type);
     }
     return rc == SB_OK ? CLI_OK : cli_report(rc, &err);

@@ -37,34 +37,32 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
+        case 'h': fputs(usage, stdout); return -1;
         case OPT_STATEMENTS:
             if (statements == NULL)
                 return cli_usage_error(ctx, "--statements is only for "
-                                       "'schema print'");
+                                            "'schema print'");
             *statements = 1;
             break;
         case OPT_BACKEND:
             if (statements == NULL)
-                return cli_usage_error(ctx, "--backend is only for 'schema "
+                return cli_usage_error(ctx,
+                                       "--backend is only for 'schema "
                                        "print'; verify and migrate use --db");
             if (strcmp(optarg, "sqlite") != 0 &&
                 strcmp(optarg, "postgresql") != 0 &&
                 strcmp(optarg, "mssql") != 0)
-                return cli_usage_error(ctx, "--backend must be sqlite, "
+                return cli_usage_error(ctx,
+                                       "--backend must be sqlite, "
                                        "postgresql or mssql (got \"%s\")",
                                        optarg);
             *backend = optarg;
             break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     return CLI_OK;
 }
 
@@ -73,8 +71,7 @@ static void print_statement(const char *name, const char *sql, void *user)
 {
     (void)user;
     size_t n = strlen(sql);
-    printf("-- %s\n%s%s\n", name, sql,
-           n > 0 && sql[n - 1] == '\n' ? "" : "\n");
+    printf("-- %s\n%s%s\n", name, sql, n > 0 && sql[n - 1] == '\n' ? "" : "\n");
 }
 
 static int schema_print(cli_ctx *ctx, int argc, char **argv)
@@ -88,8 +85,8 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
         backend = backend_of_url(cli_db_url(ctx));
     /* The transport's, the channel's, the error store's, its durable
      * operations' (the table `sqlbus serve` uses). */
-    int (*const walks[])(const char *, const char *, sb_statement_fn,
-                         void *, sb_error *) = {
+    int (*const walks[])(const char *, const char *, sb_statement_fn, void *,
+                         sb_error *) = {
         sb_schema_statements, sb_channel_statements, sb_errors_statements,
         sb_operations_statements};
     int (*const parts[])(const char *, const char *, char **, sb_error *) = {
@@ -99,8 +96,8 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
         char *sql = NULL;
         sb_error err;
         sb_error_clear(&err);
-        int src = statements ? walks[i](backend, ctx->prefix,
-                                        print_statement, NULL, &err)
+        int src = statements ? walks[i](backend, ctx->prefix, print_statement,
+                                        NULL, &err)
                              : parts[i](backend, ctx->prefix, &sql, &err);
         if (src != SB_OK)
             return cli_report(src, &err);
@@ -127,17 +124,17 @@ static int schema_check(cli_ctx *ctx, int argc, char **argv, int migrate)
         return rc;
     sb_error err;
     sb_error_clear(&err);
-    int src = migrate ? sb_schema_migrate(bus, &err)
-                      : sb_schema_verify(bus, &err);
+    int src =
+        migrate ? sb_schema_migrate(bus, &err) : sb_schema_verify(bus, &err);
     if (src == SB_OK) {
-        printf("schema %s (%s, %s)\n", migrate ? "migrated and verified"
-                                               : "ok",
+        printf("schema %s (%s, %s)\n", migrate ? "migrated and verified" : "ok",
                sb_backend_name(bus), cli_db_url(ctx));
     } else {
         rc = cli_report(src, &err);
         if ((src & 0xff) == SB_SCHEMA && !migrate)
             fputs("sqlbus: run 'sqlbus schema migrate' (or apply the "
-                  "statement above) to fix it\n", stderr);
+                  "statement above) to fix it\n",
+                  stderr);
     }
     sb_close(bus);
     return rc;
@@ -164,6 +161,8 @@ int cli_cmd_schema(cli_ctx *ctx, int argc, char **argv)
         ctx->cmd = "schema migrate";
         return schema_check(ctx, argc - 1, argv + 1, 1);
     }
-    return cli_usage_error(ctx, "unknown schema command \"%s\" (print, "
-                           "verify, migrate)", argv[1]);
+    return cli_usage_error(ctx,
+                           "unknown schema command \"%s\" (print, "
+                           "verify, migrate)",
+                           argv[1]);
 }

@@ -82,8 +82,7 @@ static void serve_log(int level, const char *component, const char *message,
     if (level >= SB_LOG_WARN)
         cli_log(level, component, message, user);
     else if (level >= SB_LOG_INFO || ctx->verbosity > 0)
-        cli_notef(ctx, "%s: %s", component != NULL ? component : "-",
-                  message);
+        cli_notef(ctx, "%s: %s", component != NULL ? component : "-", message);
 }
 
 /* S10: the HTTP API's own bus and store: the same database, prefix and
@@ -164,26 +163,16 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_serve, stdout);
-            return CLI_OK;
-        case OPT_LISTEN:
-            listen = optarg;
-            break;
-        case OPT_TOKEN_FILE:
-            token_file = optarg;
-            break;
-        case OPT_DEMO:
-            demo = 1;
-            break;
-        case OPT_ALLOW_EDIT:
-            allow_edit = 1;
-            break;
+        case 'h': fputs(cli_usage_serve, stdout); return CLI_OK;
+        case OPT_LISTEN: listen = optarg; break;
+        case OPT_TOKEN_FILE: token_file = optarg; break;
+        case OPT_DEMO: demo = 1; break;
+        case OPT_ALLOW_EDIT: allow_edit = 1; break;
         case OPT_REQUEST_TIMEOUT: {
-            int prc = cli_parse_duration(
-                ctx, "--request-timeout", optarg,
-                SB_SERVER_REQUEST_TIMEOUT_MIN_MS,
-                SB_SERVER_REQUEST_TIMEOUT_MAX_MS, &request_timeout_ms);
+            int prc = cli_parse_duration(ctx, "--request-timeout", optarg,
+                                         SB_SERVER_REQUEST_TIMEOUT_MIN_MS,
+                                         SB_SERVER_REQUEST_TIMEOUT_MAX_MS,
+                                         &request_timeout_ms);
             if (prc != CLI_OK)
                 return prc;
             break;
@@ -206,14 +195,13 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                                        optarg);
             break;
         }
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
-    char admin[SB_SERVER_TOKEN_MAX + 1] = "", read[SB_SERVER_TOKEN_MAX + 1] = "";
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
+    char admin[SB_SERVER_TOKEN_MAX + 1] = "",
+                                     read[SB_SERVER_TOKEN_MAX + 1] = "";
     const char *env = getenv("SQLBUS_TOKEN");
     if (env != NULL && strlen(env) > SB_SERVER_TOKEN_MAX)
         return cli_usage_error(ctx, "SQLBUS_TOKEN must be at most %d bytes",
@@ -229,18 +217,17 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     sb_errors *store = NULL;
     /* The ingesters' connections beside housekeeping, the operations, the
      * stats sampler and the counts flusher. */
-    int pool = (int)(ingesters > INGESTERS_DEFAULT ? ingesters
-                                                   : INGESTERS_DEFAULT) +
-               6;
+    int pool =
+        (int)(ingesters > INGESTERS_DEFAULT ? ingesters : INGESTERS_DEFAULT) +
+        6;
     ctx->pool_size = pool > 8 ? pool : 0;
     int rc = cli_errors_open(ctx, allow_edit, &bus, &store);
     ctx->pool_size = 0;
     if (rc != CLI_OK)
         return rc;
     if (ingesters == 0)
-        ingesters = strcmp(sb_backend_name(bus), "sqlite") == 0
-                        ? 1
-                        : INGESTERS_DEFAULT;
+        ingesters =
+            strcmp(sb_backend_name(bus), "sqlite") == 0 ? 1 : INGESTERS_DEFAULT;
     sb_bus *api_bus = NULL;
     sb_errors *api_store = NULL;
     rc = open_api(ctx, allow_edit, request_timeout_ms, &api_bus, &api_store);
@@ -250,15 +237,21 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     }
     sb_error err;
     sb_loops_options lo = {.retention_ms = retention_ms,
-                           .ingesters = (int)ingesters, .log = serve_log,
+                           .ingesters = (int)ingesters,
+                           .log = serve_log,
                            .log_user = ctx};
     sb_loops *loops = NULL;
     int src = sb__loops_start(bus, store, &lo, &loops, &err);
-    sb_server_options o = {.listen = listen, .admin_token = admin,
-                           .read_token = read, .store = store,
-                           .loops = loops, .retention_ms = retention_ms,
-                           .edit_enabled = allow_edit, .log = serve_log,
-                           .log_user = ctx, .api_bus = api_bus,
+    sb_server_options o = {.listen = listen,
+                           .admin_token = admin,
+                           .read_token = read,
+                           .store = store,
+                           .loops = loops,
+                           .retention_ms = retention_ms,
+                           .edit_enabled = allow_edit,
+                           .log = serve_log,
+                           .log_user = ctx,
+                           .api_bus = api_bus,
                            .api_store = api_store,
                            .request_timeout_ms = request_timeout_ms};
     sb_server *srv = NULL;
@@ -272,7 +265,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     ctx->signal_stops = 1;
-    cli_notef(ctx, "ingest: following the dead-letter queue with %d "
+    cli_notef(ctx,
+              "ingest: following the dead-letter queue with %d "
               "ingester%s; housekeeping: error retention %lld h, first run "
               "in 1 min, then hourly",
               (int)ingesters, ingesters == 1 ? "" : "s",

@@ -41,7 +41,7 @@ typedef struct work_opts {
     int64_t prefetch; /* -1 = the library's default; 0 = none */
     int once;
     const char *endpoint; /* sb-processing-endpoint; NULL = the queue */
-    char **argv; /* the handler command */
+    char **argv;          /* the handler command */
 } work_opts;
 
 enum {
@@ -80,9 +80,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_work, stdout);
-            return -1;
+        case 'h': fputs(cli_usage_work, stdout); return -1;
         case OPT_QUEUE:
             o->queue = optarg;
             rc = cli_check_queue(ctx, "--queue", optarg);
@@ -96,20 +94,18 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
                                &o->max_attempts);
             break;
         case OPT_TIMEOUT:
-            rc = cli_parse_duration(ctx, "--timeout", optarg, 1,
-                                    7LL * 86400000, &o->timeout_ms);
+            rc = cli_parse_duration(ctx, "--timeout", optarg, 1, 7LL * 86400000,
+                                    &o->timeout_ms);
             break;
         case OPT_LEASE:
-            rc = cli_parse_duration(ctx, "--lease", optarg, 1000,
-                                    86400000, &o->lease_ms);
+            rc = cli_parse_duration(ctx, "--lease", optarg, 1000, 86400000,
+                                    &o->lease_ms);
             break;
         case OPT_DELAY:
-            rc = cli_parse_duration(ctx, "--delay", optarg, 0,
-                                    7LL * 86400000, &o->delay_ms);
+            rc = cli_parse_duration(ctx, "--delay", optarg, 0, 7LL * 86400000,
+                                    &o->delay_ms);
             break;
-        case OPT_ONCE:
-            o->once = 1;
-            break;
+        case OPT_ONCE: o->once = 1; break;
         case OPT_PREFETCH:
             rc = cli_parse_int(ctx, "--prefetch", optarg, 0, SB_PREFETCH_MAX,
                                &o->prefetch);
@@ -123,8 +119,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
                 rc = cli_usage_error(ctx, "--endpoint: %s", err.message);
             break;
         }
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
@@ -132,7 +127,8 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
     if (o->queue == NULL)
         return cli_usage_error(ctx, "--queue is required");
     if (optind >= argc)
-        return cli_usage_error(ctx, "give the command to run after --, e.g. "
+        return cli_usage_error(ctx,
+                               "give the command to run after --, e.g. "
                                "sqlbus work --queue %s -- ./handler",
                                o->queue);
     o->argv = argv + optind;
@@ -151,9 +147,9 @@ static int command_exists(const char *cmd)
     while (*path != '\0') {
         const char *colon = strchr(path, ':');
         size_t n = colon ? (size_t)(colon - path) : strlen(path);
-        int w = n == 0 ? snprintf(full, sizeof full, "./%s", cmd)
-                       : snprintf(full, sizeof full, "%.*s/%s", (int)n, path,
-                                  cmd);
+        int w = n == 0
+                    ? snprintf(full, sizeof full, "./%s", cmd)
+                    : snprintf(full, sizeof full, "%.*s/%s", (int)n, path, cmd);
         if (w > 0 && (size_t)w < sizeof full && access(full, X_OK) == 0)
             return 1;
         path += n;
@@ -193,7 +189,8 @@ static void summary(const cli_ctx *ctx, const sb_worker *w, int64_t start)
     sb_worker_get_stats(w, &st);
     char took[32];
     cli_format_age(took, sizeof took, (sb__mono_us() - start) / 1000);
-    cli_notef(ctx, "work: %lld acked, %lld naked, %lld dead-lettered, "
+    cli_notef(ctx,
+              "work: %lld acked, %lld naked, %lld dead-lettered, "
               "%lld lost leases, %lld handed back (%s)",
               (long long)st.acked, (long long)st.naked,
               (long long)st.dead_lettered, (long long)st.lost_leases,
@@ -204,9 +201,12 @@ static void summary(const cli_ctx *ctx, const sb_worker *w, int64_t start)
  * queue is idle), then stops the worker gracefully. Returns an exit code. */
 int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
 {
-    work_opts o = {.concurrency = 1, .max_attempts = 5,
-                   .timeout_ms = 30000, .lease_ms = 30000,
-                   .delay_ms = 5000, .prefetch = -1};
+    work_opts o = {.concurrency = 1,
+                   .max_attempts = 5,
+                   .timeout_ms = 30000,
+                   .lease_ms = 30000,
+                   .delay_ms = 5000,
+                   .prefetch = -1};
     int rc = parse(ctx, argc, argv, &o);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
@@ -236,8 +236,8 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     int crc = sb_channel_open(bus, NULL, &ch, &cerr);
     if (crc != SB_OK) {
         cli_errorf("warning: cannot open the channel, so requests get no "
-                   "replies: %s", cerr.message[0] ? cerr.message
-                                                  : sb_strerror(crc));
+                   "replies: %s",
+                   cerr.message[0] ? cerr.message : sb_strerror(crc));
         ch = NULL;
     }
 
@@ -265,7 +265,7 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     wo.max_attempts = o.max_attempts == 0 ? -1 : (int)o.max_attempts;
     /* In the options 0 means "the default"; -1 means "at once". */
     wo.redelivery_delay_ms = o.delay_ms == 0 ? -1 : o.delay_ms;
-    wo.prefetch = o.prefetch < 0 ? 0
+    wo.prefetch = o.prefetch < 0    ? 0
                   : o.prefetch == 0 ? SB_PREFETCH_NONE
                                     : (int)o.prefetch;
     /* A running command is bounded by --timeout plus the kill grace; give
@@ -296,7 +296,8 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         wait_for_signal();
     }
     if (cli_signal_count() > 0)
-        cli_notef(ctx, "work: stopping; running handlers may take up to "
+        cli_notef(ctx,
+                  "work: stopping; running handlers may take up to "
                   "%lld ms (signal again to kill them)",
                   (long long)wo.stop_timeout_ms);
     atomic_store(&work.stopping, 1);
@@ -312,8 +313,8 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     summary(ctx, w, start);
     /* The last join, the channel's and the bus's close may wait on the
      * database; one that stopped answering must not hold the exit. */
-    int64_t bound = src == SB_UNAVAILABLE ? CLOSE_BOUND_DOWN_MS
-                                          : CLOSE_BOUND_MS;
+    int64_t bound =
+        src == SB_UNAVAILABLE ? CLOSE_BOUND_DOWN_MS : CLOSE_BOUND_MS;
     closing *cl = sb__malloc(sizeof *cl);
     if (cl == NULL) {
         closing now = {w, ch, bus};
@@ -324,7 +325,8 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     if (cl != NULL && cli_run_bounded(close_all, cl, bound)) {
         sb__free(cl);
     } else if (cl != NULL) { /* cl stays with the thread left waiting */
-        cli_notef(ctx, "work: the database did not answer within %lld ms "
+        cli_notef(ctx,
+                  "work: the database did not answer within %lld ms "
                   "of the stop; exiting without closing its connections "
                   "(unwritten settlements return when their leases expire)",
                   (long long)bound);

@@ -10,22 +10,15 @@
 int cli_global_option(cli_ctx *ctx, int c, const char *arg)
 {
     switch (c) {
-    case CLI_OPT_DB:
-        ctx->db_url = arg;
-        return 1;
-    case CLI_OPT_PREFIX:
-        ctx->prefix = arg;
-        return 1;
+    case CLI_OPT_DB: ctx->db_url = arg; return 1;
+    case CLI_OPT_PREFIX: ctx->prefix = arg; return 1;
     case 'v':
         if (ctx->verbosity < 0)
             ctx->verbosity = 0;
         ctx->verbosity++;
         return 1;
-    case 'q':
-        ctx->verbosity = -1;
-        return 1;
-    default:
-        return 0;
+    case 'q': ctx->verbosity = -1; return 1;
+    default: return 0;
     }
 }
 
@@ -90,22 +83,15 @@ void cli_notef(const cli_ctx *ctx, const char *fmt, ...)
 int cli_exit_code(int rc)
 {
     switch (rc & 0xff) {
-    case SB_OK:
-        return CLI_OK;
+    case SB_OK: return CLI_OK;
     case SB_INVALID:
-    case SB_TOOBIG:
-        return CLI_USAGE;
-    case SB_SCHEMA:
-        return CLI_SCHEMA;
-    case SB_NOTFOUND:
-        return CLI_NOTFOUND;
+    case SB_TOOBIG: return CLI_USAGE;
+    case SB_SCHEMA: return CLI_SCHEMA;
+    case SB_NOTFOUND: return CLI_NOTFOUND;
     case SB_BUSY:
-    case SB_UNAVAILABLE:
-        return CLI_UNAVAILABLE;
-    case SB_CONFLICT:
-        return CLI_CONFLICT;
-    default:
-        return CLI_ERROR;
+    case SB_UNAVAILABLE: return CLI_UNAVAILABLE;
+    case SB_CONFLICT: return CLI_CONFLICT;
+    default: return CLI_ERROR;
     }
 }
 
@@ -113,8 +99,8 @@ int cli_exit_code(int rc)
  * exit code. */
 int cli_report(int rc, const sb_error *err)
 {
-    const char *msg = err != NULL && err->message[0] ? err->message
-                                                       : sb_strerror(rc);
+    const char *msg =
+        err != NULL && err->message[0] ? err->message : sb_strerror(rc);
     if (err != NULL && err->field[0] != '\0')
         fprintf(stderr, "sqlbus: %s (field: %s)\n", msg, err->field);
     else
@@ -136,8 +122,8 @@ int cli_parse_duration(const cli_ctx *ctx, const char *flag, const char *text,
         char lo[32], hi[32];
         cli_format_age(lo, sizeof lo, min_ms);
         cli_format_age(hi, sizeof hi, max_ms);
-        return cli_usage_error(ctx, "%s must be %s..%s (got %s)", flag, lo,
-                               hi, text);
+        return cli_usage_error(ctx, "%s must be %s..%s (got %s)", flag, lo, hi,
+                               text);
     }
     *out = ms;
     return CLI_OK;
@@ -155,8 +141,9 @@ int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
         p++;
     }
     if (*p < '0' || *p > '9')
-        return cli_usage_error(ctx, "%s must be a whole number %lld..%lld "
-                                    "(got \"%s\")",
+        return cli_usage_error(ctx,
+                               "%s must be a whole number %lld..%lld "
+                               "(got \"%s\")",
                                flag, (long long)lo, (long long)hi, text);
     int64_t v = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
@@ -169,8 +156,9 @@ int cli_parse_int(const cli_ctx *ctx, const char *flag, const char *text,
         v = v * 10 + (*p - '0');
     }
     if (*p != '\0')
-        return cli_usage_error(ctx, "%s must be a whole number %lld..%lld "
-                                    "(got \"%s\")",
+        return cli_usage_error(ctx,
+                               "%s must be a whole number %lld..%lld "
+                               "(got \"%s\")",
                                flag, (long long)lo, (long long)hi, text);
     if (neg)
         v = -v;
@@ -186,13 +174,17 @@ int cli_header_flag_add(const cli_ctx *ctx, cli_header_flags *h,
 {
     const char *eq = strchr(arg, '=');
     if (eq == NULL || eq == arg)
-        return cli_usage_error(ctx, "--header must be KEY=VALUE with a "
-                               "non-empty key (got \"%s\")", arg);
+        return cli_usage_error(ctx,
+                               "--header must be KEY=VALUE with a "
+                               "non-empty key (got \"%s\")",
+                               arg);
     if (max > CLI_MAX_HEADER_FLAGS)
         max = CLI_MAX_HEADER_FLAGS;
     if (h->n >= max)
-        return cli_usage_error(ctx, "--header may be given at most %zu "
-                               "times", max);
+        return cli_usage_error(ctx,
+                               "--header may be given at most %zu "
+                               "times",
+                               max);
     char *key = sb__strndup(arg, (size_t)(eq - arg));
     if (key == NULL) {
         cli_errorf("out of memory");
@@ -247,8 +239,7 @@ const char *cli_db_url(const cli_ctx *ctx)
 }
 
 /* Log callback of the bus: one line per message on stderr. Thread-safe. */
-void cli_log(int level, const char *component, const char *message,
-             void *user)
+void cli_log(int level, const char *component, const char *message, void *user)
 {
     (void)user;
     const char *name = level >= SB_LOG_ERROR  ? "error"

@@ -27,8 +27,8 @@ static void first_line(char *out, size_t cap, const char *s)
 
 static int print_table(sb_msg **msgs, size_t n)
 {
-    static const char *const head[] = {"ID",       "FAILED-QUEUE", "ATTEMPTS",
-                                       "AGE",      "EXCEPTION",    "MESSAGE"};
+    static const char *const head[] = {"ID",  "FAILED-QUEUE", "ATTEMPTS",
+                                       "AGE", "EXCEPTION",    "MESSAGE"};
     cli_table t;
     cli_table_init(&t, 6, head, 0x0c);
     int64_t now = sb__wall_us();
@@ -36,10 +36,8 @@ static int print_table(sb_msg **msgs, size_t n)
         const sb_msg *m = msgs[i];
         const char *attempts = sb_msg_header(m, "sb-attempts");
         char age[32], msg[MESSAGE_COLUMNS * 4 + 8];
-        cli_format_age(age, sizeof age,
-                       (now - sb_msg_created_at_us(m)) / 1000);
-        first_line(msg, sizeof msg,
-                   sb_msg_header(m, "sb-exception-message"));
+        cli_format_age(age, sizeof age, (now - sb_msg_created_at_us(m)) / 1000);
+        first_line(msg, sizeof msg, sb_msg_header(m, "sb-exception-message"));
         const char *type = sb_msg_header(m, "sb-exception-type");
         const char *fq = sb_msg_header(m, "sb-failed-queue");
         const char *row[] = {sb_msg_id(m),
@@ -92,8 +90,10 @@ int cli_dlq_list(cli_ctx *ctx, int argc, char **argv)
     } else {
         rc = print_table(msgs, n);
         if (rc == CLI_OK && n == a.filter.limit)
-            cli_notef(ctx, "showing %zu dead letters (the --limit); raise "
-                      "it for more", n);
+            cli_notef(ctx,
+                      "showing %zu dead letters (the --limit); raise "
+                      "it for more",
+                      n);
     }
     sb_msg_free_array(msgs, n);
     sb_close(bus);

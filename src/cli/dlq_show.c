@@ -20,8 +20,8 @@ static long long header_count(const sb_msg *m, const char *key,
     return n;
 }
 
-static void json_field(FILE *f, int indent, const char *name,
-                       const char *value, int *first)
+static void json_field(FILE *f, int indent, const char *name, const char *value,
+                       int *first)
 {
     fprintf(f, "%s\n%*s\"%s\": ", *first ? "{" : ",", indent + 2, "", name);
     *first = 0;
@@ -115,7 +115,7 @@ int cli_dlq_show(cli_ctx *ctx, int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     if (a.noperands != 1)
         return cli_usage_error(ctx, "give exactly one dead-letter id (from "
-                               "'sqlbus dlq list')");
+                                    "'sqlbus dlq list')");
     a.filter.id = a.operands[0];
     a.filter.limit = 1;
 

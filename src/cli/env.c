@@ -7,7 +7,7 @@
 extern char **environ;
 
 static const char *const delivery_vars[] = {
-    "SQLBUS_MESSAGE_ID=", "SQLBUS_QUEUE=",   "SQLBUS_ATTEMPT=",
+    "SQLBUS_MESSAGE_ID=",     "SQLBUS_QUEUE=",   "SQLBUS_ATTEMPT=",
     "SQLBUS_CORRELATION_ID=", "SQLBUS_HEADERS=",
 };
 #define N_VARS (sizeof delivery_vars / sizeof delivery_vars[0])

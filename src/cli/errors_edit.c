@@ -53,15 +53,13 @@ static int parse(cli_ctx *ctx, int argc, char **argv, edit_args *a)
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(cli_usage_errors_edit, stdout);
-            return -1;
+        case 'h': fputs(cli_usage_errors_edit, stdout); return -1;
         case OPT_JSON: a->json = 1; break;
         case OPT_BODY: a->body = optarg; break;
         case OPT_BODY_FILE: a->body_file = optarg; break;
@@ -70,8 +68,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, edit_args *a)
             break;
         case OPT_REMOVE_HEADER:
             if (a->n_remove >= MAX_HEADER_FLAGS)
-                return cli_usage_error(ctx, "at most %d --remove-header "
-                                       "flags", MAX_HEADER_FLAGS);
+                return cli_usage_error(ctx,
+                                       "at most %d --remove-header "
+                                       "flags",
+                                       MAX_HEADER_FLAGS);
             a->remove[a->n_remove++] = optarg;
             break;
         case OPT_HEADERS_JSON: a->headers_file = optarg; break;
@@ -87,7 +87,8 @@ static int parse(cli_ctx *ctx, int argc, char **argv, edit_args *a)
     if (a->body != NULL && a->body_file != NULL)
         return cli_usage_error(ctx, "give --body or --body-file, not both");
     if (!a->allow && !env_allows())
-        return cli_usage_error(ctx, "editing is off: add --allow-edit (or "
+        return cli_usage_error(ctx,
+                               "editing is off: add --allow-edit (or "
                                "set SQLBUS_ALLOW_EDIT=1) to send an edited "
                                "copy");
     return CLI_OK;
@@ -109,8 +110,7 @@ static int build_headers(const edit_args *a, const char *stored, char **out)
         sb_error err;
         sb_error_clear(&err);
         if (sb__headers_validate(file.data, file.len, &err) != SB_OK) {
-            cli_errorf("--headers-json %s: %s", a->headers_file,
-                       err.message);
+            cli_errorf("--headers-json %s: %s", a->headers_file, err.message);
             sb__buf_free(&file);
             return CLI_USAGE;
         }
@@ -122,8 +122,7 @@ static int build_headers(const edit_args *a, const char *stored, char **out)
     int src = sb__headers_merge(base, a->set.kv, &merged, &err);
     if (src == SB_OK && a->n_remove > 0) {
         char *less = NULL;
-        src = sb__headers_without(merged, a->remove, a->n_remove, &less,
-                                  &err);
+        src = sb__headers_without(merged, a->remove, a->n_remove, &less, &err);
         sb__free(merged);
         merged = less;
     }
@@ -179,8 +178,8 @@ int cli_errors_edit(cli_ctx *ctx, int argc, char **argv)
     int ignored = 0;
     char new_id[37] = "";
     if (rc == CLI_OK) {
-        src = sb_errors_edit_retry(store, a.id, bytes, len, headers,
-                                   &ignored, new_id, &err);
+        src = sb_errors_edit_retry(store, a.id, bytes, len, headers, &ignored,
+                                   new_id, &err);
         if (src != SB_OK)
             rc = cli_report(src, &err);
     }
@@ -190,8 +189,10 @@ int cli_errors_edit(cli_ctx *ctx, int argc, char **argv)
         cli_json_str(stdout, ignored ? NULL : new_id);
         fputs("}\n", stdout);
     } else if (rc == CLI_OK && ignored) {
-        cli_notef(ctx, "message %s was edited before: the first edit stands, "
-                  "nothing sent", a.id);
+        cli_notef(ctx,
+                  "message %s was edited before: the first edit stands, "
+                  "nothing sent",
+                  a.id);
     } else if (rc == CLI_OK) {
         printf("%s\n", new_id);
         cli_notef(ctx, "sent an edited copy of %s; the original is resolved",

@@ -42,9 +42,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
+        case 'h': fputs(usage, stdout); return -1;
         case OPT_JSON: o->json = 1; break;
         case OPT_INGEST: o->ingest = 1; break;
         default: return cli_bad_option(ctx, c, argv);
@@ -53,12 +51,11 @@ static int parse(cli_ctx *ctx, int argc, char **argv, const char *usage,
     if (takes_file) {
         if (optind >= argc)
             return cli_usage_error(ctx, "give the file to import (FILE.jsonl "
-                                   "or - for stdin)");
+                                        "or - for stdin)");
         o->file = argv[optind++];
     }
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     return CLI_OK;
 }
 
@@ -87,12 +84,13 @@ static int next_line(reader *r, size_t *n)
         }
         r->lineno++;
         size_t len = (size_t)got;
-        while (len > 0 && (r->line[len - 1] == '\n' ||
-                           r->line[len - 1] == '\r'))
+        while (len > 0 &&
+               (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
             len--;
         if (len > MAX_LINE) {
             cli_errorf("line %lld: line: longer than %zu bytes; nothing "
-                       "imported", r->lineno, MAX_LINE);
+                       "imported",
+                       r->lineno, MAX_LINE);
             return -CLI_USAGE;
         }
         if (strspn(r->line, " \t") >= len)
@@ -157,8 +155,8 @@ static int report_refused(const chunk *c, int src, const sb_error *err,
         unsigned long i = strtoul(f + 5, &end, 10);
         if (end != NULL && end[0] == ']' && i < c->n) {
             const char *field = end[1] == '.' ? end + 2 : "line";
-            cli_errorf("line %lld: %s: %s%s", c->lineno[i], field,
-                       err->message, suffix);
+            cli_errorf("line %lld: %s: %s%s", c->lineno[i], field, err->message,
+                       suffix);
             return CLI_USAGE;
         }
     }
@@ -168,8 +166,7 @@ static int report_refused(const chunk *c, int src, const sb_error *err,
 /* ---- the two passes ---- */
 
 /* Check every line; *count receives the number of messages. */
-static int check_all(sb_errors *store, reader *r, chunk *c,
-                     long long *count)
+static int check_all(sb_errors *store, reader *r, chunk *c, long long *count)
 {
     int rc = CLI_OK;
     *count = 0;
@@ -192,8 +189,8 @@ static int check_all(sb_errors *store, reader *r, chunk *c,
     return rc;
 }
 
-static int submit_all(const cli_ctx *ctx, sb_errors *store, reader *r,
-                      chunk *c, long long total, long long *done)
+static int submit_all(const cli_ctx *ctx, sb_errors *store, reader *r, chunk *c,
+                      long long total, long long *done)
 {
     cli_progress bar;
     cli_progress_begin(&bar, ctx, "import", total);
@@ -281,7 +278,8 @@ static void stats_json(const sb_ingest_stats *s)
 
 static void stats_note(const cli_ctx *ctx, const sb_ingest_stats *s)
 {
-    cli_notef(ctx, "ingested %lld dead-lettered rows into %lld failed "
+    cli_notef(ctx,
+              "ingested %lld dead-lettered rows into %lld failed "
               "messages (%lld failed imports)",
               (long long)s->rows, (long long)s->messages,
               (long long)s->failed_imports);
@@ -317,8 +315,8 @@ int cli_errors_import(cli_ctx *ctx, int argc, char **argv)
         r.lineno = 0;
         rc = submit_all(ctx, store, &r, c, total, &done);
         if (rc != CLI_OK && done > 0)
-            cli_errorf("imported %lld of %lld messages before the error",
-                       done, total);
+            cli_errorf("imported %lld of %lld messages before the error", done,
+                       total);
     }
     sb_ingest_stats st;
     memset(&st, 0, sizeof st);
@@ -336,7 +334,7 @@ int cli_errors_import(cli_ctx *ctx, int argc, char **argv)
             stats_note(ctx, &st);
         else if (done > 0)
             cli_notef(ctx, "the next 'sqlbus errors ingest' (or a running "
-                      "'ingest --follow') stores them");
+                           "'ingest --follow') stores them");
     }
     cli_errors_close(bus, store);
     sb__free(c);
@@ -383,10 +381,12 @@ int cli_errors_reimport(cli_ctx *ctx, int argc, char **argv)
             stats_note(ctx, &st);
         else if (moved > 0)
             cli_notef(ctx, "run 'sqlbus errors ingest' (or add --ingest) to "
-                      "try them again");
+                           "try them again");
         if (o.ingest && left > 0)
-            cli_notef(ctx, "%lld still cannot be ingested: see their reasons "
-                      "in the failed_imports table", (long long)left);
+            cli_notef(ctx,
+                      "%lld still cannot be ingested: see their reasons "
+                      "in the failed_imports table",
+                      (long long)left);
     }
     cli_errors_close(bus, store);
     return rc;

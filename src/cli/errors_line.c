@@ -66,8 +66,7 @@ static int take_headers(json_t *h, char **out, sb_error *err)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     *out = sb__strdup(text);
     free(text);
-    return *out != NULL ? SB_OK
-                        : sb__err(err, SB_NOMEM, NULL, "out of memory");
+    return *out != NULL ? SB_OK : sb__err(err, SB_NOMEM, NULL, "out of memory");
 }
 
 static int take_body(json_t *text, json_t *b64, cli_import_msg *m,
@@ -105,12 +104,12 @@ int cli_import_parse_line(const char *line, size_t n, cli_import_msg *out,
 {
     memset(out, 0, sizeof *out);
     json_error_t je;
-    json_t *doc = json_loadb(line, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                             &je);
+    json_t *doc =
+        json_loadb(line, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (doc == NULL) {
         char msg[256];
-        snprintf(msg, sizeof msg, "not valid JSON at column %d: %s",
-                 je.column, je.text);
+        snprintf(msg, sizeof msg, "not valid JSON at column %d: %s", je.column,
+                 je.text);
         return bad(err, "line", msg);
     }
     int rc = SB_OK;
@@ -125,8 +124,9 @@ int cli_import_parse_line(const char *line, size_t n, cli_import_msg *out,
                 strcmp(key, "body_base64") != 0) {
                 char field[256];
                 snprintf(field, sizeof field, "%.200s", key);
-                rc = bad(err, field, "unknown field (expected headers, body "
-                                     "or body_base64)");
+                rc = bad(err, field,
+                         "unknown field (expected headers, body "
+                         "or body_base64)");
                 break;
             }
         }
@@ -134,8 +134,8 @@ int cli_import_parse_line(const char *line, size_t n, cli_import_msg *out,
     cli_import_msg m;
     memset(&m, 0, sizeof m);
     if (rc == SB_OK)
-        rc = take_headers(json_object_get(doc, "headers"), &m.headers_json,
-                          err);
+        rc =
+            take_headers(json_object_get(doc, "headers"), &m.headers_json, err);
     if (rc == SB_OK)
         rc = take_body(json_object_get(doc, "body"),
                        json_object_get(doc, "body_base64"), &m, err);

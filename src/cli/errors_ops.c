@@ -20,8 +20,13 @@ enum {
 /* The library's limit on ids per call; more are sent in several calls. */
 #define IDS_PER_CALL 10000
 
-enum op_kind { OP_RETRY, OP_RETRY_PENDING, OP_ARCHIVE, OP_UNARCHIVE,
-               OP_RESOLVE };
+enum op_kind {
+    OP_RETRY,
+    OP_RETRY_PENDING,
+    OP_ARCHIVE,
+    OP_UNARCHIVE,
+    OP_RESOLVE
+};
 
 typedef struct op_args {
     sb_failed_selection sel;
@@ -36,9 +41,11 @@ static int parse_time_flag(const cli_ctx *ctx, const char *flag,
 {
     if (cli_parse_time_us(text, out) == 0 && *out > 0)
         return CLI_OK;
-    return cli_usage_error(ctx, "%s must be an ISO 8601 time with a zone "
+    return cli_usage_error(ctx,
+                           "%s must be an ISO 8601 time with a zone "
                            "(2026-01-02T03:04:05Z) or Unix seconds (got "
-                           "\"%s\")", flag, text);
+                           "\"%s\")",
+                           flag, text);
 }
 
 static int parse_ops(cli_ctx *ctx, int argc, char **argv, int pending_ok,
@@ -60,31 +67,21 @@ static int parse_ops(cli_ctx *ctx, int argc, char **argv, int pending_ok,
     int c, rc = CLI_OK;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, NULL)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        case OPT_JSON:
-            a->json = 1;
-            break;
-        case OPT_GROUP:
-            a->sel.group_id = optarg;
-            break;
+        case 'h': fputs(usage, stdout); return -1;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_GROUP: a->sel.group_id = optarg; break;
         case OPT_QUEUE:
             a->sel.failed_queue = optarg;
             rc = cli_check_queue(ctx, "--queue", optarg);
             break;
-        case OPT_ENDPOINT:
-            a->sel.endpoint = optarg;
-            break;
-        case OPT_ALL:
-            a->sel.all = 1;
-            break;
+        case OPT_ENDPOINT: a->sel.endpoint = optarg; break;
+        case OPT_ALL: a->sel.all = 1; break;
         case OPT_FROM:
             rc = parse_time_flag(ctx, "--from", optarg,
                                  &a->sel.modified_from_us);
@@ -95,11 +92,10 @@ static int parse_ops(cli_ctx *ctx, int argc, char **argv, int pending_ok,
         case OPT_PENDING:
             if (!pending_ok)
                 return cli_usage_error(ctx, "option --pending is not valid "
-                                       "here");
+                                            "here");
             a->pending = 1;
             break;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     if (rc != CLI_OK)
@@ -107,15 +103,17 @@ static int parse_ops(cli_ctx *ctx, int argc, char **argv, int pending_ok,
     a->ids = argv + optind;
     a->n_ids = (size_t)(argc - optind);
     int selectors = (a->n_ids > 0) + (a->sel.group_id != NULL) +
-                    (a->sel.failed_queue != NULL) +
-                    (a->sel.endpoint != NULL) + a->sel.all;
+                    (a->sel.failed_queue != NULL) + (a->sel.endpoint != NULL) +
+                    a->sel.all;
     int ranged = a->sel.modified_from_us != 0 || a->sel.modified_to_us != 0;
     if (selectors == 0 && ranged)
         a->sel.all = 1; /* a range alone: everything in it */
     else if (selectors != 1)
-        return cli_usage_error(ctx, "choose exactly one of: unique ids, "
+        return cli_usage_error(ctx,
+                               "choose exactly one of: unique ids, "
                                "--group ID, --queue Q, --endpoint E, --all "
-                               "(got %d)", selectors);
+                               "(got %d)",
+                               selectors);
     if (a->sel.modified_to_us != 0 &&
         a->sel.modified_from_us > a->sel.modified_to_us)
         return cli_usage_error(ctx, "--from is after --to");
@@ -187,10 +185,9 @@ static int operation(cli_ctx *ctx, int argc, char **argv, int kind,
     if (a.n_ids == 0) {
         src = run_op(store, kind, &a.sel, &changed, &err);
     } else {
-        for (size_t at = 0; src == SB_OK && at < a.n_ids;
-             at += IDS_PER_CALL) {
-            size_t k = a.n_ids - at < IDS_PER_CALL ? a.n_ids - at
-                                                   : IDS_PER_CALL;
+        for (size_t at = 0; src == SB_OK && at < a.n_ids; at += IDS_PER_CALL) {
+            size_t k =
+                a.n_ids - at < IDS_PER_CALL ? a.n_ids - at : IDS_PER_CALL;
             a.sel.ids = (const char *const *)(a.ids + at);
             a.sel.n_ids = k;
             prog.before = changed;
@@ -199,8 +196,8 @@ static int operation(cli_ctx *ctx, int argc, char **argv, int kind,
     }
     cli_progress_end(&prog.bar);
     int plural = changed != 1;
-    const char *suffix = kind == OP_RESOLVE ? (plural ? "ies" : "y")
-                                            : (plural ? "s" : "");
+    const char *suffix =
+        kind == OP_RESOLVE ? (plural ? "ies" : "y") : (plural ? "s" : "");
     if (src != SB_OK) {
         rc = cli_report(src, &err);
         if (rc == CLI_CONFLICT && a.sel.group_id != NULL)
@@ -237,8 +234,7 @@ int cli_errors_archive(cli_ctx *ctx, int argc, char **argv)
 /* `sqlbus errors unarchive` (E19). */
 int cli_errors_unarchive(cli_ctx *ctx, int argc, char **argv)
 {
-    return operation(ctx, argc, argv, OP_UNARCHIVE,
-                     cli_usage_errors_unarchive);
+    return operation(ctx, argc, argv, OP_UNARCHIVE, cli_usage_errors_unarchive);
 }
 
 /* `sqlbus errors resolve` (E17): pending retries resolved by hand. */

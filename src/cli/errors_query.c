@@ -90,20 +90,17 @@ static void summaries_json(FILE *f, const sb_failed_summary *s, size_t n)
 
 static int summary_table(const sb_failed_summary *s, size_t n)
 {
-    static const char *const head[] = {"UNIQUE-ID", "STATUS",   "ATTEMPTS",
-                                       "AGE",       "QUEUE",    "TYPE",
-                                       "EXCEPTION"};
+    static const char *const head[] = {"UNIQUE-ID", "STATUS", "ATTEMPTS", "AGE",
+                                       "QUEUE",     "TYPE",   "EXCEPTION"};
     cli_table t;
     cli_table_init(&t, 7, head, 0x0c);
     int64_t now = sb__wall_us();
     for (size_t i = 0; i < n; i++) {
         char attempts[24], age[32], exc[EXCEPTION_COLUMNS * 4 + 8];
         char line[sizeof s[i].exception_type + sizeof exc + 4];
-        snprintf(attempts, sizeof attempts, "%lld",
-                 (long long)s[i].attempts);
+        snprintf(attempts, sizeof attempts, "%lld", (long long)s[i].attempts);
         cli_format_age(age, sizeof age, (now - s[i].last_failure_us) / 1000);
-        first_line(exc, sizeof exc, s[i].exception_message,
-                   EXCEPTION_COLUMNS);
+        first_line(exc, sizeof exc, s[i].exception_message, EXCEPTION_COLUMNS);
         snprintf(line, sizeof line, "%s%s%s",
                  s[i].exception_type[0] ? s[i].exception_type : "-",
                  exc[0] ? ": " : "", exc);
@@ -160,9 +157,9 @@ static int parse_query(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
     int64_t v = 0;
     opterr = 0;
     optind = 0;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv,
-                                            ":" CLI_GLOBAL_SHORTOPTS,
-                                            longopts, &li)) != -1) {
+    while (rc == CLI_OK &&
+           (c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            &li)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
         if (c == 'h') {
@@ -175,43 +172,36 @@ static int parse_query(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
             return cli_usage_error(ctx, "option --%s is not valid here",
                                    longopts[li].name);
         switch (c) {
-        case OPT_JSON:
-            o->json = 1;
-            break;
+        case OPT_JSON: o->json = 1; break;
         case OPT_STATUS:
             o->q.status = cli_errors_status_parse(optarg);
             if (o->q.status == -2)
-                rc = cli_usage_error(ctx, "--status must be unresolved, "
+                rc = cli_usage_error(ctx,
+                                     "--status must be unresolved, "
                                      "retry_issued, resolved, archived or "
-                                     "any (got \"%s\")", optarg);
+                                     "any (got \"%s\")",
+                                     optarg);
             break;
         case OPT_QUEUE:
             o->q.failed_queue = optarg;
             rc = cli_check_queue(ctx, "--queue", optarg);
             break;
-        case OPT_ENDPOINT:
-            o->q.endpoint = optarg;
-            break;
-        case OPT_GROUP:
-            o->q.group_id = optarg;
-            break;
-        case OPT_TYPE:
-            o->q.message_type = optarg;
-            break;
+        case OPT_ENDPOINT: o->q.endpoint = optarg; break;
+        case OPT_GROUP: o->q.group_id = optarg; break;
+        case OPT_TYPE: o->q.message_type = optarg; break;
         case OPT_SORT:
             o->q.sort = NULL;
             for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++)
                 if (strcmp(optarg, sorts[i]) == 0)
                     o->q.sort = sorts[i];
             if (o->q.sort == NULL)
-                rc = cli_usage_error(ctx, "--sort must be time_of_failure, "
+                rc = cli_usage_error(ctx,
+                                     "--sort must be time_of_failure, "
                                      "message_type, failed_queue, attempts "
                                      "or status_changed (got \"%s\")",
                                      optarg);
             break;
-        case OPT_ASC:
-            o->q.ascending = 1;
-            break;
+        case OPT_ASC: o->q.ascending = 1; break;
         case OPT_PAGE:
             rc = cli_parse_int(ctx, "--page", optarg, 1, 1000000, &v);
             o->q.page = (size_t)v;
@@ -223,21 +213,15 @@ static int parse_query(cli_ctx *ctx, int argc, char **argv, unsigned allowed,
         case OPT_LIMIT:
             rc = cli_parse_int(ctx, "--limit", optarg, 1, 1000, &o->limit);
             break;
-        case OPT_CLASSIFIER:
-            o->classifier = optarg;
-            break;
-        case OPT_ARCHIVED:
-            o->archived = 1;
-            break;
-        case OPT_DELETE:
-            o->delete_comment = 1;
-            break;
+        case OPT_CLASSIFIER: o->classifier = optarg; break;
+        case OPT_ARCHIVED: o->archived = 1; break;
+        case OPT_DELETE: o->delete_comment = 1; break;
         }
     }
     return rc;
 }
 
-#define BIT(x) (1u << ((x) - OPT_JSON))
+#define BIT(x) (1u << ((x)-OPT_JSON))
 
 /* `sqlbus errors list` (E23): a page of failed messages. */
 int cli_errors_list(cli_ctx *ctx, int argc, char **argv)
@@ -255,8 +239,7 @@ int cli_errors_list(cli_ctx *ctx, int argc, char **argv)
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     if (o.q.page == 0)
         o.q.page = 1;
     if (o.q.per_page == 0)
@@ -282,10 +265,11 @@ int cli_errors_list(cli_ctx *ctx, int argc, char **argv)
         fputs("}\n", stdout);
     } else {
         rc = summary_table(s, n);
-        int64_t pages = (total + (int64_t)o.q.per_page - 1) /
-                        (int64_t)o.q.per_page;
+        int64_t pages =
+            (total + (int64_t)o.q.per_page - 1) / (int64_t)o.q.per_page;
         if (rc == CLI_OK && pages > 1)
-            cli_notef(ctx, "page %zu of %lld (%lld messages); --page N for "
+            cli_notef(ctx,
+                      "page %zu of %lld (%lld messages); --page N for "
                       "more",
                       o.q.page, (long long)pages, (long long)total);
     }
@@ -316,7 +300,7 @@ int cli_errors_search(cli_ctx *ctx, int argc, char **argv)
     if (words.failed) {
         sb__buf_free(&words);
         return cli_usage_error(ctx, "the search words are longer than 4096 "
-                               "bytes");
+                                    "bytes");
     }
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
@@ -329,8 +313,8 @@ int cli_errors_search(cli_ctx *ctx, int argc, char **argv)
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);
-    int src = sb_errors_search(store, words.data, (size_t)o.limit, &s, &n,
-                               &err);
+    int src =
+        sb_errors_search(store, words.data, (size_t)o.limit, &s, &n, &err);
     if (src != SB_OK) {
         rc = cli_report(src, &err);
     } else if (o.json) {
@@ -339,8 +323,10 @@ int cli_errors_search(cli_ctx *ctx, int argc, char **argv)
     } else {
         rc = summary_table(s, n);
         if (rc == CLI_OK && (int64_t)n == o.limit)
-            cli_notef(ctx, "showing the best %zu matches (the --limit); "
-                      "raise it for more", n);
+            cli_notef(ctx,
+                      "showing the best %zu matches (the --limit); "
+                      "raise it for more",
+                      n);
     }
     sb_free(s);
     sb__buf_free(&words);
@@ -436,10 +422,12 @@ static int group_comment(cli_ctx *ctx, int argc, char **argv)
     const char *text = o.delete_comment ? NULL : argv[optind + 1];
     if (text != NULL && text[0] == '\0')
         return cli_usage_error(ctx, "the comment is empty (use --delete to "
-                               "remove it)");
+                                    "remove it)");
     if (text != NULL && strlen(text) > SB_MAX_COMMENT)
-        return cli_usage_error(ctx, "the comment must be at most %d bytes "
-                               "(got %zu)", SB_MAX_COMMENT, strlen(text));
+        return cli_usage_error(ctx,
+                               "the comment must be at most %d bytes "
+                               "(got %zu)",
+                               SB_MAX_COMMENT, strlen(text));
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
     rc = cli_errors_open(ctx, 0, &bus, &store);
@@ -499,15 +487,14 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
         return group_comment(ctx, argc - 1, argv + 1);
     query_opts o;
     memset(&o, 0, sizeof o);
-    int rc = parse_query(ctx, argc, argv,
-                         BIT(OPT_JSON) | BIT(OPT_CLASSIFIER) |
-                             BIT(OPT_ARCHIVED),
-                         cli_usage_errors_groups, &o);
+    int rc =
+        parse_query(ctx, argc, argv,
+                    BIT(OPT_JSON) | BIT(OPT_CLASSIFIER) | BIT(OPT_ARCHIVED),
+                    cli_usage_errors_groups, &o);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"",
-                               argv[optind]);
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     sb_bus *bus = NULL;
     sb_errors *store = NULL;
     rc = cli_errors_open(ctx, 0, &bus, &store);
@@ -517,10 +504,9 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);
-    int src = sb_errors_groups(store, o.classifier,
-                               o.archived ? SB_FAILED_ARCHIVED
-                                          : SB_FAILED_UNRESOLVED,
-                               &g, &n, &err);
+    int src = sb_errors_groups(
+        store, o.classifier,
+        o.archived ? SB_FAILED_ARCHIVED : SB_FAILED_UNRESOLVED, &g, &n, &err);
     sb_group_operation *ops = NULL;
     int *has_op = NULL;
     if (src == SB_OK && n > 0) {

@@ -65,7 +65,8 @@ enum { OPT_JSON = CLI_OPT_FIRST_LOCAL };
 static int parse(cli_ctx *ctx, int argc, char **argv, int *json)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, OPT_JSON}, CLI_GLOBAL_LONGOPTS,
+        {"json", no_argument, NULL, OPT_JSON},
+        CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -111,10 +112,12 @@ int cli_errors_redirect(cli_ctx *ctx, int argc, char **argv)
     while (k < 4 && strcmp(argv[1], subs[k].name) != 0)
         k++;
     if (k == 4)
-        return cli_usage_error(ctx, "unknown redirect command \"%s\" (add, "
-                               "update, remove, list)", argv[1]);
-    int rc = parse(ctx, argc - 1, argv + 1, k == ADD || k == LIST ? &json
-                                                                  : NULL);
+        return cli_usage_error(ctx,
+                               "unknown redirect command \"%s\" (add, "
+                               "update, remove, list)",
+                               argv[1]);
+    int rc =
+        parse(ctx, argc - 1, argv + 1, k == ADD || k == LIST ? &json : NULL);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     char **ops = argv + 1 + optind;
@@ -144,8 +147,10 @@ int cli_errors_redirect(cli_ctx *ctx, int argc, char **argv)
             fputc('\n', stdout);
         } else if (src == SB_OK) {
             printf("%s\n", r.id);
-            cli_notef(ctx, "retries of messages that failed on %s now go to "
-                      "%s", r.from_queue, r.to_queue);
+            cli_notef(ctx,
+                      "retries of messages that failed on %s now go to "
+                      "%s",
+                      r.from_queue, r.to_queue);
         }
         break;
     case UPDATE:
@@ -158,9 +163,7 @@ int cli_errors_redirect(cli_ctx *ctx, int argc, char **argv)
         if (src == SB_OK)
             cli_notef(ctx, "redirect %s removed", ops[0]);
         break;
-    default:
-        rc = list(ctx, store, json);
-        break;
+    default: rc = list(ctx, store, json); break;
     }
     if (src != SB_OK)
         rc = cli_report(src, &err);

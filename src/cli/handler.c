@@ -38,12 +38,12 @@ static void sanitize(char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2
-                                  : (c & 0xf0) == 0xe0 ? 3
-                                  : (c & 0xf8) == 0xf0 ? 4
-                                                       : 0;
-        if (c == 0 || len == 0 || len > n - i ||
-            !sb__utf8_valid(s + i, len)) {
+        size_t len = c < 0x80             ? 1
+                     : (c & 0xe0) == 0xc0 ? 2
+                     : (c & 0xf0) == 0xe0 ? 3
+                     : (c & 0xf8) == 0xf0 ? 4
+                                          : 0;
+        if (c == 0 || len == 0 || len > n - i || !sb__utf8_valid(s + i, len)) {
             s[i++] = '?';
             continue;
         }
@@ -101,8 +101,10 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
     switch (res->outcome) {
     case CLI_CHILD_EXITED:
         snprintf(type, sizeof type, "exit:%d", res->status);
-        snprintf(fallback, sizeof fallback, "the command exited with "
-                 "status %d", res->status);
+        snprintf(fallback, sizeof fallback,
+                 "the command exited with "
+                 "status %d",
+                 res->status);
         break;
     case CLI_CHILD_SIGNALED:
         what = cli_signal_name(res->status);
@@ -115,17 +117,21 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
         break;
     case CLI_CHILD_TIMEOUT:
         snprintf(type, sizeof type, "timeout");
-        snprintf(fallback, sizeof fallback, "the command ran longer than "
-                 "%lld ms and was killed", (long long)w->timeout_ms);
+        snprintf(fallback, sizeof fallback,
+                 "the command ran longer than "
+                 "%lld ms and was killed",
+                 (long long)w->timeout_ms);
         break;
     case CLI_CHILD_ABORTED:
         if (res->abort_reason == ABORT_LEASE_LOST) {
             snprintf(type, sizeof type, "lease-lost");
-            snprintf(fallback, sizeof fallback, "the lease was lost; the "
+            snprintf(fallback, sizeof fallback,
+                     "the lease was lost; the "
                      "command was killed");
         } else {
             snprintf(type, sizeof type, "interrupted");
-            snprintf(fallback, sizeof fallback, "sqlbus work was "
+            snprintf(fallback, sizeof fallback,
+                     "sqlbus work was "
                      "interrupted; the command was killed");
         }
         break;
@@ -152,8 +158,10 @@ static int fail(sb_delivery *d, cli_child_result *res, const cli_work *w)
         sb_delivery_fail(d, type, msg, NULL);
     if (w->ctx->verbosity >= 1) {
         const sb_msg *m = sb_delivery_msg(d);
-        fprintf(stderr, "sqlbus: work: message %s attempt %d failed: %s "
-                "(%lld ms)\n", sb_msg_id(m), sb_msg_attempts(m), type,
+        fprintf(stderr,
+                "sqlbus: work: message %s attempt %d failed: %s "
+                "(%lld ms)\n",
+                sb_msg_id(m), sb_msg_attempts(m), type,
                 (long long)res->elapsed_ms);
     }
     return SB_ERROR;
@@ -165,8 +173,10 @@ static int set_reply(sb_delivery *d, const cli_child_result *res)
 {
     char msg[256];
     if (res->out_truncated) {
-        snprintf(msg, sizeof msg, "the command's stdout is larger than "
-                 "%u bytes and cannot be the reply", MAX_STDOUT);
+        snprintf(msg, sizeof msg,
+                 "the command's stdout is larger than "
+                 "%u bytes and cannot be the reply",
+                 MAX_STDOUT);
         sb_delivery_fail(d, "reply", msg, NULL);
         return SB_ERROR;
     }
@@ -191,8 +201,10 @@ int cli_work_handler(sb_delivery *d, void *user)
     const sb_msg *m = sb_delivery_msg(d);
     char **envp = cli_env_for(m);
     if (envp == NULL) {
-        sb_delivery_fail(d, "sqlbus", "out of memory building the "
-                         "environment", NULL);
+        sb_delivery_fail(d, "sqlbus",
+                         "out of memory building the "
+                         "environment",
+                         NULL);
         return SB_NOMEM;
     }
     abort_ctx actx = {w, d};
@@ -215,9 +227,10 @@ int cli_work_handler(sb_delivery *d, void *user)
     int rc;
     if (res.outcome == CLI_CHILD_EXITED && res.status == 0) {
         if (w->ctx->verbosity >= 2)
-            fprintf(stderr, "sqlbus: work: message %s done (%lld ms, "
-                    "%zu bytes of output)\n", sb_msg_id(m),
-                    (long long)res.elapsed_ms, res.out.len);
+            fprintf(stderr,
+                    "sqlbus: work: message %s done (%lld ms, "
+                    "%zu bytes of output)\n",
+                    sb_msg_id(m), (long long)res.elapsed_ms, res.out.len);
         rc = sb_msg_header(m, "sb-reply-to") != NULL ? set_reply(d, &res)
                                                      : SB_OK;
     } else {

@@ -2,13 +2,13 @@
  * (docs/cli.md has the long form). */
 #include "cli.h"
 
-#define GLOBALS                                                               \
-    "Global options (before or after the command):\n"                         \
-    "  --db URL        database (default: $SQLBUS_DB, else "                  \
-    "sqlite:./sqlbus.db)\n"                                                   \
-    "  --prefix P      table prefix (default sqlbus_)\n"                      \
-    "  -v, --verbose   more logging (repeat for debug)\n"                     \
-    "  -q, --quiet     errors only; no progress or summary lines\n"           \
+#define GLOBALS                                                                \
+    "Global options (before or after the command):\n"                          \
+    "  --db URL        database (default: $SQLBUS_DB, else "                   \
+    "sqlite:./sqlbus.db)\n"                                                    \
+    "  --prefix P      table prefix (default sqlbus_)\n"                       \
+    "  -v, --verbose   more logging (repeat for debug)\n"                      \
+    "  -q, --quiet     errors only; no progress or summary lines\n"            \
     "  -h, --help      this help\n"
 
 const char cli_usage_main[] =
@@ -398,24 +398,24 @@ const char cli_usage_errors_groups[] =
     "  --delete           (comment) delete the comment\n"
     "\n" GLOBALS;
 
-#define SELECTION                                                             \
-    "Select exactly one of:\n"                                                \
-    "  UNIQUE-ID...    these messages\n"                                      \
-    "  --group ID      every message of a failure group (one retry, archive\n"\
-    "                  or unarchive per group at a time: another one running\n"\
-    "                  exits 6; an interrupted one is resumed by running the\n"\
-    "                  same command again)\n"                                 \
-    "  --queue Q       every message that failed on queue Q\n"               \
-    "  --endpoint E    every message of processing endpoint E\n"             \
-    "  --all           every message in the status the command acts on\n"    \
-    "optionally narrowed by the time each message last changed (a range\n"   \
-    "alone means --all within it):\n"                                         \
-    "  --from TIME     last modified at or after TIME\n"                      \
-    "  --to TIME       last modified at or before TIME\n"                     \
-    "TIME is ISO 8601 with a zone (2026-01-02T03:04:05Z, 2026-01-02) or\n"   \
-    "Unix seconds. Prints the count changed ('--json': {\"changed\": N}); a\n"\
-    "progress bar on a terminal. Runs in transactions of 1,000 messages.\n"  \
-    "\n"                                                                      \
+#define SELECTION                                                               \
+    "Select exactly one of:\n"                                                  \
+    "  UNIQUE-ID...    these messages\n"                                        \
+    "  --group ID      every message of a failure group (one retry, archive\n"  \
+    "                  or unarchive per group at a time: another one running\n" \
+    "                  exits 6; an interrupted one is resumed by running the\n" \
+    "                  same command again)\n"                                   \
+    "  --queue Q       every message that failed on queue Q\n"                  \
+    "  --endpoint E    every message of processing endpoint E\n"                \
+    "  --all           every message in the status the command acts on\n"       \
+    "optionally narrowed by the time each message last changed (a range\n"      \
+    "alone means --all within it):\n"                                           \
+    "  --from TIME     last modified at or after TIME\n"                        \
+    "  --to TIME       last modified at or before TIME\n"                       \
+    "TIME is ISO 8601 with a zone (2026-01-02T03:04:05Z, 2026-01-02) or\n"      \
+    "Unix seconds. Prints the count changed ('--json': {\"changed\": N}); a\n"  \
+    "progress bar on a terminal. Runs in transactions of 1,000 messages.\n"     \
+    "\n"                                                                        \
     "  --json          print {\"changed\": N}\n"
 
 const char cli_usage_errors_retry[] =

@@ -7,10 +7,11 @@
 /* Length of the valid UTF-8 sequence at p[0..n), or 0 if invalid. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
 {
-    size_t len = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2
-                                   : (p[0] & 0xf0) == 0xe0 ? 3
-                                   : (p[0] & 0xf8) == 0xf0 ? 4
-                                                           : 0;
+    size_t len = p[0] < 0x80             ? 1
+                 : (p[0] & 0xe0) == 0xc0 ? 2
+                 : (p[0] & 0xf0) == 0xe0 ? 3
+                 : (p[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
     if (len == 0 || len > n)
         return 0;
     return sb__utf8_valid((const char *)p, len) ? len : 0;
@@ -25,13 +26,34 @@ void cli_json_strn(FILE *f, const char *s, size_t n)
     while (i < n) {
         unsigned char c = p[i];
         switch (c) {
-        case '"': fputs("\\\"", f); i++; continue;
-        case '\\': fputs("\\\\", f); i++; continue;
-        case '\n': fputs("\\n", f); i++; continue;
-        case '\r': fputs("\\r", f); i++; continue;
-        case '\t': fputs("\\t", f); i++; continue;
-        case '\b': fputs("\\b", f); i++; continue;
-        case '\f': fputs("\\f", f); i++; continue;
+        case '"':
+            fputs("\\\"", f);
+            i++;
+            continue;
+        case '\\':
+            fputs("\\\\", f);
+            i++;
+            continue;
+        case '\n':
+            fputs("\\n", f);
+            i++;
+            continue;
+        case '\r':
+            fputs("\\r", f);
+            i++;
+            continue;
+        case '\t':
+            fputs("\\t", f);
+            i++;
+            continue;
+        case '\b':
+            fputs("\\b", f);
+            i++;
+            continue;
+        case '\f':
+            fputs("\\f", f);
+            i++;
+            continue;
         default: break;
         }
         if (c < 0x20 || c == 0x7f) {
@@ -112,16 +134,12 @@ void cli_json_pretty(FILE *f, const char *json, int indent)
             fputc(c, f);
             newline(f, indent, depth);
             break;
-        case ':':
-            fputs(": ", f);
-            break;
+        case ':': fputs(": ", f); break;
         case ' ':
         case '\n':
         case '\t':
-        case '\r':
-            break;
-        default:
-            fputc(c, f);
+        case '\r': break;
+        default: fputc(c, f);
         }
     }
 }
@@ -134,8 +152,7 @@ void cli_base64(FILE *f, const void *data, size_t n)
     const unsigned char *p = data;
     size_t i = 0;
     for (; i + 3 <= n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 |
-                     p[i + 2];
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
         fputc(tbl[v >> 18], f);
         fputc(tbl[(v >> 12) & 63], f);
         fputc(tbl[(v >> 6) & 63], f);

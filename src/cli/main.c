@@ -12,10 +12,10 @@ static const cli_command commands[] = {
      cli_cmd_work},
     {"queues", "list queues with their counts", cli_usage_queues,
      cli_cmd_queues},
-    {"dlq", "inspect, requeue and purge dead-lettered messages",
-     cli_usage_dlq, cli_cmd_dlq},
-    {"schema", "print, verify or migrate the database schema",
-     cli_usage_schema, cli_cmd_schema},
+    {"dlq", "inspect, requeue and purge dead-lettered messages", cli_usage_dlq,
+     cli_cmd_dlq},
+    {"schema", "print, verify or migrate the database schema", cli_usage_schema,
+     cli_cmd_schema},
     {"request", "publish a job and print its reply", cli_usage_request,
      cli_cmd_request},
     {"respond", "send a reply (or an error reply) to a correlation id",
@@ -24,11 +24,12 @@ static const cli_command commands[] = {
      cli_cmd_wait},
     {"recovery", "list recovery registrations; count the stale ones",
      cli_usage_recovery, cli_cmd_recovery},
-    {"errors", "the error store: ingest, list, search, retry, archive, "
-               "import failed messages",
+    {"errors",
+     "the error store: ingest, list, search, retry, archive, "
+     "import failed messages",
      cli_usage_errors, cli_cmd_errors},
-    {"serve", "serve the HTTP API, the dashboard and metrics",
-     cli_usage_serve, cli_cmd_serve},
+    {"serve", "serve the HTTP API, the dashboard and metrics", cli_usage_serve,
+     cli_cmd_serve},
 };
 
 static const cli_command *find_command(const char *name)
@@ -116,14 +117,11 @@ static int parse_globals(cli_ctx *ctx, int argc, char **argv)
         if (cli_global_option(ctx, c, optarg))
             continue;
         switch (c) {
-        case 'h':
-            print_main_usage(stdout);
-            return CLI_OK;
+        case 'h': print_main_usage(stdout); return CLI_OK;
         case OPT_VERSION:
             printf("sqlbus %s\n", SB_VERSION_STRING);
             return CLI_OK;
-        default:
-            return cli_bad_option(ctx, c, argv);
+        default: return cli_bad_option(ctx, c, argv);
         }
     }
     return -1;

@@ -9,8 +9,8 @@
 #define REDRAW_US 100000
 
 /* Start a progress bar (drawn only on a terminal and without -q). */
-void cli_progress_begin(cli_progress *p, const cli_ctx *ctx,
-                        const char *label, int64_t total)
+void cli_progress_begin(cli_progress *p, const cli_ctx *ctx, const char *label,
+                        int64_t total)
 {
     memset(p, 0, sizeof *p);
     p->enabled = ctx->verbosity >= 0 && isatty(STDERR_FILENO);
@@ -30,12 +30,12 @@ static void draw(cli_progress *p, int64_t now)
         memset(bar, '#', (size_t)fill);
         memset(bar + fill, '.', (size_t)(BAR_WIDTH - fill));
         bar[BAR_WIDTH] = '\0';
-        fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld %.0f/s\033[K", p->label,
-                bar, (int)(done * 100 / p->total), (long long)p->done,
+        fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld %.0f/s\033[K", p->label, bar,
+                (int)(done * 100 / p->total), (long long)p->done,
                 (long long)p->total, rate);
     } else {
-        fprintf(stderr, "\r%s %lld %.0f/s\033[K", p->label,
-                (long long)p->done, rate);
+        fprintf(stderr, "\r%s %lld %.0f/s\033[K", p->label, (long long)p->done,
+                rate);
     }
     fflush(stderr);
     p->drawn = 1;

@@ -27,11 +27,10 @@ static int is_leap(int64_t y)
 
 static int parse_iso(const char *p, int64_t *out)
 {
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
-                                31};
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int64_t y, mo, d, h = 0, mi = 0, s = 0, us = 0, off = 0;
-    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) ||
-        *p++ != '-' || digits(&p, 2, &d))
+    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+        digits(&p, 2, &d))
         return -1;
     if (mo < 1 || mo > 12 || d < 1 ||
         d > mdays[mo - 1] + (mo == 2 && is_leap(y)))
@@ -82,7 +81,9 @@ static int parse_iso(const char *p, int64_t *out)
         return -1;
 done:
     *out = ((sb__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) -
-            off) * 1000000 + us;
+            off) *
+               1000000 +
+           us;
     return 0;
 }
 

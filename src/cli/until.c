@@ -6,8 +6,7 @@
 #include <string.h>
 
 /* The two flags exclude each other; repeating one keeps the last. */
-static int check_exclusive(const cli_ctx *ctx, const cli_until *u,
-                           int prefix)
+static int check_exclusive(const cli_ctx *ctx, const cli_until *u, int prefix)
 {
     if (u->kind == CLI_UNTIL_NONE || (u->kind == CLI_UNTIL_PREFIX) == prefix)
         return CLI_OK;
@@ -16,8 +15,7 @@ static int check_exclusive(const cli_ctx *ctx, const cli_until *u,
 }
 
 /* --until-prefix S: a reply starting with S ends the wait. */
-int cli_until_set_prefix(const cli_ctx *ctx, const char *prefix,
-                         cli_until *u)
+int cli_until_set_prefix(const cli_ctx *ctx, const char *prefix, cli_until *u)
 {
     int rc = check_exclusive(ctx, u, 1);
     if (rc != CLI_OK)

@@ -101,11 +101,11 @@ void sb__md5_concat(const void *a, size_t alen, const void *b, size_t blen,
 
 /* ---- capped buffers (buf.c) ---- */
 typedef struct sb_buf {
-    char *data;   /* NUL-terminated while not failed */
+    char *data; /* NUL-terminated while not failed */
     size_t len;
     size_t cap;
-    size_t max;   /* hard cap on len */
-    int failed;   /* sticky: SB_NOMEM or SB_TOOBIG after the first failure */
+    size_t max; /* hard cap on len */
+    int failed; /* sticky: SB_NOMEM or SB_TOOBIG after the first failure */
 } sb_buf;
 void sb__buf_init(sb_buf *b, size_t max);
 int sb__buf_append(sb_buf *b, const void *p, size_t n);
@@ -144,10 +144,10 @@ int sb__headers_parse(const char *json, char ***kv, size_t *n);
 void sb__headers_free(char **kv, size_t n);
 
 /* ---- JSON paths (json_path.c) ---- */
-#define SB_JSON_PATH_MAX 512   /* bytes of one path */
-#define SB_JSON_PATH_STEPS 64  /* member names and indexes of one path */
-#define SB_JSON_PATHS_MAX 32   /* paths tried by one extraction */
-#define SB_JSON_UNWRAP_MAX 8   /* JSON strings walked into, per path */
+#define SB_JSON_PATH_MAX 512  /* bytes of one path */
+#define SB_JSON_PATH_STEPS 64 /* member names and indexes of one path */
+#define SB_JSON_PATHS_MAX 32  /* paths tried by one extraction */
+#define SB_JSON_UNWRAP_MAX 8  /* JSON strings walked into, per path */
 /* Check a path expression: optional "$.", member names separated by '.',
  * each followed by any "[N]" array indexes ("$.headers.CorrelationId",
  * "data.items[0].id"). SB_INVALID naming "path" and the problem. */
@@ -160,14 +160,13 @@ int sb__json_path_check(const char *path, sb_error *err);
  * transferred (sb__free). SB_OK, SB_TOOBIG (over budget), SB_INVALID (a
  * bad path, or the document is not JSON: field "payload"), SB_NOTFOUND
  * (no path matched), SB_NOMEM. Thread-safe. */
-int sb__json_extract_text(const void *doc, size_t len,
-                          const char *const *paths, size_t n_paths,
-                          size_t budget, char **out, sb_error *err);
+int sb__json_extract_text(const void *doc, size_t len, const char *const *paths,
+                          size_t n_paths, size_t budget, char **out,
+                          sb_error *err);
 /* sb__json_extract_text, then the value must be a valid correlation id
  * (C7): SB_INVALID naming "correlation_id" when it is not. */
 int sb__json_extract(const void *doc, size_t len, const char *const *paths,
-                     size_t n_paths, size_t budget, char **out,
-                     sb_error *err);
+                     size_t n_paths, size_t budget, char **out, sb_error *err);
 
 /* ---- validation (validate.c) ---- */
 /* A name compared byte-exactly (queue names T3, correlation ids C7):
@@ -177,8 +176,8 @@ int sb__json_extract(const void *doc, size_t len, const char *const *paths,
 int sb__validate_name(const char *name, size_t max_len, const char *field,
                       const char *what, sb_error *err);
 /* Letters, digits and '_', not starting with a digit, 1..max_len bytes. */
-int sb__validate_identifier(const char *name, size_t max_len,
-                            const char *field, sb_error *err);
+int sb__validate_identifier(const char *name, size_t max_len, const char *field,
+                            sb_error *err);
 /* The byte a URL's "%XX" at `p` (p[0] == '%', `avail` bytes from p on)
  * stands for, or -1 when it is not two hex digits or is %00. */
 int sb__percent_byte(const char *p, size_t avail);
@@ -215,12 +214,10 @@ void sb__text_put(sb_text *t, const char *s, size_t n);
  * after them; past U+FFFF, surrogate pairs. SB_INVALID when `s` is not
  * valid UTF-8 (overlongs, surrogates, past U+10FFFF, truncated or stray
  * bytes), SB_NOMEM. */
-int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out,
-                      size_t *units);
+int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out, size_t *units);
 /* `units` UTF-16 units at `u` (borrowed) as NUL-terminated UTF-8: *out
  * (transferred, sb__free), *len bytes without the NUL. An unpaired
  * surrogate becomes U+FFFD. SB_NOMEM. */
-int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out,
-                      size_t *len);
+int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out, size_t *len);
 
 #endif

@@ -211,8 +211,8 @@ int sb__headers_without(const char *json, const char *const *keys, size_t n,
 {
     *out = NULL;
     json_t *root;
-    int rc = load_object(json ? json : "{}", json ? strlen(json) : 2, &root,
-                         err);
+    int rc =
+        load_object(json ? json : "{}", json ? strlen(json) : 2, &root, err);
     if (rc != SB_OK)
         return rc;
     /* Keys compare case-insensitively, as in sb__headers_get and merge. */

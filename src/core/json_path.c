@@ -31,7 +31,7 @@ typedef struct parsed_path {
 
 /* The state of one extraction shared by the walks of all its paths. */
 typedef struct walker {
-    size_t unwrap_left; /* bytes the unwrapping may still parse */
+    size_t unwrap_left;               /* bytes the unwrapping may still parse */
     json_t *held[SB_JSON_UNWRAP_MAX]; /* trees unwrapped by this walk */
     size_t n_held;
 } walker;
@@ -44,8 +44,7 @@ static int path_err(sb_error *err, const char *path, const char *what,
 }
 
 /* Parse `[digits]` at path[*i]; advances *i past the ']'. */
-static int parse_index(const char *path, size_t *i, size_t *out,
-                       sb_error *err)
+static int parse_index(const char *path, size_t *i, size_t *out, sb_error *err)
 {
     size_t start = *i, k = start + 1, v = 0;
     while (path[k] >= '0' && path[k] <= '9') {
@@ -145,8 +144,8 @@ static int ascii_lower(int c)
 
 static int ascii_case_equal(const char *a, const char *b)
 {
-    while (*a != '\0' && ascii_lower((unsigned char)*a) ==
-                             ascii_lower((unsigned char)*b)) {
+    while (*a != '\0' &&
+           ascii_lower((unsigned char)*a) == ascii_lower((unsigned char)*b)) {
         a++;
         b++;
     }
@@ -180,8 +179,8 @@ static int unwrap(walker *w, json_t **cur)
         return SB_OK;
     const char *s = json_string_value(*cur);
     size_t n = json_string_length(*cur), k = 0;
-    while (k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' ||
-                     s[k] == '\r'))
+    while (k < n &&
+           (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r'))
         k++;
     if (k == n || (s[k] != '{' && s[k] != '[') || n > w->unwrap_left)
         return SB_OK;
@@ -217,8 +216,7 @@ static int value_text(const json_t *v, char **out)
 
 /* Follow one path from `root`; SB_OK with *out (transferred), SB_NOTFOUND
  * or SB_NOMEM. Frees what it unwrapped. */
-static int walk_path(walker *w, json_t *root, const parsed_path *pp,
-                     char **out)
+static int walk_path(walker *w, json_t *root, const parsed_path *pp, char **out)
 {
     json_t *cur = root;
     int rc = SB_OK;
@@ -243,9 +241,9 @@ static int walk_path(walker *w, json_t *root, const parsed_path *pp,
     return rc;
 }
 
-int sb__json_extract_text(const void *doc, size_t len,
-                          const char *const *paths, size_t n_paths,
-                          size_t budget, char **out, sb_error *err)
+int sb__json_extract_text(const void *doc, size_t len, const char *const *paths,
+                          size_t n_paths, size_t budget, char **out,
+                          sb_error *err)
 {
     *out = NULL;
     if (len > budget)
@@ -254,8 +252,8 @@ int sb__json_extract_text(const void *doc, size_t len,
                        budget);
     if (n_paths == 0 || n_paths > SB_JSON_PATHS_MAX)
         return sb__err(err, SB_INVALID, "path",
-                       "1 to %d paths are needed (got %zu)",
-                       SB_JSON_PATHS_MAX, n_paths);
+                       "1 to %d paths are needed (got %zu)", SB_JSON_PATHS_MAX,
+                       n_paths);
     parsed_path pp;
     for (size_t i = 0; i < n_paths; i++) {
         int rc = parse_path(paths[i], &pp, err);
@@ -304,8 +302,7 @@ int sb__json_extract_text(const void *doc, size_t len,
 int sb__json_extract(const void *doc, size_t len, const char *const *paths,
                      size_t n_paths, size_t budget, char **out, sb_error *err)
 {
-    int rc = sb__json_extract_text(doc, len, paths, n_paths, budget, out,
-                                   err);
+    int rc = sb__json_extract_text(doc, len, paths, n_paths, budget, out, err);
     if (rc == SB_OK) {
         rc = sb_validate_correlation_id(*out, err);
         if (rc != SB_OK) {

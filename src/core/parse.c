@@ -29,8 +29,8 @@ int sb_parse_duration_ms(const char *text, int64_t *out_ms, sb_error *err)
     static const struct {
         const char *unit;
         uint64_t num, den; /* ms = value * num / den */
-    } units[] = {{"us", 1, 1000}, {"ms", 1, 1},          {"s", 1000, 1},
-                 {"m", 60000, 1}, {"h", 3600000, 1},    {"d", 86400000, 1},
+    } units[] = {{"us", 1, 1000}, {"ms", 1, 1},      {"s", 1000, 1},
+                 {"m", 60000, 1}, {"h", 3600000, 1}, {"d", 86400000, 1},
                  {"", 1, 1}};
     if (text == NULL || text[0] == '\0')
         return sb__err(err, SB_INVALID, "duration", "duration is empty");

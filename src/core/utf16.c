@@ -7,8 +7,7 @@
 /* The code point of the UTF-8 sequence at s[i] (len bytes in all) and its
  * length in *n, or -1 when it is not valid (overlong, a surrogate, past
  * U+10FFFF, truncated, a stray continuation byte). */
-static long decode_utf8(const unsigned char *s, size_t len, size_t i,
-                        size_t *n)
+static long decode_utf8(const unsigned char *s, size_t len, size_t i, size_t *n)
 {
     unsigned c = s[i];
     size_t more;
@@ -50,8 +49,7 @@ static long decode_utf8(const unsigned char *s, size_t len, size_t i,
  * become surrogate pairs. SB_INVALID (nothing allocated) when `s` is not
  * valid UTF-8, SB_NOMEM. Thread-safe.
  */
-int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out,
-                      size_t *units)
+int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out, size_t *units)
 {
     const unsigned char *p = (const unsigned char *)s;
     *out = NULL;
@@ -107,8 +105,7 @@ static uint32_t decode_utf16(const uint16_t *u, size_t units, size_t i,
  * without the NUL. An unpaired surrogate becomes U+FFFD (EF BF BD), so
  * this never fails on what a driver returns. SB_NOMEM. Thread-safe.
  */
-int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out,
-                      size_t *len)
+int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;

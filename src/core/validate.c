@@ -57,8 +57,7 @@ int sb__validate_name(const char *name, size_t max_len, const char *field,
                        "%s must be 1 to %zu bytes (got %zu)", what, max_len,
                        len);
     if (!sb__utf8_valid(name, len))
-        return sb__err(err, SB_INVALID, field, "%s must be valid UTF-8",
-                       what);
+        return sb__err(err, SB_INVALID, field, "%s must be valid UTF-8", what);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
         /* C0, DEL and the C1 controls U+0080..U+009F (C2 80..C2 9F; the
@@ -84,12 +83,11 @@ int sb_validate_queue_name(const char *name, sb_error *err)
 
 int sb_validate_correlation_id(const char *id, sb_error *err)
 {
-    return sb__validate_name(id, 400, "correlation_id", "correlation id",
-                             err);
+    return sb__validate_name(id, 400, "correlation_id", "correlation id", err);
 }
 
-int sb__validate_identifier(const char *name, size_t max_len,
-                            const char *field, sb_error *err)
+int sb__validate_identifier(const char *name, size_t max_len, const char *field,
+                            sb_error *err)
 {
     if (name == NULL || name[0] == '\0')
         return sb__err(err, SB_INVALID, field, "%s must not be empty", field);
@@ -99,8 +97,8 @@ int sb__validate_identifier(const char *name, size_t max_len,
                        "%s is %zu bytes; the limit is %zu", field, len,
                        max_len);
     if (name[0] >= '0' && name[0] <= '9')
-        return sb__err(err, SB_INVALID, field,
-                       "%s must not start with a digit", field);
+        return sb__err(err, SB_INVALID, field, "%s must not start with a digit",
+                       field);
     for (size_t i = 0; i < len; i++) {
         char c = name[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -120,8 +118,8 @@ int sb__out_struct(void *out, size_t want, const char *type, sb_error *err)
     memcpy(&size, out, sizeof size);
     if (size < want)
         return sb__err(err, SB_INVALID, "size",
-                       "%s.size must be set to sizeof(%s) (%zu; got %zu)",
-                       type, type, want, size);
+                       "%s.size must be set to sizeof(%s) (%zu; got %zu)", type,
+                       type, want, size);
     memset(out, 0, want);
     memcpy(out, &size, sizeof size);
     return SB_OK;

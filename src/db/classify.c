@@ -69,8 +69,8 @@ int sb__classify_sqlstate(const char *sqlstate)
 int sb__classify_mssql_native(long native)
 {
     switch (native) {
-    case 1205:  /* chosen as deadlock victim */
-    case 1222:  /* lock request time out */
+    case 1205:                      /* chosen as deadlock victim */
+    case 1222:                      /* lock request time out */
     case SB_TSQL_APPLOCK_TIMEOUT:   /* sp_getapplock: -1, timed out */
     case SB_TSQL_APPLOCK_DEADLOCK:  /* -3: a deadlock victim, as 1205 */
     case SB_TSQL_APPLOCK_CANCELLED: /* -2: cancelled; asking again may
@@ -78,21 +78,28 @@ int sb__classify_mssql_native(long native)
         return SB_BUSY;
     /* -999: a parameter or the call itself is wrong; the same call would
      * fail again, so it is never retried as a timeout is. */
-    case SB_TSQL_APPLOCK_CALL_ERROR:
-        return SB_BACKEND;
+    case SB_TSQL_APPLOCK_CALL_ERROR: return SB_BACKEND;
     case 2601: /* duplicate key row in a unique index */
     case 2627: /* PRIMARY KEY / UNIQUE constraint violation */
         return SB_CONFLICT;
-    case 208: /* invalid object name */
-        return SB_SCHEMA_MISSING;
-    case 207: /* invalid column name */
-        return SB_SCHEMA_MISMATCH;
+    case 208: /* invalid object name */ return SB_SCHEMA_MISSING;
+    case 207: /* invalid column name */ return SB_SCHEMA_MISMATCH;
     /* Azure SQL: throttling, failovers, databases moving (transient). */
-    case 40197: case 40501: case 40613: case 49918: case 49919:
-    case 49920: case 10928: case 10929: case 4060: case 4221:
-    case 10053: case 10054: case 10060: case 233: case 64:
-        return SB_UNAVAILABLE;
-    default:
-        return SB_OK; /* not decided by the number */
+    case 40197:
+    case 40501:
+    case 40613:
+    case 49918:
+    case 49919:
+    case 49920:
+    case 10928:
+    case 10929:
+    case 4060:
+    case 4221:
+    case 10053:
+    case 10054:
+    case 10060:
+    case 233:
+    case 64: return SB_UNAVAILABLE;
+    default: return SB_OK; /* not decided by the number */
     }
 }

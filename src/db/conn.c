@@ -46,13 +46,12 @@ void sb__rollback(sb_conn *c)
     c->in_tx = false;
 }
 
-static int pipeline_each(sb_conn *c, const sb_call *calls, size_t n,
-                         int commit, size_t *failed, sb_error *err)
+static int pipeline_each(sb_conn *c, const sb_call *calls, size_t n, int commit,
+                         size_t *failed, sb_error *err)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = sb__query(c, calls[i].sql, calls[i].params,
-                           calls[i].nparams, calls[i].rows, calls[i].changes,
-                           err);
+        int rc = sb__query(c, calls[i].sql, calls[i].params, calls[i].nparams,
+                           calls[i].rows, calls[i].changes, err);
         if (rc != SB_OK) {
             *failed = i;
             return rc;

@@ -29,10 +29,10 @@ enum sb_dialect {
 enum sb_vtype { SB_V_NULL = 0, SB_V_INT = 1, SB_V_TEXT = 2, SB_V_BLOB = 3 };
 
 typedef struct sb_value {
-    int type;     /* enum sb_vtype */
-    int64_t i;    /* SB_V_INT */
+    int type;      /* enum sb_vtype */
+    int64_t i;     /* SB_V_INT */
     const void *p; /* SB_V_TEXT (NUL-terminated in results) / SB_V_BLOB */
-    size_t len;   /* bytes of p, without the NUL */
+    size_t len;    /* bytes of p, without the NUL */
 } sb_value;
 
 static inline sb_value sb__v_null(void)
@@ -65,8 +65,8 @@ static inline sb_value sb__v_blob(const void *p, size_t len)
 typedef struct sb_rows {
     size_t nrows;
     size_t ncols;
-    sb_value *cells;  /* nrows * ncols */
-    void *arena;      /* driver-owned storage for cell bytes */
+    sb_value *cells; /* nrows * ncols */
+    void *arena;     /* driver-owned storage for cell bytes */
 } sb_rows;
 
 const sb_value *sb__rows_at(const sb_rows *rows, size_t r, size_t c);
@@ -174,9 +174,9 @@ static inline int sb__exec(sb_conn *c, const char *sql, sb_error *err)
 {
     return c->drv->exec(c, sql, err);
 }
-static inline int sb__query(sb_conn *c, const char *sql,
-                            const sb_value *params, size_t n, sb_rows **rows,
-                            int64_t *changes, sb_error *err)
+static inline int sb__query(sb_conn *c, const char *sql, const sb_value *params,
+                            size_t n, sb_rows **rows, int64_t *changes,
+                            sb_error *err)
 {
     return c->drv->query(c, sql, params, n, rows, changes, err);
 }
@@ -234,7 +234,7 @@ void sb__pool_write_unlock(sb_pool *p);
 typedef int (*sb_tx_fn)(sb_conn *c, void *ctx, sb_error *err);
 
 typedef struct sb_retry_policy {
-    int max_attempts;     /* default 6 */
+    int max_attempts;       /* default 6 */
     int64_t first_delay_us; /* default 10 ms */
     int64_t max_delay_us;   /* default 1 s */
 } sb_retry_policy;

@@ -29,8 +29,8 @@ static int self_check(sb_listener *l, const char *channel, sb_error *err)
 {
     char token[37], sql[256];
     sb__uuid7_at(token, sb__wall_us() / 1000);
-    snprintf(sql, sizeof sql, "NOTIFY \"%s\", 'sqlbus-self-check:%s'",
-             channel, token);
+    snprintf(sql, sizeof sql, "NOTIFY \"%s\", 'sqlbus-self-check:%s'", channel,
+             token);
     PGresult *r = PQexec(l->pg, sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
@@ -41,8 +41,7 @@ static int self_check(sb_listener *l, const char *channel, sb_error *err)
         if (left <= 0)
             break;
         sb_error ignored;
-        int rc = sb__listener_wait(l, left, payload, sizeof payload,
-                                   &ignored);
+        int rc = sb__listener_wait(l, left, payload, sizeof payload, &ignored);
         if (rc == SB_OK && strncmp(payload, "sqlbus-self-check:", 18) == 0 &&
             strcmp(payload + 18, token) == 0)
             return SB_OK;
@@ -67,8 +66,7 @@ int sb__listener_open(const sb_db_config *cfg, const char *channel,
     l->pg = PQconnectdb(cfg->target);
     PQsetNoticeProcessor(l->pg, quiet, NULL);
     if (PQstatus(l->pg) != CONNECTION_OK) {
-        sb__err(err, SB_UNAVAILABLE, NULL, "listen: %s",
-                PQerrorMessage(l->pg));
+        sb__err(err, SB_UNAVAILABLE, NULL, "listen: %s", PQerrorMessage(l->pg));
         sb__listener_close(l);
         return SB_UNAVAILABLE;
     }

@@ -16,8 +16,8 @@
 #include <strings.h>
 
 #define STMT_CACHE 64
-#define MAX_PARAMS 2100 /* SQL Server's cap per statement */
-#define CHUNK 4096      /* SQLGetData piece, in bytes */
+#define MAX_PARAMS 2100             /* SQL Server's cap per statement */
+#define CHUNK 4096                  /* SQLGetData piece, in bytes */
 #define VALUE_MAX ((size_t)1 << 31) /* bytes of one value read */
 /* The UTF-16 of a text value of VALUE_MAX UTF-8 bytes is at most VALUE_MAX
  * units (every unit comes from one byte or more). */
@@ -29,9 +29,9 @@ _Static_assert(sizeof(SQLWCHAR) == sizeof(uint16_t),
                "SQLWCHAR must be 2 bytes (UTF-16)");
 
 typedef struct cached_stmt {
-    char *sql;     /* the caller's text ($N placeholders) */
+    char *sql; /* the caller's text ($N placeholders) */
     SQLHSTMT st;
-    int *map;      /* the caller's parameter index (0-based) of each '?' */
+    int *map; /* the caller's parameter index (0-based) of each '?' */
     size_t n_map;
     size_t nparams; /* the parameter count it was prepared for */
     char sig[65];   /* PostgreSQL: the first 64 parameters' types */
@@ -39,7 +39,7 @@ typedef struct cached_stmt {
     /* SQL Server: the text ends with SELECT @@ROWCOUNT, whose result is
      * the row count (db.h) */
     bool rowcount_select;
-    uint64_t used;  /* tick of the last use (LRU) */
+    uint64_t used; /* tick of the last use (LRU) */
 } cached_stmt;
 
 /* A text parameter as UTF-16, for SQL_C_WCHAR. */
@@ -96,14 +96,14 @@ static int fail(odbc_conn *c, SQLSMALLINT type, SQLHANDLE h, sb_error *err,
         sb__strlcpy((char *)state, "", sizeof state);
         sb__strlcpy((char *)msg, "no diagnostic record", sizeof msg);
     }
-    int rc = classify((const char *)state, (long)native,
-                      c != NULL ? c->dialect : 0);
+    int rc =
+        classify((const char *)state, (long)native, c != NULL ? c->dialect : 0);
     /* A driver may report a lost server as a general error (HY000):
      * believe the connection's own state. */
     SQLUINTEGER dead = SQL_CD_FALSE;
     if (rc != SB_UNAVAILABLE && c != NULL && c->connected &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(c->dbc, SQL_ATTR_CONNECTION_DEAD,
-                                        &dead, 0, NULL)) &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(c->dbc, SQL_ATTR_CONNECTION_DEAD, &dead,
+                                        0, NULL)) &&
         dead == SQL_CD_TRUE)
         rc = SB_UNAVAILABLE;
     if (rc == SB_UNAVAILABLE && c != NULL)
@@ -120,8 +120,8 @@ static int fail(odbc_conn *c, SQLSMALLINT type, SQLHANDLE h, sb_error *err,
                 (long long)c->statement_timeout_ms, (const char *)state,
                 (const char *)msg);
     else
-        sb__err(err, rc, NULL, "odbc: %s: [%s] %s", what,
-                (const char *)state, (const char *)msg);
+        sb__err(err, rc, NULL, "odbc: %s: [%s] %s", what, (const char *)state,
+                (const char *)msg);
     if (err != NULL) {
         sb__strlcpy(err->sqlstate, (const char *)state, sizeof err->sqlstate);
         err->native = (int)native;
@@ -137,9 +137,8 @@ static void log_info(odbc_conn *c, SQLHSTMT st)
         SQLCHAR state[6] = "", msg[512] = "";
         SQLINTEGER native = 0;
         SQLSMALLINT len = 0;
-        if (!SQL_SUCCEEDED(SQLGetDiagRec(SQL_HANDLE_STMT, st, i, state,
-                                         &native, msg,
-                                         (SQLSMALLINT)sizeof msg, &len)))
+        if (!SQL_SUCCEEDED(SQLGetDiagRec(SQL_HANDLE_STMT, st, i, state, &native,
+                                         msg, (SQLSMALLINT)sizeof msg, &len)))
             return;
         sb__log(&c->log, SB_LOG_INFO, "db", "%s", (const char *)msg);
     }
@@ -165,8 +164,7 @@ static void statement_limit(const odbc_conn *c, SQLHSTMT st)
     if (c->dialect != SB_DIALECT_MSSQL || c->statement_timeout_ms <= 0)
         return;
     SQLULEN secs = (SQLULEN)((c->statement_timeout_ms + 999) / 1000);
-    SQLSetStmtAttr(st, SQL_ATTR_QUERY_TIMEOUT, (SQLPOINTER)(uintptr_t)secs,
-                   0);
+    SQLSetStmtAttr(st, SQL_ATTR_QUERY_TIMEOUT, (SQLPOINTER)(uintptr_t)secs, 0);
 }
 
 /* ---- placeholders ---- */
@@ -216,8 +214,8 @@ static char *rewrite(const char *sql, const sb_value *params, size_t nparams,
                 k = k * 10 + (size_t)(sql[++i] - '0');
             if (k > nparams || k > MAX_PARAMS) {
                 *rc = sb__err(err, SB_INVALID, NULL,
-                              "statement uses $%zu but has %zu parameters",
-                              k, nparams);
+                              "statement uses $%zu but has %zu parameters", k,
+                              nparams);
                 goto fail;
             }
             if (n == cap) {
@@ -279,16 +277,15 @@ static void odbc_close(sb_conn *conn)
 }
 
 static int exec_direct(odbc_conn *c, const char *sql, sb_error *err);
-static int direct(odbc_conn *c, const char *sql, sb_rows **rows,
-                  sb_error *err);
+static int direct(odbc_conn *c, const char *sql, sb_rows **rows, sb_error *err);
 
 /* The DBMS behind the data source must speak the URL's dialect. */
 static int check_dbms(odbc_conn *c, int dialect, sb_error *err)
 {
     SQLCHAR name[128] = "";
     SQLSMALLINT len = 0;
-    SQLRETURN r = SQLGetInfo(c->dbc, SQL_DBMS_NAME, name,
-                             (SQLSMALLINT)sizeof name, &len);
+    SQLRETURN r =
+        SQLGetInfo(c->dbc, SQL_DBMS_NAME, name, (SQLSMALLINT)sizeof name, &len);
     if (!SQL_SUCCEEDED(r))
         return fail(c, SQL_HANDLE_DBC, c->dbc, err, "SQLGetInfo");
     bool pg = strstr((const char *)name, "PostgreSQL") != NULL;
@@ -317,8 +314,7 @@ static int check_dbms(odbc_conn *c, int dialect, sb_error *err)
 }
 
 /* After connecting: the session settings db.h's conversions rely on. */
-static int session_setup(odbc_conn *c, const sb_db_config *cfg,
-                         sb_error *err)
+static int session_setup(odbc_conn *c, const sb_db_config *cfg, sb_error *err)
 {
     char sql[160];
     int rc = SB_OK;
@@ -365,14 +361,13 @@ static int odbc_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     c->log = cfg->log;
     c->statement_timeout_ms = cfg->statement_timeout_ms;
     int rc = SB_OK;
-    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE,
-                                      &c->env)) ||
+    if (!SQL_SUCCEEDED(
+            SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE, &c->env)) ||
         !SQL_SUCCEEDED(SQLSetEnvAttr(c->env, SQL_ATTR_ODBC_VERSION,
                                      (SQLPOINTER)SQL_OV_ODBC3, 0)) ||
         !SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, c->env, &c->dbc))) {
         odbc_close(&c->base);
-        return sb__err(err, SB_NOMEM, NULL,
-                       "could not allocate ODBC handles");
+        return sb__err(err, SB_NOMEM, NULL, "could not allocate ODBC handles");
     }
     SQLSetConnectAttr(c->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)30, 0);
     /* psqlODBC: an error aborts the transaction as libpq's does (7.4-0:
@@ -438,8 +433,7 @@ static int drain(odbc_conn *c, SQLHSTMT st, sb_error *err)
 /* A connection found broken sends nothing more. */
 static int gone(sb_error *err)
 {
-    return sb__err(err, SB_UNAVAILABLE, NULL,
-                   "odbc: the connection was lost");
+    return sb__err(err, SB_UNAVAILABLE, NULL, "odbc: the connection was lost");
 }
 
 static int mssql_result(odbc_conn *c, cached_stmt *s, bool no_data,
@@ -449,8 +443,7 @@ static int mssql_result(odbc_conn *c, cached_stmt *s, bool no_data,
  * statements then last for the session). `rows` NULL: its results are
  * drained; else (SQL Server) *rows is its first result with columns,
  * read as mssql_result does (none: no rows). */
-static int direct(odbc_conn *c, const char *sql, sb_rows **rows,
-                  sb_error *err)
+static int direct(odbc_conn *c, const char *sql, sb_rows **rows, sb_error *err)
 {
     if (rows != NULL)
         *rows = NULL;
@@ -497,12 +490,11 @@ static void signature(const odbc_conn *c, const sb_value *params,
 {
     size_t n = 0;
     for (; c->dialect == SB_DIALECT_POSTGRES && n < nparams && n < 64; n++)
-        sig[n] = params[n].type == SB_V_INT ? 'i'
+        sig[n] = params[n].type == SB_V_INT    ? 'i'
                  : params[n].type == SB_V_BLOB ? 'b'
                                                : 't'; /* text, NULL */
     sig[n] = '\0';
 }
-
 
 /* The cached statement for `sql` (and, on PostgreSQL, these parameter
  * types), prepared on first use (LRU eviction). */
@@ -532,9 +524,9 @@ static int prepared(odbc_conn *c, const char *sql, const sb_value *params,
     }
     drop_cached(victim);
     int rc = SB_OK;
-    char *text = rewrite(sql, params, nparams,
-                         c->dialect == SB_DIALECT_POSTGRES, &victim->map,
-                         &victim->n_map, &rc, err);
+    char *text =
+        rewrite(sql, params, nparams, c->dialect == SB_DIALECT_POSTGRES,
+                &victim->map, &victim->n_map, &rc, err);
     if (text == NULL)
         return rc;
     victim->sql = sb__strdup(sql);
@@ -581,8 +573,8 @@ static int to_wide(const sb_value *params, size_t nparams, wide_text *w,
     for (size_t i = 0; i < nparams; i++) {
         if (params[i].type != SB_V_TEXT)
             continue;
-        int rc = sb__utf8_to_utf16(params[i].p, params[i].len, &w[i].u,
-                                   &w[i].units);
+        int rc =
+            sb__utf8_to_utf16(params[i].p, params[i].len, &w[i].u, &w[i].units);
         if (rc == SB_INVALID)
             return sb__err(err, rc, NULL,
                            "odbc: text parameter $%zu is not valid UTF-8",
@@ -635,11 +627,11 @@ static int bind_all(odbc_conn *c, cached_stmt *s, const sb_value *params,
             /* Past 8,000 bytes a LONG type, as varbinary takes no more
              * without (max). */
             ind[i] = (SQLLEN)v->len;
-            r = SQLBindParameter(
-                s->st, pos, SQL_PARAM_INPUT, SQL_C_BINARY,
-                v->len > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY,
-                v->len ? v->len : 1, 0, (SQLPOINTER)v->p, (SQLLEN)v->len,
-                &ind[i]);
+            r = SQLBindParameter(s->st, pos, SQL_PARAM_INPUT, SQL_C_BINARY,
+                                 v->len > 8000 ? SQL_LONGVARBINARY
+                                               : SQL_VARBINARY,
+                                 v->len ? v->len : 1, 0, (SQLPOINTER)v->p,
+                                 (SQLLEN)v->len, &ind[i]);
             break;
         default:
             ind[i] = SQL_NULL_DATA;
@@ -655,8 +647,8 @@ static int bind_all(odbc_conn *c, cached_stmt *s, const sb_value *params,
 
 /* One binary cell read with SQLGetData in pieces. SQL_NULL_DATA leaves
  * the cell NULL. */
-static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
-                     sb_rows *rows, size_t r, sb_error *err)
+static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col, sb_rows *rows,
+                     size_t r, sb_error *err)
 {
     sb_buf b;
     sb__buf_init(&b, VALUE_MAX);
@@ -693,8 +685,8 @@ static int get_bytes(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
  * (each ends with a 0 unit), converted to UTF-8 once at the end, so a
  * surrogate pair split between pieces is whole again. SQL_NULL_DATA
  * leaves the cell NULL. */
-static int get_text(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
-                    sb_rows *rows, size_t r, sb_error *err)
+static int get_text(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col, sb_rows *rows,
+                    size_t r, sb_error *err)
 {
     sb_buf b; /* the units so far, as bytes */
     sb__buf_init(&b, WIDE_MAX);
@@ -764,14 +756,17 @@ static void lower_ascii(char *s)
 }
 
 static int get_cell(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
-                    SQLSMALLINT type, const char *name, sb_rows *rows,
-                    size_t r, sb_error *err)
+                    SQLSMALLINT type, const char *name, sb_rows *rows, size_t r,
+                    sb_error *err)
 {
     SQLLEN got = 0;
     SQLRETURN x;
     sb_value *cell = &rows->cells[r * rows->ncols + (col - 1)];
     switch (type) {
-    case SQL_BIT: case SQL_TINYINT: case SQL_SMALLINT: case SQL_INTEGER:
+    case SQL_BIT:
+    case SQL_TINYINT:
+    case SQL_SMALLINT:
+    case SQL_INTEGER:
     case SQL_BIGINT: {
         SQLBIGINT v = 0;
         x = SQLGetData(st, col, SQL_C_SBIGINT, &v, 0, &got);
@@ -781,7 +776,8 @@ static int get_cell(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
             *cell = sb__v_int((int64_t)v);
         return SB_OK;
     }
-    case SQL_TYPE_TIMESTAMP: case SQL_TIMESTAMP: {
+    case SQL_TYPE_TIMESTAMP:
+    case SQL_TIMESTAMP: {
         SQL_TIMESTAMP_STRUCT t;
         memset(&t, 0, sizeof t);
         x = SQLGetData(st, col, SQL_C_TYPE_TIMESTAMP, &t, sizeof t, &got);
@@ -791,17 +787,21 @@ static int get_cell(odbc_conn *c, SQLHSTMT st, SQLUSMALLINT col,
             *cell = sb__v_int(timestamp_us(&t));
         return SB_OK;
     }
-    case SQL_BINARY: case SQL_VARBINARY: case SQL_LONGVARBINARY:
-        return get_bytes(c, st, col, rows, r, err);
+    case SQL_BINARY:
+    case SQL_VARBINARY:
+    case SQL_LONGVARBINARY: return get_bytes(c, st, col, rows, r, err);
     case SQL_GUID: {
         int rc = get_text(c, st, col, rows, r, err);
         if (rc == SB_OK && cell->type == SB_V_TEXT)
             lower_ascii((char *)cell->p);
         return rc;
     }
-    case SQL_CHAR: case SQL_VARCHAR: case SQL_LONGVARCHAR: case SQL_WCHAR:
-    case SQL_WVARCHAR: case SQL_WLONGVARCHAR:
-        return get_text(c, st, col, rows, r, err);
+    case SQL_CHAR:
+    case SQL_VARCHAR:
+    case SQL_LONGVARCHAR:
+    case SQL_WCHAR:
+    case SQL_WVARCHAR:
+    case SQL_WLONGVARCHAR: return get_text(c, st, col, rows, r, err);
     default:
         return sb__err(err, SB_BACKEND, NULL,
                        "odbc: result column %u \"%s\" has SQL type %d, which "
@@ -818,16 +818,14 @@ static int read_rows(odbc_conn *c, SQLHSTMT st, SQLSMALLINT ncols,
     char names[64][64];
     if (ncols > 64)
         return sb__err(err, SB_BACKEND, NULL,
-                       "odbc: %d result columns; the limit is 64",
-                       (int)ncols);
+                       "odbc: %d result columns; the limit is 64", (int)ncols);
     for (SQLSMALLINT i = 0; i < ncols; i++) {
         SQLULEN size = 0;
         SQLSMALLINT digits = 0, nullable = 0, len = 0;
-        if (!SQL_SUCCEEDED(SQLDescribeCol(st, (SQLUSMALLINT)(i + 1),
-                                          (SQLCHAR *)names[i],
-                                          (SQLSMALLINT)sizeof names[i], &len,
-                                          &types[i], &size, &digits,
-                                          &nullable)))
+        if (!SQL_SUCCEEDED(
+                SQLDescribeCol(st, (SQLUSMALLINT)(i + 1), (SQLCHAR *)names[i],
+                               (SQLSMALLINT)sizeof names[i], &len, &types[i],
+                               &size, &digits, &nullable)))
             return fail(c, SQL_HANDLE_STMT, st, err, "describe");
     }
     size_t cap = 16, n = 0;
@@ -850,8 +848,8 @@ static int read_rows(odbc_conn *c, SQLHSTMT st, SQLSMALLINT ncols,
             cap *= 2;
         }
         for (SQLSMALLINT i = 0; rc == SB_OK && i < ncols; i++)
-            rc = get_cell(c, st, (SQLUSMALLINT)(i + 1), types[i], names[i],
-                          acc, n, err);
+            rc = get_cell(c, st, (SQLUSMALLINT)(i + 1), types[i], names[i], acc,
+                          n, err);
         n++;
     }
     if (rc != SB_OK) {
@@ -864,8 +862,8 @@ static int read_rows(odbc_conn *c, SQLHSTMT st, SQLSMALLINT ncols,
 }
 
 static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
-                        const wide_text *wide, sb_rows **rows,
-                        int64_t *changes, sb_error *err);
+                        const wide_text *wide, sb_rows **rows, int64_t *changes,
+                        sb_error *err);
 
 static int odbc_query(sb_conn *conn, const char *sql, const sb_value *params,
                       size_t nparams, sb_rows **rows, int64_t *changes,
@@ -968,10 +966,9 @@ static int plain_result(odbc_conn *c, cached_stmt *s, bool no_data,
         /* Drivers report a SELECT's row count here too: a query changes
          * nothing (libpq and SQLite say 0). */
         SQLLEN n = 0;
-        *changes = !s->is_select && SQL_SUCCEEDED(SQLRowCount(s->st, &n)) &&
-                           n > 0
-                       ? n
-                       : 0;
+        *changes =
+            !s->is_select && SQL_SUCCEEDED(SQLRowCount(s->st, &n)) && n > 0 ? n
+                                                                            : 0;
     }
     SQLSMALLINT ncols = 0;
     if (!SQL_SUCCEEDED(SQLNumResultCols(s->st, &ncols)))
@@ -987,8 +984,8 @@ static int plain_result(odbc_conn *c, cached_stmt *s, bool no_data,
 
 /* Bind, execute and read one prepared statement. */
 static int run_prepared(odbc_conn *c, cached_stmt *s, const sb_value *params,
-                        const wide_text *wide, sb_rows **rows,
-                        int64_t *changes, sb_error *err)
+                        const wide_text *wide, sb_rows **rows, int64_t *changes,
+                        sb_error *err)
 {
     int rc = SB_OK;
     SQLLEN ind_stack[16];
@@ -1035,9 +1032,9 @@ static int autocommit(odbc_conn *c, bool on, sb_error *err)
         c->dbc, SQL_ATTR_AUTOCOMMIT,
         (SQLPOINTER)(uintptr_t)(on ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF),
         0);
-    return SQL_SUCCEEDED(r) ? SB_OK
-                            : fail(c, SQL_HANDLE_DBC, c->dbc, err,
-                                   "autocommit");
+    return SQL_SUCCEEDED(r)
+               ? SB_OK
+               : fail(c, SQL_HANDLE_DBC, c->dbc, err, "autocommit");
 }
 
 /* SQL Server: transactions in T-SQL on an autocommit connection, so one
@@ -1084,8 +1081,7 @@ static int end_tran(odbc_conn *c, SQLSMALLINT how, sb_error *err)
     SQLRETURN r = SQLEndTran(SQL_HANDLE_DBC, c->dbc, how);
     int rc = SQL_SUCCEEDED(r) ? SB_OK
                               : fail(c, SQL_HANDLE_DBC, c->dbc, err,
-                                     how == SQL_COMMIT ? "commit"
-                                                       : "rollback");
+                                     how == SQL_COMMIT ? "commit" : "rollback");
     sb_error e2;
     int arc = autocommit(c, true, &e2);
     if (rc == SB_OK && arc != SB_OK) {
@@ -1137,8 +1133,8 @@ static bool odbc_broken(sb_conn *conn)
     if (c->broken)
         return true;
     SQLUINTEGER dead = SQL_CD_FALSE;
-    if (SQL_SUCCEEDED(SQLGetConnectAttr(c->dbc, SQL_ATTR_CONNECTION_DEAD,
-                                        &dead, 0, NULL)) &&
+    if (SQL_SUCCEEDED(SQLGetConnectAttr(c->dbc, SQL_ATTR_CONNECTION_DEAD, &dead,
+                                        0, NULL)) &&
         dead == SQL_CD_TRUE)
         c->broken = true;
     return c->broken;

@@ -128,10 +128,10 @@ static int fail_result(pg_conn *pc, const PGresult *res, sb_error *err)
         sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
     }
     int code = sb__classify_sqlstate(state);
-    if (res == NULL || PQstatus(pc->pg) == CONNECTION_BAD ||
-        state == NULL || state[0] == '\0' ||
-        (sev != NULL && (strcmp(sev, "FATAL") == 0 ||
-                         strcmp(sev, "PANIC") == 0)))
+    if (res == NULL || PQstatus(pc->pg) == CONNECTION_BAD || state == NULL ||
+        state[0] == '\0' ||
+        (sev != NULL &&
+         (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)))
         code = SB_UNAVAILABLE;
     if (code == SB_UNAVAILABLE)
         pc->broken = true;
@@ -143,8 +143,8 @@ static int fail_result(pg_conn *pc, const PGresult *res, sb_error *err)
             sb__err(err, code, "statement_timeout_ms",
                     "the statement ran longer than statement_timeout_ms "
                     "(%lld ms) and was cancelled (PostgreSQL: %.*s)",
-                    (long long)pc->statement_timeout_ms,
-                    trimmed_len(primary), primary);
+                    (long long)pc->statement_timeout_ms, trimmed_len(primary),
+                    primary);
         else
             sb__err(err, code, NULL,
                     "the statement was cancelled (PostgreSQL: %.*s); "
@@ -182,16 +182,14 @@ static int check_result(pg_conn *pc, const PGresult *res, sb_error *err)
     switch (PQresultStatus(res)) {
     case PGRES_COMMAND_OK:
     case PGRES_TUPLES_OK:
-    case PGRES_EMPTY_QUERY:
-        return SB_OK;
+    case PGRES_EMPTY_QUERY: return SB_OK;
     case PGRES_COPY_IN:
     case PGRES_COPY_OUT:
     case PGRES_COPY_BOTH:
         pc->broken = true;
         return sb__err(err, SB_INVALID, "sql",
                        "COPY is not supported through sqlbus statements");
-    default:
-        return fail_result(pc, res, err);
+    default: return fail_result(pc, res, err);
     }
 }
 
@@ -260,8 +258,9 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
 {
     *out = NULL;
     if (cfg == NULL || cfg->target == NULL)
-        return sb__err(err, SB_INVALID, "url", "no PostgreSQL connection "
-                                               "string");
+        return sb__err(err, SB_INVALID, "url",
+                       "no PostgreSQL connection "
+                       "string");
     pg_conn *pc = sb__calloc(1, sizeof *pc);
     if (pc == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -284,9 +283,9 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     }
     if (PQstatus(pc->pg) != CONNECTION_OK) {
         const char *m = PQerrorMessage(pc->pg);
-        int rc = sb__err(err, SB_UNAVAILABLE, NULL,
-                         "cannot connect to PostgreSQL: %.*s", trimmed_len(m),
-                         m);
+        int rc =
+            sb__err(err, SB_UNAVAILABLE, NULL,
+                    "cannot connect to PostgreSQL: %.*s", trimmed_len(m), m);
         flatten_message(err);
         pg_close(&pc->base);
         return rc;
@@ -488,8 +487,8 @@ static int stmt_for(pg_conn *pc, const char *sql, const sb_value *params,
     int64_t now = sb__mono_us(), ttl = PLAN_TTL_FIRST_US;
     if (st != NULL && now - st->prepared_us >= st->ttl_us &&
         PQtransactionStatus(pc->pg) != PQTRANS_INERROR) {
-        ttl = st->ttl_us * 2 < PLAN_TTL_MAX_US ? st->ttl_us * 2
-                                               : PLAN_TTL_MAX_US;
+        ttl =
+            st->ttl_us * 2 < PLAN_TTL_MAX_US ? st->ttl_us * 2 : PLAN_TTL_MAX_US;
         int rc = cache_drop(pc, st, err);
         if (rc != SB_OK)
             return rc;
@@ -505,7 +504,8 @@ static int stmt_for(pg_conn *pc, const char *sql, const sb_value *params,
         /* The server would call this a protocol violation (class 08). */
         return sb__err(err, SB_INVALID, "params",
                        "statement was prepared with %zu parameters, %zu "
-                       "given", st->nparams, nparams);
+                       "given",
+                       st->nparams, nparams);
     }
     st->used = ++pc->tick;
     *out = st;
@@ -547,16 +547,14 @@ static int params_build(pg_params *pp, const sb_value *params, size_t n,
         pp->values = (const char **)(void *)blk;
         pp->lengths = (int *)(void *)(blk + n * sizeof(char *));
         pp->formats = pp->lengths + n;
-        pp->ints = (char (*)[INT_TEXT_SIZE])(void *)(pp->formats + n);
+        pp->ints = (char(*)[INT_TEXT_SIZE])(void *)(pp->formats + n);
     }
     for (size_t i = 0; i < n; i++) {
         const sb_value *v = &params[i];
         pp->lengths[i] = 0;
         pp->formats[i] = 0;
         switch (v->type) {
-        case SB_V_NULL:
-            pp->values[i] = NULL;
-            break;
+        case SB_V_NULL: pp->values[i] = NULL; break;
         case SB_V_INT:
             snprintf(pp->ints[i], INT_TEXT_SIZE, "%" PRId64, v->i);
             pp->values[i] = pp->ints[i];
@@ -572,7 +570,8 @@ static int params_build(pg_params *pp, const sb_value *params, size_t n,
             if (v->len > (size_t)INT_MAX)
                 return sb__err(err, SB_TOOBIG, "params",
                                "parameter $%zu: %zu bytes exceed the "
-                               "PostgreSQL limit", i + 1, v->len);
+                               "PostgreSQL limit",
+                               i + 1, v->len);
             pp->values[i] = v->p != NULL ? v->p : "";
             pp->lengths[i] = (int)v->len;
             pp->formats[i] = 1;
@@ -600,13 +599,22 @@ static uint64_t get_be(const char *p, int n)
 static bool type_supported(Oid t)
 {
     switch (t) {
-    case OID_BOOL: case OID_INT2: case OID_INT4: case OID_INT8: case OID_OID:
-    case OID_TEXT: case OID_VARCHAR: case OID_BPCHAR: case OID_NAME:
-    case OID_JSON: case OID_JSONB: case OID_UUID: case OID_BYTEA:
-    case OID_TIMESTAMP: case OID_TIMESTAMPTZ:
-        return true;
-    default:
-        return false;
+    case OID_BOOL:
+    case OID_INT2:
+    case OID_INT4:
+    case OID_INT8:
+    case OID_OID:
+    case OID_TEXT:
+    case OID_VARCHAR:
+    case OID_BPCHAR:
+    case OID_NAME:
+    case OID_JSON:
+    case OID_JSONB:
+    case OID_UUID:
+    case OID_BYTEA:
+    case OID_TIMESTAMP:
+    case OID_TIMESTAMPTZ: return true;
+    default: return false;
     }
 }
 
@@ -614,8 +622,8 @@ static int bad_width(const PGresult *res, int c, int len, sb_error *err)
 {
     return sb__err(err, SB_BACKEND, NULL,
                    "column %d (\"%s\", type OID %u): unexpected binary "
-                   "value of %d bytes", c + 1, PQfname(res, c),
-                   (unsigned)PQftype(res, c), len);
+                   "value of %d bytes",
+                   c + 1, PQfname(res, c), (unsigned)PQftype(res, c), len);
 }
 
 /* Convert one binary cell into rows (see the table in db.h). */
@@ -694,7 +702,10 @@ static int convert_cell(const PGresult *res, int r, int c, sb_rows *rows,
         rc = sb__rows_set_bytes(rows, (size_t)r, (size_t)c, SB_V_TEXT, v + 1,
                                 (size_t)len - 1);
         break;
-    case OID_TEXT: case OID_VARCHAR: case OID_BPCHAR: case OID_NAME:
+    case OID_TEXT:
+    case OID_VARCHAR:
+    case OID_BPCHAR:
+    case OID_NAME:
     case OID_JSON:
         rc = sb__rows_set_bytes(rows, (size_t)r, (size_t)c, SB_V_TEXT, v,
                                 (size_t)len);
@@ -721,7 +732,8 @@ static int convert_rows(const PGresult *res, sb_rows **out, sb_error *err)
             return sb__err(err, SB_BACKEND, NULL,
                            "column %d (\"%s\") has type OID %u, which sqlbus "
                            "does not convert; cast it in SQL (::bigint, "
-                           "::text)", c + 1, PQfname(res, c), (unsigned)t);
+                           "::text)",
+                           c + 1, PQfname(res, c), (unsigned)t);
     }
     sb_rows *rows = NULL;
     if (sb__rows_new((size_t)nt, (size_t)nf, &rows) != SB_OK)
@@ -813,8 +825,7 @@ static int pipe_send(pg_conn *pc, const sb_call *calls, size_t n,
 {
     int ok = PQenterPipelineMode(pc->pg);
     if (ok && pc->begin_pending)
-        ok = PQsendQueryParams(pc->pg, "BEGIN", 0, NULL, NULL, NULL, NULL,
-                               0);
+        ok = PQsendQueryParams(pc->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
     for (size_t i = 0; ok && i < n; i++) {
         pg_params pp;
         int rc = params_build(&pp, calls[i].params, calls[i].nparams, err);
@@ -829,13 +840,12 @@ static int pipe_send(pg_conn *pc, const sb_call *calls, size_t n,
         }
         char name[16];
         stmt_name(name, sts[i]->id);
-        ok = PQsendQueryPrepared(pc->pg, name, (int)calls[i].nparams,
-                                 pp.values, pp.lengths, pp.formats, 1);
+        ok = PQsendQueryPrepared(pc->pg, name, (int)calls[i].nparams, pp.values,
+                                 pp.lengths, pp.formats, 1);
         sb__free(pp.heap);
     }
     if (ok && commit)
-        ok = PQsendQueryParams(pc->pg, "COMMIT", 0, NULL, NULL, NULL, NULL,
-                               0);
+        ok = PQsendQueryParams(pc->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
     if (ok)
         ok = PQpipelineSync(pc->pg);
     if (!ok)
@@ -862,8 +872,8 @@ static int call_result(pg_conn *pc, const sb_call *call, PGresult *res,
 /* Read what pipe_send sent, in order: BEGIN's result, each call's, then
  * COMMIT's and the Sync. The first failure is kept; the entries after it
  * come back PGRES_PIPELINE_ABORTED and are only read. */
-static int pipe_receive(pg_conn *pc, const sb_call *calls, size_t n,
-                        int commit, size_t *failed, sb_error *err)
+static int pipe_receive(pg_conn *pc, const sb_call *calls, size_t n, int commit,
+                        size_t *failed, sb_error *err)
 {
     int rc = SB_OK;
     *failed = n;
@@ -912,8 +922,8 @@ static int pipe_receive(pg_conn *pc, const sb_call *calls, size_t n,
  * Sync. The server runs them in order and skips the rest after an error
  * up to the Sync, which leaves an explicit transaction open and aborted:
  * the caller rolls back, as after a failed sb__query. */
-static int pg_pipeline(sb_conn *c, const sb_call *calls, size_t n,
-                       int commit, size_t *failed, sb_error *err)
+static int pg_pipeline(sb_conn *c, const sb_call *calls, size_t n, int commit,
+                       size_t *failed, sb_error *err)
 {
     pg_conn *pc = (pg_conn *)c;
     *failed = 0;
@@ -944,8 +954,8 @@ static int pg_pipeline(sb_conn *c, const sb_call *calls, size_t n,
         /* Prepared outside the pipeline (libpq's synchronous PQprepare
          * is not allowed inside it) and marked used, so preparing a
          * later call evicts none of the pipeline's own. */
-        int rc = stmt_for(pc, calls[i].sql, calls[i].params,
-                          calls[i].nparams, &sts[i], err);
+        int rc = stmt_for(pc, calls[i].sql, calls[i].params, calls[i].nparams,
+                          &sts[i], err);
         if (rc != SB_OK) {
             *failed = i;
             return rc;

@@ -6,11 +6,12 @@
 int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
                   void *ctx, sb_error *err)
 {
-    int max_attempts = policy && policy->max_attempts ? policy->max_attempts : 6;
-    int64_t delay = policy && policy->first_delay_us ? policy->first_delay_us
-                                                      : 10000;
-    int64_t max_delay = policy && policy->max_delay_us ? policy->max_delay_us
-                                                        : 1000000;
+    int max_attempts =
+        policy && policy->max_attempts ? policy->max_attempts : 6;
+    int64_t delay =
+        policy && policy->first_delay_us ? policy->first_delay_us : 10000;
+    int64_t max_delay =
+        policy && policy->max_delay_us ? policy->max_delay_us : 1000000;
     int rc = SB_ERROR;
     for (int attempt = 1;; attempt++) {
         sb_conn *c = NULL;

@@ -13,7 +13,7 @@
 #define PROGRESS_STEPS 1000
 
 typedef struct cached_stmt {
-    char *sql;          /* the caller's text ($N placeholders) */
+    char *sql; /* the caller's text ($N placeholders) */
     uint64_t hash;
     sqlite3_stmt *stmt; /* prepared from the ?N rewrite */
     uint64_t used;
@@ -220,10 +220,9 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     c->base.drv = sb__driver_sqlite();
     c->base.opened_us = sb__mono_us();
-    int xrc = sqlite3_open_v2(cfg->target, &c->db,
-                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                  SQLITE_OPEN_NOMUTEX,
-                              NULL);
+    int xrc = sqlite3_open_v2(
+        cfg->target, &c->db,
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (xrc != SQLITE_OK) {
         int rc = fail(c, xrc, err, "open");
         if (err != NULL)
@@ -402,8 +401,8 @@ static int build_rows(pending *pd, size_t ncols, sb_rows **out)
     for (size_t i = 0; rc == SB_OK && i < pd->n; i++) {
         sb_value *v = &pd->v[i];
         if (v->type == SB_V_TEXT || v->type == SB_V_BLOB)
-            rc = sb__rows_set_bytes(*out, i / ncols, i % ncols, v->type,
-                                    v->p, v->len);
+            rc = sb__rows_set_bytes(*out, i / ncols, i % ncols, v->type, v->p,
+                                    v->len);
         else
             (*out)->cells[i] = *v;
     }

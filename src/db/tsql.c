@@ -9,8 +9,8 @@
 
 static bool is_blank(char ch)
 {
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' ||
-           ch == '\f' || ch == '\v';
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' ||
+           ch == '\v';
 }
 
 bool sb__tsql_ends_with_rowcount(const char *sql)
@@ -32,8 +32,8 @@ bool sb__tsql_ends_with_rowcount(const char *sql)
         return true;
     char ch = sql[n - 1]; /* SELECT must be a word of its own */
     return !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-             (ch >= '0' && ch <= '9') || ch == '_' || ch == '@' ||
-             ch == '#' || ch == '$');
+             (ch >= '0' && ch <= '9') || ch == '_' || ch == '@' || ch == '#' ||
+             ch == '$');
 }
 
 /* `name` as a bracketed T-SQL identifier (']' doubled) in `out`; cut at

@@ -117,8 +117,7 @@ static int put_value(sb_buf *b, const char *s, size_t n, const char *part,
             int byte = sb__percent_byte(s + i, n - i);
             if (byte < 0)
                 return sb__err(err, SB_INVALID, "url",
-                               "mssql URL: bad percent escape in the %s",
-                               part);
+                               "mssql URL: bad percent escape in the %s", part);
             c = (char)byte;
             i += 2;
         }
@@ -166,8 +165,7 @@ static int mssql_target(const char *rest, sb_db_config *cfg, sb_error *err)
         return sb__err(err, SB_INVALID, "url", "mssql URL needs a host");
     const char *port = colon ? colon + 1 : "1433";
     size_t port_len = colon ? (size_t)(slash - port) : 4;
-    if (port_len == 0 || port_len > 5 ||
-        strspn(port, "0123456789") < port_len)
+    if (port_len == 0 || port_len > 5 || strspn(port, "0123456789") < port_len)
         return sb__err(err, SB_INVALID, "url",
                        "mssql URL: the port must be 1 to 5 digits");
     size_t dn = 0;
@@ -182,8 +180,9 @@ static int mssql_target(const char *rest, sb_db_config *cfg, sb_error *err)
     sb__buf_puts(&b, "Driver=");
     int rc = put_value(&b, driver, dn, "driver", err);
     if (freetds)
-        sb__buf_printf(&b, ";Server=%.*s;Port=%.*s;TDS_Version=7.4;"
-                           "ClientCharset=UTF-8",
+        sb__buf_printf(&b,
+                       ";Server=%.*s;Port=%.*s;TDS_Version=7.4;"
+                       "ClientCharset=UTF-8",
                        (int)host_len, host, (int)port_len, port);
     else
         sb__buf_printf(&b, ";Server=tcp:%.*s,%.*s", (int)host_len, host,
@@ -199,8 +198,7 @@ static int mssql_target(const char *rest, sb_db_config *cfg, sb_error *err)
         rc = put_value(&b, rest, ulen, "user", err);
         if (rc == SB_OK && pc != NULL) {
             sb__buf_puts(&b, ";PWD=");
-            rc = put_value(&b, pc + 1, (size_t)(at - pc - 1), "password",
-                           err);
+            rc = put_value(&b, pc + 1, (size_t)(at - pc - 1), "password", err);
         }
     }
     size_t en = 0, tn = 0;
@@ -248,8 +246,7 @@ int sb__db_parse_url(const char *url, sb_db_config *cfg, sb_error *err)
         rc = odbc_target(url + 16, SB_DIALECT_POSTGRES, cfg, err);
     } else if (has_prefix(url, "odbc:")) {
         rc = odbc_target(url + 5, SB_DIALECT_MSSQL, cfg, err);
-    } else if (has_prefix(url, "mssql://") ||
-               has_prefix(url, "sqlserver://")) {
+    } else if (has_prefix(url, "mssql://") || has_prefix(url, "sqlserver://")) {
         rc = mssql_target(url + (url[1] == 's' ? 8 : 12), cfg, err);
     } else if (has_prefix(url, "postgresql://") ||
                has_prefix(url, "postgres://")) {

@@ -102,8 +102,8 @@ int sb__rows_grow(sb_rows *rows, size_t nrows)
         return SB_OK;
     if (rows->ncols != 0 && nrows > SIZE_MAX / sizeof(sb_value) / rows->ncols)
         return SB_NOMEM;
-    sb_value *cells = sb__realloc(rows->cells,
-                                  nrows * rows->ncols * sizeof *cells + 1);
+    sb_value *cells =
+        sb__realloc(rows->cells, nrows * rows->ncols * sizeof *cells + 1);
     if (cells == NULL)
         return SB_NOMEM;
     for (size_t i = rows->nrows * rows->ncols; i < nrows * rows->ncols; i++)

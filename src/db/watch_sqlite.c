@@ -30,8 +30,8 @@ struct sb_wal_watch {
  * visible. So each burst of events is followed by re-notifications at
  * these delays (us) after its last event, spanning a slow fsync; a new
  * event restarts them. */
-static const int64_t follow_up_us[] = {200, 400, 700, 1000, 1500, 2500,
-                                       5000, 10000, 30000};
+static const int64_t follow_up_us[] = {200,  400,  700,   1000, 1500,
+                                       2500, 5000, 10000, 30000};
 #define N_FOLLOW_UPS (sizeof follow_up_us / sizeof follow_up_us[0])
 
 static void *watch_main(void *arg)

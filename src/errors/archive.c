@@ -17,8 +17,8 @@ static int set_batch(sb_conn *c, sb_errors *e, const char *ids, size_t n,
     return rc;
 }
 
-int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
-                      int archive, int64_t *changed, sb_error *err)
+int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel, int archive,
+                      int64_t *changed, sb_error *err)
 {
     return sb__errors_archive(e, sel, archive, NULL, changed, err);
 }

@@ -67,12 +67,12 @@ static int parse_time(const char *s, int64_t *out_us)
 {
     int y, mo, d, h, mi, se;
     const char *p = s;
-    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) ||
-        *p++ != '-' || digits(&p, 2, &d) || (*p != 'T' && *p != ' '))
+    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+        digits(&p, 2, &d) || (*p != 'T' && *p != ' '))
         return -1;
     p++;
-    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) ||
-        *p++ != ':' || digits(&p, 2, &se))
+    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+        digits(&p, 2, &se))
         return -1;
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
         return -1;
@@ -117,25 +117,20 @@ static const char *const k_message_id[] = {"sb-message-id",
                                            "NServiceBus.MessageId", NULL};
 static const char *const k_failed_queue[] = {"sb-failed-queue",
                                              "NServiceBus.FailedQ", NULL};
-static const char *const k_endpoint[] = {"sb-processing-endpoint",
-                                         "NServiceBus.ProcessingEndpoint",
-                                         NULL};
+static const char *const k_endpoint[] = {
+    "sb-processing-endpoint", "NServiceBus.ProcessingEndpoint", NULL};
 static const char *const k_time[] = {"sb-time-of-failure",
                                      "NServiceBus.TimeOfFailure", NULL};
 static const char *const k_sent[] = {"sb-time-sent", "NServiceBus.TimeSent",
                                      NULL};
-static const char *const k_type[] = {"sb-exception-type",
-                                     "NServiceBus.ExceptionInfo.ExceptionType",
-                                     NULL};
-static const char *const k_message[] = {"sb-exception-message",
-                                        "NServiceBus.ExceptionInfo.Message",
-                                        NULL};
-static const char *const k_trace[] = {"sb-exception-stacktrace",
-                                      "NServiceBus.ExceptionInfo.StackTrace",
-                                      NULL};
-static const char *const k_msg_type[] = {"sb-message-type",
-                                         "NServiceBus.EnclosedMessageTypes",
-                                         NULL};
+static const char *const k_type[] = {
+    "sb-exception-type", "NServiceBus.ExceptionInfo.ExceptionType", NULL};
+static const char *const k_message[] = {
+    "sb-exception-message", "NServiceBus.ExceptionInfo.Message", NULL};
+static const char *const k_trace[] = {
+    "sb-exception-stacktrace", "NServiceBus.ExceptionInfo.StackTrace", NULL};
+static const char *const k_msg_type[] = {
+    "sb-message-type", "NServiceBus.EnclosedMessageTypes", NULL};
 static const char *const k_retry_of[] = {
     "sb-retry-of", "ServiceControl.Retry.UniqueMessageId", NULL};
 static const char *const k_host[] = {"sb-host", "NServiceBus.HostDisplayName",
@@ -143,8 +138,7 @@ static const char *const k_host[] = {"sb-host", "NServiceBus.HostDisplayName",
 static const char *const k_host_id[] = {"sb-host-id", "NServiceBus.HostId",
                                         NULL};
 static const char *const k_instance[] = {"sb-instance-id",
-                                         "NServiceBus.Metric.InstanceId",
-                                         NULL};
+                                         "NServiceBus.Metric.InstanceId", NULL};
 static const char *const k_conversation[] = {
     "sb-conversation-id", "NServiceBus.ConversationId", NULL};
 static const char *const k_content_type[] = {
@@ -253,13 +247,12 @@ int sb__attempt_from_row(const sb_msg *row, sb_attempt *a, sb_error *err)
 
 void sb__attempt_clear(sb_attempt *a)
 {
-    char *const fields[] = {a->unique_id,         a->message_id,
-                            a->message_type,      a->failed_queue,
-                            a->processing_endpoint, a->host,
-                            a->host_id,           a->instance_id,
-                            a->exception_type,    a->exception_message,
-                            a->stack_trace,       a->conversation_id,
-                            a->content_type};
+    char *const fields[] = {
+        a->unique_id,         a->message_id,          a->message_type,
+        a->failed_queue,      a->processing_endpoint, a->host,
+        a->host_id,           a->instance_id,         a->exception_type,
+        a->exception_message, a->stack_trace,         a->conversation_id,
+        a->content_type};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         sb__free(fields[i]);
     memset(a, 0, sizeof *a);

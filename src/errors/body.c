@@ -47,9 +47,9 @@ void sb__body_place(const void *body, size_t len, const char *content_type,
 {
     const char *p = body;
     memset(out, 0, sizeof *out);
-    out->is_text = len == 0 || (type_is_text(content_type) &&
-                                memchr(p, '\0', len) == NULL &&
-                                sb__utf8_valid(p, len));
+    out->is_text =
+        len == 0 || (type_is_text(content_type) &&
+                     memchr(p, '\0', len) == NULL && sb__utf8_valid(p, len));
     if (!out->is_text) {
         out->stored_externally = 1;
         return;

@@ -20,9 +20,8 @@ static void exception_title(const sb_classify_input *in, sb_group_title *g)
 {
     char frame[sizeof g->title];
     const char *trace = in->stack_trace != NULL ? in->stack_trace : "";
-    int found = sb__stack_first_frame(trace, strlen(trace),
-                                      in->exception_message, frame,
-                                      sizeof frame);
+    int found = sb__stack_first_frame(
+        trace, strlen(trace), in->exception_message, frame, sizeof frame);
     sb_text t;
     sb__text_init(&t, g->title, sizeof g->title);
     put_str(&t, in->exception_type);

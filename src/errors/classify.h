@@ -20,8 +20,8 @@
 /* What the classifiers read of a failed message's newest attempt. Every
  * field is borrowed, NUL-terminated, and may be NULL (same as ""). */
 typedef struct sb_classify_input {
-    const char *exception_type, *exception_message, *stack_trace,
-        *message_type, *failed_queue, *instance_id, *endpoint_name;
+    const char *exception_type, *exception_message, *stack_trace, *message_type,
+        *failed_queue, *instance_id, *endpoint_name;
 } sb_classify_input;
 
 /* One classification: `classifier` points at one of the SB_CLASSIFIER_*
@@ -114,8 +114,7 @@ size_t sb__classify(const sb_classify_input *in,
  * reads no byte outside trace[0..len), and allocates nothing.
  */
 int sb__stack_first_frame(const char *trace, size_t len,
-                          const char *exception_message, char *out,
-                          size_t cap);
+                          const char *exception_message, char *out, size_t cap);
 
 /* sb_find_uncaught (include/sqlbus.h) lives in stack.c beside the frame
  * parser whose line and frame matchers it shares. */

@@ -21,17 +21,16 @@
 #define FM "{p}failed_messages"
 #define FG "{p}failed_message_groups"
 /* The rows of group `id` (of type `type`) whose message has `status`. */
-#define GROUP_ROWS(type, id, status)                                        \
-    " FROM " FG " g JOIN " FM " f ON f.unique_message_id = "               \
-    "g.unique_message_id WHERE g.type = " type " AND g.group_id = " id     \
+#define GROUP_ROWS(type, id, status)                                           \
+    " FROM " FG " g JOIN " FM " f ON f.unique_message_id = "                   \
+    "g.unique_message_id WHERE g.type = " type " AND g.group_id = " id         \
     " AND f.status = " status
 #define REFRESH_BATCH 50
 #define REFRESH_MAX 2000 /* rows per call: the rest waits for the next */
 
 /* The columns counted per value (kinds 1-3); kind 4 is a group. */
 static const char *const scalar_col[] = {NULL, "failed_queue",
-                                         "processing_endpoint",
-                                         "message_type"};
+                                         "processing_endpoint", "message_type"};
 #define N_SCALAR 3
 
 static const char table_ddl[] =
@@ -56,14 +55,14 @@ static const char table_ddl[] =
 static void add_set(sb_buf *b, int pg)
 {
     const char *q = pg ? "c." : "";
-    sb__buf_printf(b,
-                   "n = %sn + excluded.n, first_us = CASE WHEN %sn = 0 OR "
-                   "%sfirst_us IS NULL THEN excluded.first_us ELSE %s(%sfirst_us, "
-                   "excluded.first_us) END, last_us = CASE WHEN %sn = 0 OR "
-                   "%slast_us IS NULL THEN excluded.last_us ELSE %s(%slast_us, "
-                   "excluded.last_us) END",
-                   q, q, q, pg ? "LEAST" : "min", q, q, q,
-                   pg ? "GREATEST" : "max", q);
+    sb__buf_printf(
+        b,
+        "n = %sn + excluded.n, first_us = CASE WHEN %sn = 0 OR "
+        "%sfirst_us IS NULL THEN excluded.first_us ELSE %s(%sfirst_us, "
+        "excluded.first_us) END, last_us = CASE WHEN %sn = 0 OR "
+        "%slast_us IS NULL THEN excluded.last_us ELSE %s(%slast_us, "
+        "excluded.last_us) END",
+        q, q, q, pg ? "LEAST" : "min", q, q, q, pg ? "GREATEST" : "max", q);
 }
 
 /* `k` members leave, the earliest first failure `f` and the latest last
@@ -207,12 +206,12 @@ static const char *const pg_name[PG_N] = {"fm_ins", "fm_upd", "fm_del",
  * (a store filled faster than autovacuum analyzes it): a scan of 300,000
  * group rows for every statement, 70 ms each (OFFSET 0 keeps the
  * subquery from being flattened back into a join). */
-#define GROUPS_OF(r)                                                        \
-    " CROSS JOIN LATERAL (SELECT g.group_id, g.type, g.title FROM " FG     \
+#define GROUPS_OF(r)                                                           \
+    " CROSS JOIN LATERAL (SELECT g.group_id, g.type, g.title FROM " FG         \
     " g WHERE g.unique_message_id = " r ".unique_message_id OFFSET 0) g"
-#define MESSAGE_OF(r)                                                       \
-    " CROSS JOIN LATERAL (SELECT f.status, f.first_time_of_failure, "      \
-    "f.last_time_of_failure FROM " FM " f WHERE f.unique_message_id = " r  \
+#define MESSAGE_OF(r)                                                          \
+    " CROSS JOIN LATERAL (SELECT f.status, f.first_time_of_failure, "          \
+    "f.last_time_of_failure FROM " FM " f WHERE f.unique_message_id = " r      \
     ".unique_message_id OFFSET 0) f"
 #define TIMES(t) t ".first_time_of_failure, " t ".last_time_of_failure"
 
@@ -260,17 +259,17 @@ static int removals(sb_buf *b, int t, const trig_rows *d)
     if (t == PG_FM_UPD || t == PG_FM_DEL) {
         d->scalar(b, t, 0, &first);
         union_all(b, &first);
-        sb__buf_printf(b,
-                       "SELECT 4, g.group_id, od.status, " TIMES("od")
-                       " FROM %s%s%s",
-                       t == PG_FM_UPD ? d->pairs : d->old_rows, d->groups_od,
-                       t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
+        sb__buf_printf(
+            b, "SELECT 4, g.group_id, od.status, " TIMES("od") " FROM %s%s%s",
+            t == PG_FM_UPD ? d->pairs : d->old_rows, d->groups_od,
+            t == PG_FM_UPD ? " WHERE od.status <> nw.status" : "");
     }
     if (t == PG_FG_DEL) {
         union_all(b, &first);
-        sb__buf_printf(b, "SELECT 4 AS kind, od.group_id AS item, f.status, "
-                          "f.first_time_of_failure AS f, "
-                          "f.last_time_of_failure AS l FROM %s%s",
+        sb__buf_printf(b,
+                       "SELECT 4 AS kind, od.group_id AS item, f.status, "
+                       "f.first_time_of_failure AS f, "
+                       "f.last_time_of_failure AS l FROM %s%s",
                        d->old_rows, d->message_od);
     }
     return !first;
@@ -283,37 +282,44 @@ static int additions(sb_buf *b, int t, const trig_rows *d)
         d->scalar(b, t, 1, &first);
     if (t == PG_FM_INS) {
         union_all(b, &first);
-        sb__buf_printf(b, "SELECT 4, g.group_id, nw.status, 1, " TIMES("nw")
-                          ", g.type, g.title FROM %s%s",
+        sb__buf_printf(b,
+                       "SELECT 4, g.group_id, nw.status, 1, " TIMES(
+                           "nw") ", g.type, g.title FROM %s%s",
                        d->new_rows, d->groups_nw);
     }
     if (t == PG_FM_UPD) {
         union_all(b, &first);
-        sb__buf_printf(b, "SELECT 4, g.group_id, nw.status, CASE WHEN "
-                          "od.status <> nw.status THEN 1 ELSE 0 END, "
-                          TIMES("nw") ", g.type, g.title FROM %s%s WHERE "
-                          "od.status <> nw.status OR "
-                          "od.first_time_of_failure <> "
-                          "nw.first_time_of_failure OR "
-                          "od.last_time_of_failure <> "
-                          "nw.last_time_of_failure",
+        sb__buf_printf(b,
+                       "SELECT 4, g.group_id, nw.status, CASE WHEN "
+                       "od.status <> nw.status THEN 1 ELSE 0 END, " TIMES(
+                           "nw") ", g.type, g.title FROM %s%s WHERE "
+                                 "od.status <> nw.status OR "
+                                 "od.first_time_of_failure <> "
+                                 "nw.first_time_of_failure OR "
+                                 "od.last_time_of_failure <> "
+                                 "nw.last_time_of_failure",
                        d->pairs, d->groups_nw);
     }
     if (t == PG_FG_INS) {
         union_all(b, &first);
-        sb__buf_printf(b, "SELECT 4 AS kind, nw.group_id AS item, f.status, "
-                          "1 AS dn, f.first_time_of_failure AS f, "
-                          "f.last_time_of_failure AS l, nw.type AS gt, "
-                          "nw.title AS ti FROM %s%s",
+        sb__buf_printf(b,
+                       "SELECT 4 AS kind, nw.group_id AS item, f.status, "
+                       "1 AS dn, f.first_time_of_failure AS f, "
+                       "f.last_time_of_failure AS l, nw.type AS gt, "
+                       "nw.title AS ti FROM %s%s",
                        d->new_rows, d->message_nw);
     }
     return !first;
 }
 
-static const trig_rows pg_rows = {pg_scalar,       PAIRS,
-                                  "od",            "nw",
-                                  GROUPS_OF("od"), GROUPS_OF("nw"),
-                                  MESSAGE_OF("od"), MESSAGE_OF("nw")};
+static const trig_rows pg_rows = {pg_scalar,
+                                  PAIRS,
+                                  "od",
+                                  "nw",
+                                  GROUPS_OF("od"),
+                                  GROUPS_OF("nw"),
+                                  MESSAGE_OF("od"),
+                                  MESSAGE_OF("nw")};
 
 /* plpgsql keeps a statement's plan for the session, made when it first
  * ran: on a new store's empty tables that plan scans them, and kept
@@ -363,9 +369,9 @@ static void pg_ddl(sb_buf *b)
     sb__buf_puts(b, "DO $do$ BEGIN\n");
     for (int t = 0; t < PG_N; t++) {
         int fm = t <= PG_FM_DEL;
-        const char *ev = t == PG_FM_INS || t == PG_FG_INS   ? "INSERT"
-                         : t == PG_FM_UPD                    ? "UPDATE"
-                                                             : "DELETE";
+        const char *ev = t == PG_FM_INS || t == PG_FG_INS ? "INSERT"
+                         : t == PG_FM_UPD                 ? "UPDATE"
+                                                          : "DELETE";
         const char *ref = t == PG_FM_UPD ? "OLD TABLE AS od NEW TABLE AS nw"
                           : t == PG_FM_INS || t == PG_FG_INS
                               ? "NEW TABLE AS nw"
@@ -376,8 +382,8 @@ static void pg_ddl(sb_buf *b)
                        "  CREATE TRIGGER {p}fc_%s AFTER %s ON %s REFERENCING "
                        "%s FOR EACH STATEMENT EXECUTE FUNCTION {p}fc_%s();\n"
                        "END IF;\n",
-                       fm ? FM : FG, pg_name[t], pg_name[t], ev,
-                       fm ? FM : FG, ref, pg_name[t]);
+                       fm ? FM : FG, pg_name[t], pg_name[t], ev, fm ? FM : FG,
+                       ref, pg_name[t]);
     }
     sb__buf_puts(b, "END $do$;\n");
 }
@@ -404,12 +410,12 @@ void sb__errors_counts_ddl(int dialect, const char *text_type, sb_buf *b)
  * rows). NULLs are typed (a UNION's first branch types its columns).
  * Each trigger is created through EXEC (CREATE TRIGGER must open its
  * batch), once: a trigger of that name is left as it is. */
-#define MS_PAIRS                                                            \
-    "deleted AS od JOIN inserted AS nw ON nw.unique_message_id = "         \
+#define MS_PAIRS                                                               \
+    "deleted AS od JOIN inserted AS nw ON nw.unique_message_id = "             \
     "od.unique_message_id"
-#define MS_GROUPS_OF(r)                                                     \
+#define MS_GROUPS_OF(r)                                                        \
     " JOIN " FG " AS g ON g.unique_message_id = " r ".unique_message_id"
-#define MS_MESSAGE_OF(r)                                                    \
+#define MS_MESSAGE_OF(r)                                                       \
     " JOIN " FM " AS f ON f.unique_message_id = " r ".unique_message_id"
 
 static void ms_scalar(sb_buf *b, int t, int add, int *first)
@@ -439,10 +445,10 @@ static void ms_scalar(sb_buf *b, int t, int add, int *first)
     }
 }
 
-static const trig_rows ms_rows = {
-    ms_scalar,          MS_PAIRS,           "deleted AS od",
-    "inserted AS nw",   MS_GROUPS_OF("od"), MS_GROUPS_OF("nw"),
-    MS_MESSAGE_OF("od"), MS_MESSAGE_OF("nw")};
+static const trig_rows ms_rows = {ms_scalar,           MS_PAIRS,
+                                  "deleted AS od",     "inserted AS nw",
+                                  MS_GROUPS_OF("od"),  MS_GROUPS_OF("nw"),
+                                  MS_MESSAGE_OF("od"), MS_MESSAGE_OF("nw")};
 
 /* One trigger's body: nothing when its statement changed no row; the
  * removals with one UPDATE ... FROM, the additions with one MERGE (its
@@ -451,8 +457,9 @@ static const trig_rows ms_rows = {
 static void ms_body(sb_buf *b, int t)
 {
     int ins = t == PG_FM_INS || t == PG_FG_INS;
-    sb__buf_printf(b, "BEGIN SET NOCOUNT ON; IF NOT EXISTS (SELECT 1 FROM "
-                      "%s) RETURN; ",
+    sb__buf_printf(b,
+                   "BEGIN SET NOCOUNT ON; IF NOT EXISTS (SELECT 1 FROM "
+                   "%s) RETURN; ",
                    ins ? "inserted" : "deleted");
     size_t mark = b->len;
     sb__buf_puts(b, "UPDATE c SET ");
@@ -536,9 +543,9 @@ static void ms_ddl(sb_buf *b)
     sb__buf_init(&body, 64 * 1024);
     for (int t = 0; t < PG_N; t++) {
         int fm = t <= PG_FM_DEL;
-        const char *ev = t == PG_FM_INS || t == PG_FG_INS   ? "INSERT"
-                         : t == PG_FM_UPD                    ? "UPDATE"
-                                                             : "DELETE";
+        const char *ev = t == PG_FM_INS || t == PG_FG_INS ? "INSERT"
+                         : t == PG_FM_UPD                 ? "UPDATE"
+                                                          : "DELETE";
         char name[64];
         snprintf(name, sizeof name, "{p}fc_%s", pg_name[t]);
         sb__buf_reset(&body);
@@ -574,41 +581,44 @@ static void ms_counts_sql(int k, sb_buf *b)
         sb__buf_puts(b, "UPDATE c SET first_us = s.fu, last_us = s.lu, "
                         "stale = 0 FROM " C " AS c CROSS APPLY (SELECT "
                         "min(f.first_time_of_failure) AS fu, "
-                        "max(f.last_time_of_failure) AS lu"
-                        GROUP_ROWS("c.group_type", "$1", "$2")
-                        ") AS s WHERE c.kind = 4 AND c.item = $1 AND "
-                        "c.status = $2");
+                        "max(f.last_time_of_failure) AS lu" GROUP_ROWS(
+                            "c.group_type", "$1",
+                            "$2") ") AS s WHERE c.kind = 4 AND c.item = $1 AND "
+                                  "c.status = $2");
         return;
     case ER_GROUPS_STALE: /* $1 classifier, $2 status */
         sb__buf_puts(b, "SELECT count(*) FROM (SELECT TOP (1) 1 AS x FROM " C
-                        " WHERE stale = 1 AND kind = 4 AND "
-                        SB_MS_SAME("group_type", "$1")
-                        " AND status = $2) s");
+                        " WHERE stale = 1 AND kind = 4 AND " SB_MS_SAME(
+                            "group_type", "$1") " AND status = $2) s");
         return;
     case ER_GROUPS: /* $1 classifier, $2 status, $3 limit */
-        sb__buf_puts(b, "SELECT TOP (CAST($3 AS int)) item, group_type, "
-                        "title, n, first_us, last_us, (SELECT comment FROM "
-                        "{p}group_comments WHERE group_id = c.item) FROM " C
-                        " c WHERE c.kind = 4 AND "
-                        SB_MS_SAME("c.group_type", "$1")
-                        " AND c.status = $2 AND c.n > 0 ORDER BY last_us "
-                        "DESC, item");
+        sb__buf_puts(
+            b, "SELECT TOP (CAST($3 AS int)) item, group_type, "
+               "title, n, first_us, last_us, (SELECT comment FROM "
+               "{p}group_comments WHERE group_id = c.item) FROM " C
+               " c WHERE c.kind = 4 AND " SB_MS_SAME(
+                   "c.group_type",
+                   "$1") " AND c.status = $2 AND c.n > 0 ORDER BY last_us "
+                         "DESC, item");
         return;
     case ER_GROUPS_EXACT:
-        sb__buf_puts(b,
-                     "SELECT TOP (CAST($3 AS int)) item, group_type, title, "
-                     "n, fu, lu, (SELECT comment FROM {p}group_comments "
-                     "WHERE group_id = w.item) FROM (SELECT c.item, "
-                     "c.group_type, c.title, c.n, CASE WHEN c.stale = 1 THEN "
-                     "(SELECT min(f.first_time_of_failure)"
-                     GROUP_ROWS("c.group_type", "c.item", "c.status")
-                     ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
-                     "THEN (SELECT max(f.last_time_of_failure)"
-                     GROUP_ROWS("c.group_type", "c.item", "c.status")
-                     ") ELSE c.last_us END AS lu FROM " C " c WHERE c.kind = "
-                     "4 AND " SB_MS_SAME("c.group_type", "$1")
-                     " AND c.status = $2 AND c.n > 0) w ORDER BY lu DESC, "
-                     "item");
+        sb__buf_puts(
+            b,
+            "SELECT TOP (CAST($3 AS int)) item, group_type, title, "
+            "n, fu, lu, (SELECT comment FROM {p}group_comments "
+            "WHERE group_id = w.item) FROM (SELECT c.item, "
+            "c.group_type, c.title, c.n, CASE WHEN c.stale = 1 THEN "
+            "(SELECT min(f.first_time_of_failure)" GROUP_ROWS(
+                "c.group_type", "c.item",
+                "c.status") ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
+                            "THEN (SELECT max(f.last_time_of_failure)" GROUP_ROWS(
+                                "c.group_type", "c.item",
+                                "c.status") ") ELSE c.last_us END AS lu FROM " C
+                                            " c WHERE c.kind = "
+                                            "4 AND " SB_MS_SAME(
+                                                "c.group_type",
+                                                "$1") " AND c.status = $2 AND c.n > 0) w ORDER BY lu DESC, "
+                                                      "item");
         return;
     default: /* ER_COUNTS_REBUILD: the same text everywhere */
         sb__errors_counts_sql(SB_DIALECT_SQLITE, k, b);
@@ -626,8 +636,8 @@ void sb__errors_counts_sql(int dialect, int k, sb_buf *b)
     switch (k) {
     case ER_COUNTS_STATE: /* is a rebuild needed? */
         sb__buf_puts(b, "SELECT (SELECT count(*) FROM (SELECT 1 FROM " C
-                        " LIMIT 1) a), (SELECT count(*) FROM (SELECT 1 FROM "
-                        FM " LIMIT 1) b)");
+                        " LIMIT 1) a), (SELECT count(*) FROM (SELECT 1 FROM " FM
+                        " LIMIT 1) b)");
         break;
     case ER_COUNTS_REBUILD:
         sb__buf_puts(b, "DELETE FROM " C ";\n");
@@ -652,12 +662,13 @@ void sb__errors_counts_sql(int dialect, int k, sb_buf *b)
                        REFRESH_BATCH, pg ? " FOR UPDATE SKIP LOCKED" : "");
         break;
     case ER_STALE_FIX: /* $1 group, $2 status */
-        sb__buf_puts(b, "UPDATE " C " SET (first_us, last_us) = (SELECT "
-                        "min(f.first_time_of_failure), "
-                        "max(f.last_time_of_failure)"
-                        GROUP_ROWS(C ".group_type", "$1", "$2")
-                        "), stale = 0 WHERE kind = 4 AND item = $1 AND "
-                        "status = $2");
+        sb__buf_puts(b,
+                     "UPDATE " C " SET (first_us, last_us) = (SELECT "
+                     "min(f.first_time_of_failure), "
+                     "max(f.last_time_of_failure)" GROUP_ROWS(
+                         C ".group_type", "$1",
+                         "$2") "), stale = 0 WHERE kind = 4 AND item = $1 AND "
+                               "status = $2");
         break;
     case ER_GROUPS_STALE: /* $1 classifier, $2 status */
         sb__buf_puts(b, "SELECT count(*) FROM (SELECT 1 FROM " C " WHERE "
@@ -675,19 +686,20 @@ void sb__errors_counts_sql(int dialect, int k, sb_buf *b)
                              group's rows (a separate statement: its
                              subplans' estimates would make PostgreSQL
                              JIT-compile the plain one, ~240 ms) */
-        sb__buf_puts(b,
-                     "SELECT item, group_type, title, n, fu, lu, (SELECT "
-                     "comment FROM {p}group_comments WHERE group_id = "
-                     "w.item) FROM (SELECT c.item, c.group_type, c.title, "
-                     "c.n, CASE WHEN c.stale = 1 THEN (SELECT "
-                     "min(f.first_time_of_failure)"
-                     GROUP_ROWS("c.group_type", "c.item", "c.status")
-                     ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
-                     "THEN (SELECT max(f.last_time_of_failure)"
-                     GROUP_ROWS("c.group_type", "c.item", "c.status")
-                     ") ELSE c.last_us END AS lu FROM " C
-                     " c WHERE c.kind = 4 AND c.group_type = $1 AND c.status "
-                     "= $2 AND c.n > 0) w ORDER BY lu DESC, item LIMIT $3");
+        sb__buf_puts(
+            b,
+            "SELECT item, group_type, title, n, fu, lu, (SELECT "
+            "comment FROM {p}group_comments WHERE group_id = "
+            "w.item) FROM (SELECT c.item, c.group_type, c.title, "
+            "c.n, CASE WHEN c.stale = 1 THEN (SELECT "
+            "min(f.first_time_of_failure)" GROUP_ROWS(
+                "c.group_type", "c.item",
+                "c.status") ") ELSE c.first_us END AS fu, CASE WHEN c.stale = 1 "
+                            "THEN (SELECT max(f.last_time_of_failure)" GROUP_ROWS(
+                                "c.group_type", "c.item",
+                                "c.status") ") ELSE c.last_us END AS lu FROM " C
+                                            " c WHERE c.kind = 4 AND c.group_type = $1 AND c.status "
+                                            "= $2 AND c.n > 0) w ORDER BY lu DESC, item LIMIT $3");
         break;
     default: break;
     }
@@ -696,8 +708,7 @@ void sb__errors_counts_sql(int dialect, int k, sb_buf *b)
 int sb__errors_counts_ensure(sb_conn *c, sb_errors *e, sb_error *err)
 {
     sb_rows *rows = NULL;
-    int rc = sb__query(c, e->sql.s[ER_COUNTS_STATE], NULL, 0, &rows, NULL,
-                       err);
+    int rc = sb__query(c, e->sql.s[ER_COUNTS_STATE], NULL, 0, &rows, NULL, err);
     int rebuild = rc == SB_OK && rows->nrows == 1 &&
                   sb__rows_int(rows, 0, 0) == 0 &&
                   sb__rows_int(rows, 0, 1) != 0;
@@ -717,8 +728,8 @@ static int refresh_tx(sb_conn *c, void *vctx, sb_error *err)
     refresh_ctx *x = vctx;
     x->fixed = 0;
     sb_rows *rows = NULL;
-    int rc = sb__query(c, x->e->sql.s[ER_STALE_TAKE], NULL, 0, &rows, NULL,
-                       err);
+    int rc =
+        sb__query(c, x->e->sql.s[ER_STALE_TAKE], NULL, 0, &rows, NULL, err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         sb_value p[2] = {sb__v_text(sb__rows_text(rows, r, 0)),
                          sb__v_int(sb__rows_int(rows, r, 1))};
@@ -774,8 +785,7 @@ int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
         p[np++] = sb__v_int(status);
     sb__errors_count_sql(e->bus->dialect, item != NULL, status >= 0, &b);
     int rc = b.failed;
-    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
-                            : NULL;
+    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc) : NULL;
     sb__buf_free(&b);
     if (sql == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -791,12 +801,12 @@ void sb__errors_counts_by_sql(int dialect, int status, sb_buf *b)
 {
     int pg = dialect == SB_DIALECT_POSTGRES, ms = dialect == SB_DIALECT_MSSQL;
     size_t np = 1;
-    sb__buf_printf(b, "SELECT %sitem, sum(n)%s FROM " C " WHERE kind = $1 AND "
-                      "item <> ''",
-                   ms ? status ? "TOP (CAST($3 AS int)) "
-                               : "TOP (CAST($2 AS int)) "
-                      : "",
-                   pg ? "::int8" : "");
+    sb__buf_printf(
+        b,
+        "SELECT %sitem, sum(n)%s FROM " C " WHERE kind = $1 AND "
+        "item <> ''",
+        ms ? status ? "TOP (CAST($3 AS int)) " : "TOP (CAST($2 AS int)) " : "",
+        pg ? "::int8" : "");
     if (status)
         sb__buf_printf(b, " AND status = $%zu", ++np);
     sb__buf_puts(b, " GROUP BY item HAVING sum(n) > 0 ORDER BY 2 DESC, "
@@ -839,8 +849,7 @@ int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
     p[np++] = sb__v_int((int64_t)limit);
     sb__errors_counts_by_sql(e->bus->dialect, status >= 0, &b);
     int rc = b.failed;
-    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc)
-                            : NULL;
+    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc) : NULL;
     sb__buf_free(&b);
     if (sql == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -880,13 +889,13 @@ int sb_errors_status_counts(sb_errors *e, int64_t counts[4], sb_error *err)
         return sb__err(err, SB_INVALID, e == NULL ? "errors" : "counts",
                        "arguments must not be NULL");
     int rc = SB_OK;
-    char *sql = sb__sql_subst(
-        e->bus->dialect == SB_DIALECT_POSTGRES
-            ? "SELECT status, coalesce(sum(n), 0)::int8 FROM " C
-              " WHERE kind = 1 GROUP BY status"
-            : "SELECT status, coalesce(sum(n), 0) FROM " C
-              " WHERE kind = 1 GROUP BY status",
-        e->bus->prefix, &rc);
+    char *sql =
+        sb__sql_subst(e->bus->dialect == SB_DIALECT_POSTGRES
+                          ? "SELECT status, coalesce(sum(n), 0)::int8 FROM " C
+                            " WHERE kind = 1 GROUP BY status"
+                          : "SELECT status, coalesce(sum(n), 0) FROM " C
+                            " WHERE kind = 1 GROUP BY status",
+                      e->bus->prefix, &rc);
     if (sql == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     sb_conn *c = NULL;

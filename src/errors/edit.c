@@ -31,8 +31,7 @@ typedef struct edit_ctx {
 
 /* SB_INVALID naming the first locked header the edit gives a value other
  * than the stored one, or gives when the message has none. */
-static int refused_change(const char *stored, const char *edited,
-                          sb_error *err)
+static int refused_change(const char *stored, const char *edited, sb_error *err)
 {
     char **kv = NULL;
     size_t n = 0;
@@ -84,8 +83,12 @@ static int copy_headers(const char *stored, const edit_ctx *x, char **out,
     char *nsb_id = sb__headers_get(stored, "NServiceBus.MessageId");
     int nsb = nsb_id != NULL;
     sb__free(nsb_id);
-    const char *ids[] = {"sb-message-id",  x->new_id, "sb-edit-of", x->uid,
-                         nsb ? "NServiceBus.MessageId" : NULL, x->new_id,
+    const char *ids[] = {"sb-message-id",
+                         x->new_id,
+                         "sb-edit-of",
+                         x->uid,
+                         nsb ? "NServiceBus.MessageId" : NULL,
+                         x->new_id,
                          NULL};
     if (rc == SB_OK)
         rc = sb__headers_merge(clean, ids, out, err);
@@ -110,10 +113,10 @@ static int edit_tx(sb_conn *c, void *vctx, sb_error *err)
     int64_t claimed = 0;
     sb_value cp[3] = {id, sb__v_int(now), sb__v_text(x->new_id)};
     if (rc == SB_OK)
-        rc = sb__errors_race(e,
-                             sb__query(c, e->sql.s[ER_EDIT_CLAIM], cp, 3,
-                                       NULL, &claimed, err),
-                             err);
+        rc = sb__errors_race(
+            e,
+            sb__query(c, e->sql.s[ER_EDIT_CLAIM], cp, 3, NULL, &claimed, err),
+            err);
     if (rc == SB_OK && claimed == 0) {
         x->ignored = 1; /* edited before: the first edit stands */
         sb__rows_free(src);
@@ -128,8 +131,8 @@ static int edit_tx(sb_conn *c, void *vctx, sb_error *err)
                      x->uid);
     if (rc == SB_OK)
         rc = refused_change(stored ? stored : "{}", x->headers, err);
-    if (rc == SB_OK && (queue == NULL ||
-                        sb_validate_queue_name(queue, NULL) != SB_OK))
+    if (rc == SB_OK &&
+        (queue == NULL || sb_validate_queue_name(queue, NULL) != SB_OK))
         rc = sb__err(err, SB_CONFLICT, "failed_queue",
                      "message %s has no valid queue to send the copy to",
                      x->uid);
@@ -165,9 +168,8 @@ static int edit_tx(sb_conn *c, void *vctx, sb_error *err)
 }
 
 int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
-                         const void *body, size_t len,
-                         const char *headers_json, int *ignored,
-                         char *new_id, sb_error *err)
+                         const void *body, size_t len, const char *headers_json,
+                         int *ignored, char *new_id, sb_error *err)
 {
     sb_error_clear(err);
     if (ignored != NULL)
@@ -182,11 +184,12 @@ int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
         return sb__err(err, SB_INVALID, "unique_message_id",
                        "unique_message_id must be 1 to 400 bytes");
     if (body == NULL && len > 0)
-        return sb__err(err, SB_INVALID, "body",
-                       "body is NULL but len is %zu", len);
+        return sb__err(err, SB_INVALID, "body", "body is NULL but len is %zu",
+                       len);
     if (len == 0)
-        return sb__err(err, SB_INVALID, "body", "an edited body must not be "
-                                                "empty");
+        return sb__err(err, SB_INVALID, "body",
+                       "an edited body must not be "
+                       "empty");
     if (len > e->bus->max_payload)
         return sb__err(err, SB_INVALID, "body",
                        "body is %zu bytes; max_payload_bytes is %llu", len,

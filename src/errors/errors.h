@@ -14,7 +14,7 @@
  * (256) is one statement: PostgreSQL ingests ~18 % faster than in chunks
  * of 50. */
 #define SB_ERRORS_CHUNK 1000
-#define SB_MAX_GROUPS 5        /* E12: one per classifier */
+#define SB_MAX_GROUPS 5 /* E12: one per classifier */
 
 /* SQL Server's key and name columns are bounded (an index key holds at
  * most 900 bytes clustered, 1,700 nonclustered; nvarchar is 2 bytes a
@@ -33,19 +33,59 @@
 
 /* Statement indexes (sql.c builds them for one dialect and prefix). */
 enum {
-    ER_DDL, ER_ATTEMPTS_STATE, ER_ATTEMPTS_FILL, ER_NEW_ATTEMPTS, ER_UPSERT,
-    ER_DELETE_GROUPS, ER_INSERT_GROUPS, ER_ENDPOINTS, ER_PUT_BODY, ER_DROP_BODIES, ER_CONFIRM, ER_DROP_CLAIMS,
-    ER_FAILED_IMPORT, ER_COUNT_IMPORTS, ER_GET, ER_GET_GROUPS, ER_GET_BODY, ER_GET_HISTORY,
-    ER_CLAIM, ER_RETRY_SOURCE, ER_SET_STATUS,
-    ER_GROUPS, ER_SET_COMMENT, ER_DELETE_COMMENT, ER_EXPIRED,
-    ER_DELETE_MESSAGES, ER_ORPHAN_COMMENTS, ER_SEARCH, ER_OP_START,
-    ER_OP_STEP, ER_OP_END, ER_OP_GET, ER_OPS_GET, ER_EDIT_CLAIM, ER_DROP_EDITS, ER_REDIRECTS_LOCK, ER_REDIRECTS, ER_REDIRECT_PUT,
-    ER_REDIRECT_DELETE, ER_IMPORTS_TAKE, ER_IMPORTS_DELETE, ER_PRUNE_GROUPS,
-    ER_COUNTS_STATE, ER_COUNTS_REBUILD, ER_STALE_TAKE, ER_STALE_FIX,
-    ER_GROUPS_STALE, ER_GROUPS_EXACT,
+    ER_DDL,
+    ER_ATTEMPTS_STATE,
+    ER_ATTEMPTS_FILL,
+    ER_NEW_ATTEMPTS,
+    ER_UPSERT,
+    ER_DELETE_GROUPS,
+    ER_INSERT_GROUPS,
+    ER_ENDPOINTS,
+    ER_PUT_BODY,
+    ER_DROP_BODIES,
+    ER_CONFIRM,
+    ER_DROP_CLAIMS,
+    ER_FAILED_IMPORT,
+    ER_COUNT_IMPORTS,
+    ER_GET,
+    ER_GET_GROUPS,
+    ER_GET_BODY,
+    ER_GET_HISTORY,
+    ER_CLAIM,
+    ER_RETRY_SOURCE,
+    ER_SET_STATUS,
+    ER_GROUPS,
+    ER_SET_COMMENT,
+    ER_DELETE_COMMENT,
+    ER_EXPIRED,
+    ER_DELETE_MESSAGES,
+    ER_ORPHAN_COMMENTS,
+    ER_SEARCH,
+    ER_OP_START,
+    ER_OP_STEP,
+    ER_OP_END,
+    ER_OP_GET,
+    ER_OPS_GET,
+    ER_EDIT_CLAIM,
+    ER_DROP_EDITS,
+    ER_REDIRECTS_LOCK,
+    ER_REDIRECTS,
+    ER_REDIRECT_PUT,
+    ER_REDIRECT_DELETE,
+    ER_IMPORTS_TAKE,
+    ER_IMPORTS_DELETE,
+    ER_PRUNE_GROUPS,
+    ER_COUNTS_STATE,
+    ER_COUNTS_REBUILD,
+    ER_STALE_TAKE,
+    ER_STALE_FIX,
+    ER_GROUPS_STALE,
+    ER_GROUPS_EXACT,
     /* SQL Server only ("" elsewhere): the full-text catalog and index
      * (outside any transaction), and whether search can run. */
-    ER_FULLTEXT, ER_SEARCH_READY, ER_N
+    ER_FULLTEXT,
+    ER_SEARCH_READY,
+    ER_N
 };
 
 typedef struct sb_errors_sql {
@@ -69,15 +109,15 @@ struct sb_errors {
 /* One dead-letter row read as a failed processing attempt (E2, E5). The
  * strings are owned by the attempt; NULL when the headers lack them. */
 typedef struct sb_attempt {
-    char *unique_id;           /* E6 */
+    char *unique_id; /* E6 */
     char *message_id, *message_type, *failed_queue, *processing_endpoint;
     char *host, *host_id, *instance_id;
     char *exception_type, *exception_message, *stack_trace;
     char *conversation_id, *content_type;
     int is_system;
-    int retry_confirmed;       /* a retry acknowledgement, not a failure */
+    int retry_confirmed; /* a retry acknowledgement, not a failure */
     int64_t time_of_failure_us, time_sent_us; /* 0 = unknown (sent) */
-    const sb_msg *row;         /* headers and body (borrowed) */
+    const sb_msg *row;                        /* headers and body (borrowed) */
 } sb_attempt;
 
 /* SQL Server: an insert-if-absent (NOT EXISTS under UPDLOCK, HOLDLOCK)
@@ -117,15 +157,14 @@ typedef struct sb_folded {
  * batch rolls back alone and ends the walk. With `kind` ("retry",
  * "archive", "unarchive") and a group selector, the walk is that group's
  * operation (E19): exclusive, resumable, with committed progress. */
-typedef int (*sb_batch_fn)(sb_conn *c, sb_errors *e, const char *ids,
-                           size_t n, void *user, int64_t *changed,
-                           sb_error *err);
+typedef int (*sb_batch_fn)(sb_conn *c, sb_errors *e, const char *ids, size_t n,
+                           void *user, int64_t *changed, sb_error *err);
 int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
 /* The walk's page statement of `sel` ({p} unsubstituted: $1 cursor, $2
  * limit, $3 status, then the filters), or with `count` its count ($1
  * status, then the filters). */
-void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
-                         int count, sb_buf *b);
+void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel, int count,
+                         sb_buf *b);
 /* A caller's record of the operation kept in step with the walk (the
  * durable operations of operations.c, S5). `start` runs in the
  * transaction that counts the selection, before the first batch, with
@@ -156,8 +195,8 @@ int sb__errors_archive(sb_errors *e, const sb_failed_selection *sel,
                        int archive, const sb_errors_op_hook *hook,
                        int64_t *changed, sb_error *err);
 int sb__errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
-                             const sb_errors_op_hook *hook,
-                             int64_t *retried, sb_error *err);
+                             const sb_errors_op_hook *hook, int64_t *retried,
+                             sb_error *err);
 int sb__errors_resolve(sb_errors *e, const sb_failed_selection *sel,
                        const sb_errors_op_hook *hook, int64_t *resolved,
                        sb_error *err);
@@ -168,11 +207,11 @@ const char *const *sb__errors_failure_headers(size_t *n);
 
 /* list.c: summaries from rows of SB__SUMMARY_COLUMNS (of failed_messages
  * aliased f), in that order. */
-#define SB__SUMMARY_COLUMNS                                                 \
-    "f.unique_message_id, f.status, f.number_of_processing_attempts, "     \
-    "f.last_time_of_failure, f.message_type, f.failed_queue, "             \
-    "f.exception_type, f.exception_message, f.message_id, "                \
-    "f.processing_endpoint, f.host, f.host_id, f.first_time_of_failure, "  \
+#define SB__SUMMARY_COLUMNS                                                    \
+    "f.unique_message_id, f.status, f.number_of_processing_attempts, "         \
+    "f.last_time_of_failure, f.message_type, f.failed_queue, "                 \
+    "f.exception_type, f.exception_message, f.message_id, "                    \
+    "f.processing_endpoint, f.host, f.host_id, f.first_time_of_failure, "      \
     "f.last_modified, f.time_sent, f.is_system"
 
 int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
@@ -228,8 +267,8 @@ void sb__errors_counts_by_sql(int dialect, int status, sb_buf *b);
 #define SB_SEARCH_WORD_MAX 2046
 #define SB_SEARCH_MAX_POS 16383u
 #define SB_SEARCH_MAX_POSITIONS 255
-int sb__search_vector(sb_buf *b, const char *const *texts,
-                      const size_t *lens, size_t n);
+int sb__search_vector(sb_buf *b, const char *const *texts, const size_t *lens,
+                      size_t n);
 int sb__search_query(const char *in, sb_buf *b);
 size_t sb__search_term(const char **p, const char **term);
 /* E22 on SQL Server, the same cut: sb__search_words appends the words of

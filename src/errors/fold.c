@@ -33,8 +33,8 @@ long sb__fold(const sb_attempt *const *attempts, size_t n, sb_folded **out)
     keyed *k = sb__calloc(n, sizeof *k);
     /* The rows, then every row's times, then their attempts: int64_t and
      * pointers are as aligned as a row. */
-    sb_folded *f = sb__calloc(n, sizeof *f + sizeof(int64_t) +
-                                     sizeof(const sb_attempt *));
+    sb_folded *f =
+        sb__calloc(n, sizeof *f + sizeof(int64_t) + sizeof(const sb_attempt *));
     if (k == NULL || f == NULL) {
         sb__free(k);
         sb__free(f);

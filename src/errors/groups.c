@@ -53,8 +53,7 @@ int sb_errors_groups(sb_errors *e, const char *classifier, int status,
         sb__strlcpy(g[r].id, id ? id : "", sizeof g[r].id);
         sb__strlcpy(g[r].type, type ? type : "", sizeof g[r].type);
         sb__strlcpy(g[r].title, title ? title : "", sizeof g[r].title);
-        sb__strlcpy(g[r].comment, comment ? comment : "",
-                    sizeof g[r].comment);
+        sb__strlcpy(g[r].comment, comment ? comment : "", sizeof g[r].comment);
         g[r].count = sb__rows_int(rows, r, 3);
         g[r].first_failure_us = sb__rows_int(rows, r, 4);
         g[r].last_failure_us = sb__rows_int(rows, r, 5);
@@ -79,8 +78,8 @@ static int comment_tx(sb_conn *c, void *vctx, sb_error *err)
     comment_ctx *x = vctx;
     if (x->comment == NULL || x->comment[0] == '\0') {
         sb_value p = sb__v_text(x->group_id);
-        return sb__query(c, x->e->sql.s[ER_DELETE_COMMENT], &p, 1, NULL,
-                         NULL, err);
+        return sb__query(c, x->e->sql.s[ER_DELETE_COMMENT], &p, 1, NULL, NULL,
+                         err);
     }
     sb_value p[3] = {sb__v_text(x->group_id),
                      sb__v_int(sb__bus_now_us(x->e->bus)),
@@ -102,8 +101,8 @@ int sb_errors_group_comment(sb_errors *e, const char *group_id,
                        "group_id must be a group's UUID");
     if (comment != NULL && strlen(comment) > SB_MAX_COMMENT)
         return sb__err(err, SB_INVALID, "comment",
-                       "comment is %zu bytes; the limit is %d",
-                       strlen(comment), SB_MAX_COMMENT);
+                       "comment is %zu bytes; the limit is %d", strlen(comment),
+                       SB_MAX_COMMENT);
     if (comment != NULL && !sb__utf8_valid(comment, strlen(comment)))
         return sb__err(err, SB_INVALID, "comment",
                        "comment must be valid UTF-8");

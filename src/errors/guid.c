@@ -10,7 +10,7 @@
  * bytes print in order. */
 static void format_net_guid(const uint8_t digest[16], char out[37])
 {
-    static const unsigned char order[16] = {3, 2,  1,  0,  5,  4,  7,  6,
+    static const unsigned char order[16] = {3, 2, 1,  0,  5,  4,  7,  6,
                                             8, 9, 10, 11, 12, 13, 14, 15};
     uint8_t b[16];
     for (int i = 0; i < 16; i++)

@@ -29,8 +29,7 @@ static const char sqlite_ddl[] =
     "previous) VALUES (new.unique_message_id, new.status_changed_at, "
     "new.status, old.status);\n"
     "END;\n"
-    "CREATE TRIGGER IF NOT EXISTS {p}fh_fm_ad AFTER DELETE ON " FM
-    " BEGIN\n"
+    "CREATE TRIGGER IF NOT EXISTS {p}fh_fm_ad AFTER DELETE ON " FM " BEGIN\n"
     "  DELETE FROM " HISTORY " WHERE unique_message_id = "
     "old.unique_message_id;\n"
     "END;\n";
@@ -89,8 +88,8 @@ static void ms_ddl(sb_buf *b)
     sb__buf_puts(b, ms_table_ddl);
     sb__errors_ms_trigger(
         b, "{p}fh_fm_upd", FM, "UPDATE",
-        "BEGIN SET NOCOUNT ON; IF NOT UPDATE(status) RETURN; INSERT INTO "
-        HISTORY " (unique_message_id, changed_at, status, previous) SELECT "
+        "BEGIN SET NOCOUNT ON; IF NOT UPDATE(status) RETURN; INSERT INTO " HISTORY
+        " (unique_message_id, changed_at, status, previous) SELECT "
         "nw.unique_message_id, nw.status_changed_at, nw.status, od.status "
         "FROM inserted AS nw JOIN deleted AS od ON od.unique_message_id = "
         "nw.unique_message_id WHERE od.status <> nw.status; END");
@@ -115,12 +114,12 @@ void sb__errors_history_sql(int dialect, sb_buf *b)
     /* The newest SB_HISTORY_MAX, read oldest first by the accessors; on
      * SQL Server the id is a caller's (the sentinel: sql_int.h). */
     if (dialect == SB_DIALECT_MSSQL)
-        sb__buf_printf(b,
-                       "SELECT TOP (%d) status, previous, changed_at FROM "
-                       HISTORY " WHERE "
-                       SB_MS_SAME("unique_message_id", "$1")
-                       " ORDER BY changed_at DESC",
-                       SB_HISTORY_MAX);
+        sb__buf_printf(
+            b,
+            "SELECT TOP (%d) status, previous, changed_at FROM " HISTORY
+            " WHERE " SB_MS_SAME("unique_message_id",
+                                 "$1") " ORDER BY changed_at DESC",
+            SB_HISTORY_MAX);
     else
         sb__buf_printf(b,
                        "SELECT status, previous, changed_at FROM " HISTORY

@@ -130,9 +130,11 @@ static int keep_failed_import(batch *x, const sb_msg *row, const char *why,
 {
     size_t len = 0;
     const void *body = sb_msg_payload(row, &len);
-    sb_value p[6] = {sb__v_text(sb_msg_id(row)), sb__v_int(now_us(x->e)),
+    sb_value p[6] = {sb__v_text(sb_msg_id(row)),
+                     sb__v_int(now_us(x->e)),
                      sb__v_text(sb_msg_id(row)),
-                     sb__v_text(sb_msg_headers(row)), sb__v_text(why),
+                     sb__v_text(sb_msg_headers(row)),
+                     sb__v_text(why),
                      sb__v_blob(body ? body : "", len)};
     x->got.failed_imports++;
     return sb__query(x->c, x->e->sql.s[ER_FAILED_IMPORT], p, 6, NULL, NULL,
@@ -148,10 +150,10 @@ static int map_rows(batch *x, sb_error *err)
     for (size_t i = 0; i < x->n_rows; i++) {
         sb_error why;
         int rc = sb__attempt_from_row(x->rows[i], &x->attempts[i], &why);
-        const char *unfit =
-            rc == SB_OK ? sb__errors_unfit_id(x->e->bus->dialect,
-                                              x->attempts[i].unique_id)
-                        : NULL;
+        const char *unfit = rc == SB_OK
+                                ? sb__errors_unfit_id(x->e->bus->dialect,
+                                                      x->attempts[i].unique_id)
+                                : NULL;
         if (unfit != NULL) {
             sb__attempt_clear(&x->attempts[i]);
             rc = keep_failed_import(x, x->rows[i], unfit, err);
@@ -171,8 +173,8 @@ static int map_rows(batch *x, sb_error *err)
     return SB_OK;
 }
 
-static void row_json(const sb_folded *f, const sb_body_place *pl,
-                     int dialect, sb_buf *b)
+static void row_json(const sb_folded *f, const sb_body_place *pl, int dialect,
+                     sb_buf *b)
 {
     const sb_attempt *a = f->newest;
     size_t len = 0;
@@ -298,8 +300,7 @@ static int keep_new_attempts(batch *x, sb_error *err)
         for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
             const char *id = sb__rows_text(rows, r, 0);
             long i = id != NULL ? find_folded(x, at, end, id) : -1;
-            long k = i >= 0 ? find_time(&x->folded[i],
-                                        sb__rows_int(rows, r, 1))
+            long k = i >= 0 ? find_time(&x->folded[i], sb__rows_int(rows, r, 1))
                             : -1;
             if (k >= 0)
                 fresh[x->folded[i].times + k - base] = 1;
@@ -340,8 +341,7 @@ static int upsert(batch *x, sb_error *err)
         for (long i = at; i < end; i++) {
             if (i > at)
                 sb__buf_puts(&x->json, ",");
-            row_json(&x->folded[i], &x->place[i], x->e->bus->dialect,
-                     &x->json);
+            row_json(&x->folded[i], &x->place[i], x->e->bus->dialect, &x->json);
         }
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;
@@ -393,11 +393,11 @@ static int replace_groups(batch *x, sb_error *err)
         if (!x->won[i])
             continue;
         const sb_attempt *a = x->folded[i].newest;
-        sb_classify_input in = {a->exception_type,  a->exception_message,
-                                a->stack_trace,     a->message_type,
-                                a->failed_queue,
-                                a->instance_id ? a->instance_id : a->host_id,
-                                a->processing_endpoint};
+        sb_classify_input in = {
+            a->exception_type,     a->exception_message,
+            a->stack_trace,        a->message_type,
+            a->failed_queue,       a->instance_id ? a->instance_id : a->host_id,
+            a->processing_endpoint};
         sb_group_title g[SB_MAX_GROUPS];
         size_t n = sb__classify(&in, g);
         for (size_t k = 0; k < n; k++) {
@@ -484,10 +484,9 @@ static int record_endpoints(batch *x, sb_error *err)
                                    a->host_id ? a->host_id : "", id);
         sb__buf_puts(&x->json, any++ ? ",{" : "{");
         json_text(&x->json, "i", id, 0);
-        json_name(&x->json, "n", a->processing_endpoint,
-                  x->e->bus->dialect == SB_DIALECT_MSSQL ? SB_MS_ENDPOINT_MAX
-                                                         : 0,
-                  1);
+        json_name(
+            &x->json, "n", a->processing_endpoint,
+            x->e->bus->dialect == SB_DIALECT_MSSQL ? SB_MS_ENDPOINT_MAX : 0, 1);
         json_text(&x->json, "h", a->host_id, 1);
         json_text(&x->json, "m", a->host, 1);
         sb__buf_puts(&x->json, "}");
@@ -612,8 +611,7 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     return rc;
 }
 
-int sb_errors_failed_import_count(sb_errors *e, int64_t *count,
-                                  sb_error *err)
+int sb_errors_failed_import_count(sb_errors *e, int64_t *count, sb_error *err)
 {
     sb_error_clear(err);
     if (e == NULL || count == NULL)

@@ -68,8 +68,7 @@ static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
                            "N'.' = $%zu + N'.' COLLATE " SB_MS_BIN2 "%s",
                            cond[i], n, col[i], n, i == 2 ? ")" : "");
         else
-            sb__buf_printf(b, " AND %s$%zu%s", cond[i], n,
-                           i == 2 ? ")" : "");
+            sb__buf_printf(b, " AND %s$%zu%s", cond[i], n, i == 2 ? ")" : "");
     }
     if (q->modified_from_us != 0) {
         p[n++] = sb__v_int(q->modified_from_us);
@@ -115,8 +114,7 @@ static int counted(const sb_failed_query *q, int *kind, const char **item,
     return *kind;
 }
 
-static int check(const sb_failed_query *q, const sort_key **key,
-                 sb_error *err)
+static int check(const sb_failed_query *q, const sort_key **key, sb_error *err)
 {
     if (q->statuses > 0xfu)
         return sb__err(err, SB_INVALID, "statuses",
@@ -127,8 +125,7 @@ static int check(const sb_failed_query *q, const sort_key **key,
                        "the modified range must be from <= to, both >= 0");
     if (q->status < -1 || q->status > SB_FAILED_ARCHIVED)
         return sb__err(err, SB_INVALID, "status",
-                       "status must be -1 (any) or 0 to 3 (got %d)",
-                       q->status);
+                       "status must be -1 (any) or 0 to 3 (got %d)", q->status);
     if (q->per_page > MAX_PER_PAGE)
         return sb__err(err, SB_INVALID, "per_page",
                        "per_page must be 1 to %d (got %zu)", MAX_PER_PAGE,
@@ -186,8 +183,7 @@ int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
         copy_cut(s[r].processing_endpoint, sizeof s[r].processing_endpoint,
                  sb__rows_text(rows, r, 9));
         copy_cut(s[r].host, sizeof s[r].host, sb__rows_text(rows, r, 10));
-        copy_cut(s[r].host_id, sizeof s[r].host_id,
-                 sb__rows_text(rows, r, 11));
+        copy_cut(s[r].host_id, sizeof s[r].host_id, sb__rows_text(rows, r, 11));
         s[r].first_failure_us = sb__rows_int(rows, r, 12);
         s[r].last_modified_us = sb__rows_int(rows, r, 13);
         s[r].time_sent_us = sb__rows_int(rows, r, 14);
@@ -215,8 +211,9 @@ size_t sb__errors_list_sql(int dialect, const sb_failed_query *q,
                        "ONLY",
                        sort_column, dir, dir, np + 2, np + 1);
     else
-        sb__buf_printf(b, " ORDER BY %s %s, unique_message_id %s LIMIT $%zu "
-                          "OFFSET $%zu",
+        sb__buf_printf(b,
+                       " ORDER BY %s %s, unique_message_id %s LIMIT $%zu "
+                       "OFFSET $%zu",
                        sort_column, dir, dir, np + 1, np + 2);
     return np;
 }
@@ -252,16 +249,16 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
     size_t np = sb__errors_list_sql(e->bus->dialect, q, key->column, &b, p);
     p[np] = sb__v_int((int64_t)per);
     p[np + 1] = sb__v_int((int64_t)((page - 1) * per));
-    char *page_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
-                                                      &rc);
+    char *page_sql =
+        b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix, &rc);
     int kind = 0, status = -1;
     const char *item = NULL;
     char *count_sql = NULL;
     if (counted(q, &kind, &item, &status) == 0) {
         sb__buf_reset(&b);
         sb__errors_list_sql(e->bus->dialect, q, NULL, &b, p);
-        count_sql = b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix,
-                                                    &rc);
+        count_sql =
+            b.failed ? NULL : sb__sql_subst(b.data, e->bus->prefix, &rc);
     }
     sb__buf_free(&b);
     sb_conn *c = NULL;

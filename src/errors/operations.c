@@ -11,13 +11,13 @@
 #include <strings.h>
 
 #define LEASE_MS 60000
-#define ATTEMPTS 10               /* then the operation is marked failed */
+#define ATTEMPTS 10 /* then the operation is marked failed */
 #define SWEEP_EVERY_US (60LL * 1000000)
 #define ORPHAN_AFTER_US (60LL * 1000000) /* a queued row without its job */
 #define KEEP_DEFAULT_MS (7LL * 24 * 3600 * 1000)
 
 struct sb_operations {
-    sb_bus *bus;      /* the store's: the worker's and the sweeper's */
+    sb_bus *bus; /* the store's: the worker's and the sweeper's */
     sb_errors *store;
     sb_operations_options o;
     sb_worker *worker;
@@ -145,8 +145,7 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
     int rc = sb__query(c, o->sql.insert, p, 5, NULL, NULL, err);
     if (rc != SB_OK)
         return rc;
-    sb_outgoing job = {x->info->id, x->info->id, strlen(x->info->id), NULL,
-                       0};
+    sb_outgoing job = {x->info->id, x->info->id, strlen(x->info->id), NULL, 0};
     char ids[1][37];
     memcpy(ids[0], x->info->id, sizeof ids[0]);
     int immediate = 0;
@@ -160,21 +159,23 @@ static int check_info(const sb_operation_info *out, sb_error *err)
 {
     if (out->size < sizeof *out)
         return sb__err(err, SB_INVALID, "size",
-                       "out->size must be at least %zu (got %zu)",
-                       sizeof *out, out->size);
+                       "out->size must be at least %zu (got %zu)", sizeof *out,
+                       out->size);
     return SB_OK;
 }
 
 /* Public (sqlbus.h): check, then the row and its job in one transaction on
  * `bus`; the worker (on the store's bus) is woken in-process. */
 int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
-                         const sb_failed_selection *sel,
-                         sb_operation_info *out, sb_error *err)
+                         const sb_failed_selection *sel, sb_operation_info *out,
+                         sb_error *err)
 {
     sb_error_clear(err);
     if (o == NULL || kind == NULL || sel == NULL)
         return sb__err(err, SB_INVALID,
-                       o == NULL ? "ops" : kind == NULL ? "kind" : "sel",
+                       o == NULL      ? "ops"
+                       : kind == NULL ? "kind"
+                                      : "sel",
                        "arguments must not be NULL");
     if (out != NULL && check_info(out, err) != SB_OK)
         return SB_INVALID;
@@ -184,8 +185,7 @@ int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         known |= strcmp(kind, kinds[i]) == 0;
     if (!known)
-        return sb__err(err, SB_INVALID, "kind", "no operation \"%.40s\"",
-                       kind);
+        return sb__err(err, SB_INVALID, "kind", "no operation \"%.40s\"", kind);
     int rc = sb__errors_check_selection(sel, err);
     if (rc != SB_OK)
         return rc;
@@ -229,7 +229,9 @@ int sb_operations_get(sb_operations *o, sb_bus *bus, const char *id,
     sb_error_clear(err);
     if (o == NULL || id == NULL || out == NULL)
         return sb__err(err, SB_INVALID,
-                       o == NULL ? "ops" : id == NULL ? "id" : "out",
+                       o == NULL    ? "ops"
+                       : id == NULL ? "id"
+                                    : "out",
                        "arguments must not be NULL");
     if (check_info(out, err) != SB_OK)
         return SB_INVALID;
@@ -307,8 +309,8 @@ typedef struct progress_ctx {
  * group operation it resumes, what that had done); a resumed run (the
  * process died, or a transient failure) keeps the first figures and goes
  * on from the done its committed batches wrote. */
-static int record_start(sb_conn *c, int64_t *total, int64_t *done,
-                        void *user, sb_error *err)
+static int record_start(sb_conn *c, int64_t *total, int64_t *done, void *user,
+                        sb_error *err)
 {
     progress_ctx *x = user;
     sb_value p[4] = {sb__v_text(x->id), sb__v_int(*total), sb__v_int(*done),
@@ -325,8 +327,7 @@ static int record_start(sb_conn *c, int64_t *total, int64_t *done,
     return rc;
 }
 
-static int record_step(sb_conn *c, int64_t changed, void *user,
-                       sb_error *err)
+static int record_step(sb_conn *c, int64_t changed, void *user, sb_error *err)
 {
     progress_ctx *x = user;
     sb_value p[3] = {sb__v_text(x->id), sb__v_int(changed),
@@ -341,8 +342,9 @@ static void on_progress(int64_t done, int64_t total, void *user)
     x->o->o.progress(x->id, done, total, x->o->o.progress_user);
 }
 
-static int run_kind(sb_operations *o, const char *kind, const sb_failed_selection *s,
-                    const sb_errors_op_hook *h, sb_error *err)
+static int run_kind(sb_operations *o, const char *kind,
+                    const sb_failed_selection *s, const sb_errors_op_hook *h,
+                    sb_error *err)
 {
     if (strcmp(kind, "retry") == 0)
         return sb__errors_retry(o->store, s, h, NULL, err);
@@ -427,8 +429,7 @@ static int handle(sb_delivery *d, void *user)
     json_decref(j);
     if (rc != SB_OK && transient(rc, &info, m) &&
         sb_msg_attempts(m) < ATTEMPTS) {
-        say(o, SB_LOG_WARN, "operation %s will run again: %s", id,
-            err.message);
+        say(o, SB_LOG_WARN, "operation %s will run again: %s", id, err.message);
         return rc;
     }
     const char *state = rc == SB_OK ? "completed" : "failed";
@@ -502,8 +503,8 @@ static int create_tx(sb_conn *c, void *arg, sb_error *err)
 /* The table against the catalog: each column there, of its type, NOT
  * NULL where it must be; SB_SCHEMA_MISMATCH naming the column otherwise
  * (a table of another shape made by hand, or by another product). */
-static int check_columns(sb_operations *o, const sb_rows *rows, const char *table,
-                         sb_error *err)
+static int check_columns(sb_operations *o, const sb_rows *rows,
+                         const char *table, sb_error *err)
 {
     int dialect = o->bus->dialect;
     for (size_t i = 0; i < sb__ops_n_columns; i++) {
@@ -512,9 +513,9 @@ static int check_columns(sb_operations *o, const sb_rows *rows, const char *tabl
                            : dialect == SB_DIALECT_POSTGRES ? col->pg
                                                             : col->sqlite;
         size_t r = 0;
-        while (r < rows->nrows && (sb__rows_text(rows, r, 0) == NULL ||
-                                   strcmp(sb__rows_text(rows, r, 0),
-                                          col->name) != 0))
+        while (r < rows->nrows &&
+               (sb__rows_text(rows, r, 0) == NULL ||
+                strcmp(sb__rows_text(rows, r, 0), col->name) != 0))
             r++;
         const char *type = r < rows->nrows ? sb__rows_text(rows, r, 1) : NULL;
         if (r == rows->nrows)
@@ -527,8 +528,7 @@ static int check_columns(sb_operations *o, const sb_rows *rows, const char *tabl
                            table, col->name, type ? type : "(none)", want);
         if (col->notnull && sb__rows_int(rows, r, 2) == 0)
             return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
-                           "table %s: column %s allows NULL", table,
-                           col->name);
+                           "table %s: column %s allows NULL", table, col->name);
     }
     return SB_OK;
 }
@@ -608,8 +608,8 @@ int sb_operations_open(sb_errors *store, const sb_operations_options *opts,
                                .handler = handle,
                                .user = o,
                                .concurrency = 1,
-                               .lease_ms = o->o.lease_ms > 0 ? o->o.lease_ms
-                                                             : LEASE_MS,
+                               .lease_ms =
+                                   o->o.lease_ms > 0 ? o->o.lease_ms : LEASE_MS,
                                .max_attempts = -1,
                                .redelivery_delay_ms = 2000,
                                .redelivery_factor = 2.0,

@@ -23,18 +23,18 @@
 
 /* The table's statements (operations_sql.c), by name: the DDL ($p
  * substituted), then $1.. as operations.c binds them. */
-#define SB_OPS_STATEMENTS(X)                                                \
-    X(ddl)      /* the table and its index */                              \
-    X(insert)   /* $1 id, $2 kind, $3 selection, $4 group, $5 now_us */    \
-    X(get)      /* $1 id -> the row's columns, then selection */           \
-    X(recent)   /* $1 limit: newest first */                               \
-    X(start)    /* $1 id, $2 now_us */                                     \
-    X(total)    /* $1 id, $2 total, $3 done, $4 now_us: first run only */  \
-    X(figures)  /* $1 id -> total, done */                                 \
-    X(step)     /* $1 id, $2 changed, $3 now_us */                         \
-    X(end)      /* $1 id, $2 state, $3 now_us, $4 error */                 \
-    X(orphans)  /* $1 cutoff_us: queued rows without a job */              \
-    X(prune)    /* $1 cutoff_us: finished rows */
+#define SB_OPS_STATEMENTS(X)                                                   \
+    X(ddl)     /* the table and its index */                                   \
+    X(insert)  /* $1 id, $2 kind, $3 selection, $4 group, $5 now_us */         \
+    X(get)     /* $1 id -> the row's columns, then selection */                \
+    X(recent)  /* $1 limit: newest first */                                    \
+    X(start)   /* $1 id, $2 now_us */                                          \
+    X(total)   /* $1 id, $2 total, $3 done, $4 now_us: first run only */       \
+    X(figures) /* $1 id -> total, done */                                      \
+    X(step)    /* $1 id, $2 changed, $3 now_us */                              \
+    X(end)     /* $1 id, $2 state, $3 now_us, $4 error */                      \
+    X(orphans) /* $1 cutoff_us: queued rows without a job */                   \
+    X(prune)   /* $1 cutoff_us: finished rows */
 
 typedef struct sb_ops_templates {
 #define X(f) const char *f;

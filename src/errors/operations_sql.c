@@ -10,8 +10,9 @@
 
 #include <stddef.h>
 
-#define COLS "id, kind, state, group_id, total, done, created_at, " \
-             "updated_at, error"
+#define COLS                                                                   \
+    "id, kind, state, group_id, total, done, created_at, "                     \
+    "updated_at, error"
 
 static const sb_ops_templates portable = {
     .ddl = "CREATE TABLE IF NOT EXISTS {p}operations (\n"
@@ -53,52 +54,60 @@ static const sb_ops_templates portable = {
 #define MS_KEY(n) "nvarchar(" #n ") COLLATE " SB_TSQL_BIN2
 #define MS_ID SB_TSQL_SAME("id", "$1")
 #define MS_US(col) "DATEDIFF_BIG(microsecond, " SB_TSQL_EPOCH ", " col ")"
-#define MS_COLS                                                              \
-    "id, kind, state, group_id, total, done, " MS_US("created_at") ", "     \
-    MS_US("updated_at") ", error"
+#define MS_COLS                                                                \
+    "id, kind, state, group_id, total, done, " MS_US("created_at") ", " MS_US( \
+        "updated_at") ", error"
 
 /* The index is made through EXEC so the batch compiles before the table
  * it names exists (a table of an older shape then reaches the column
  * check's message, not a compile error). */
 static const sb_ops_templates tsql = {
-    .ddl = "IF OBJECT_ID(N'{p}operations', N'U') IS NULL\n"
-           "CREATE TABLE {p}operations (\n"
-           "  id " MS_KEY(36) " NOT NULL PRIMARY KEY,\n"
-           "  kind " MS_KEY(20) " NOT NULL,\n"
-           "  selection nvarchar(max) NOT NULL,\n"
-           "  state " MS_KEY(20) " NOT NULL,\n"
-           "  group_id " MS_KEY(400) ",\n"
-           "  total bigint NOT NULL,\n"
-           "  done bigint NOT NULL,\n"
-           "  created_at datetime2(7) NOT NULL,\n"
-           "  updated_at datetime2(7) NOT NULL,\n"
-           "  error nvarchar(max)\n"
-           ");\n"
-           "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
-           "OBJECT_ID(N'{p}operations', N'U') AND name = "
-           "N'{p}operations_created_idx')\n"
-           "EXEC(N'CREATE INDEX {p}operations_created_idx ON {p}operations "
-           "(created_at)');\n",
+    .ddl =
+        "IF OBJECT_ID(N'{p}operations', N'U') IS NULL\n"
+        "CREATE TABLE {p}operations (\n"
+        "  id " MS_KEY(
+            36) " NOT NULL PRIMARY KEY,\n"
+                "  kind " MS_KEY(
+                    20) " NOT NULL,\n"
+                        "  selection nvarchar(max) NOT NULL,\n"
+                        "  state " MS_KEY(
+                            20) " NOT NULL,\n"
+                                "  group_id " MS_KEY(
+                                    400) ",\n"
+                                         "  total bigint NOT NULL,\n"
+                                         "  done bigint NOT NULL,\n"
+                                         "  created_at datetime2(7) NOT NULL,\n"
+                                         "  updated_at datetime2(7) NOT NULL,\n"
+                                         "  error nvarchar(max)\n"
+                                         ");\n"
+                                         "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
+                                         "OBJECT_ID(N'{p}operations', N'U') AND name = "
+                                         "N'{p}operations_created_idx')\n"
+                                         "EXEC(N'CREATE INDEX {p}operations_created_idx ON {p}operations "
+                                         "(created_at)');\n",
     .insert = "INSERT INTO {p}operations (id, kind, selection, state, "
               "group_id, total, done, created_at, updated_at) VALUES ($1, "
-              "$2, $3, N'queued', $4, -1, 0, " SB_TSQL_FROM_US("$5") ", "
-              SB_TSQL_FROM_US("$5") ")",
+              "$2, $3, N'queued', $4, -1, 0, " SB_TSQL_FROM_US(
+                  "$5") ", " SB_TSQL_FROM_US("$5") ")",
     .get = "SELECT " MS_COLS ", selection FROM {p}operations WHERE " MS_ID,
     .recent = "SELECT TOP (CAST($1 AS int)) " MS_COLS " FROM {p}operations "
               "ORDER BY created_at DESC, id DESC",
-    .start = "UPDATE {p}operations SET state = N'running', updated_at = "
-             SB_TSQL_FROM_US("$2") ", error = NULL WHERE " MS_ID,
-    .total = "UPDATE {p}operations SET total = $2, done = $3, updated_at = "
-             SB_TSQL_FROM_US("$4") " WHERE " MS_ID " AND total < 0",
+    .start =
+        "UPDATE {p}operations SET state = N'running', updated_at = " SB_TSQL_FROM_US(
+            "$2") ", error = NULL WHERE " MS_ID,
+    .total =
+        "UPDATE {p}operations SET total = $2, done = $3, updated_at = " SB_TSQL_FROM_US(
+            "$4") " WHERE " MS_ID " AND total < 0",
     .figures = "SELECT total, done FROM {p}operations WHERE " MS_ID,
-    .step = "UPDATE {p}operations SET done = done + $2, updated_at = "
-            SB_TSQL_FROM_US("$3") " WHERE " MS_ID,
+    .step =
+        "UPDATE {p}operations SET done = done + $2, updated_at = " SB_TSQL_FROM_US(
+            "$3") " WHERE " MS_ID,
     .end = "UPDATE {p}operations SET state = $2, total = CASE WHEN total < "
-           "done THEN done ELSE total END, updated_at = "
-           SB_TSQL_FROM_US("$3") ", error = $4 WHERE " MS_ID,
+           "done THEN done ELSE total END, updated_at = " SB_TSQL_FROM_US(
+               "$3") ", error = $4 WHERE " MS_ID,
     .orphans = "SELECT TOP (100) id FROM {p}operations WHERE state = "
-               "N'queued' AND updated_at < " SB_TSQL_FROM_US("$1")
-               " ORDER BY created_at",
+               "N'queued' AND updated_at < " SB_TSQL_FROM_US(
+                   "$1") " ORDER BY created_at",
     .prune = "DELETE FROM {p}operations WHERE state IN (N'completed', "
              "N'failed') AND updated_at < " SB_TSQL_FROM_US("$1"),
 };
@@ -158,8 +167,8 @@ int sb__ops_sql_new(int dialect, const char *prefix, sb_ops_sql *out)
     int rc = SB_OK;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *name;
-        *slot(out, i) = sb__sql_subst(sb__ops_statement(t, i, &name), prefix,
-                                      &rc);
+        *slot(out, i) =
+            sb__sql_subst(sb__ops_statement(t, i, &name), prefix, &rc);
     }
     if (rc != SB_OK)
         sb__ops_sql_free(out);
@@ -182,14 +191,13 @@ int sb_operations_statements(const char *backend, const char *table_prefix,
     int rc = sb__statements_begin(backend, table_prefix, fn, &dialect, err);
     sb_ops_sql s = {0};
     if (rc == SB_OK &&
-        sb__ops_sql_new(dialect, table_prefix ? table_prefix : "sqlbus_",
-                        &s) != SB_OK)
+        sb__ops_sql_new(dialect, table_prefix ? table_prefix : "sqlbus_", &s) !=
+            SB_OK)
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     if (rc != SB_OK)
         return rc;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        sb__statement_emit(fn, user, "operations", names[i].name,
-                           *slot(&s, i));
+        sb__statement_emit(fn, user, "operations", names[i].name, *slot(&s, i));
     sb__ops_sql_free(&s);
     return SB_OK;
 }

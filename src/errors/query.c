@@ -7,14 +7,14 @@
 #include <string.h>
 
 struct sb_failed_message {
-    sb_rows *row;       /* the failed_messages row (ER_GET) */
-    sb_rows *groups;    /* ER_GET_GROUPS */
-    sb_rows *body;      /* ER_GET_BODY, when stored externally */
-    sb_rows *history;   /* ER_GET_HISTORY, newest first */
+    sb_rows *row;     /* the failed_messages row (ER_GET) */
+    sb_rows *groups;  /* ER_GET_GROUPS */
+    sb_rows *body;    /* ER_GET_BODY, when stored externally */
+    sb_rows *history; /* ER_GET_HISTORY, newest first */
 };
 
-static int load(sb_conn *c, sb_errors *e, const char *id,
-                sb_failed_message *m, sb_error *err)
+static int load(sb_conn *c, sb_errors *e, const char *id, sb_failed_message *m,
+                sb_error *err)
 {
     sb_value p = sb__v_text(id);
     int rc = sb__query(c, e->sql.s[ER_GET], &p, 1, &m->row, NULL, err);
@@ -22,11 +22,11 @@ static int load(sb_conn *c, sb_errors *e, const char *id,
         return sb__err(err, SB_NOTFOUND, "unique_message_id",
                        "no failed message %.64s", id);
     if (rc == SB_OK)
-        rc = sb__query(c, e->sql.s[ER_GET_GROUPS], &p, 1, &m->groups, NULL,
-                       err);
+        rc =
+            sb__query(c, e->sql.s[ER_GET_GROUPS], &p, 1, &m->groups, NULL, err);
     if (rc == SB_OK)
-        rc = sb__query(c, e->sql.s[ER_GET_HISTORY], &p, 1, &m->history,
-                       NULL, err);
+        rc = sb__query(c, e->sql.s[ER_GET_HISTORY], &p, 1, &m->history, NULL,
+                       err);
     if (rc == SB_OK && sb_failed_body_stored_externally(m))
         rc = sb__query(c, e->sql.s[ER_GET_BODY], &p, 1, &m->body, NULL, err);
     return rc;
@@ -38,7 +38,7 @@ int sb_errors_get(sb_errors *e, const char *unique_message_id,
     sb_error_clear(err);
     if (e == NULL || unique_message_id == NULL || out == NULL)
         return sb__err(err, SB_INVALID,
-                       e == NULL ? "errors"
+                       e == NULL     ? "errors"
                        : out == NULL ? "out"
                                      : "unique_message_id",
                        "arguments must not be NULL");
@@ -131,9 +131,10 @@ int64_t sb_failed_last_failure_us(const sb_failed_message *m)
 const char *sb_failed_field(const sb_failed_message *m, const char *name)
 {
     static const char *const allowed[] = {
-        "message_id",  "message_type", "failed_queue", "processing_endpoint",
-        "host",        "host_id",      "instance_id",  "exception_type",
-        "exception_message", "conversation_id"};
+        "message_id",          "message_type",   "failed_queue",
+        "processing_endpoint", "host",           "host_id",
+        "instance_id",         "exception_type", "exception_message",
+        "conversation_id"};
     for (size_t i = 0; name != NULL && i < sizeof allowed / sizeof *allowed;
          i++)
         if (strcmp(allowed[i], name) == 0)

@@ -24,8 +24,8 @@ static int read_all(sb_conn *c, sb_errors *e, sb_rows **rows, sb_error *err)
 static int lock_and_read(sb_conn *c, sb_errors *e, sb_rows **rows,
                          sb_error *err)
 {
-    int rc = sb__query(c, e->sql.s[ER_REDIRECTS_LOCK], NULL, 0, NULL, NULL,
-                       err);
+    int rc =
+        sb__query(c, e->sql.s[ER_REDIRECTS_LOCK], NULL, 0, NULL, NULL, err);
     return rc == SB_OK ? read_all(c, e, rows, err) : rc;
 }
 
@@ -33,16 +33,15 @@ static void fill(sb_redirect *r, const sb_rows *rows, size_t i)
 {
     memset(r, 0, sizeof *r);
     sb__strlcpy(r->id, sb__rows_text(rows, i, 0), sizeof r->id);
-    sb__strlcpy(r->from_queue, sb__rows_text(rows, i, 1),
-                sizeof r->from_queue);
+    sb__strlcpy(r->from_queue, sb__rows_text(rows, i, 1), sizeof r->from_queue);
     sb__strlcpy(r->to_queue, sb__rows_text(rows, i, 2), sizeof r->to_queue);
     r->last_modified_us = sb__rows_int(rows, i, 3);
 }
 
 /* SB_CONFLICT when from -> to would join a chain or re-point `from`
  * (other than the redirect `self`). */
-static int check_chain(const sb_rows *rows, const char *self,
-                       const char *from, const char *to, sb_error *err)
+static int check_chain(const sb_rows *rows, const char *self, const char *from,
+                       const char *to, sb_error *err)
 {
     for (size_t i = 0; i < rows->nrows; i++) {
         const char *id = sb__rows_text(rows, i, 0);

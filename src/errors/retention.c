@@ -15,7 +15,7 @@
 typedef struct expire_ctx {
     sb_errors *e;
     int64_t retention_ms;
-    int64_t batch;     /* messages deleted by this transaction */
+    int64_t batch; /* messages deleted by this transaction */
 } expire_ctx;
 
 static int expire_tx(sb_conn *c, void *vctx, sb_error *err)
@@ -68,8 +68,8 @@ int sb_errors_expire(sb_errors *e, int64_t retention_ms, int64_t *deleted,
         return sb__err(err, SB_INVALID, "retention_ms",
                        "retention must be 1 hour to 365 days (%lld to %lld "
                        "ms; got %lld)",
-                       (long long)MIN_RETENTION_MS,
-                       (long long)MAX_RETENTION_MS, (long long)retention_ms);
+                       (long long)MIN_RETENTION_MS, (long long)MAX_RETENTION_MS,
+                       (long long)retention_ms);
     expire_ctx x = {e, retention_ms, 0};
     int rc, swept = 0;
     do {

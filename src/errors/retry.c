@@ -16,8 +16,7 @@ static int republish(sb_conn *c, sb_errors *e, const char *uid, int *sent,
     sb_value id = sb__v_text(uid);
     sb_rows *rows = NULL;
     *sent = 0;
-    int rc = sb__query(c, e->sql.s[ER_RETRY_SOURCE], &id, 1, &rows, NULL,
-                       err);
+    int rc = sb__query(c, e->sql.s[ER_RETRY_SOURCE], &id, 1, &rows, NULL, err);
     if (rc != SB_OK || rows->nrows != 1) {
         sb__rows_free(rows);
         return rc;
@@ -38,8 +37,8 @@ static int republish(sb_conn *c, sb_errors *e, const char *uid, int *sent,
     int ok = queue != NULL && sb_validate_queue_name(queue, &why) == SB_OK &&
              (body != NULL || len == 0);
     if (ok)
-        rc = sb__headers_without(headers ? headers : "{}", failure, nf,
-                                 &clean, err);
+        rc = sb__headers_without(headers ? headers : "{}", failure, nf, &clean,
+                                 err);
     if (ok && rc == SB_OK)
         rc = sb__headers_merge(clean, kv, &out, err);
     if (ok && rc == SB_OK) {
@@ -118,8 +117,8 @@ int sb__errors_retry(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, SB_FAILED_UNRESOLVED, "retry",
-                                   hook, retry_batch, NULL, &n, err);
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_UNRESOLVED, "retry", hook,
+                                   retry_batch, NULL, &n, err);
     if (retried != NULL)
         *retried = n;
     return rc;
@@ -140,9 +139,8 @@ static int retry_pending_batch(sb_conn *c, sb_errors *e, const char *ids,
 }
 
 /* E17: a pending retry resolved by hand (the operator knows it worked). */
-static int resolve_batch(sb_conn *c, sb_errors *e, const char *ids,
-                         size_t n, void *user, int64_t *changed,
-                         sb_error *err)
+static int resolve_batch(sb_conn *c, sb_errors *e, const char *ids, size_t n,
+                         void *user, int64_t *changed, sb_error *err)
 {
     (void)user;
     sb_value p[3] = {sb__v_text(ids), sb__v_int(sb__bus_now_us(e->bus)),
@@ -167,8 +165,8 @@ static int on_pending(sb_errors *e, const sb_failed_selection *sel,
         return sb__err(err, SB_INVALID, "errors", "errors must not be NULL");
     int rc = sb__errors_check_selection(sel, err);
     if (rc == SB_OK)
-        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, NULL,
-                                   hook, fn, NULL, &n, err);
+        rc = sb__errors_each_batch(e, sel, SB_FAILED_RETRY_ISSUED, NULL, hook,
+                                   fn, NULL, &n, err);
     if (count != NULL)
         *count = n;
     return rc;
@@ -187,8 +185,8 @@ int sb_errors_resolve(sb_errors *e, const sb_failed_selection *sel,
 }
 
 int sb__errors_retry_pending(sb_errors *e, const sb_failed_selection *sel,
-                             const sb_errors_op_hook *hook,
-                             int64_t *retried, sb_error *err)
+                             const sb_errors_op_hook *hook, int64_t *retried,
+                             sb_error *err)
 {
     return on_pending(e, sel, hook, retry_pending_batch, retried, err);
 }

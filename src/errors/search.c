@@ -40,12 +40,11 @@ static int fts5_query(const char *in, sb_buf *b)
 static int fulltext_ready(sb_conn *c, sb_errors *e, sb_error *err)
 {
     sb_rows *rows = NULL;
-    int rc = sb__query(c, e->sql.s[ER_SEARCH_READY], NULL, 0, &rows, NULL,
-                       err);
-    int installed = rc == SB_OK && rows->nrows == 1 &&
-                    sb__rows_int(rows, 0, 0) == 1;
-    int indexed = rc == SB_OK && rows->nrows == 1 &&
-                  sb__rows_int(rows, 0, 1) == 1;
+    int rc = sb__query(c, e->sql.s[ER_SEARCH_READY], NULL, 0, &rows, NULL, err);
+    int installed =
+        rc == SB_OK && rows->nrows == 1 && sb__rows_int(rows, 0, 0) == 1;
+    int indexed =
+        rc == SB_OK && rows->nrows == 1 && sb__rows_int(rows, 0, 1) == 1;
     sb__rows_free(rows);
     if (rc != SB_OK)
         return rc;

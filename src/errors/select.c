@@ -27,20 +27,19 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
         return sb__err(err, SB_INVALID, "size",
                        "sb_failed_selection.size is smaller than any "
                        "version");
-    int n = (s->n_ids > 0) + (s->group_id != NULL) +
-            (s->failed_queue != NULL) + (s->endpoint != NULL) + (s->all != 0);
+    int n = (s->n_ids > 0) + (s->group_id != NULL) + (s->failed_queue != NULL) +
+            (s->endpoint != NULL) + (s->all != 0);
     if (n != 1)
         return sb__err(err, SB_INVALID, "selection",
                        "choose exactly one of ids, group_id, failed_queue, "
                        "endpoint and all (got %d)",
                        n);
     if (s->n_ids > 0 && s->ids == NULL)
-        return sb__err(err, SB_INVALID, "ids",
-                       "ids is NULL but n_ids is %zu", s->n_ids);
+        return sb__err(err, SB_INVALID, "ids", "ids is NULL but n_ids is %zu",
+                       s->n_ids);
     if (s->n_ids > MAX_IDS)
         return sb__err(err, SB_INVALID, "n_ids",
-                       "at most %d ids per call (got %zu)", MAX_IDS,
-                       s->n_ids);
+                       "at most %d ids per call (got %zu)", MAX_IDS, s->n_ids);
     for (size_t i = 0; i < s->n_ids; i++)
         if (s->ids[i] == NULL || s->ids[i][0] == '\0' ||
             strlen(s->ids[i]) > 400)
@@ -49,8 +48,7 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err)
     const char *const texts[] = {s->group_id, s->failed_queue, s->endpoint};
     const char *const names[] = {"group_id", "failed_queue", "endpoint"};
     for (size_t i = 0; i < 3; i++)
-        if (texts[i] != NULL &&
-            (texts[i][0] == '\0' || strlen(texts[i]) > 400))
+        if (texts[i] != NULL && (texts[i][0] == '\0' || strlen(texts[i]) > 400))
             return sb__err(err, SB_INVALID, names[i],
                            "%s must be 1 to 400 bytes", names[i]);
     if (s->modified_from_us < 0 || s->modified_to_us < 0)
@@ -72,21 +70,21 @@ typedef struct walk {
     sb_errors *e;
     const sb_failed_selection *sel;
     int status;
-    const char *kind;         /* a group operation's kind, or NULL */
+    const char *kind;              /* a group operation's kind, or NULL */
     const sb_errors_op_hook *hook; /* the caller's record, or NULL */
-    const char *ids_json;     /* the selection's ids, or "" */
+    const char *ids_json;          /* the selection's ids, or "" */
     sb_batch_fn fn;
     void *user;
-    char after[512];          /* committed keyset cursor */
+    char after[512]; /* committed keyset cursor */
     /* this batch's, applied once its transaction committed */
     char batch_after[512];
     int64_t batch_changed;
     int done;
-    char *page_sql;           /* this selection's statements */
+    char *page_sql; /* this selection's statements */
     char *count_sql;
-    char owner[37];           /* this run's token on its group operation */
-    int64_t total;            /* selected when it started */
-    int64_t so_far;           /* changed, including a resumed run's */
+    char owner[37]; /* this run's token on its group operation */
+    int64_t total;  /* selected when it started */
+    int64_t so_far; /* changed, including a resumed run's */
 } walk;
 
 /* The selection's statement: only the filters that are set, numbered
@@ -103,14 +101,14 @@ static size_t filters(int dialect, const sb_failed_selection *s,
     int pg = dialect == SB_DIALECT_POSTGRES;
     int ms = dialect == SB_DIALECT_MSSQL;
     size_t n = first;
-#define PUT(...)                                                             \
-    do {                                                                     \
-        if (b != NULL)                                                       \
-            sb__buf_printf(b, __VA_ARGS__);                                  \
+#define PUT(...)                                                               \
+    do {                                                                       \
+        if (b != NULL)                                                         \
+            sb__buf_printf(b, __VA_ARGS__);                                    \
     } while (0)
 /* SQL Server: the caller's values compare exactly (sql_int.h). */
-#define MS_SAME(col)                                                         \
-    col " = $%zu COLLATE " SB_MS_BIN2 " AND " col " + N'.' = $%zu + N'.' "   \
+#define MS_SAME(col)                                                           \
+    col " = $%zu COLLATE " SB_MS_BIN2 " AND " col " + N'.' = $%zu + N'.' "     \
         "COLLATE " SB_MS_BIN2
     if (s->failed_queue != NULL) {
         p[n++] = sb__v_text(s->failed_queue);
@@ -143,8 +141,7 @@ static size_t filters(int dialect, const sb_failed_selection *s,
             PUT(" AND EXISTS (SELECT 1 FROM OPENJSON(CAST($%zu AS "
                 "nvarchar(max))) WITH (v nvarchar(400) '$') AS j WHERE "
                 "unique_message_id = j.v COLLATE " SB_MS_BIN2 " AND "
-                "unique_message_id + N'.' = j.v + N'.' COLLATE " SB_MS_BIN2
-                ")",
+                "unique_message_id + N'.' = j.v + N'.' COLLATE " SB_MS_BIN2 ")",
                 n);
         else
             PUT(pg ? " AND unique_message_id = ANY (ARRAY(SELECT "
@@ -166,8 +163,8 @@ static size_t filters(int dialect, const sb_failed_selection *s,
     return n - first;
 }
 
-void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel,
-                         int count, sb_buf *b)
+void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel, int count,
+                         sb_buf *b)
 {
     sb_value p[12];
     if (count) {
@@ -214,8 +211,7 @@ static int count_selected(sb_conn *c, walk *w, sb_error *err)
 {
     sb_value p[12];
     p[0] = sb__v_int(w->status);
-    size_t n = 1 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p,
-                           1);
+    size_t n = 1 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p, 1);
     sb_rows *rows = NULL;
     int rc = sb__query(c, w->count_sql, p, n, &rows, NULL, err);
     if (rc == SB_OK)
@@ -251,10 +247,10 @@ static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
                      sb__v_int(now),       sb__v_int(now - OP_LEASE_US)};
     sb_rows *rows = NULL;
     if (rc == SB_OK)
-        rc = sb__errors_race(w->e,
-                             sb__query(c, w->e->sql.s[ER_OP_START], p, 6,
-                                       &rows, NULL, err),
-                             err);
+        rc = sb__errors_race(
+            w->e,
+            sb__query(c, w->e->sql.s[ER_OP_START], p, 6, &rows, NULL, err),
+            err);
     if (rc == SB_OK && rows->nrows == 1) {
         w->total = sb__rows_int(rows, 0, 0);
         w->so_far = sb__rows_int(rows, 0, 1);
@@ -296,8 +292,7 @@ static int op_end_tx(sb_conn *c, void *vctx, sb_error *err)
     op_end *x = vctx;
     int64_t now = sb__wall_us();
     sb_value p[4] = {sb__v_text(x->state), sb__v_int(now),
-                     sb__v_text(x->w->sel->group_id),
-                     sb__v_text(x->w->owner)};
+                     sb__v_text(x->w->sel->group_id), sb__v_text(x->w->owner)};
     return sb__query(c, x->w->e->sql.s[ER_OP_END], p, 4, NULL, NULL, err);
 }
 
@@ -306,8 +301,8 @@ static int op_step(sb_conn *c, walk *w, sb_error *err)
 {
     int64_t changes = 0;
     sb_value p[5] = {sb__v_int(w->batch_changed), sb__v_text(w->batch_after),
-                     sb__v_int(sb__wall_us()),
-                     sb__v_text(w->sel->group_id), sb__v_text(w->owner)};
+                     sb__v_int(sb__wall_us()), sb__v_text(w->sel->group_id),
+                     sb__v_text(w->owner)};
     int rc = sb__query(c, w->e->sql.s[ER_OP_STEP], p, 5, NULL, &changes, err);
     if (rc == SB_OK && changes != 1)
         rc = sb__err(err, SB_CONFLICT, "group_id",
@@ -326,8 +321,8 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
     p[0] = sb__v_text(w->after);
     p[1] = sb__v_int(BATCH);
     p[2] = sb__v_int(w->status);
-    size_t np = 3 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p,
-                            3);
+    size_t np =
+        3 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p, 3);
     sb_rows *rows = NULL;
     int rc = sb__query(c, w->page_sql, p, np, &rows, NULL, err);
     size_t n = rc == SB_OK ? rows->nrows : 0;
@@ -526,7 +521,9 @@ int sb_errors_group_operation(sb_errors *e, const char *group_id,
     sb_error_clear(err);
     if (e == NULL || group_id == NULL || out == NULL)
         return sb__err(err, SB_INVALID,
-                       e == NULL ? "errors" : group_id ? "out" : "group_id",
+                       e == NULL  ? "errors"
+                       : group_id ? "out"
+                                  : "group_id",
                        "arguments must not be NULL");
     memset(out, 0, sizeof *out);
     if (group_id[0] == '\0' || strlen(group_id) >= sizeof out->group_id)

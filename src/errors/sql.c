@@ -16,17 +16,25 @@ typedef sb_err_dialect dialect;
 const sb_err_column sb__err_columns[] = {
     {"unique_message_id", 't', 0, SB_MS_ID_MAX},
     {"number_of_processing_attempts", 'i', 0, 0},
-    {"first_time_of_failure", 'i', 0, 0}, {"last_time_of_failure", 'i', 0, 0},
-    {"last_attempted_at", 'i', 0, 0},     {"message_id", 't', 1, 0},
+    {"first_time_of_failure", 'i', 0, 0},
+    {"last_time_of_failure", 'i', 0, 0},
+    {"last_attempted_at", 'i', 0, 0},
+    {"message_id", 't', 1, 0},
     {"message_type", 't', 1, SB_MS_TYPE_MAX},
     {"failed_queue", 't', 1, SB_MS_QUEUE_MAX},
     {"processing_endpoint", 't', 1, SB_MS_ENDPOINT_MAX},
-    {"host", 't', 1, 0},                  {"host_id", 't', 1, 0},
-    {"instance_id", 't', 1, 0},           {"exception_type", 't', 1, 0},
-    {"exception_message", 't', 1, 0},     {"time_sent", 'i', 1, 0},
-    {"conversation_id", 't', 1, 0},       {"is_system", 'i', 1, 0},
-    {"headers", 't', 1, 0},               {"body_text", 't', 1, 0},
-    {"body_size", 'i', 1, 0},             {"body_content_type", 't', 1, 0},
+    {"host", 't', 1, 0},
+    {"host_id", 't', 1, 0},
+    {"instance_id", 't', 1, 0},
+    {"exception_type", 't', 1, 0},
+    {"exception_message", 't', 1, 0},
+    {"time_sent", 'i', 1, 0},
+    {"conversation_id", 't', 1, 0},
+    {"is_system", 'i', 1, 0},
+    {"headers", 't', 1, 0},
+    {"body_text", 't', 1, 0},
+    {"body_size", 'i', 1, 0},
+    {"body_content_type", 't', 1, 0},
     {"body_stored_externally", 'i', 1, 0},
 };
 #define columns sb__err_columns
@@ -232,17 +240,27 @@ static const char search_sqlite_select[] =
     " CROSS JOIN {p}failed_messages f ON f.rowid = w.id WHERE (SELECT v FROM"
     " ok)) f ORDER BY rank, f.last_time_of_failure DESC LIMIT $2";
 
-static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max", "$2", 0,
-                                       0};
+static const dialect sqlite_dialect = {"TEXT", "BLOB", "min", "max",
+                                       "$2",   0,      0};
 static const dialect pg_dialect = {
-    "TEXT COLLATE \"C\"", "BYTEA", "LEAST", "GREATEST",
-    "(extract(epoch FROM now()) * 1000000)::int8", 1, 0};
+    "TEXT COLLATE \"C\"",
+    "BYTEA",
+    "LEAST",
+    "GREATEST",
+    "(extract(epoch FROM now()) * 1000000)::int8",
+    1,
+    0};
 /* The database clock, as PostgreSQL's: DATEDIFF_BIG (2016 and later)
  * counts the microseconds since the epoch of SYSUTCDATETIME() (UTC,
  * datetime2(7)). */
 static const dialect ms_dialect = {
-    NULL, NULL, NULL, NULL,
-    "DATEDIFF_BIG(microsecond, '19700101', SYSUTCDATETIME())", 0, 1};
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    "DATEDIFF_BIG(microsecond, '19700101', SYSUTCDATETIME())",
+    0,
+    1};
 
 void sb__errors_minmax(const sb_err_dialect *d, sb_buf *b, int larger,
                        const char *qa, const char *qb, const char *col)
@@ -252,8 +270,8 @@ void sb__errors_minmax(const sb_err_dialect *d, sb_buf *b, int larger,
                        qa, col, larger ? ">=" : "<=", qb, col, qa, col, qb,
                        col);
     else
-        sb__buf_printf(b, "%s(%s.%s, %s.%s)", larger ? d->max : d->min, qa,
-                       col, qb, col);
+        sb__buf_printf(b, "%s(%s.%s, %s.%s)", larger ? d->max : d->min, qa, col,
+                       qb, col);
 }
 
 /* The incoming row's `col`: SQL Server's MERGE source has no clock
@@ -272,8 +290,9 @@ static void incoming(const dialect *d, sb_buf *b, const char *in,
 void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
                            const char *in)
 {
-    sb__buf_printf(b, "status = 0, status_changed_at = CASE WHEN %s.status "
-                      "<> 0 THEN ",
+    sb__buf_printf(b,
+                   "status = 0, status_changed_at = CASE WHEN %s.status "
+                   "<> 0 THEN ",
                    t);
     incoming(d, b, in, "status_changed_at");
     sb__buf_printf(b, " ELSE %s.status_changed_at END, last_modified = ", t);
@@ -311,8 +330,8 @@ void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
 }
 
 /* "FROM <the rows of the JSON array $1>" and how a field is read. */
-static void rows_from(const dialect *d, sb_buf *b, const column *cols,
-                      size_t n, const char *extra)
+static void rows_from(const dialect *d, sb_buf *b, const column *cols, size_t n,
+                      const char *extra)
 {
     if (!d->pg) {
         sb__buf_puts(b, " FROM json_each($1)");
@@ -352,7 +371,7 @@ static void build_ddl(const dialect *d, sb_buf *b)
     for (size_t i = 0; i < N_COLUMNS; i++) {
         sb__buf_printf(b, "  %s %s%s,\n", columns[i].name,
                        columns[i].type == 'i' ? "BIGINT" : d->text,
-                       i == 0 ? " NOT NULL PRIMARY KEY"
+                       i == 0               ? " NOT NULL PRIMARY KEY"
                        : columns[i].payload ? ""
                                             : " NOT NULL");
         if (i == 0)
@@ -411,12 +430,14 @@ static void build_ddl(const dialect *d, sb_buf *b)
 static void build_upsert(const dialect *d, sb_buf *b)
 {
     const char *t = "{p}failed_messages";
-    sb__buf_printf(b, "INSERT INTO %s (status, status_changed_at, "
-                      "last_modified", t);
+    sb__buf_printf(b,
+                   "INSERT INTO %s (status, status_changed_at, "
+                   "last_modified",
+                   t);
     for (size_t i = 0; i < N_COLUMNS; i++)
         sb__buf_printf(b, ", %s", columns[i].name);
-    sb__buf_printf(b, "%s) SELECT 0, %s, %s", d->pg ? ", search" : "",
-                   d->now, d->now);
+    sb__buf_printf(b, "%s) SELECT 0, %s, %s", d->pg ? ", search" : "", d->now,
+                   d->now);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         sb__buf_puts(b, ", ");
         field(d, b, columns[i].name);
@@ -463,8 +484,8 @@ static void build_in_ids(const dialect *d, sb_buf *b, const char *head)
 
 /* ER_OP_START: the existing operation is the same kind, left running by a
  * process that stopped (the WHERE admits only stale running ones). */
-#define OP_RESUMES                                                           \
-    "({p}group_operations.state = 'running' AND {p}group_operations.kind = " \
+#define OP_RESUMES                                                             \
+    "({p}group_operations.state = 'running' AND {p}group_operations.kind = "   \
     "excluded.kind)"
 
 static void build(const dialect *d, int k, sb_buf *b)
@@ -520,8 +541,9 @@ static void build(const dialect *d, int k, sb_buf *b)
         build_in_ids(d, b, "DELETE FROM {p}message_bodies");
         break;
     case ER_CONFIRM:
-        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = 2, "
-                          "status_changed_at = %s, last_modified = %s",
+        sb__buf_printf(b,
+                       "UPDATE {p}failed_messages SET status = 2, "
+                       "status_changed_at = %s, last_modified = %s",
                        d->now, d->now);
         build_in_ids(d, b, "");
         break;
@@ -530,13 +552,15 @@ static void build(const dialect *d, int k, sb_buf *b)
         break;
     case ER_FAILED_IMPORT: /* $1 id, $2 now, $3 dead-letter id, $4 headers,
                               $5 reason, $6 body */
-        sb__buf_printf(b, "INSERT INTO {p}failed_imports VALUES ($1, $3, $4, "
-                          "$6, $5, %s) ON CONFLICT (id) DO NOTHING",
+        sb__buf_printf(b,
+                       "INSERT INTO {p}failed_imports VALUES ($1, $3, $4, "
+                       "$6, $5, %s) ON CONFLICT (id) DO NOTHING",
                        d->now);
         break;
     case ER_IMPORTS_TAKE: /* $1 limit */
-        sb__buf_printf(b, "SELECT id, headers, body FROM {p}failed_imports "
-                          "ORDER BY created_at, id LIMIT $1%s",
+        sb__buf_printf(b,
+                       "SELECT id, headers, body FROM {p}failed_imports "
+                       "ORDER BY created_at, id LIMIT $1%s",
                        d->pg ? " FOR UPDATE SKIP LOCKED" : "");
         break;
     case ER_IMPORTS_DELETE:
@@ -562,8 +586,7 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "WHERE unique_message_id = $1");
         break;
     case ER_GET_HISTORY:
-        sb__errors_history_sql(d->pg ? SB_DIALECT_POSTGRES
-                                     : SB_DIALECT_SQLITE,
+        sb__errors_history_sql(d->pg ? SB_DIALECT_POSTGRES : SB_DIALECT_SQLITE,
                                b);
         break;
     case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
@@ -653,25 +676,28 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "f.failed_queue WHERE f.unique_message_id = $1");
         break;
     case ER_SET_STATUS: /* $1 JSON ids, $2 now (SQLite), $3 status */
-        sb__buf_printf(b, "UPDATE {p}failed_messages SET status = $3, "
-                          "status_changed_at = %s, last_modified = %s",
+        sb__buf_printf(b,
+                       "UPDATE {p}failed_messages SET status = $3, "
+                       "status_changed_at = %s, last_modified = %s",
                        d->now, d->now);
         build_in_ids(d, b, "");
         break;
     case ER_SET_COMMENT: /* $1 group, $2 now (SQLite), $3 comment */
-        sb__buf_printf(b, "INSERT INTO {p}group_comments VALUES ($1, $3, %s) "
-                          "ON CONFLICT (group_id) DO UPDATE SET comment = "
-                          "excluded.comment, last_modified = "
-                          "excluded.last_modified",
+        sb__buf_printf(b,
+                       "INSERT INTO {p}group_comments VALUES ($1, $3, %s) "
+                       "ON CONFLICT (group_id) DO UPDATE SET comment = "
+                       "excluded.comment, last_modified = "
+                       "excluded.last_modified",
                        d->now);
         break;
     case ER_DELETE_COMMENT:
         sb__buf_puts(b, "DELETE FROM {p}group_comments WHERE group_id = $1");
         break;
     case ER_EXPIRED: /* $1 retention ms, $2 now (SQLite), $3 limit */
-        sb__buf_printf(b, "SELECT unique_message_id FROM {p}failed_messages "
-                          "WHERE status IN (2, 3) AND status_changed_at < "
-                          "%s - $1 * 1000 LIMIT $3",
+        sb__buf_printf(b,
+                       "SELECT unique_message_id FROM {p}failed_messages "
+                       "WHERE status IN (2, 3) AND status_changed_at < "
+                       "%s - $1 * 1000 LIMIT $3",
                        d->now);
         break;
     case ER_DELETE_MESSAGES:
@@ -748,9 +774,8 @@ int sb_errors_schema_sql(const char *backend, const char *table_prefix,
     int rc = sb__backend_dialect(backend, table_prefix, &dialect_id, err);
     sb_errors_sql sql;
     if (rc == SB_OK)
-        rc = sb__errors_sql_new(dialect_id, table_prefix ? table_prefix
-                                                      : "sqlbus_",
-                                &sql, err);
+        rc = sb__errors_sql_new(
+            dialect_id, table_prefix ? table_prefix : "sqlbus_", &sql, err);
     if (rc != SB_OK)
         return rc;
     sb_buf b;

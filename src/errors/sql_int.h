@@ -45,14 +45,13 @@ typedef struct sb_err_dialect {
  * already; db/tsql.h's SB_TSQL_SAME leaves the first comparison to the
  * column's own collation, for tables a migration owns). */
 #define SB_MS_BIN2 SB_TSQL_BIN2
-#define SB_MS_SAME(col, val)                                                \
-    col " = " val " COLLATE " SB_MS_BIN2 " AND " col " + N'.' = " val       \
+#define SB_MS_SAME(col, val)                                                   \
+    col " = " val " COLLATE " SB_MS_BIN2 " AND " col " + N'.' = " val          \
         " + N'.' COLLATE " SB_MS_BIN2
 #define SB_MS_ROWCOUNT SB_TSQL_ROWCOUNT
 /* The JSON array of strings `param`, one row (column v) per element. */
-#define SB_MS_JSON_IDS(param, len)                                          \
-    "OPENJSON(CAST(" param " AS nvarchar(max))) WITH (v nvarchar(" len     \
-    ") '$')"
+#define SB_MS_JSON_IDS(param, len)                                             \
+    "OPENJSON(CAST(" param " AS nvarchar(max))) WITH (v nvarchar(" len ") '$')"
 
 /* The SET list of the upsert's update branch (E10): `t` qualifies the
  * stored row, `in` the incoming one ("excluded" / "x"). */

@@ -46,12 +46,12 @@
 #define KEY(n) "nvarchar(" #n ")" BIN2
 /* `col` among the stored ids of the JSON array $1 (ids the store wrote:
  * no sentinel needed, see above). */
-#define IN_IDS(col)                                                         \
-    " WHERE " col " IN (SELECT j.v" BIN2 " FROM "                          \
-    SB_MS_JSON_IDS("$1", "400") " AS j)"
-#define INDEX(table, name, def)                                             \
-    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "          \
-    "OBJECT_ID(N'" table "', N'U') AND name = N'" name "')\n"              \
+#define IN_IDS(col)                                                            \
+    " WHERE " col " IN (SELECT j.v" BIN2                                       \
+    " FROM " SB_MS_JSON_IDS("$1", "400") " AS j)"
+#define INDEX(table, name, def)                                                \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'" table "', N'U') AND name = N'" name "')\n"                  \
     "EXEC(N'CREATE INDEX " name " ON " table " " def "');\n"
 
 /* The tables beside failed_messages (whose columns come from the list in
@@ -59,92 +59,112 @@
  * endpoint, redirect, edit and batch ids) are 36-character UUIDs. Each
  * CREATE INDEX runs through EXEC, so the batch compiles before the table
  * it names exists. */
-static const char indexes[] =
-    INDEX(FM, "{p}failed_messages_status_idx",
-          "(status, last_time_of_failure)")
+static const char indexes[] = INDEX(FM, "{p}failed_messages_status_idx",
+                                    "(status, last_time_of_failure)")
     INDEX(FM, "{p}failed_messages_time_idx",
           "(last_time_of_failure, unique_message_id)")
-    INDEX(FM, "{p}failed_messages_queue_type_idx",
-          "(failed_queue, message_type, unique_message_id, status)")
-    INDEX(FM, "{p}failed_messages_type_idx", "(message_type)")
-    INDEX(FM, "{p}failed_messages_attempts_idx",
-          "(status, number_of_processing_attempts, unique_message_id)")
+        INDEX(FM, "{p}failed_messages_queue_type_idx",
+              "(failed_queue, message_type, unique_message_id, status)")
+            INDEX(FM, "{p}failed_messages_type_idx", "(message_type)") INDEX(
+                FM, "{p}failed_messages_attempts_idx",
+                "(status, number_of_processing_attempts, unique_message_id)")
     /* E21: filtered, as PostgreSQL's partial index. */
     INDEX(FM, "{p}failed_messages_retention_idx",
           "(status_changed_at) WHERE status IN (2, 3)");
 static const char tables[] =
     "IF OBJECT_ID(N'" FG "', N'U') IS NULL\n"
     "CREATE TABLE " FG " (\n"
-    "  unique_message_id " KEY(400) " NOT NULL,\n"
-    "  group_id " KEY(36) " NOT NULL,\n"
-    "  title nvarchar(max) NOT NULL,\n"
-    "  type " KEY(100) " NOT NULL,\n"
-    "  PRIMARY KEY (unique_message_id, group_id)\n"
-    ");\n"
-    INDEX(FG, "{p}failed_message_groups_type_idx", "(type, group_id)")
-    "IF OBJECT_ID(N'{p}group_comments', N'U') IS NULL\n"
-    "CREATE TABLE {p}group_comments (\n"
-    "  group_id " KEY(36) " NOT NULL PRIMARY KEY,\n"
-    "  comment nvarchar(max) NOT NULL,\n"
-    "  last_modified bigint NOT NULL\n"
-    ");\n"
-    "IF OBJECT_ID(N'{p}known_endpoints', N'U') IS NULL\n"
-    "CREATE TABLE {p}known_endpoints (\n"
-    "  id " KEY(36) " NOT NULL PRIMARY KEY,\n"
-    "  name " KEY(400) " NOT NULL,\n"
-    "  host_id nvarchar(max),\n"
-    "  host nvarchar(max),\n"
-    "  monitored int NOT NULL DEFAULT 0\n"
-    ");\n"
-    "IF OBJECT_ID(N'{p}retry_claims', N'U') IS NULL\n"
-    "CREATE TABLE {p}retry_claims (\n"
-    "  unique_message_id " KEY(400) " NOT NULL PRIMARY KEY,\n"
-    "  batch_id " KEY(36) ",\n"
-    "  created_at bigint NOT NULL\n"
-    ");\n"
-    "IF OBJECT_ID(N'{p}group_operations', N'U') IS NULL\n"
-    "CREATE TABLE {p}group_operations (\n"
-    "  group_id " KEY(400) " NOT NULL PRIMARY KEY,\n"
-    "  kind " KEY(20) " NOT NULL,\n"
-    "  state " KEY(20) " NOT NULL,\n"
-    "  owner " KEY(36) " NOT NULL,\n"
-    "  total bigint NOT NULL,\n"
-    "  done bigint NOT NULL,\n"
-    "  cursor_id " KEY(400) " NOT NULL,\n"
-    "  started_at bigint NOT NULL,\n"
-    "  updated_at bigint NOT NULL,\n"
-    "  finished_at bigint\n"
-    ");\n";
+    "  unique_message_id " KEY(
+        400) " NOT NULL,\n"
+             "  group_id " KEY(
+                 36) " NOT NULL,\n"
+                     "  title nvarchar(max) NOT NULL,\n"
+                     "  type " KEY(
+                         100) " NOT NULL,\n"
+                              "  PRIMARY KEY (unique_message_id, group_id)\n"
+                              ");\n" INDEX(
+                                  FG, "{p}failed_message_groups_type_idx",
+                                  "(type, group_id)") "IF OBJECT_ID(N'{p}group_comments', N'U') IS NULL\n"
+                                                      "CREATE TABLE {p}group_comments (\n"
+                                                      "  group_id " KEY(
+                                                          36) " NOT NULL PRIMARY KEY,\n"
+                                                              "  comment nvarchar(max) NOT NULL,\n"
+                                                              "  last_modified bigint NOT NULL\n"
+                                                              ");\n"
+                                                              "IF OBJECT_ID(N'{p}known_endpoints', N'U') IS NULL\n"
+                                                              "CREATE TABLE {p}known_endpoints (\n"
+                                                              "  id " KEY(
+                                                                  36) " NOT NULL PRIMARY KEY,\n"
+                                                                      "  name " KEY(
+                                                                          400) " NOT NULL,\n"
+                                                                               "  host_id nvarchar(max),\n"
+                                                                               "  host nvarchar(max),\n"
+                                                                               "  monitored int NOT NULL DEFAULT 0\n"
+                                                                               ");\n"
+                                                                               "IF OBJECT_ID(N'{p}retry_claims', N'U') IS NULL\n"
+                                                                               "CREATE TABLE {p}retry_claims (\n"
+                                                                               "  unique_message_id " KEY(
+                                                                                   400) " NOT NULL PRIMARY KEY,\n"
+                                                                                        "  batch_id " KEY(
+                                                                                            36) ",\n"
+                                                                                                "  created_at bigint NOT NULL\n"
+                                                                                                ");\n"
+                                                                                                "IF OBJECT_ID(N'{p}group_operations', N'U') IS NULL\n"
+                                                                                                "CREATE TABLE {p}group_operations (\n"
+                                                                                                "  group_id " KEY(
+                                                                                                    400) " NOT NULL PRIMARY KEY,\n"
+                                                                                                         "  kind " KEY(
+                                                                                                             20) " NOT NULL,\n"
+                                                                                                                 "  state " KEY(
+                                                                                                                     20) " NOT NULL,\n"
+                                                                                                                         "  owner " KEY(
+                                                                                                                             36) " NOT NULL,\n"
+                                                                                                                                 "  total bigint NOT NULL,\n"
+                                                                                                                                 "  done bigint NOT NULL,\n"
+                                                                                                                                 "  cursor_id " KEY(
+                                                                                                                                     400) " NOT NULL,\n"
+                                                                                                                                          "  started_at bigint NOT NULL,\n"
+                                                                                                                                          "  updated_at bigint NOT NULL,\n"
+                                                                                                                                          "  finished_at bigint\n"
+                                                                                                                                          ");\n";
 static const char more_tables[] =
     "IF OBJECT_ID(N'{p}message_edits', N'U') IS NULL\n"
     "CREATE TABLE {p}message_edits (\n"
-    "  unique_message_id " KEY(400) " NOT NULL PRIMARY KEY,\n"
-    "  edit_message_id " KEY(36) " NOT NULL,\n"
-    "  created_at bigint NOT NULL\n"
-    ");\n"
-    "IF OBJECT_ID(N'{p}redirects', N'U') IS NULL\n"
-    "CREATE TABLE {p}redirects (\n"
-    "  id " KEY(36) " NOT NULL PRIMARY KEY,\n"
-    "  from_queue " KEY(200) " NOT NULL UNIQUE,\n"
-    "  to_queue " KEY(200) " NOT NULL,\n"
-    "  last_modified bigint NOT NULL\n"
-    ");\n"
-    "IF OBJECT_ID(N'{p}message_bodies', N'U') IS NULL\n"
-    "CREATE TABLE {p}message_bodies (\n"
-    "  unique_message_id " KEY(400) " NOT NULL PRIMARY KEY,\n"
-    "  body varbinary(max) NOT NULL,\n"
-    "  content_type nvarchar(max)\n"
-    ");\n"
-    /* Dead-letter ids are the transport's UUIDs; 64 leaves room. */
-    "IF OBJECT_ID(N'{p}failed_imports', N'U') IS NULL\n"
-    "CREATE TABLE {p}failed_imports (\n"
-    "  id " KEY(64) " NOT NULL PRIMARY KEY,\n"
-    "  dead_letter_id " KEY(64) " NOT NULL,\n"
-    "  headers nvarchar(max) NOT NULL,\n"
-    "  body varbinary(max) NOT NULL,\n"
-    "  reason nvarchar(max) NOT NULL,\n"
-    "  created_at bigint NOT NULL\n"
-    ");\n";
+    "  unique_message_id " KEY(
+        400) " NOT NULL PRIMARY KEY,\n"
+             "  edit_message_id " KEY(
+                 36) " NOT NULL,\n"
+                     "  created_at bigint NOT NULL\n"
+                     ");\n"
+                     "IF OBJECT_ID(N'{p}redirects', N'U') IS NULL\n"
+                     "CREATE TABLE {p}redirects (\n"
+                     "  id " KEY(
+                         36) " NOT NULL PRIMARY KEY,\n"
+                             "  from_queue " KEY(
+                                 200) " NOT NULL UNIQUE,\n"
+                                      "  to_queue " KEY(
+                                          200) " NOT NULL,\n"
+                                               "  last_modified bigint NOT NULL\n"
+                                               ");\n"
+                                               "IF OBJECT_ID(N'{p}message_bodies', N'U') IS NULL\n"
+                                               "CREATE TABLE {p}message_bodies (\n"
+                                               "  unique_message_id " KEY(
+                                                   400) " NOT NULL PRIMARY KEY,\n"
+                                                        "  body varbinary(max) NOT NULL,\n"
+                                                        "  content_type nvarchar(max)\n"
+                                                        ");\n"
+                                                        /* Dead-letter ids are the transport's UUIDs; 64 leaves room. */
+                                                        "IF OBJECT_ID(N'{p}failed_imports', N'U') IS NULL\n"
+                                                        "CREATE TABLE {p}failed_imports (\n"
+                                                        "  id " KEY(
+                                                            64) " NOT NULL PRIMARY KEY,\n"
+                                                                "  dead_letter_id " KEY(
+                                                                    64) " NOT NULL,\n"
+                                                                        "  headers nvarchar(max) NOT NULL,\n"
+                                                                        "  body varbinary(max) NOT NULL,\n"
+                                                                        "  reason nvarchar(max) NOT NULL,\n"
+                                                                        "  created_at bigint NOT NULL\n"
+                                                                        ");\n";
 
 /* E10: the attempts counted, one key each (sql.c, attempts_sql): 808
  * bytes of clustered key. The keys go with their message (the trigger,
@@ -152,10 +172,11 @@ static const char more_tables[] =
 static const char attempts[] =
     "IF OBJECT_ID(N'{p}failed_message_attempts', N'U') IS NULL\n"
     "CREATE TABLE {p}failed_message_attempts (\n"
-    "  unique_message_id " KEY(400) " NOT NULL,\n"
-    "  time_of_failure bigint NOT NULL,\n"
-    "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
-    ");\n";
+    "  unique_message_id " KEY(
+        400) " NOT NULL,\n"
+             "  time_of_failure bigint NOT NULL,\n"
+             "  PRIMARY KEY (unique_message_id, time_of_failure)\n"
+             ");\n";
 
 /* E22 on SQL Server: a full-text catalog and index over search_text (the
  * words ingestion cuts with words.c, as PostgreSQL's vector: '.' and '+'
@@ -173,23 +194,25 @@ static const char fulltext[] =
     "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:ddl:' + "
     "SCHEMA_NAME() + N'." FM "_ft';\n"
     "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
-    "N'Exclusive', @LockOwner = N'Session', @LockTimeout = 30000;\n"
-    SB_TSQL_APPLOCK_CHECK("full-text lock")
-    "BEGIN TRY\n"
-    "IF NOT EXISTS (SELECT 1 FROM sys.fulltext_catalogs WHERE name = N'" FM
-    "_ftc')\n"
-    "CREATE FULLTEXT CATALOG " FM "_ftc WITH ACCENT_SENSITIVITY = ON;\n"
-    "IF NOT EXISTS (SELECT 1 FROM sys.fulltext_indexes WHERE object_id = "
-    "OBJECT_ID(N'" FM "', N'U'))\n"
-    "CREATE FULLTEXT INDEX ON " FM " (search_text LANGUAGE 0) KEY INDEX " FM
-    "_ft_key ON " FM "_ftc WITH (CHANGE_TRACKING = AUTO, STOPLIST = OFF);\n"
-    "END TRY\n"
-    "BEGIN CATCH\n"
-    "EXEC sp_releaseapplock @Resource = @sb_res, @LockOwner = N'Session';\n"
-    "THROW;\n"
-    "END CATCH;\n"
-    "EXEC sp_releaseapplock @Resource = @sb_res, @LockOwner = N'Session';\n"
-    "END\n";
+    "N'Exclusive', @LockOwner = N'Session', @LockTimeout = 30000;\n" SB_TSQL_APPLOCK_CHECK(
+        "full-text lock") "BEGIN TRY\n"
+                          "IF NOT EXISTS (SELECT 1 FROM sys.fulltext_catalogs WHERE name = N'" FM
+                          "_ftc')\n"
+                          "CREATE FULLTEXT CATALOG " FM
+                          "_ftc WITH ACCENT_SENSITIVITY = ON;\n"
+                          "IF NOT EXISTS (SELECT 1 FROM sys.fulltext_indexes WHERE object_id = "
+                          "OBJECT_ID(N'" FM "', N'U'))\n"
+                          "CREATE FULLTEXT INDEX ON " FM
+                          " (search_text LANGUAGE 0) KEY INDEX " FM
+                          "_ft_key ON " FM
+                          "_ftc WITH (CHANGE_TRACKING = AUTO, STOPLIST = OFF);\n"
+                          "END TRY\n"
+                          "BEGIN CATCH\n"
+                          "EXEC sp_releaseapplock @Resource = @sb_res, @LockOwner = N'Session';\n"
+                          "THROW;\n"
+                          "END CATCH;\n"
+                          "EXEC sp_releaseapplock @Resource = @sb_res, @LockOwner = N'Session';\n"
+                          "END\n";
 
 /* A column's type; a bounded text is a key or name, binary-collated in
  * a table (`collated`; OPENJSON's WITH takes no collation). */
@@ -211,7 +234,7 @@ static void build_ddl(sb_buf *b)
     for (size_t i = 0; i < sb__err_n_columns; i++) {
         sb__buf_printf(b, "  %s ", c[i].name);
         ms_type(b, &c[i], 1);
-        sb__buf_puts(b, i == 0 ? " NOT NULL PRIMARY KEY,\n"
+        sb__buf_puts(b, i == 0         ? " NOT NULL PRIMARY KEY,\n"
                         : c[i].payload ? ",\n"
                                        : " NOT NULL,\n");
         if (i == 0)
@@ -286,10 +309,10 @@ static void build_upsert(const sb_err_dialect *d, sb_buf *b)
  * NOTHING keeps it), then inserted where absent under a key-range lock.
  * `sel` reads the fields, the key ones under the binary collation (so the
  * fold and the lookup are exact), named as `key` lists them. */
-static void build_insert_absent(sb_buf *b, const char *table,
-                                const char *cols, const char *fields,
-                                const char *sel, const char *key,
-                                const char *vals, const char *absent)
+static void build_insert_absent(sb_buf *b, const char *table, const char *cols,
+                                const char *fields, const char *sel,
+                                const char *key, const char *vals,
+                                const char *absent)
 {
     sb__buf_printf(b,
                    "INSERT INTO %s (%s) SELECT %s FROM (SELECT y.*, "
@@ -376,26 +399,27 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "x.content_type);");
         break;
     case ER_DROP_BODIES:
-        sb__buf_puts(b, "DELETE FROM {p}message_bodies"
-                        IN_IDS("unique_message_id"));
+        sb__buf_puts(
+            b, "DELETE FROM {p}message_bodies" IN_IDS("unique_message_id"));
         break;
     case ER_CONFIRM:
-        sb__buf_printf(b, "UPDATE " FM " SET status = 2, status_changed_at "
-                          "= %s, last_modified = %s" IN_IDS(
-                              "unique_message_id"),
+        sb__buf_printf(b,
+                       "UPDATE " FM " SET status = 2, status_changed_at "
+                       "= %s, last_modified = %s" IN_IDS("unique_message_id"),
                        now, now);
         break;
     case ER_DROP_CLAIMS:
-        sb__buf_puts(b, "DELETE FROM {p}retry_claims"
-                        IN_IDS("unique_message_id"));
+        sb__buf_puts(b,
+                     "DELETE FROM {p}retry_claims" IN_IDS("unique_message_id"));
         break;
     case ER_FAILED_IMPORT: /* $1 id, $2 now, $3 dead-letter id, $4 headers,
                               $5 reason, $6 body */
-        sb__buf_printf(b, "INSERT INTO {p}failed_imports (id, "
-                          "dead_letter_id, headers, body, reason, "
-                          "created_at) SELECT $1, $3, $4, $6, $5, %s WHERE "
-                          "NOT EXISTS (SELECT 1 FROM {p}failed_imports WITH "
-                          "(UPDLOCK, HOLDLOCK) WHERE id = $1)",
+        sb__buf_printf(b,
+                       "INSERT INTO {p}failed_imports (id, "
+                       "dead_letter_id, headers, body, reason, "
+                       "created_at) SELECT $1, $3, $4, $6, $5, %s WHERE "
+                       "NOT EXISTS (SELECT 1 FROM {p}failed_imports WITH "
+                       "(UPDLOCK, HOLDLOCK) WHERE id = $1)",
                        now);
         break;
     case ER_IMPORTS_TAKE: /* $1 limit; other re-importers' rows skipped */
@@ -407,13 +431,13 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT status, status_changed_at, last_modified");
         for (size_t i = 0; i < sb__err_n_columns; i++)
             sb__buf_printf(b, ", %s", sb__err_columns[i].name);
-        sb__buf_puts(b, " FROM " FM " WHERE "
-                        SB_MS_SAME("unique_message_id", "$1"));
+        sb__buf_puts(b, " FROM " FM
+                        " WHERE " SB_MS_SAME("unique_message_id", "$1"));
         break;
     case ER_GET_GROUPS:
-        sb__buf_puts(b, "SELECT group_id, type, title FROM " FG " WHERE "
-                        SB_MS_SAME("unique_message_id", "$1")
-                        " ORDER BY type, group_id");
+        sb__buf_puts(b, "SELECT group_id, type, title FROM " FG
+                        " WHERE " SB_MS_SAME("unique_message_id",
+                                             "$1") " ORDER BY type, group_id");
         break;
     case ER_GET_BODY:
         sb__buf_puts(b, "SELECT body, content_type FROM {p}message_bodies "
@@ -423,41 +447,44 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
     case ER_OP_START: /* $1 group, $2 kind, $3 owner, $4 total, $5 now,
                          $6 stale before: resumes a stale running operation
                          of the same kind, else starts afresh */
-        sb__buf_puts(b,
-                     "DECLARE @sb_op TABLE (total bigint, done bigint, "
-                     "cursor_id nvarchar(400)); MERGE {p}group_operations "
-                     "WITH (HOLDLOCK) AS o USING (SELECT CAST($1 AS "
-                     "nvarchar(400)) AS group_id, CAST($2 AS nvarchar(20)) "
-                     "AS kind, CAST($3 AS nvarchar(36)) AS owner, CAST($4 AS "
-                     "bigint) AS total, CAST($5 AS bigint) AS now_us) AS x ON "
-                     SB_MS_SAME("o.group_id", "x.group_id")
-                     " WHEN MATCHED AND (o.state <> N'running' OR "
-                     "o.updated_at < $6) THEN UPDATE SET owner = x.owner, "
-                     "updated_at = x.now_us, finished_at = NULL, total = CASE "
-                     "WHEN " OP_RESUMES " THEN o.total ELSE x.total END, "
-                     "done = CASE WHEN " OP_RESUMES " THEN o.done ELSE 0 END, "
-                     "cursor_id = CASE WHEN " OP_RESUMES " THEN o.cursor_id "
-                     "ELSE N'' END, started_at = CASE WHEN " OP_RESUMES
-                     " THEN o.started_at ELSE x.now_us END, kind = x.kind, "
-                     "state = N'running' WHEN NOT MATCHED THEN INSERT "
-                     "(group_id, kind, state, owner, total, done, cursor_id, "
-                     "started_at, updated_at, finished_at) VALUES "
-                     "(x.group_id, x.kind, N'running', x.owner, x.total, 0, "
-                     "N'', x.now_us, x.now_us, NULL) OUTPUT inserted.total, "
-                     "inserted.done, inserted.cursor_id INTO @sb_op; SELECT "
-                     "total, done, cursor_id FROM @sb_op");
+        sb__buf_puts(
+            b,
+            "DECLARE @sb_op TABLE (total bigint, done bigint, "
+            "cursor_id nvarchar(400)); MERGE {p}group_operations "
+            "WITH (HOLDLOCK) AS o USING (SELECT CAST($1 AS "
+            "nvarchar(400)) AS group_id, CAST($2 AS nvarchar(20)) "
+            "AS kind, CAST($3 AS nvarchar(36)) AS owner, CAST($4 AS "
+            "bigint) AS total, CAST($5 AS bigint) AS now_us) AS x ON " SB_MS_SAME(
+                "o.group_id",
+                "x.group_id") " WHEN MATCHED AND (o.state <> N'running' OR "
+                              "o.updated_at < $6) THEN UPDATE SET owner = x.owner, "
+                              "updated_at = x.now_us, finished_at = NULL, total = CASE "
+                              "WHEN " OP_RESUMES
+                              " THEN o.total ELSE x.total END, "
+                              "done = CASE WHEN " OP_RESUMES
+                              " THEN o.done ELSE 0 END, "
+                              "cursor_id = CASE WHEN " OP_RESUMES
+                              " THEN o.cursor_id "
+                              "ELSE N'' END, started_at = CASE WHEN " OP_RESUMES
+                              " THEN o.started_at ELSE x.now_us END, kind = x.kind, "
+                              "state = N'running' WHEN NOT MATCHED THEN INSERT "
+                              "(group_id, kind, state, owner, total, done, cursor_id, "
+                              "started_at, updated_at, finished_at) VALUES "
+                              "(x.group_id, x.kind, N'running', x.owner, x.total, 0, "
+                              "N'', x.now_us, x.now_us, NULL) OUTPUT inserted.total, "
+                              "inserted.done, inserted.cursor_id INTO @sb_op; SELECT "
+                              "total, done, cursor_id FROM @sb_op");
         break;
     case ER_OP_STEP: /* $1 changed, $2 cursor, $3 now, $4 group, $5 owner;
                         the caller reads the row count (the fence) */
         sb__buf_puts(b, "UPDATE {p}group_operations SET done = done + $1, "
-                        "cursor_id = $2, updated_at = $3 WHERE "
-                        SB_MS_SAME("group_id", "$4")
-                        " AND owner = $5" SB_MS_ROWCOUNT);
+                        "cursor_id = $2, updated_at = $3 WHERE " SB_MS_SAME(
+                            "group_id", "$4") " AND owner = $5" SB_MS_ROWCOUNT);
         break;
     case ER_OP_END: /* $1 state, $2 now, $3 group, $4 owner */
         sb__buf_puts(b, "UPDATE {p}group_operations SET state = $1, "
-                        "finished_at = $2, updated_at = $2 WHERE "
-                        SB_MS_SAME("group_id", "$3") " AND owner = $4");
+                        "finished_at = $2, updated_at = $2 WHERE " SB_MS_SAME(
+                            "group_id", "$3") " AND owner = $4");
         break;
     case ER_OP_GET:
         sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
@@ -469,8 +496,9 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT o.kind, o.state, o.total, o.done, "
                         "o.started_at, o.updated_at, o.finished_at, "
                         "o.group_id FROM {p}group_operations AS o WHERE "
-                        "EXISTS (SELECT 1 FROM " SB_MS_JSON_IDS("$1", "400")
-                        " AS j WHERE " SB_MS_SAME("o.group_id", "j.v") ")");
+                        "EXISTS (SELECT 1 FROM " SB_MS_JSON_IDS(
+                            "$1", "400") " AS j WHERE " SB_MS_SAME("o.group_id",
+                                                                   "j.v") ")");
         break;
     case ER_EDIT_CLAIM: /* $1 unique id (found by ER_RETRY_SOURCE just
                            before: a stored one), $2 now, $3 edit message
@@ -482,8 +510,8 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "$1)" SB_MS_ROWCOUNT);
         break;
     case ER_DROP_EDITS:
-        sb__buf_puts(b, "DELETE FROM {p}message_edits"
-                        IN_IDS("unique_message_id"));
+        sb__buf_puts(
+            b, "DELETE FROM {p}message_edits" IN_IDS("unique_message_id"));
         break;
     case ER_REDIRECTS_LOCK: /* the chain check reads the whole table: held
                                exclusively to the commit (PostgreSQL: SHARE
@@ -506,23 +534,25 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "x.to_queue, x.last_modified);");
         break;
     case ER_REDIRECT_DELETE:
-        sb__buf_puts(b, "DELETE FROM {p}redirects WHERE "
-                        SB_MS_SAME("id", "$1"));
+        sb__buf_puts(b,
+                     "DELETE FROM {p}redirects WHERE " SB_MS_SAME("id", "$1"));
         break;
     case ER_CLAIM: /* $1 JSON ids (a page the walk read), $2 now (SQLite),
                       $3 batch id */
-        sb__buf_printf(b,
-                       "DECLARE @sb_claimed TABLE (unique_message_id "
-                       "nvarchar(400)); INSERT INTO {p}retry_claims "
-                       "(unique_message_id, batch_id, created_at) OUTPUT "
-                       "inserted.unique_message_id INTO @sb_claimed SELECT "
-                       "x.v, $3, %s FROM (SELECT DISTINCT j.v" BIN2
-                       " AS v FROM " SB_MS_JSON_IDS("$1", "400")
-                       " AS j) AS x WHERE NOT EXISTS (SELECT 1 FROM "
+        sb__buf_printf(
+            b,
+            "DECLARE @sb_claimed TABLE (unique_message_id "
+            "nvarchar(400)); INSERT INTO {p}retry_claims "
+            "(unique_message_id, batch_id, created_at) OUTPUT "
+            "inserted.unique_message_id INTO @sb_claimed SELECT "
+            "x.v, $3, %s FROM (SELECT DISTINCT j.v" BIN2
+            " AS v FROM " SB_MS_JSON_IDS(
+                "$1",
+                "400") " AS j) AS x WHERE NOT EXISTS (SELECT 1 FROM "
                        "{p}retry_claims AS c WITH (UPDLOCK, HOLDLOCK) WHERE "
                        "c.unique_message_id = x.v); SELECT unique_message_id "
                        "FROM @sb_claimed ORDER BY unique_message_id",
-                       now);
+            now);
         break;
     case ER_RETRY_SOURCE: /* E20: to the redirect's target if any */
         sb__buf_puts(b, "SELECT f.headers, coalesce(r.to_queue, "
@@ -534,9 +564,9 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "WHERE " SB_MS_SAME("f.unique_message_id", "$1"));
         break;
     case ER_SET_STATUS: /* $1 JSON ids, $2 now (SQLite), $3 status */
-        sb__buf_printf(b, "UPDATE " FM " SET status = $3, status_changed_at "
-                          "= %s, last_modified = %s" IN_IDS(
-                              "unique_message_id"),
+        sb__buf_printf(b,
+                       "UPDATE " FM " SET status = $3, status_changed_at "
+                       "= %s, last_modified = %s" IN_IDS("unique_message_id"),
                        now, now);
         break;
     case ER_SET_COMMENT: /* $1 group (a normalized UUID), $2 now (SQLite),
@@ -553,9 +583,10 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
         break;
     case ER_EXPIRED: /* $1 retention ms, $2 now (SQLite), $3 limit: the
                         filtered index on status_changed_at serves it */
-        sb__buf_printf(b, "SELECT TOP (CAST($3 AS int)) unique_message_id "
-                          "FROM " FM " WHERE status IN (2, 3) AND "
-                          "status_changed_at < %s - $1 * 1000",
+        sb__buf_printf(b,
+                       "SELECT TOP (CAST($3 AS int)) unique_message_id "
+                       "FROM " FM " WHERE status IN (2, 3) AND "
+                       "status_changed_at < %s - $1 * 1000",
                        now);
         break;
     case ER_DELETE_MESSAGES: /* at most 1,000 ids (retention.c) */
@@ -564,18 +595,21 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
     case ER_SEARCH: /* $1 query (search.c, CONTAINS syntax), $2 limit: best
                        rank first, then newest; the condition must be a
                        variable of at most nvarchar(4000) */
-        sb__buf_puts(b, "DECLARE @sb_q nvarchar(4000) = $1; SELECT TOP "
-                        "(CAST($2 AS int)) " SB__SUMMARY_COLUMNS " FROM "
-                        "CONTAINSTABLE(" FM ", search_text, @sb_q) AS k JOIN "
-                        FM " AS f ON f.ft_id = k.[KEY] ORDER BY k.RANK DESC, "
-                        "f.last_time_of_failure DESC");
+        sb__buf_puts(b,
+                     "DECLARE @sb_q nvarchar(4000) = $1; SELECT TOP "
+                     "(CAST($2 AS int)) " SB__SUMMARY_COLUMNS " FROM "
+                     "CONTAINSTABLE(" FM ", search_text, @sb_q) AS k JOIN " FM
+                     " AS f ON f.ft_id = k.[KEY] ORDER BY k.RANK DESC, "
+                     "f.last_time_of_failure DESC");
         break;
     case ER_PRUNE_GROUPS: /* $1 JSON ids, $2 JSON "unique id|group id"
                              pairs to keep */
-        sb__buf_puts(b, "DELETE FROM " FG IN_IDS("unique_message_id")
-                        " AND unique_message_id + N'|' + group_id NOT IN "
-                        "(SELECT j.v" BIN2 " FROM "
-                        SB_MS_JSON_IDS("$2", "450") " AS j)");
+        sb__buf_puts(
+            b,
+            "DELETE FROM " FG IN_IDS(
+                "unique_message_id") " AND unique_message_id + N'|' + group_id NOT IN "
+                                     "(SELECT j.v" BIN2 " FROM " SB_MS_JSON_IDS(
+                                         "$2", "450") " AS j)");
         break;
     case ER_FULLTEXT: sb__buf_puts(b, fulltext); break;
     case ER_SEARCH_READY:

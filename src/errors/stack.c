@@ -90,8 +90,8 @@ static void finder_init(finder *f, const char *msg, size_t msg_len)
 }
 
 /* The offset of the first needle in h[from..len), or NONE. */
-static size_t finder_find(const finder *f, const unsigned char *h,
-                          size_t len, size_t from)
+static size_t finder_find(const finder *f, const unsigned char *h, size_t len,
+                          size_t from)
 {
     size_t pos = from, mem = 0;
     while (pos <= len && len - pos >= f->n) {
@@ -119,17 +119,17 @@ static size_t finder_find(const finder *f, const unsigned char *h,
 typedef struct scanner {
     const char *t;
     size_t len;
-    size_t pos;          /* start of the next line; > len when done */
-    bool holes;          /* a message to remove was given */
+    size_t pos; /* start of the next line; > len when done */
+    bool holes; /* a message to remove was given */
     finder f;
     size_t hole, hole_end; /* the next hole [hole, hole_end); NONE: none */
 } scanner;
 
 typedef struct line {
     const char *s;
-    size_t n;       /* without the '\n' and a final '\r' */
-    bool opaque;    /* holds a hole or a control character */
-    size_t arrows;  /* " ---> " outside the holes */
+    size_t n;      /* without the '\n' and a final '\r' */
+    bool opaque;   /* holds a hole or a control character */
+    size_t arrows; /* " ---> " outside the holes */
 } line;
 
 static bool is_blank(char c)
@@ -675,12 +675,8 @@ static void render(sb_text *t, const frame *f)
         put_squeezed(t, f->b, f->bn);
         sb__text_put(t, ")", 1);
         break;
-    case FRAME_JAVA:
-        put_java(t, f->a, f->an);
-        break;
-    case FRAME_ANON:
-        sb__text_put(t, "<anonymous>", 11);
-        break;
+    case FRAME_JAVA: put_java(t, f->a, f->an); break;
+    case FRAME_ANON: sb__text_put(t, "<anonymous>", 11); break;
     case FRAME_C:
         sb__text_put(t, f->a, f->an);
         sb__text_put(t, "(", 1);
@@ -696,15 +692,12 @@ static void render(sb_text *t, const frame *f)
         sb__text_put(t, ".", 1);
         sb__text_put(t, f->b, f->bn);
         break;
-    default: /* FRAME_NAME */
-        sb__text_put(t, f->a, f->an);
-        break;
+    default: /* FRAME_NAME */ sb__text_put(t, f->a, f->an); break;
     }
 }
 
 int sb__stack_first_frame(const char *trace, size_t len,
-                          const char *exception_message, char *out,
-                          size_t cap)
+                          const char *exception_message, char *out, size_t cap)
 {
     sb_text t;
     sb__text_init(&t, out, cap);
@@ -736,8 +729,7 @@ static size_t type_name(const char *s, size_t n)
         return 0;
     size_t i = 1;
     while (i < n && (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '_' ||
-                     s[i] == '$' || s[i] == '.' || s[i] == '+' ||
-                     s[i] == '`'))
+                     s[i] == '$' || s[i] == '.' || s[i] == '+' || s[i] == '`'))
         i++;
     return i <= TYPE_MAX && s[i - 1] != '.' ? i : 0;
 }
@@ -852,8 +844,8 @@ static void at_header(finding *f, const char *text, const past_line *past,
         const char *s = text + p->off;
         size_t pre = header_prefix(s, p->n);
         size_t type_n, msg_at;
-        if (pre == NONE || !exception_line(s + pre, p->n - pre, &type_n,
-                                           &msg_at))
+        if (pre == NONE ||
+            !exception_line(s + pre, p->n - pre, &type_n, &msg_at))
             continue;
         if (pre == 0 && !exception_like(s, type_n))
             continue;
@@ -870,8 +862,7 @@ static void at_header(finding *f, const char *text, const past_line *past,
                 }
         }
         msg_end = msg_off + trim_end(text + msg_off, msg_end - msg_off);
-        found_at(f, p->off, frame_end, p->off + pre, type_n, msg_off,
-                 msg_end);
+        found_at(f, p->off, frame_end, p->off + pre, type_n, msg_off, msg_end);
         return;
     }
 }

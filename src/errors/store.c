@@ -16,10 +16,9 @@
 static int fill_attempts(sb_conn *c, sb_errors *e, sb_error *err)
 {
     sb_rows *rows = NULL;
-    int rc = sb__query(c, e->sql.s[ER_ATTEMPTS_STATE], NULL, 0, &rows, NULL,
-                       err);
-    int fill = rc == SB_OK && rows->nrows == 1 &&
-               sb__rows_int(rows, 0, 0) == 1;
+    int rc =
+        sb__query(c, e->sql.s[ER_ATTEMPTS_STATE], NULL, 0, &rows, NULL, err);
+    int fill = rc == SB_OK && rows->nrows == 1 && sb__rows_int(rows, 0, 0) == 1;
     sb__rows_free(rows);
     if (rc == SB_OK && fill)
         rc = sb__exec(c, e->sql.s[ER_ATTEMPTS_FILL], err);
@@ -85,8 +84,8 @@ int sb__errors_race(const sb_errors *e, int rc, sb_error *err)
     return SB_BUSY;
 }
 
-int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
-                   sb_errors **out, sb_error *err)
+int sb_errors_open(sb_bus *bus, const sb_errors_options *opts, sb_errors **out,
+                   sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -114,8 +113,7 @@ int sb_errors_open(sb_bus *bus, const sb_errors_options *opts,
     if (e == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     e->bus = bus;
-    e->batch_size = o->ingest_batch_size ? o->ingest_batch_size
-                                         : DEFAULT_BATCH;
+    e->batch_size = o->ingest_batch_size ? o->ingest_batch_size : DEFAULT_BATCH;
     e->max_body = o->max_body_size ? o->max_body_size : DEFAULT_BODY;
     e->allow_edit = o->allow_edit != 0;
     rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);

@@ -21,8 +21,8 @@ static int check_submission(const sb_errors *e, const sb_failed_submission *s,
     if (s->headers_json == NULL)
         return sb__err(err, SB_INVALID, field,
                        "headers must be a JSON object of strings");
-    int rc = sb__headers_validate(s->headers_json, strlen(s->headers_json),
-                                  err);
+    int rc =
+        sb__headers_validate(s->headers_json, strlen(s->headers_json), err);
     if (rc != SB_OK) {
         if (err != NULL)
             sb__strlcpy(err->field, field, sizeof err->field);
@@ -79,8 +79,8 @@ static int submit_tx(sb_conn *c, void *vctx, sb_error *err)
                           &immediate, err);
 }
 
-int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
-                     size_t n, sb_error *err)
+int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs, size_t n,
+                     sb_error *err)
 {
     sb_error_clear(err);
     if (e == NULL)
@@ -91,8 +91,7 @@ int sb_errors_submit(sb_errors *e, const sb_failed_submission *msgs,
         return sb__err(err, SB_INVALID, "msgs", "msgs must not be NULL");
     if (n > MAX_SUBMIT)
         return sb__err(err, SB_INVALID, "n",
-                       "at most %d messages per call (got %zu)", MAX_SUBMIT,
-                       n);
+                       "at most %d messages per call (got %zu)", MAX_SUBMIT, n);
     int rc = sb_errors_submit_check(e, msgs, n, err);
     if (rc != SB_OK)
         return rc;
@@ -141,8 +140,7 @@ static int reimport_tx(sb_conn *c, void *vctx, sb_error *err)
     x->moved = 0;
     sb_value lim = sb__v_int(REIMPORT_BATCH);
     sb_rows *rows = NULL;
-    int rc = sb__query(c, e->sql.s[ER_IMPORTS_TAKE], &lim, 1, &rows, NULL,
-                       err);
+    int rc = sb__query(c, e->sql.s[ER_IMPORTS_TAKE], &lim, 1, &rows, NULL, err);
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         char ids[1][37];
         const sb_value *body = sb__rows_at(rows, r, 2);
@@ -150,8 +148,8 @@ static int reimport_tx(sb_conn *c, void *vctx, sb_error *err)
         sb_outgoing o = {ids[0], body->p ? body->p : "", body->len,
                          sb__rows_text(rows, r, 1), 0};
         int immediate = 0;
-        rc = sb__publish_on(e->bus, c, e->bus->dlq, &o, 1, ids, &immediate,
-                            err);
+        rc =
+            sb__publish_on(e->bus, c, e->bus->dlq, &o, 1, ids, &immediate, err);
         sb_value id = sb__v_text(sb__rows_text(rows, r, 0));
         if (rc == SB_OK)
             rc = sb__query(c, e->sql.s[ER_IMPORTS_DELETE], &id, 1, NULL, NULL,

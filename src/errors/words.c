@@ -36,10 +36,11 @@ static unsigned decode(const unsigned char *p, const unsigned char *end,
                        size_t *len)
 {
     unsigned c = p[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2
-                          : c >= 0xE0 && c < 0xF0  ? 3
-                          : c >= 0xF0 && c < 0xF5  ? 4
-                                                   : 0;
+    size_t n = c < 0x80                ? 1
+               : c >= 0xC2 && c < 0xE0 ? 2
+               : c >= 0xE0 && c < 0xF0 ? 3
+               : c >= 0xF0 && c < 0xF5 ? 4
+                                       : 0;
     *len = 1;
     if (n == 0 || (size_t)(end - p) < n)
         return 0;
@@ -102,8 +103,8 @@ static int by_word_then_pos(const void *pa, const void *pb)
     return c;
 }
 
-int sb__search_vector(sb_buf *b, const char *const *texts,
-                      const size_t *lens, size_t n)
+int sb__search_vector(sb_buf *b, const char *const *texts, const size_t *lens,
+                      size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)

@@ -15,7 +15,8 @@ static size_t depth(const json_t *j)
     if (json_is_object(j)) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)j, k, v) {
+        json_object_foreach((json_t *)j, k, v)
+        {
             size_t x = depth(v);
             d = x > d ? x : d;
             if (d > SB_API_JSON_DEPTH)
@@ -26,7 +27,8 @@ static size_t depth(const json_t *j)
     if (json_is_array(j)) {
         size_t i;
         json_t *v;
-        json_array_foreach(j, i, v) {
+        json_array_foreach(j, i, v)
+        {
             size_t x = depth(v);
             d = x > d ? x : d;
             if (d > SB_API_JSON_DEPTH)

@@ -14,7 +14,7 @@
 #define SB_API_BODY_MAX ((size_t)64 << 20) /* a response body's cap */
 #define SB_API_JSON_DEPTH 32               /* S10: request JSON nesting */
 #define SB_API_DEFAULT_PER_PAGE 50
-#define SB_API_MAX_PER_PAGE 500            /* S10 */
+#define SB_API_MAX_PER_PAGE 500 /* S10 */
 
 typedef struct sb_stats sb_stats;
 
@@ -22,21 +22,21 @@ typedef struct sb_stats sb_stats;
 typedef struct sb_api {
     sb_bus *bus;
     sb_errors *store;
-    sb_operations *ops;    /* durable operations (the library's, S5) */
-    sb_loops *loops;       /* may be NULL */
-    sb_stats *stats;       /* the sampler (stats.c), may be NULL */
-    const char *backend;   /* "sqlite" or "postgresql" */
-    int64_t retention_ms;  /* E21, for /api/configuration */
-    int edit_enabled;      /* E18 */
+    sb_operations *ops;   /* durable operations (the library's, S5) */
+    sb_loops *loops;      /* may be NULL */
+    sb_stats *stats;      /* the sampler (stats.c), may be NULL */
+    const char *backend;  /* "sqlite" or "postgresql" */
+    int64_t retention_ms; /* E21, for /api/configuration */
+    int edit_enabled;     /* E18 */
 } sb_api;
 
 struct json_t;
 
 typedef struct sb_api_req {
-    int method;                  /* SB_HTTP_* */
+    int method; /* SB_HTTP_* */
     const sb_route_match *m;
     const sb_query_params *q;
-    const char *body;            /* NUL-terminated; "" when none */
+    const char *body; /* NUL-terminated; "" when none */
     size_t body_len;
     /* The body parsed, of the shape the route declares (router.h), on a
      * route that takes one; NULL on the others. Borrowed. */
@@ -46,16 +46,16 @@ typedef struct sb_api_req {
 
 typedef struct sb_api_resp {
     unsigned status;
-    sb_buf body;              /* JSON unless content_type is set */
-    char content_type[128];   /* "" = application/json */
-    int64_t total;            /* >= 0: the Total-Count header */
-    char link[2048];          /* "" or the Link header */
-    char location[512];       /* "" or the Location header */
+    sb_buf body;            /* JSON unless content_type is set */
+    char content_type[128]; /* "" = application/json */
+    int64_t total;          /* >= 0: the Total-Count header */
+    char link[2048];        /* "" or the Link header */
+    char location[512];     /* "" or the Location header */
     /* An error: http.c writes {"error", "message", "field"}. */
     const char *code;
     char message[512];
     char field[64];
-    unsigned retry_after_s;   /* > 0: the Retry-After header (503s) */
+    unsigned retry_after_s; /* > 0: the Retry-After header (503s) */
     /* Set by http.c before the handler runs: the time limit of each of
      * the request's statements (--request-timeout, S10), which the
      * timeout error names; 0 = none. */
@@ -83,8 +83,7 @@ int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
  * first member, tracked in *first); strings NULL or "" are left out
  * (nulls omitted); times 0 are left out. */
 void sb__json_key(sb_buf *b, int *first, const char *name);
-void sb__json_str_m(sb_buf *b, int *first, const char *name,
-                    const char *v);
+void sb__json_str_m(sb_buf *b, int *first, const char *name, const char *v);
 void sb__json_int_m(sb_buf *b, int *first, const char *name, int64_t v);
 void sb__json_time_m(sb_buf *b, int *first, const char *name, int64_t us);
 void sb__json_bool_m(sb_buf *b, int *first, const char *name, int v);
@@ -114,8 +113,7 @@ void sb__page_headers(sb_api_resp *out, const char *path,
 
 /* api_errors.c: the error store's read routes (S4). 1 when `route` is
  * one of them (handled), else 0. */
-int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
-                        sb_api_resp *out);
+int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_groups.c: classifiers, groups, comments, redirects, operations. */
 int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_groups.c: one operation's JSON (shared with the 202 answers). */

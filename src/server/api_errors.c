@@ -16,8 +16,7 @@
 
 /* One sb_failed_summary as a FailedMessageView object; `trace` (the
  * detail's stack trace, or NULL) joins its exception. */
-static void view_with(sb_buf *b, const sb_failed_summary *s,
-                      const char *trace)
+static void view_with(sb_buf *b, const sb_failed_summary *s, const char *trace)
 {
     int f = 1;
     sb__buf_puts(b, "{");
@@ -183,8 +182,7 @@ static const char *content_type(json_t *headers)
     return NULL;
 }
 
-static int message(const sb_api *a, const char *id, int full,
-                   sb_api_resp *out)
+static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
 {
     sb_failed_message *m = NULL;
     sb_error err;
@@ -205,8 +203,8 @@ static int message(const sb_api *a, const char *id, int full,
         const char *name;
         size_t off, cap;
     } fields[] = {
-#define F(n, member)                                                         \
-    {n, offsetof(sb_failed_summary, member),                                 \
+#define F(n, member)                                                           \
+    {n, offsetof(sb_failed_summary, member),                                   \
      sizeof(((sb_failed_summary *)0)->member)}
         F("message_id", message_id),
         F("message_type", message_type),
@@ -307,9 +305,8 @@ static int body(const sb_api *a, const char *id, sb_api_resp *out)
         return sb__api_fail(out, rc, &err), 1;
     size_t len = 0;
     const void *data = sb_failed_body(m, &len);
-    json_t *hj = json_loads(sb_failed_headers(m) ? sb_failed_headers(m)
-                                                 : "{}",
-                            0, NULL);
+    json_t *hj =
+        json_loads(sb_failed_headers(m) ? sb_failed_headers(m) : "{}", 0, NULL);
     const char *type = content_type(hj);
     if (type == NULL || !safe_type(type))
         type = sb_failed_body_text(m) != NULL && data != NULL
@@ -398,8 +395,8 @@ static int summary(const sb_api *a, sb_api_resp *out)
 /* Counts of one column over every status, paged in memory (at most
  * COUNTS_MAX values). */
 static int counts(const sb_api *a, const sb_api_req *r, const char *by,
-                  const char *name_key, const char *count_key,
-                  const char *path, sb_api_resp *out)
+                  const char *name_key, const char *count_key, const char *path,
+                  sb_api_resp *out)
 {
     size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
     if (!sb__page_params(r->q, &page, &per, out))
@@ -450,8 +447,7 @@ static int edit_config(const sb_api *a, sb_api_resp *out)
     return 1;
 }
 
-int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
-                        sb_api_resp *out)
+int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     const sb_route_match *m = r->m;
     switch (m->route) {
@@ -461,13 +457,13 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r,
         int ep = m->route == SB_R_ENDPOINT_ERRORS;
         sb_buf path;
         sb__buf_init(&path, SB_SEGMENT_MAX * 3 + 64);
-        sb__buf_puts(&path, ep ? "/api/endpoints/"
-                               : "/api/recoverability/groups/");
+        sb__buf_puts(&path,
+                     ep ? "/api/endpoints/" : "/api/recoverability/groups/");
         sb__url_encode(&path, m->captures[0]);
         sb__buf_puts(&path, "/errors");
-        int rc = list(a, r, ep ? m->captures[0] : NULL,
-                      ep ? NULL : m->captures[0],
-                      path.failed ? "" : path.data, out);
+        int rc =
+            list(a, r, ep ? m->captures[0] : NULL, ep ? NULL : m->captures[0],
+                 path.failed ? "" : path.data, out);
         sb__buf_free(&path);
         return rc;
     }

@@ -9,9 +9,9 @@
 
 #define HISTORY_MAX 50
 
-static const char *const classifiers[] = {
-    "Exception Type and Stack Trace", "Message Type", "Endpoint Address",
-    "Endpoint Instance", "Endpoint Name"};
+static const char *const classifiers[] = {"Exception Type and Stack Trace",
+                                          "Message Type", "Endpoint Address",
+                                          "Endpoint Instance", "Endpoint Name"};
 
 static int known_classifier(const char *c)
 {
@@ -101,8 +101,8 @@ static int groups(const sb_api *a, const char *classifier, int status,
  * newest, else counted. */
 static int group(const sb_api *a, const char *id, sb_api_resp *out)
 {
-    sb_failed_query q = {.size = sizeof q, .status = -1, .group_id = id,
-                         .per_page = 1};
+    sb_failed_query q = {
+        .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
     sb_failed_summary *s = NULL;
     size_t n = 0;
     int64_t total = 0;
@@ -202,8 +202,8 @@ static int operations(const sb_api *a, int groups_only, sb_api_resp *out)
     sb_error err;
     op_list l = {&out->body, groups_only, 0};
     sb__buf_puts(&out->body, "[");
-    int rc = sb_operations_list(a->ops, a->bus, HISTORY_MAX, op_member, &l,
-                                &err);
+    int rc =
+        sb_operations_list(a->ops, a->bus, HISTORY_MAX, op_member, &l, &err);
     if (rc != SB_OK) {
         sb__buf_reset(&out->body);
         return sb__api_fail(out, rc, &err), 1;
@@ -283,8 +283,8 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     static const char *const known[] = {"fromphysicaladdress",
                                         "tophysicaladdress", NULL};
     const json_t *j = r->json;
-    const char *from = json_string_value(json_object_get(j,
-                                                         "fromphysicaladdress"));
+    const char *from =
+        json_string_value(json_object_get(j, "fromphysicaladdress"));
     const char *to = json_string_value(json_object_get(j, "tophysicaladdress"));
     if (!sb__api_known_fields(j, known, out))
         return 1;

@@ -14,15 +14,14 @@
 
 /* Accept `kind` over `sel`: 202 with the operation. */
 static int submit_op(const sb_api *a, const char *kind,
-                  const sb_failed_selection *sel, sb_api_resp *out)
+                     const sb_failed_selection *sel, sb_api_resp *out)
 {
     sb_operation_info op = {.size = sizeof op};
     sb_error err;
     int rc = sb_operations_submit(a->ops, a->bus, kind, sel, &op, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
-    snprintf(out->location, sizeof out->location, "/api/operations/%s",
-             op.id);
+    snprintf(out->location, sizeof out->location, "/api/operations/%s", op.id);
     sb__api_op_json(&out->body, &op);
     out->status = 202;
     return 1;
@@ -50,12 +49,11 @@ static int ids_of(const json_t *arr, const char *field, unsigned status,
         if (v == NULL || v[0] == '\0' || strlen(v) > SB_SEGMENT_MAX) {
             sb__free(*ids);
             *ids = NULL;
-            return sb__api_error(out, status,
-                                 status == 422 ? "unprocessable" : "invalid",
-                                 field,
-                                 "%s[%zu] must be a message id (a string of "
-                                 "1 to %d bytes)",
-                                 field, i, SB_SEGMENT_MAX);
+            return sb__api_error(
+                out, status, status == 422 ? "unprocessable" : "invalid", field,
+                "%s[%zu] must be a message id (a string of "
+                "1 to %d bytes)",
+                field, i, SB_SEGMENT_MAX);
         }
         (*ids)[i] = v;
     }
@@ -70,8 +68,7 @@ static int by_ids(const sb_api *a, const sb_api_req *r, const char *kind,
     const char **ids = NULL;
     size_t n = 0;
     if (ids_of(r->json, "body", empty_status, &ids, &n, out)) {
-        sb_failed_selection sel = {.size = sizeof sel, .ids = ids,
-                                   .n_ids = n};
+        sb_failed_selection sel = {.size = sizeof sel, .ids = ids, .n_ids = n};
         submit_op(a, kind, &sel, out);
     }
     sb__free(ids);
@@ -111,8 +108,8 @@ static int pending(const sb_api *a, const sb_api_req *r, const char *kind,
     size_t n = 0;
     int ok =
         sb__api_known_fields(j, queue_form ? known_queue : known_ids, out) &&
-         time_of(j, "from", &sel.modified_from_us, out) &&
-         time_of(j, "to", &sel.modified_to_us, out);
+        time_of(j, "from", &sel.modified_from_us, out) &&
+        time_of(j, "to", &sel.modified_to_us, out);
     if (ok && queue_form) {
         sel.failed_queue =
             json_string_value(json_object_get(j, "queueaddress"));
@@ -120,8 +117,8 @@ static int pending(const sb_api *a, const sb_api_req *r, const char *kind,
             ok = sb__api_error(out, 400, "invalid", "queueaddress",
                                "queueaddress (a string) is required");
     } else if (ok && json_object_get(j, "uniquemessageids") != NULL) {
-        ok = ids_of(json_object_get(j, "uniquemessageids"),
-                    "uniquemessageids", 400, &ids, &n, out);
+        ok = ids_of(json_object_get(j, "uniquemessageids"), "uniquemessageids",
+                    400, &ids, &n, out);
         sel.ids = ids;
         sel.n_ids = n;
     } else if (ok) {
@@ -180,7 +177,8 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     if (ok) {
         const char *k;
         json_t *v;
-        json_object_foreach(headers, k, v) {
+        json_object_foreach(headers, k, v)
+        {
             if (!json_is_string(v)) {
                 ok = sb__api_error(out, 400, "invalid", "message_headers",
                                    "header \"%.60s\" must be a string", k);
@@ -195,9 +193,9 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         int ignored = 0;
         char new_id[37] = "";
         sb_error err;
-        int rc = sb_errors_edit_retry(a->store, r->m->captures[0], body,
-                                      strlen(body), htext, &ignored, new_id,
-                                      &err);
+        int rc =
+            sb_errors_edit_retry(a->store, r->m->captures[0], body,
+                                 strlen(body), htext, &ignored, new_id, &err);
         if (rc != SB_OK) {
             sb__api_fail(out, rc, &err);
         } else {
@@ -213,8 +211,7 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     return 1;
 }
 
-int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
-                         sb_api_resp *out)
+int sb__api_errors_write(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     const sb_route_match *m = r->m;
     const char *one[1] = {m->captures[0]};
@@ -225,7 +222,7 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
         sel.ids = one;
         sel.n_ids = 1;
         return submit_op(a, m->route == SB_R_ERROR_RETRY ? "retry" : "archive",
-                      &sel, out);
+                         &sel, out);
     case SB_R_ERRORS_RETRY: return by_ids(a, r, "retry", 400, out);
     case SB_R_ERRORS_ARCHIVE: return by_ids(a, r, "archive", 422, out);
     case SB_R_ERRORS_UNARCHIVE: return by_ids(a, r, "unarchive", 400, out);
@@ -244,10 +241,10 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
     case SB_R_GROUP_UNARCHIVE:
         sel.group_id = m->captures[0];
         return submit_op(a,
-                      m->route == SB_R_GROUP_RETRY     ? "retry"
-                      : m->route == SB_R_GROUP_ARCHIVE ? "archive"
-                                                       : "unarchive",
-                      &sel, out);
+                         m->route == SB_R_GROUP_RETRY     ? "retry"
+                         : m->route == SB_R_GROUP_ARCHIVE ? "archive"
+                                                          : "unarchive",
+                         &sel, out);
     case SB_R_PENDING_RETRY: return by_ids(a, r, "retry_pending", 400, out);
     case SB_R_PENDING_RESOLVE: return pending(a, r, "resolve", 0, out);
     case SB_R_PENDING_QUEUE_RETRY:

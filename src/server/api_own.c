@@ -62,9 +62,9 @@ static void peeked(sb_buf *b, const sb_msg *m, int64_t now_us)
     sb__json_time_m(b, &f, "created_at", sb_msg_created_at_us(m));
     sb__json_time_m(b, &f, "available_at", sb_msg_available_at_us(m));
     int64_t lease = sb_msg_locked_until_us(m);
-    const char *state = lease > now_us                        ? "in_flight"
+    const char *state = lease > now_us                       ? "in_flight"
                         : sb_msg_available_at_us(m) > now_us ? "delayed"
-                                                              : "ready";
+                                                             : "ready";
     sb__json_str_m(b, &f, "state", state);
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, sb_msg_headers(m));
@@ -122,8 +122,7 @@ static int peek(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     sb__buf_puts(&path, "/api/queues/");
     sb__url_encode(&path, queue);
     sb__buf_puts(&path, "/messages");
-    sb__page_headers(out, path.failed ? "" : path.data, r->q, page, per,
-                     total);
+    sb__page_headers(out, path.failed ? "" : path.data, r->q, page, per, total);
     sb__buf_free(&path);
     int64_t now = sb__wall_us();
     sb__buf_puts(&out->body, "[");
@@ -156,7 +155,8 @@ static char *string_object(const json_t *obj, const char *field,
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
+    json_object_foreach((json_t *)obj, k, v)
+    {
         if (!json_is_string(v)) {
             json_decref((json_t *)obj);
             sb__api_error(out, 400, "invalid", field,
@@ -193,8 +193,8 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         ok = sb__api_error(out, 400, "invalid", "delay_ms",
                            "delay_ms must be a whole number >= 0");
     if (ok)
-        ok = (headers = string_object(json_object_get(j, "headers"),
-                                      "headers", out)) != NULL;
+        ok = (headers = string_object(json_object_get(j, "headers"), "headers",
+                                      out)) != NULL;
     const char *text = NULL;
     size_t len = 0;
     if (ok && json_is_string(body)) {
@@ -263,8 +263,7 @@ static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         const json_t *body = json_object_get(m, "body");
         if (ok && body != NULL && !json_is_string(body))
             ok = sb__api_error(out, 400, "invalid", "body",
-                               "failed message %zu: body must be a string",
-                               i);
+                               "failed message %zu: body must be a string", i);
         if (ok)
             ok = (texts[i] = string_object(json_object_get(m, "headers"),
                                            "headers", out)) != NULL;
@@ -361,8 +360,7 @@ int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     switch (r->m->route) {
     case SB_R_QUEUES: return queues(a, out);
     case SB_R_QUEUE_MESSAGES:
-        return r->method == SB_HTTP_POST ? publish(a, r, out)
-                                         : peek(a, r, out);
+        return r->method == SB_HTTP_POST ? publish(a, r, out) : peek(a, r, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

@@ -11,7 +11,6 @@
 
 #include "server/isotime.h"
 
-
 int sb__api_error(sb_api_resp *out, unsigned status, const char *code,
                   const char *field, const char *fmt, ...)
 {
@@ -49,13 +48,11 @@ int sb__api_fail(sb_api_resp *out, int rc, const sb_error *err)
     case SB_INVALID:
         return sb__api_error(out, 400, "invalid", field, "%s", err->message);
     case SB_NOTFOUND:
-        return sb__api_error(out, 404, "not_found", field, "%s",
-                             err->message);
+        return sb__api_error(out, 404, "not_found", field, "%s", err->message);
     case SB_CONFLICT:
         return sb__api_error(out, 409, "conflict", field, "%s", err->message);
     case SB_TOOBIG:
-        return sb__api_error(out, 413, "too_large", field, "%s",
-                             err->message);
+        return sb__api_error(out, 413, "too_large", field, "%s", err->message);
     case SB_MISUSE:
         return sb__api_error(out, 409, "conflict", field, "%s", err->message);
     case SB_BUSY:
@@ -122,7 +119,8 @@ int sb__api_known_fields(const json_t *obj, const char *const *known,
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
+    json_object_foreach((json_t *)obj, k, v)
+    {
         int ok = 0;
         for (size_t i = 0; known[i] != NULL && !ok; i++)
             ok = strcmp(k, known[i]) == 0;

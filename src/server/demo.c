@@ -66,10 +66,9 @@ enum scenario {
 };
 
 /* The first orders walk through every failure, then the PRNG decides. */
-static const int opening[] = {S_OK,      S_CARD_DECLINED, S_OK,
-                              S_INVENTORY_TIMEOUT, S_OK, S_DEADLOCK,
-                              S_OK,      S_MAILBOX,       S_OK,
-                              S_CARRIER, S_OK,            S_OK};
+static const int opening[] = {S_OK, S_CARD_DECLINED, S_OK, S_INVENTORY_TIMEOUT,
+                              S_OK, S_DEADLOCK,      S_OK, S_MAILBOX,
+                              S_OK, S_CARRIER,       S_OK, S_OK};
 #define N_OPENING (sizeof opening / sizeof opening[0])
 
 typedef struct customer {
@@ -81,8 +80,7 @@ static const customer customers[] = {
     {"CUST-0218", "Lucas Martin", "lucas.martin@example.fr", "Lyon", "FR"},
     {"CUST-0305", "Sofia Rossi", "sofia.rossi@example.it", "Milano", "IT"},
     {"CUST-0417", "Jan de Vries", "jan.devries@example.nl", "Utrecht", "NL"},
-    {"CUST-0522", "Emma Johansson", "emma.johansson@example.se", "Malmo",
-     "SE"},
+    {"CUST-0522", "Emma Johansson", "emma.johansson@example.se", "Malmo", "SE"},
     {"CUST-0631", "Oliver Brown", "oliver.brown@example.co.uk", "Leeds", "GB"},
     {"CUST-0746", "Mia Novak", "mia.novak@example.cz", "Brno", "CZ"},
     {"CUST-0858", "Noah Keller", "noah.keller@example.ch", "Basel", "CH"},
@@ -91,9 +89,9 @@ static const customer customers[] = {
 static const customer deadlock_customer = {
     "CUST-0042", "Northwind Traders GmbH", "purchasing@northwind.example",
     "Hamburg", "DE"};
-static const customer mailbox_customer = {
-    "CUST-0999", "Max Mustermann", "max.mustermann@example.invalid", "Koeln",
-    "DE"};
+static const customer mailbox_customer = {"CUST-0999", "Max Mustermann",
+                                          "max.mustermann@example.invalid",
+                                          "Koeln", "DE"};
 static const customer carrier_customer = {
     "CUST-0777", "Ingrid Larsen", "ingrid.larsen@example.no", "Bergen", "NO"};
 
@@ -124,141 +122,142 @@ static const char *const report_kinds[] = {"daily-sales", "top-customers",
 
 /* ---- the exceptions, as .NET's Exception.ToString() writes them ---- */
 
-#define NSB_FRAMES                                                            \
-    "   at NServiceBus.InvokeHandlerTerminator.Terminate("                    \
-    "IInvokeHandlerContext context, CancellationToken cancellationToken)\n"   \
+#define NSB_FRAMES                                                             \
+    "   at NServiceBus.InvokeHandlerTerminator.Terminate("                     \
+    "IInvokeHandlerContext context, CancellationToken cancellationToken)\n"    \
     "   at NServiceBus.LoadHandlersConnector.Invoke(IIncomingLogicalMessage"   \
     "Context context, Func`2 stage)\n"                                         \
-    "   at NServiceBus.MutateIncomingMessageBehavior.InvokeIncomingMessage"   \
+    "   at NServiceBus.MutateIncomingMessageBehavior.InvokeIncomingMessage"    \
     "Mutators(IIncomingLogicalMessageContext context, Func`2 next)\n"          \
-    "   at NServiceBus.TransportReceiveToPhysicalMessageConnector.Invoke("    \
+    "   at NServiceBus.TransportReceiveToPhysicalMessageConnector.Invoke("     \
     "ITransportReceiveContext context, Func`2 next)\n"                         \
-    "   at NServiceBus.RecoverabilityComponent.Invoke(MessageContext "       \
+    "   at NServiceBus.RecoverabilityComponent.Invoke(MessageContext "         \
     "messageContext, CancellationToken cancellationToken)"
 
 #define TIMEOUT_TYPE "System.TimeoutException"
 #define TIMEOUT_MESSAGE "The operation timed out after 30 s"
-#define TIMEOUT_TRACE                                                         \
-    TIMEOUT_TYPE ": " TIMEOUT_MESSAGE "\n"                                    \
+#define TIMEOUT_TRACE                                                          \
+    TIMEOUT_TYPE                                                               \
+    ": " TIMEOUT_MESSAGE "\n"                                                  \
     "   at Shop.Sales.Inventory.InventoryClient.ReserveAsync(String orderId, " \
-    "IReadOnlyList`1 lines, CancellationToken cancellationToken) in "        \
-    "/src/Shop.Sales/Inventory/InventoryClient.cs:line 87\n"                  \
-    "   at Shop.Sales.Handlers.PlaceOrderHandler.Handle(PlaceOrder message, " \
-    "IMessageHandlerContext context) in "                                    \
+    "IReadOnlyList`1 lines, CancellationToken cancellationToken) in "          \
+    "/src/Shop.Sales/Inventory/InventoryClient.cs:line 87\n"                   \
+    "   at Shop.Sales.Handlers.PlaceOrderHandler.Handle(PlaceOrder message, "  \
+    "IMessageHandlerContext context) in "                                      \
     "/src/Shop.Sales/Handlers/PlaceOrderHandler.cs:line 42\n" NSB_FRAMES
 
 #define DECLINED_TYPE "Shop.Payments.CardDeclinedException"
-#define DECLINED_TRACE_FRAMES                                                 \
-    "   at Shop.Billing.Payments.CardGateway.ChargeAsync(ChargeRequest "      \
-    "request, CancellationToken cancellationToken) in "                      \
-    "/src/Shop.Billing/Payments/CardGateway.cs:line 133\n"                   \
-    "   at Shop.Billing.Handlers.ChargeCreditCardHandler.Handle("            \
-    "ChargeCreditCard message, IMessageHandlerContext context) in "          \
-    "/src/Shop.Billing/Handlers/ChargeCreditCardHandler.cs:line 57\n"         \
-    NSB_FRAMES
+#define DECLINED_TRACE_FRAMES                                                  \
+    "   at Shop.Billing.Payments.CardGateway.ChargeAsync(ChargeRequest "       \
+    "request, CancellationToken cancellationToken) in "                        \
+    "/src/Shop.Billing/Payments/CardGateway.cs:line 133\n"                     \
+    "   at Shop.Billing.Handlers.ChargeCreditCardHandler.Handle("              \
+    "ChargeCreditCard message, IMessageHandlerContext context) in "            \
+    "/src/Shop.Billing/Handlers/ChargeCreditCardHandler.cs:line 57\n" NSB_FRAMES
 
 #define SQL_TYPE "System.Data.SqlClient.SqlException"
-#define SQL_MESSAGE                                                           \
-    "Transaction (Process ID 73) was deadlocked on lock resources with "     \
-    "another process and has been chosen as the deadlock victim. Rerun the " \
+#define SQL_MESSAGE                                                            \
+    "Transaction (Process ID 73) was deadlocked on lock resources with "       \
+    "another process and has been chosen as the deadlock victim. Rerun the "   \
     "transaction."
-#define SQL_FRAMES                                                            \
-    SQL_TYPE " (0x80131904): " SQL_MESSAGE "\n"                               \
-    "   at System.Data.SqlClient.SqlConnection.OnError(SqlException "         \
-    "exception, Boolean breakConnection, Action`1 wrapCloseInAction)\n"       \
-    "   at System.Data.SqlClient.TdsParser.ThrowExceptionAndWarning("         \
-    "TdsParserStateObject stateObj, Boolean callerHasConnectionLock, "       \
-    "Boolean asyncClose)\n"                                                   \
-    "   at System.Data.SqlClient.TdsParser.TryRun(RunBehavior runBehavior, " \
-    "SqlCommand cmdHandler, SqlDataReader dataStream, "                      \
-    "BulkCopySimpleResultSet bulkCopyHandler, TdsParserStateObject "         \
-    "stateObj, Boolean& dataReady)\n"                                         \
-    "   at System.Data.SqlClient.SqlCommand.FinishExecuteReader("            \
+#define SQL_FRAMES                                                             \
+    SQL_TYPE                                                                   \
+    " (0x80131904): " SQL_MESSAGE "\n"                                         \
+    "   at System.Data.SqlClient.SqlConnection.OnError(SqlException "          \
+    "exception, Boolean breakConnection, Action`1 wrapCloseInAction)\n"        \
+    "   at System.Data.SqlClient.TdsParser.ThrowExceptionAndWarning("          \
+    "TdsParserStateObject stateObj, Boolean callerHasConnectionLock, "         \
+    "Boolean asyncClose)\n"                                                    \
+    "   at System.Data.SqlClient.TdsParser.TryRun(RunBehavior runBehavior, "   \
+    "SqlCommand cmdHandler, SqlDataReader dataStream, "                        \
+    "BulkCopySimpleResultSet bulkCopyHandler, TdsParserStateObject "           \
+    "stateObj, Boolean& dataReady)\n"                                          \
+    "   at System.Data.SqlClient.SqlCommand.FinishExecuteReader("              \
     "SqlDataReader ds, RunBehavior runBehavior, String resetOptionsString)\n"
-#define SQL_TAIL                                                              \
-    NSB_FRAMES "\nClientConnectionId:3c1f0a52-9d7e-4b8a-a1d3-6f2e0b9c4d11\n"  \
-    "Error Number:1205,State:51,Class:13"
-#define SQL_TRACE_PAYMENTS                                                    \
-    SQL_FRAMES                                                                \
-    "   at Shop.Billing.Data.LedgerRepository.AppendAsync(LedgerEntry "       \
-    "entry, CancellationToken cancellationToken) in "                        \
-    "/src/Shop.Billing/Data/LedgerRepository.cs:line 64\n"                    \
-    "   at Shop.Billing.Handlers.ChargeCreditCardHandler.Handle("            \
-    "ChargeCreditCard message, IMessageHandlerContext context) in "          \
+#define SQL_TAIL                                                               \
+    NSB_FRAMES "\nClientConnectionId:3c1f0a52-9d7e-4b8a-a1d3-6f2e0b9c4d11\n"   \
+               "Error Number:1205,State:51,Class:13"
+#define SQL_TRACE_PAYMENTS                                                     \
+    SQL_FRAMES                                                                 \
+    "   at Shop.Billing.Data.LedgerRepository.AppendAsync(LedgerEntry "        \
+    "entry, CancellationToken cancellationToken) in "                          \
+    "/src/Shop.Billing/Data/LedgerRepository.cs:line 64\n"                     \
+    "   at Shop.Billing.Handlers.ChargeCreditCardHandler.Handle("              \
+    "ChargeCreditCard message, IMessageHandlerContext context) in "            \
     "/src/Shop.Billing/Handlers/ChargeCreditCardHandler.cs:line 71\n" SQL_TAIL
-#define SQL_TRACE_ORDERS                                                      \
-    SQL_FRAMES                                                                \
-    "   at Shop.Sales.Data.OrderRepository.InsertAsync(Order order, "         \
-    "CancellationToken cancellationToken) in "                               \
-    "/src/Shop.Sales/Data/OrderRepository.cs:line 38\n"                       \
-    "   at Shop.Sales.Handlers.PlaceOrderHandler.Handle(PlaceOrder message, " \
-    "IMessageHandlerContext context) in "                                    \
+#define SQL_TRACE_ORDERS                                                       \
+    SQL_FRAMES                                                                 \
+    "   at Shop.Sales.Data.OrderRepository.InsertAsync(Order order, "          \
+    "CancellationToken cancellationToken) in "                                 \
+    "/src/Shop.Sales/Data/OrderRepository.cs:line 38\n"                        \
+    "   at Shop.Sales.Handlers.PlaceOrderHandler.Handle(PlaceOrder message, "  \
+    "IMessageHandlerContext context) in "                                      \
     "/src/Shop.Sales/Handlers/PlaceOrderHandler.cs:line 51\n" SQL_TAIL
 
 #define SMTP_TYPE "System.Net.Mail.SmtpFailedRecipientException"
-#define SMTP_TRACE_FRAMES                                                     \
-    "   at System.Net.Mail.SmtpTransport.SendMail(MailAddress sender, "      \
-    "MailAddressCollection recipients, String deliveryNotify, Boolean "      \
-    "allowUnicode, SmtpFailedRecipientException& exception)\n"               \
-    "   at System.Net.Mail.SmtpClient.Send(MailMessage message)\n"            \
-    "   at Shop.Notifications.Mail.SmtpMailer.SendAsync(MailMessage mail, "   \
-    "CancellationToken cancellationToken) in "                               \
-    "/src/Shop.Notifications/Mail/SmtpMailer.cs:line 29\n"                    \
-    "   at Shop.Notifications.Handlers.SendOrderConfirmationHandler.Handle(" \
-    "SendOrderConfirmation message, IMessageHandlerContext context) in "     \
-    "/src/Shop.Notifications/Handlers/SendOrderConfirmationHandler.cs:line " \
+#define SMTP_TRACE_FRAMES                                                      \
+    "   at System.Net.Mail.SmtpTransport.SendMail(MailAddress sender, "        \
+    "MailAddressCollection recipients, String deliveryNotify, Boolean "        \
+    "allowUnicode, SmtpFailedRecipientException& exception)\n"                 \
+    "   at System.Net.Mail.SmtpClient.Send(MailMessage message)\n"             \
+    "   at Shop.Notifications.Mail.SmtpMailer.SendAsync(MailMessage mail, "    \
+    "CancellationToken cancellationToken) in "                                 \
+    "/src/Shop.Notifications/Mail/SmtpMailer.cs:line 29\n"                     \
+    "   at Shop.Notifications.Handlers.SendOrderConfirmationHandler.Handle("   \
+    "SendOrderConfirmation message, IMessageHandlerContext context) in "       \
+    "/src/Shop.Notifications/Handlers/SendOrderConfirmationHandler.cs:line "   \
     "35\n" NSB_FRAMES
 
 #define CARRIER_TYPE "Shop.Shipping.CarrierRejectedException"
-#define CARRIER_TRACE_FRAMES                                                  \
-    "   at Shop.Shipping.Carriers.ExpressCarrierClient.BookAsync(Shipment "   \
-    "shipment, CancellationToken cancellationToken) in "                     \
-    "/src/Shop.Shipping/Carriers/ExpressCarrierClient.cs:line 112\n"          \
-    "   at Shop.Shipping.Handlers.ShipOrderHandler.Handle(ShipOrder "         \
-    "message, IMessageHandlerContext context) in "                           \
+#define CARRIER_TRACE_FRAMES                                                   \
+    "   at Shop.Shipping.Carriers.ExpressCarrierClient.BookAsync(Shipment "    \
+    "shipment, CancellationToken cancellationToken) in "                       \
+    "/src/Shop.Shipping/Carriers/ExpressCarrierClient.cs:line 112\n"           \
+    "   at Shop.Shipping.Handlers.ShipOrderHandler.Handle(ShipOrder "          \
+    "message, IMessageHandlerContext context) in "                             \
     "/src/Shop.Shipping/Handlers/ShipOrderHandler.cs:line 46\n" NSB_FRAMES
 
 #define REPORT_TYPE "System.InvalidOperationException"
 #define REPORT_MESSAGE "Sequence contains no elements"
-#define REPORT_TRACE                                                          \
-    REPORT_TYPE ": " REPORT_MESSAGE "\n"                                      \
-    "   at System.Linq.ThrowHelper.ThrowNoElementsException()\n"              \
-    "   at System.Linq.Enumerable.First[TSource](IEnumerable`1 source)\n"     \
-    "   at Shop.Reporting.Builders.RefundsByRegionBuilder.BuildAsync("       \
-    "ReportRequest request, CancellationToken cancellationToken) in "        \
-    "/src/Shop.Reporting/Builders/RefundsByRegionBuilder.cs:line 58\n"        \
-    "   at Shop.Reporting.Handlers.GenerateReportHandler.Handle("            \
-    "GenerateReport message, IMessageHandlerContext context) in "            \
-    "/src/Shop.Reporting/Handlers/GenerateReportHandler.cs:line 40\n"         \
-    NSB_FRAMES
+#define REPORT_TRACE                                                           \
+    REPORT_TYPE                                                                \
+    ": " REPORT_MESSAGE "\n"                                                   \
+    "   at System.Linq.ThrowHelper.ThrowNoElementsException()\n"               \
+    "   at System.Linq.Enumerable.First[TSource](IEnumerable`1 source)\n"      \
+    "   at Shop.Reporting.Builders.RefundsByRegionBuilder.BuildAsync("         \
+    "ReportRequest request, CancellationToken cancellationToken) in "          \
+    "/src/Shop.Reporting/Builders/RefundsByRegionBuilder.cs:line 58\n"         \
+    "   at Shop.Reporting.Handlers.GenerateReportHandler.Handle("              \
+    "GenerateReport message, IMessageHandlerContext context) in "              \
+    "/src/Shop.Reporting/Handlers/GenerateReportHandler.cs:line 40\n" NSB_FRAMES
 
 enum { RNG_PUBLISHER, RNG_REQUESTER, RNG_HANDLERS, N_RNG };
 
 typedef struct demo_request {
-    sb_waiter *w;      /* NULL: the slot is free */
+    sb_waiter *w; /* NULL: the slot is free */
     char report_id[40];
-    int progress;      /* progress replies seen */
+    int progress; /* progress replies seen */
 } demo_request;
 
 struct sb_demo {
-    sb_bus *bus;           /* borrowed: the server's, so its counters and
+    sb_bus *bus; /* borrowed: the server's, so its counters and
                               metrics see the demo's traffic */
     sb_channel *ch;
     sb_worker *workers[N_WORKERS];
     sb_log_fn log;
     void *log_user;
     int64_t order_period_us;
-    int64_t order_base;    /* the first order's number */
+    int64_t order_base; /* the first order's number */
     char host[128];
-    char instance[200];    /* the channel's instance id (sb-reply-to) */
+    char instance[200]; /* the channel's instance id (sb-reply-to) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
     pthread_t publisher, requester;
     int started_publisher, started_requester;
     /* under mu */
-    uint64_t rng[N_RNG];   /* the PRNG streams */
-    int invoices_open;     /* demo.invoices is below its cap */
+    uint64_t rng[N_RNG]; /* the PRNG streams */
+    int invoices_open;   /* demo.invoices is below its cap */
     int64_t orders, requests, replies, error_replies, timeouts, recovered;
     int said_reply, said_error_reply;
     /* the requester thread's alone */
@@ -343,9 +342,8 @@ static char *field(const sb_msg *m, const char *path)
     size_t len = 0;
     const void *p = sb_msg_payload(m, &len);
     char *out = NULL;
-    if (p == NULL ||
-        sb__json_extract_text(p, len, &path, 1, PAYLOAD_MAX, &out, NULL) !=
-            SB_OK)
+    if (p == NULL || sb__json_extract_text(p, len, &path, 1, PAYLOAD_MAX, &out,
+                                           NULL) != SB_OK)
         return NULL;
     return out;
 }
@@ -379,10 +377,10 @@ static void copy_field(sb_buf *b, const sb_msg *m, const char *key,
 
 typedef struct demo_send {
     const char *queue;
-    const char *type;    /* the message type, without assembly */
-    const char *intent;  /* "Send" or "Publish" */
-    const char *from;    /* the originating endpoint */
-    const sb_msg *cause; /* the message being handled, or NULL */
+    const char *type;           /* the message type, without assembly */
+    const char *intent;         /* "Send" or "Publish" */
+    const char *from;           /* the originating endpoint */
+    const sb_msg *cause;        /* the message being handled, or NULL */
     const char *correlation_id; /* a request's (sb-correlation-id), or NULL */
     int64_t delay_ms;
 } demo_send;
@@ -397,37 +395,47 @@ static int send_msg(sb_demo *d, sb_bus *bus, const demo_send *s,
     int rc = sb_uuid7(id, err);
     if (rc != SB_OK)
         return rc;
-    const char *conv = s->cause ? sb_msg_header(s->cause,
-                                                "NServiceBus.ConversationId")
-                                : NULL;
+    const char *conv =
+        s->cause ? sb_msg_header(s->cause, "NServiceBus.ConversationId") : NULL;
     if (conv == NULL) {
         memcpy(conversation, id, sizeof id);
         conv = conversation;
     }
-    const char *related = s->cause ? sb_msg_header(s->cause,
-                                                   "NServiceBus.MessageId")
-                                   : NULL;
-    const char *corr = s->cause ? sb_msg_header(s->cause,
-                                                "NServiceBus.CorrelationId")
-                                : NULL;
+    const char *related =
+        s->cause ? sb_msg_header(s->cause, "NServiceBus.MessageId") : NULL;
+    const char *corr =
+        s->cause ? sb_msg_header(s->cause, "NServiceBus.CorrelationId") : NULL;
     format_time(sent, sizeof sent, sb__wall_us(), 1);
     snprintf(enclosed, sizeof enclosed,
              "%s, Shop.Messages, Version=1.4.0.0, Culture=neutral, "
              "PublicKeyToken=null",
              s->type);
-    const char *kv[] = {"NServiceBus.MessageId", id,
-                        "NServiceBus.MessageIntent", s->intent,
-                        "NServiceBus.ConversationId", conv,
-                        "NServiceBus.CorrelationId", corr ? corr : id,
-                        "NServiceBus.RelatedTo", related,
-                        "NServiceBus.EnclosedMessageTypes", enclosed,
-                        "NServiceBus.ContentType", "application/json",
-                        "NServiceBus.OriginatingEndpoint", s->from,
-                        "NServiceBus.OriginatingMachine", d->host,
-                        "NServiceBus.ReplyToAddress", s->from,
-                        "NServiceBus.TimeSent", sent,
-                        "NServiceBus.Version", "8.2.4",
-                        "sb-correlation-id", s->correlation_id,
+    const char *kv[] = {"NServiceBus.MessageId",
+                        id,
+                        "NServiceBus.MessageIntent",
+                        s->intent,
+                        "NServiceBus.ConversationId",
+                        conv,
+                        "NServiceBus.CorrelationId",
+                        corr ? corr : id,
+                        "NServiceBus.RelatedTo",
+                        related,
+                        "NServiceBus.EnclosedMessageTypes",
+                        enclosed,
+                        "NServiceBus.ContentType",
+                        "application/json",
+                        "NServiceBus.OriginatingEndpoint",
+                        s->from,
+                        "NServiceBus.OriginatingMachine",
+                        d->host,
+                        "NServiceBus.ReplyToAddress",
+                        s->from,
+                        "NServiceBus.TimeSent",
+                        sent,
+                        "NServiceBus.Version",
+                        "8.2.4",
+                        "sb-correlation-id",
+                        s->correlation_id,
                         "sb-reply-to",
                         s->correlation_id ? d->instance : NULL,
                         NULL};
@@ -491,8 +499,13 @@ static int orders_handler(sb_delivery *dl, void *user)
     copy_field(&b, m, "last4", "payment.last4", 0);
     sb__buf_puts(&b, "}}");
     sb__free(order);
-    demo_send s = {QUEUE_PAYMENTS, "Shop.Messages.Commands.ChargeCreditCard",
-                   "Send", endpoint_names[EP_SALES], m, NULL, 0};
+    demo_send s = {QUEUE_PAYMENTS,
+                   "Shop.Messages.Commands.ChargeCreditCard",
+                   "Send",
+                   endpoint_names[EP_SALES],
+                   m,
+                   NULL,
+                   0};
     sb_error err;
     int rc = send_msg(d, d->bus, &s, &b, &err);
     sb__buf_free(&b);
@@ -538,9 +551,9 @@ static int payments_handler(sb_delivery *dl, void *user)
     copy_field(&b, m, "country", "shipTo.country", 0);
     sb__buf_printf(&b, "},\"carrier\":\"ExpressParcel\",\"parcels\":%d}",
                    (int)rnd_range(d, RNG_HANDLERS, 1, 3));
-    demo_send ship = {QUEUE_SHIPPING, "Shop.Messages.Commands.ShipOrder",
-                      "Send", from, m, NULL,
-                      rnd_range(d, RNG_HANDLERS, 3000, 30000)};
+    demo_send ship = {
+        QUEUE_SHIPPING, "Shop.Messages.Commands.ShipOrder",     "Send", from, m,
+        NULL,           rnd_range(d, RNG_HANDLERS, 3000, 30000)};
     int rc = send_msg(d, bus, &ship, &b, &err);
     if (rc == SB_OK) {
         sb__buf_reset(&b);
@@ -552,7 +565,11 @@ static int payments_handler(sb_delivery *dl, void *user)
         sb__buf_puts(&b, "}");
         demo_send mail = {QUEUE_EMAILS,
                           "Shop.Messages.Commands.SendOrderConfirmation",
-                          "Send", from, m, NULL, 0};
+                          "Send",
+                          from,
+                          m,
+                          NULL,
+                          0};
         rc = send_msg(d, bus, &mail, &b, &err);
     }
     if (rc == SB_OK && rnd(d, RNG_HANDLERS) % 4 == 0) {
@@ -565,8 +582,11 @@ static int payments_handler(sb_delivery *dl, void *user)
         put_str(&b, "locale", "en-GB", 0);
         sb__buf_puts(&b, "}");
         demo_send mail = {QUEUE_EMAILS,
-                          "Shop.Messages.Commands.SendReviewReminder", "Send",
-                          from, m, NULL,
+                          "Shop.Messages.Commands.SendReviewReminder",
+                          "Send",
+                          from,
+                          m,
+                          NULL,
                           rnd_range(d, RNG_HANDLERS, 60000, 180000)};
         rc = send_msg(d, bus, &mail, &b, &err);
     }
@@ -583,8 +603,13 @@ static int payments_handler(sb_delivery *dl, void *user)
         copy_field(&b, m, "value", "amount.value", 1);
         copy_field(&b, m, "currency", "amount.currency", 0);
         sb__buf_puts(&b, "},\"vatRate\":\"0.19\"}");
-        demo_send inv = {QUEUE_INVOICES, "Shop.Messages.Events.PaymentAccepted",
-                         "Publish", from, m, NULL, 0};
+        demo_send inv = {QUEUE_INVOICES,
+                         "Shop.Messages.Events.PaymentAccepted",
+                         "Publish",
+                         from,
+                         m,
+                         NULL,
+                         0};
         rc = send_msg(d, bus, &inv, &b, &err);
     }
     sb__buf_free(&b);
@@ -715,8 +740,7 @@ static int publish_order(sb_demo *d, int64_t n, sb_error *err)
     int scenario = next_scenario(d, n);
     const customer *c = pick_customer(d, scenario);
     char order[32], placed[48];
-    snprintf(order, sizeof order, "ORD-%08lld",
-             (long long)(d->order_base + n));
+    snprintf(order, sizeof order, "ORD-%08lld", (long long)(d->order_base + n));
     format_time(placed, sizeof placed, sb__wall_us(), 0);
     sb_buf b;
     sb__buf_init(&b, PAYLOAD_MAX);
@@ -733,8 +757,7 @@ static int publish_order(sb_demo *d, int64_t n, sb_error *err)
     for (int i = 0; i < lines; i++) {
         const product *p = scenario == S_INVENTORY_TIMEOUT && i == 0
                                ? &timeout_product
-                               : &products[rnd(d, RNG_PUBLISHER) %
-                                           N_PRODUCTS];
+                               : &products[rnd(d, RNG_PUBLISHER) % N_PRODUCTS];
         int qty = (int)rnd_range(d, RNG_PUBLISHER, 1, 3);
         total += qty * p->cents;
         sb__buf_printf(&b, "%s{", i ? "," : "");
@@ -748,19 +771,21 @@ static int publish_order(sb_demo *d, int64_t n, sb_error *err)
                    "],\"total\":{\"amount\":\"%d.%02d\",\"currency\":\"EUR\"},"
                    "\"payment\":{\"method\":\"card\",",
                    total / 100, total % 100);
-    put_str(&b, "brand", scenario == S_CARD_DECLINED ? "VISA"
-                                                     : card_brands[card],
-            1);
-    put_str(&b, "last4", scenario == S_CARD_DECLINED ? "0002"
-                                                     : card_last4[card],
-            0);
+    put_str(&b, "brand",
+            scenario == S_CARD_DECLINED ? "VISA" : card_brands[card], 1);
+    put_str(&b, "last4",
+            scenario == S_CARD_DECLINED ? "0002" : card_last4[card], 0);
     sb__buf_puts(&b, "},");
-    put_str(&b, "channel",
-            rnd(d, RNG_PUBLISHER) % 3 ? "web" : "mobile-app", 1);
+    put_str(&b, "channel", rnd(d, RNG_PUBLISHER) % 3 ? "web" : "mobile-app", 1);
     put_str(&b, "placedAt", placed, 0);
     sb__buf_puts(&b, "}");
-    demo_send s = {QUEUE_ORDERS, "Shop.Messages.Commands.PlaceOrder", "Send",
-                   "Shop.Web", NULL, NULL, 0};
+    demo_send s = {QUEUE_ORDERS,
+                   "Shop.Messages.Commands.PlaceOrder",
+                   "Send",
+                   "Shop.Web",
+                   NULL,
+                   NULL,
+                   0};
     int rc = send_msg(d, d->bus, &s, &b, err);
     sb__buf_free(&b);
     return rc;
@@ -787,8 +812,8 @@ static int check_invoices(sb_demo *d, sb_error *err)
 
 /* A database error is logged once per outage and retried with back-off;
  * returns the next wait in ms. */
-static int64_t outage(sb_demo *d, const char *what, int rc,
-                      const sb_error *err, int *down, int64_t *backoff)
+static int64_t outage(sb_demo *d, const char *what, int rc, const sb_error *err,
+                      int *down, int64_t *backoff)
 {
     if (rc == SB_OK) {
         if (*down)
@@ -823,8 +848,8 @@ static void *publisher_main(void *arg)
         }
         if (rc == SB_OK)
             rc = publish_order(d, n, &err);
-        int64_t wait = outage(d, "publishing orders", rc, &err, &down,
-                              &backoff);
+        int64_t wait =
+            outage(d, "publishing orders", rc, &err, &down, &backoff);
         if (rc == SB_OK) {
             n++;
             count(d, &d->orders);
@@ -864,8 +889,13 @@ typedef struct report_trigger {
 static int send_report_job(const char *correlation_id, void *user)
 {
     report_trigger *t = user;
-    demo_send s = {QUEUE_REPORTS, "Shop.Messages.Commands.GenerateReport",
-                   "Send", "Shop.Backoffice", NULL, correlation_id, 0};
+    demo_send s = {QUEUE_REPORTS,
+                   "Shop.Messages.Commands.GenerateReport",
+                   "Send",
+                   "Shop.Backoffice",
+                   NULL,
+                   correlation_id,
+                   0};
     sb_error err;
     return send_msg(t->d, t->d->bus, &s, t->payload, &err);
 }
@@ -984,8 +1014,8 @@ static void *requester_main(void *arg)
         sb_error err;
         sb_error_clear(&err);
         int rc = start_report(d, slot, n, &err);
-        int64_t wait = outage(d, "requesting reports", rc, &err, &down,
-                              &backoff);
+        int64_t wait =
+            outage(d, "requesting reports", rc, &err, &down, &backoff);
         if (rc == SB_OK) {
             n++;
             wait = rnd_range(d, RNG_REQUESTER, 2500, 5000);
@@ -1005,8 +1035,7 @@ static int recovery_classify(const sb_reply *r, void *user)
 {
     if (sb_reply_is_error(r))
         return SB_RECOVERY_FAIL;
-    return until_done(r, user) ? SB_RECOVERY_RESUME
-                               : SB_RECOVERY_KEEP_WAITING;
+    return until_done(r, user) ? SB_RECOVERY_RESUME : SB_RECOVERY_KEEP_WAITING;
 }
 
 static int recovery_resume(const sb_reply *r, const void *context,

@@ -16,12 +16,12 @@
 typedef struct sb_demo sb_demo;
 
 typedef struct sb_demo_options {
-    sb_log_fn log;     /* one line at start and at stop, outages, first
+    sb_log_fn log; /* one line at start and at stop, outages, first
                           reply and error reply (may be NULL) */
     void *log_user;
-    double rate;       /* messages per second in all, approximately
+    double rate;   /* messages per second in all, approximately
                           (0: 5; at most 1000) */
-    uint64_t seed;     /* the PRNG of every choice (0: a fixed default,
+    uint64_t seed; /* the PRNG of every choice (0: a fixed default,
                           so two runs place the same orders and request
                           the same reports) */
 } sb_demo_options;

@@ -26,16 +26,16 @@
 #define STATS_INTERVAL_MS 5000
 
 /* The dashboard's policy (S11): its own scripts and styles only. */
-#define UI_CSP                                                               \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src "      \
-    "'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri "    \
+#define UI_CSP                                                                 \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src "        \
+    "'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri "      \
     "'none'; form-action 'none'"
 #define API_CSP "default-src 'none'; frame-ancestors 'none'; sandbox"
 #define JSON_TYPE "application/json; charset=utf-8"
 
 struct sb_server {
     struct MHD_Daemon *daemon;
-    sb_bus *bus;          /* the operations worker's and the sampler's */
+    sb_bus *bus; /* the operations worker's and the sampler's */
     sb_errors *store;
     sb_bus *api_bus;      /* the requests' (S10): bus or a bus of its own */
     sb_errors *api_store; /* the error store over api_bus */
@@ -124,9 +124,9 @@ static enum MHD_Result queue(request *r, struct MHD_Connection *c,
  * `bearer` asks for WWW-Authenticate, `retry_after_s` > 0 a
  * Retry-After. */
 static enum MHD_Result send_json(request *r, struct MHD_Connection *c,
-                                 unsigned status,
-                                 const sb_buf *body, const char *allow,
-                                 int bearer, unsigned retry_after_s)
+                                 unsigned status, const sb_buf *body,
+                                 const char *allow, int bearer,
+                                 unsigned retry_after_s)
 {
     const char *text = body->failed || body->data == NULL ? "{}" : body->data;
     struct MHD_Response *resp =
@@ -147,8 +147,8 @@ static enum MHD_Result send_json(request *r, struct MHD_Connection *c,
  * there is none; a Retry-After when `retry_after_s` > 0. */
 static enum MHD_Result send_error_after(request *r, struct MHD_Connection *c,
                                         unsigned status, const char *code,
-                                        const char *message,
-                                        const char *field, const char *allow,
+                                        const char *message, const char *field,
+                                        const char *allow,
                                         unsigned retry_after_s)
 {
     sb_buf b;
@@ -169,9 +169,9 @@ static enum MHD_Result send_error_after(request *r, struct MHD_Connection *c,
 }
 
 static enum MHD_Result send_error(request *r, struct MHD_Connection *c,
-                                  unsigned status,
-                                  const char *code, const char *message,
-                                  const char *field, const char *allow)
+                                  unsigned status, const char *code,
+                                  const char *message, const char *field,
+                                  const char *allow)
 {
     return send_error_after(r, c, status, code, message, field, allow, 0);
 }
@@ -298,9 +298,9 @@ static enum MHD_Result ready(request *r, const sb_server *s,
     st.last_ok_age_ms = -1;
     if (s->loops != NULL)
         sb__loops_state(s->loops, &st);
-    int behind = s->loops != NULL && st.failing &&
-                 (st.last_ok_age_ms < 0 ||
-                  st.last_ok_age_ms > READY_FAILED_FOR_MS);
+    int behind =
+        s->loops != NULL && st.failing &&
+        (st.last_ok_age_ms < 0 || st.last_ok_age_ms > READY_FAILED_FOR_MS);
     sb_buf b;
     sb__buf_init(&b, 512);
     sb__buf_printf(&b, "{\"status\":\"%s\"", behind ? "degraded" : "ready");
@@ -315,8 +315,7 @@ static enum MHD_Result ready(request *r, const sb_server *s,
     if (imports >= 0)
         sb__buf_printf(&b, ",\"failed_imports\":%lld", (long long)imports);
     sb__buf_puts(&b, "}");
-    enum MHD_Result res =
-        send_json(r, c, behind ? 503 : 200, &b, NULL, 0, 0);
+    enum MHD_Result res = send_json(r, c, behind ? 503 : 200, &b, NULL, 0, 0);
     sb__buf_free(&b);
     return res;
 }
@@ -371,16 +370,15 @@ static enum MHD_Result ui(request *r, struct MHD_Connection *c,
  * the paging headers; a 200 answer to GET or HEAD gets an ETag of its
  * body, and a matching If-None-Match a 304 (S5). */
 static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
-                                int method,
-                                sb_api_resp *a)
+                                int method, sb_api_resp *a)
 {
     if (a->code != NULL)
-        return send_error_after(r, c, a->status, a->code, a->message,
-                                a->field, NULL, a->retry_after_s);
+        return send_error_after(r, c, a->status, a->code, a->message, a->field,
+                                NULL, a->retry_after_s);
     if (a->body.failed)
         return send_error(r, c, 503, "unavailable",
-                          "the response is too large or memory ran out",
-                          NULL, NULL);
+                          "the response is too large or memory ran out", NULL,
+                          NULL);
     const char *data = a->body.data ? a->body.data : "";
     size_t len = a->body.len;
     char etag[20] = "";
@@ -420,17 +418,16 @@ static enum MHD_Result metrics(request *r, sb_server *s,
     sb_buf b;
     sb__buf_init(&b, SB_API_BODY_MAX);
     sb_error err;
-    int rc = sb__metrics_render(s->metrics, s->api_bus, s->api_store,
-                                s->loops, s->stats, &b, &err);
+    int rc = sb__metrics_render(s->metrics, s->api_bus, s->api_store, s->loops,
+                                s->stats, &b, &err);
     if (rc != SB_OK || b.failed) {
         sb__buf_free(&b);
         return send_error(r, c, 503, "unavailable",
                           "the metrics could not be gathered", NULL, NULL);
     }
-    struct MHD_Response *resp =
-        response(b.data ? b.data : "", b.len, 0,
-                 "text/plain; version=0.0.4; charset=utf-8", API_CSP,
-                 "no-store");
+    struct MHD_Response *resp = response(
+        b.data ? b.data : "", b.len, 0,
+        "text/plain; version=0.0.4; charset=utf-8", API_CSP, "no-store");
     sb__buf_free(&b);
     return queue(r, c, 200, resp);
 }
@@ -446,8 +443,8 @@ static enum MHD_Result stats(request *r, sb_server *s, struct MHD_Connection *c,
         minutes = 0;
         for (const char *p = v; *p >= '0' && *p <= '9' && minutes <= 60; p++)
             minutes = minutes * 10 + (*p - '0');
-        if (v[0] == '\0' || v[strspn(v, "0123456789")] != '\0' ||
-            minutes < 1 || minutes > 60)
+        if (v[0] == '\0' || v[strspn(v, "0123456789")] != '\0' || minutes < 1 ||
+            minutes > 60)
             return send_error(r, c, 400, "invalid",
                               "minutes must be a whole number from 1 to 60",
                               "minutes", NULL);
@@ -482,17 +479,17 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
     case SB_R_STATS: return stats(r, s, c, q);
     default: break;
     }
-    sb_api_req req = {
-        .method = method,
-        .m = m,
-        .q = q,
-        .body = r->body.data ? r->body.data : "",
-        .body_len = r->body.len,
-        .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                       "Idempotency-Key")};
+    sb_api_req req = {.method = method,
+                      .m = m,
+                      .q = q,
+                      .body = r->body.data ? r->body.data : "",
+                      .body_len = r->body.len,
+                      .idempotency_key = MHD_lookup_connection_value(
+                          c, MHD_HEADER_KIND, "Idempotency-Key")};
     sb_api_resp *a = sb__calloc(1, sizeof *a);
     if (a == NULL)
-        return send_error(r, c, 503, "unavailable", "out of memory", NULL, NULL);
+        return send_error(r, c, 503, "unavailable", "out of memory", NULL,
+                          NULL);
     sb__buf_init(&a->body, SB_API_BODY_MAX);
     a->total = -1;
     a->timeout_ms = s->request_timeout_ms;
@@ -531,8 +528,7 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
         char allow[64] = "";
         allow_text(m.allowed, allow, sizeof allow);
         return send_error(r, c, 405, "method_not_allowed",
-                          "this route does not take that method", NULL,
-                          allow);
+                          "this route does not take that method", NULL, allow);
     }
     if (r->too_big) {
         char msg[96];
@@ -540,8 +536,8 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                  s->max_body);
         return send_error(r, c, 413, "too_large", msg, "body", NULL);
     }
-    if ((method & (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH |
-                   SB_HTTP_DELETE)) &&
+    if ((method &
+         (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH | SB_HTTP_DELETE)) &&
         !json_content(c))
         return send_error(r, c, 415, "unsupported_media_type",
                           "a request that changes something must be sent "
@@ -566,9 +562,9 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
     sb_query_params *q = sb__malloc(sizeof *q);
     rc = q == NULL   ? sb__err(&err, SB_NOMEM, NULL, "out of memory")
          : qt.failed ? sb__err(&err, SB_INVALID, "query",
-                                 "the query string must be at most %d bytes",
-                                 SB_QUERY_MAX)
-                       : sb__query_parse(qt.len ? qt.data : "", q, &err);
+                               "the query string must be at most %d bytes",
+                               SB_QUERY_MAX)
+                     : sb__query_parse(qt.len ? qt.data : "", q, &err);
     sb__buf_free(&qt);
     enum MHD_Result res;
     if (rc == SB_NOMEM)
@@ -583,8 +579,7 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
-                                  const char *version,
-                                  const char *upload_data,
+                                  const char *version, const char *upload_data,
                                   size_t *upload_size, void **ctx)
 {
     (void)version;
@@ -643,8 +638,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     if (strlen(admin) > SB_SERVER_TOKEN_MAX ||
         strlen(read) > SB_SERVER_TOKEN_MAX)
         return sb__err(err, SB_INVALID, "token",
-                       "a token must be at most %d bytes",
-                       SB_SERVER_TOKEN_MAX);
+                       "a token must be at most %d bytes", SB_SERVER_TOKEN_MAX);
     if (!loopback && admin[0] == '\0')
         return sb__err(err, SB_INVALID, "listen",
                        "listening on %s (not loopback) needs an admin token "
@@ -683,9 +677,8 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                            .log_user = opts->log_user};
     if (rc == SB_OK)
         rc = sb__stats_start(bus, s->store, s->loops, &so, &s->stats, err);
-    sb_operations_options oo = {.size = sizeof oo,
-                                .log = opts->log,
-                                .log_user = opts->log_user};
+    sb_operations_options oo = {
+        .size = sizeof oo, .log = opts->log, .log_user = opts->log_user};
     if (rc == SB_OK && s->store != NULL)
         rc = sb_operations_open(s->store, &oo, &s->ops, err);
 
@@ -711,8 +704,8 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+        keep_escapes, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
         release(s);
         return sb__err(err, SB_UNAVAILABLE, "listen",

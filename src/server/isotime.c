@@ -58,8 +58,7 @@ static int is_leap(int y)
 
 int sb__iso_parse(const char *s, size_t len, int64_t *us)
 {
-    static const int mdays[] = {31, 28, 31, 30, 31, 30,
-                                31, 31, 30, 31, 30, 31};
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     const char *p = s, *end = s + len;
     int y = digits(&p, end, 4);
     if (y < 1970 || p >= end || *p++ != '-')
@@ -120,8 +119,8 @@ int sb__iso_parse(const char *s, size_t len, int64_t *us)
     return SB_OK;
 }
 
-int sb__iso_range(const char *s, const char *field, int64_t *from,
-                  int64_t *to, sb_error *err)
+int sb__iso_range(const char *s, const char *field, int64_t *from, int64_t *to,
+                  sb_error *err)
 {
     const char *dots = strstr(s, "...");
     if (dots == NULL)
@@ -138,8 +137,8 @@ int sb__iso_range(const char *s, const char *field, int64_t *from,
                        "2026-12-01T10:00:00Z",
                        field);
     if (la > 0 && lb > 0 && a > b)
-        return sb__err(err, SB_INVALID, field,
-                       "%s: FROM must not be after TO", field);
+        return sb__err(err, SB_INVALID, field, "%s: FROM must not be after TO",
+                       field);
     *from = a;
     *to = b;
     return SB_OK;

@@ -24,7 +24,7 @@ int sb__iso_parse(const char *s, size_t len, int64_t *us);
 /* A ServiceControl range "FROM...TO", either end empty for an open end
  * (0). SB_INVALID naming `field`: no "...", an end that is not a time, or
  * FROM after TO. */
-int sb__iso_range(const char *s, const char *field, int64_t *from,
-                  int64_t *to, sb_error *err);
+int sb__iso_range(const char *s, const char *field, int64_t *from, int64_t *to,
+                  sb_error *err);
 
 #endif

@@ -25,8 +25,8 @@ struct sb_loops {
     int64_t last_ok_us;
 };
 
-static void say(sb_loops *l, int level, const char *component,
-                const char *what, const char *detail)
+static void say(sb_loops *l, int level, const char *component, const char *what,
+                const char *detail)
 {
     if (l->o.log == NULL)
         return;
@@ -47,8 +47,7 @@ static int nap(sb_loops *l, int64_t ms)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&l->mu);
-    while (!l->stopping &&
-           pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
+    while (!l->stopping && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
         ;
     int stop = l->stopping;
     pthread_mutex_unlock(&l->mu);
@@ -86,7 +85,7 @@ static void *ingest_loop(void *arg)
         if (rc == SB_OK && was_failing)
             say(l, SB_LOG_INFO, "ingest", "ingestion works again", "");
         int64_t wait = rc == SB_OK ? l->o.idle_ms : backoff;
-        backoff = rc == SB_OK           ? BACKOFF_MIN_MS
+        backoff = rc == SB_OK                    ? BACKOFF_MIN_MS
                   : backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                  : backoff * 2;
         if (nap(l, wait))
@@ -125,7 +124,7 @@ static void *housekeeping_loop(void *arg)
     for (;;) {
         int ok = sweep(l);
         int64_t wait = ok ? l->o.housekeeping_ms : backoff;
-        backoff = ok ? BACKOFF_MIN_MS
+        backoff = ok                             ? BACKOFF_MIN_MS
                   : backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                  : backoff * 2;
         if (nap(l, wait))
@@ -133,9 +132,8 @@ static void *housekeeping_loop(void *arg)
     }
 }
 
-int sb__loops_start(sb_bus *bus, sb_errors *store,
-                    const sb_loops_options *opts, sb_loops **out,
-                    sb_error *err)
+int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,
+                    sb_loops **out, sb_error *err)
 {
     sb_error_clear(err);
     *out = NULL;

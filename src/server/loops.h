@@ -19,35 +19,34 @@
 typedef struct sb_loops sb_loops;
 
 typedef struct sb_loops_options {
-    int64_t retention_ms;      /* E21 (0: 15 days) */
-    int64_t idle_ms;           /* ingestion's nap when the DLQ is empty (0:
+    int64_t retention_ms;    /* E21 (0: 15 days) */
+    int64_t idle_ms;         /* ingestion's nap when the DLQ is empty (0:
                                   1 s) */
-    int ingesters;             /* ingestion threads, each its own pass over
+    int ingesters;           /* ingestion threads, each its own pass over
                                   the dead-letter queue at once (0: 1; at
                                   most SB_LOOPS_MAX_INGESTERS) */
-    int64_t housekeeping_ms;   /* housekeeping period (0: 1 h) */
-    int64_t first_sweep_ms;    /* the first housekeeping run after start
+    int64_t housekeeping_ms; /* housekeeping period (0: 1 h) */
+    int64_t first_sweep_ms;  /* the first housekeeping run after start
                                   (0: 1 min) */
-    sb_log_fn log;             /* one line per outage and per recovery */
+    sb_log_fn log;           /* one line per outage and per recovery */
     void *log_user;
 } sb_loops_options;
 
 /* What readiness (S8) and metrics report. */
 typedef struct sb_loops_state {
     int64_t passes, rows, messages, failed_imports_ingested;
-    int64_t errors;            /* failed passes, all told */
-    int failing;               /* the last pass failed */
-    int64_t last_ok_age_ms;    /* since the last good pass (-1: none yet) */
-    int64_t sweeps, expired;   /* housekeeping runs, messages expired */
+    int64_t errors;          /* failed passes, all told */
+    int failing;             /* the last pass failed */
+    int64_t last_ok_age_ms;  /* since the last good pass (-1: none yet) */
+    int64_t sweeps, expired; /* housekeeping runs, messages expired */
     int64_t stale_registrations;
 } sb_loops_state;
 
 /* Start the ingestion threads and the housekeeping thread over `bus` and
  * `store` (borrowed; they must outlive the loops). SB_INVALID naming
  * "ingesters" outside 0..SB_LOOPS_MAX_INGESTERS. */
-int sb__loops_start(sb_bus *bus, sb_errors *store,
-                    const sb_loops_options *opts, sb_loops **out,
-                    sb_error *err);
+int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,
+                    sb_loops **out, sb_error *err);
 /* A consistent copy of the state. Thread-safe. */
 void sb__loops_state(sb_loops *l, sb_loops_state *out);
 /* Stop: a pass or sweep under way finishes first. NULL-safe. */

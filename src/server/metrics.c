@@ -51,10 +51,9 @@ void sb__metrics_http(sb_metrics *m, sb_route_id route, const char *pattern,
                               route == SB_R_NONE ? "unmatched" : pattern,
                               memory_order_relaxed);
     int counted = 0;
-    for (int i = 0; !counted && status != 0 && i < SB_METRICS_STATUSES;
-         i++) {
-        unsigned have = atomic_load_explicit(&r->status[i],
-                                             memory_order_acquire);
+    for (int i = 0; !counted && status != 0 && i < SB_METRICS_STATUSES; i++) {
+        unsigned have =
+            atomic_load_explicit(&r->status[i], memory_order_acquire);
         if (have == 0) {
             unsigned expected = 0;
             if (atomic_compare_exchange_strong_explicit(
@@ -65,8 +64,7 @@ void sb__metrics_http(sb_metrics *m, sb_route_id route, const char *pattern,
                 have = expected; /* another thread took it first */
         }
         if (have == status) {
-            atomic_fetch_add_explicit(&r->requests[i], 1,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&r->requests[i], 1, memory_order_relaxed);
             counted = 1;
         }
     }
@@ -85,32 +83,31 @@ static size_t read_http(sb_metrics *m, sb_metrics_http_route *out)
     size_t n = 0;
     for (int id = 0; m != NULL && id < SB_R_COUNT; id++) {
         route_counts *r = &m->r[id];
-        const char *p = atomic_load_explicit(&r->pattern,
-                                             memory_order_relaxed);
+        const char *p = atomic_load_explicit(&r->pattern, memory_order_relaxed);
         if (p == NULL)
             continue;
         sb_metrics_http_route *h = &out[n++];
         memset(h, 0, sizeof *h);
         h->pattern = p;
         for (int i = 0; i < SB_METRICS_STATUSES; i++) {
-            unsigned st = atomic_load_explicit(&r->status[i],
-                                               memory_order_acquire);
+            unsigned st =
+                atomic_load_explicit(&r->status[i], memory_order_acquire);
             if (st == 0)
                 break;
             h->status[h->n_status] = st;
-            h->requests[h->n_status++] = atomic_load_explicit(
-                &r->requests[i], memory_order_relaxed);
+            h->requests[h->n_status++] =
+                atomic_load_explicit(&r->requests[i], memory_order_relaxed);
         }
-        h->other_status = atomic_load_explicit(&r->other_status,
-                                               memory_order_relaxed);
+        h->other_status =
+            atomic_load_explicit(&r->other_status, memory_order_relaxed);
         for (int i = 0; i < SB_METRICS_BUCKETS; i++) {
             h->duration.le_us[i] = sb__prom_le_us[i];
-            h->duration.counts[i] = atomic_load_explicit(
-                &r->buckets[i], memory_order_relaxed);
+            h->duration.counts[i] =
+                atomic_load_explicit(&r->buckets[i], memory_order_relaxed);
             h->duration.count += h->duration.counts[i];
         }
-        h->duration.sum_us = atomic_load_explicit(&r->sum_us,
-                                                  memory_order_relaxed);
+        h->duration.sum_us =
+            atomic_load_explicit(&r->sum_us, memory_order_relaxed);
     }
     return n;
 }
@@ -155,8 +152,7 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
     memset(&s, 0, sizeof s);
     sb_error e;
     sb_bus_counters *c = sb__calloc(1, sizeof *c);
-    sb_metrics_dispatched *disp = sb__calloc(SB_METRICS_HANDLERS,
-                                             sizeof *disp);
+    sb_metrics_dispatched *disp = sb__calloc(SB_METRICS_HANDLERS, sizeof *disp);
     sb_metrics_http_route *http = sb__calloc(SB_R_COUNT, sizeof *http);
     if (c == NULL || disp == NULL || http == NULL) {
         sb__free(c);
@@ -170,8 +166,8 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
 
     sb_queue_stats *queues = NULL;
     size_t n_queues = 0;
-    s.queues_ok = sb__stats_queues(stats, QUEUES_MAX_AGE_MS, &queues,
-                                   &n_queues, NULL) == SB_OK ||
+    s.queues_ok = sb__stats_queues(stats, QUEUES_MAX_AGE_MS, &queues, &n_queues,
+                                   NULL) == SB_OK ||
                   sb_queue_list(bus, &queues, &n_queues, &e) == SB_OK;
     sb_queue_counts *totals = NULL;
     size_t n_totals = 0;

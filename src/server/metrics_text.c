@@ -8,8 +8,8 @@
 #include <string.h>
 
 const int64_t sb__prom_le_us[SB_METRICS_BUCKETS] = {
-    100,     250,     500,     1000,    2500,     5000,
-    10000,   25000,   50000,   100000,  250000,   500000,
+    100,     250,     500,     1000,     2500,     5000,
+    10000,   25000,   50000,   100000,   250000,   500000,
     1000000, 2500000, 5000000, 10000000, INT64_MAX};
 
 int sb__prom_bucket(int64_t us)
@@ -85,8 +85,8 @@ static void series(sb_buf *b, const char *name, const char *suffix,
     sb__buf_puts(b, "}");
 }
 
-static void sample(sb_buf *b, const char *name, const char *k1,
-                   const char *v1, const char *k2, const char *v2, int64_t v)
+static void sample(sb_buf *b, const char *name, const char *k1, const char *v1,
+                   const char *k2, const char *v2, int64_t v)
 {
     series(b, name, NULL, k1, v1, k2, v2);
     sb__buf_printf(b, " %lld\n", (long long)v);
@@ -103,8 +103,8 @@ static void sample_seconds(sb_buf *b, const char *name, const char *k1,
 
 /* Cumulative buckets ending in +Inf, then _sum and _count; _count is the
  * +Inf bucket, so the two agree whatever the snapshot says. */
-static void histogram(sb_buf *b, const char *name, const char *k,
-                      const char *v, const sb_latency_histogram *h)
+static void histogram(sb_buf *b, const char *name, const char *k, const char *v,
+                      const sb_latency_histogram *h)
 {
     int64_t cum = 0;
     for (int i = 0; i < SB_METRICS_BUCKETS; i++) {
@@ -160,13 +160,13 @@ static void depth(sb_buf *b, const sb_metrics_snapshot *s)
         for (size_t i = 0; i < n; i++) {
             const sb_queue_stats *q = &s->queues[i];
             if (k == D_AGE) {
-                int64_t ms = q->oldest_ready_age_ms < 0 ? 0
-                                                        : q->oldest_ready_age_ms;
+                int64_t ms =
+                    q->oldest_ready_age_ms < 0 ? 0 : q->oldest_ready_age_ms;
                 sample_seconds(b, f[k].name, "queue", q->queue, ms * 1000);
                 continue;
             }
-            int64_t v = k == D_READY     ? q->ready
-                        : k == D_DELAYED ? q->delayed
+            int64_t v = k == D_READY       ? q->ready
+                        : k == D_DELAYED   ? q->delayed
                         : k == D_IN_FLIGHT ? q->in_flight
                                            : q->dead_lettered;
             sample(b, f[k].name, "queue", q->queue, NULL, NULL, v);
@@ -182,8 +182,10 @@ static void depth(sb_buf *b, const sb_metrics_snapshot *s)
 
 static int64_t count_of(const sb_queue_counts *q, int k)
 {
-    return k == 0 ? q->published : k == 1 ? q->acked : k == 2 ? q->naked
-                                                             : q->dead_lettered;
+    return k == 0   ? q->published
+           : k == 1 ? q->acked
+           : k == 2 ? q->naked
+                    : q->dead_lettered;
 }
 
 /* The four message counters (published, acked, naked, dead-lettered) of
@@ -211,17 +213,15 @@ static void message_counters(sb_buf *b, const char *prefix, const char *who,
                    NULL, NULL, count_of(&q[i], k));
         if (other != NULL && (other->published || other->acked ||
                               other->naked || other->dead_lettered))
-            sample(b, name, "queue", "(other)", NULL, NULL,
-                   count_of(other, k));
+            sample(b, name, "queue", "(other)", NULL, NULL, count_of(other, k));
     }
 }
 
 static void counters(sb_buf *b, const sb_metrics_snapshot *s)
 {
     const sb_bus_counters *c = s->counters;
-    message_counters(b, "sqlbus_messages", "this process",
-                     c ? c->queues : NULL, c ? c->n_queues : 0,
-                     c ? &c->other : NULL);
+    message_counters(b, "sqlbus_messages", "this process", c ? c->queues : NULL,
+                     c ? c->n_queues : 0, c ? &c->other : NULL);
     family(b, "sqlbus_claim_duration_seconds", "histogram",
            "Duration of this process's claim statements.");
     if (c != NULL)
@@ -268,9 +268,8 @@ static void ingestion(sb_buf *b, const sb_metrics_snapshot *s)
          "Failed messages deleted by the retention sweep."},
     };
     const sb_loops_state *l = &s->loops;
-    const int64_t v[] = {l->passes, l->rows,       l->messages,
-                         l->errors, l->failing,    l->sweeps,
-                         l->expired};
+    const int64_t v[] = {l->passes,  l->rows,   l->messages, l->errors,
+                         l->failing, l->sweeps, l->expired};
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         family(b, f[k].name, f[k].type, f[k].help);
         if (s->loops_ok)
@@ -313,8 +312,7 @@ static void recovery(sb_buf *b, const sb_metrics_snapshot *s)
            "Waiters alive in any process (registrations with a live "
            "waiter).");
     if (s->recovery_ok)
-        sample(b, "sqlbus_channel_waiters", NULL, NULL, NULL, NULL,
-               s->waiters);
+        sample(b, "sqlbus_channel_waiters", NULL, NULL, NULL, NULL, s->waiters);
     family(b, "sqlbus_recovery_dispatched", "gauge",
            "Registrations handed to recovery and not completed yet, by "
            "recovery handler.");
@@ -367,8 +365,8 @@ static void xmin(sb_buf *b, const sb_metrics_snapshot *s)
            "Seconds since the transaction holding the oldest xmin began "
            "(a slot has no such time: no sample).");
     if (s->xmin_applies && s->xmin_ok && (!have || h->age_ms >= 0))
-        sample_seconds(b, "sqlbus_postgres_oldest_xmin_age_seconds", "pid",
-                       pid, have ? h->age_ms * 1000 : 0);
+        sample_seconds(b, "sqlbus_postgres_oldest_xmin_age_seconds", "pid", pid,
+                       have ? h->age_ms * 1000 : 0);
     family(b, "sqlbus_postgres_oldest_xmin_holder_info", "gauge",
            "1 for the holder of the oldest xmin: its kind, pid, name "
            "(application_name, slot or gid), role and state.");
@@ -395,18 +393,16 @@ int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
     recovery(out, s);
     http(out, s);
     xmin(out, s);
-    static const char *const source[] = {"queues",         "failed_messages",
-                                         "failed_imports", "recovery",
-                                         "loops",          "counts",
-                                         "postgres_xmin"};
-    const int up[] = {s->queues_ok,   s->failed_ok, s->imports_ok,
-                      s->recovery_ok, s->loops_ok,  s->totals_ok,
-                      s->xmin_ok};
+    static const char *const source[] = {
+        "queues", "failed_messages", "failed_imports", "recovery",
+        "loops",  "counts",          "postgres_xmin"};
+    const int up[] = {s->queues_ok, s->failed_ok, s->imports_ok, s->recovery_ok,
+                      s->loops_ok,  s->totals_ok, s->xmin_ok};
     family(out, "sqlbus_scrape_source_up", "gauge",
            "1 when this scrape could read the source (0: its metrics are "
            "left out).");
     for (int i = 0; i < (s->xmin_applies ? 7 : 6); i++)
-        sample(out, "sqlbus_scrape_source_up", "source", source[i], NULL,
-               NULL, up[i] != 0);
+        sample(out, "sqlbus_scrape_source_up", "source", source[i], NULL, NULL,
+               up[i] != 0);
     return out->failed;
 }

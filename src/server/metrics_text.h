@@ -17,11 +17,11 @@
 
 /* One route's HTTP counts. */
 typedef struct sb_metrics_http_route {
-    const char *pattern;      /* the router's pattern (borrowed) */
+    const char *pattern; /* the router's pattern (borrowed) */
     size_t n_status;
     unsigned status[SB_METRICS_STATUSES];
     int64_t requests[SB_METRICS_STATUSES];
-    int64_t other_status;     /* requests whose status found no room */
+    int64_t other_status; /* requests whose status found no room */
     sb_latency_histogram duration;
 } sb_metrics_http_route;
 
@@ -38,7 +38,7 @@ typedef struct sb_metrics_snapshot {
     const sb_queue_stats *queues; /* at most SB_METRICS_QUEUE_LABELS shown */
     size_t n_queues;
     int lag_ok;
-    int64_t lag_ms;               /* the oldest dead letter's age */
+    int64_t lag_ms;                  /* the oldest dead letter's age */
     const sb_bus_counters *counters; /* NULL: none */
     int totals_ok;
     const sb_queue_counts *totals; /* every process's (sb_counts_list) */
@@ -46,15 +46,15 @@ typedef struct sb_metrics_snapshot {
     int loops_ok;
     sb_loops_state loops;
     int failed_ok;
-    int64_t failed[4];            /* by enum sb_failed_status */
+    int64_t failed[4]; /* by enum sb_failed_status */
     int imports_ok;
     int64_t failed_imports;
     int recovery_ok;
-    int64_t registrations[4];     /* by enum sb_registration_state */
-    int64_t waiters;              /* registrations with a live waiter */
+    int64_t registrations[4]; /* by enum sb_registration_state */
+    int64_t waiters;          /* registrations with a live waiter */
     const sb_metrics_dispatched *dispatched;
     size_t n_dispatched;
-    int64_t dispatched_other;     /* handlers past SB_METRICS_HANDLERS */
+    int64_t dispatched_other; /* handlers past SB_METRICS_HANDLERS */
     const sb_metrics_http_route *http;
     size_t n_http;
     int xmin_applies; /* a PostgreSQL bus: the xmin families have samples */

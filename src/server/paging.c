@@ -82,9 +82,10 @@ void sb__page_headers(sb_api_resp *out, const char *path,
                       int64_t total)
 {
     out->total = total;
-    size_t last = total > 0 ? (size_t)((total + (int64_t)per_page - 1) /
-                                       (int64_t)per_page)
-                            : 1;
+    size_t last =
+        total > 0
+            ? (size_t)((total + (int64_t)per_page - 1) / (int64_t)per_page)
+            : 1;
     sb_buf b;
     sb__buf_init(&b, sizeof out->link - 1);
     link_one(&b, path, q, 1, per_page, "first");

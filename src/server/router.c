@@ -27,31 +27,31 @@ static const route routes[] = {
     {GET_, "/api/errors/{id}", SB_R_ERROR, NO_BODY},
     {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST, NO_BODY},
     {GET_, "/api/errors/summary", SB_R_ERRORS_SUMMARY, NO_BODY},
-    {GET_, "/api/errors/queues/addresses",
-     SB_R_ERRORS_QUEUE_ADDRESSES, NO_BODY},
+    {GET_, "/api/errors/queues/addresses", SB_R_ERRORS_QUEUE_ADDRESSES,
+     NO_BODY},
     {GET_, "/api/endpoints/{name}/errors", SB_R_ENDPOINT_ERRORS, NO_BODY},
     {SB_HTTP_POST, "/api/errors/{id}/retry", SB_R_ERROR_RETRY, NO_BODY},
-    {SB_HTTP_POST, "/api/errors/retry",
-     SB_R_ERRORS_RETRY, BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
+    {SB_HTTP_POST, "/api/errors/retry", SB_R_ERRORS_RETRY,
+     BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
     {SB_HTTP_POST, "/api/errors/queues/{address}/retry",
      SB_R_ERRORS_QUEUE_RETRY, NO_BODY},
     {SB_HTTP_POST, "/api/errors/retry/all", SB_R_ERRORS_RETRY_ALL, NO_BODY},
-    {SB_HTTP_POST, "/api/errors/{endpoint}/retry/all",
-     SB_R_ENDPOINT_RETRY_ALL, NO_BODY},
+    {SB_HTTP_POST, "/api/errors/{endpoint}/retry/all", SB_R_ENDPOINT_RETRY_ALL,
+     NO_BODY},
     {SB_HTTP_POST | SB_HTTP_PATCH, "/api/errors/{id}/archive",
      SB_R_ERROR_ARCHIVE, NO_BODY},
-    {SB_HTTP_POST | SB_HTTP_PATCH, "/api/errors/archive",
-     SB_R_ERRORS_ARCHIVE, BODY(SB_HTTP_POST | SB_HTTP_PATCH, SB_BODY_ARRAY)},
-    {SB_HTTP_PATCH, "/api/errors/unarchive",
-     SB_R_ERRORS_UNARCHIVE, BODY(SB_HTTP_PATCH, SB_BODY_ARRAY)},
+    {SB_HTTP_POST | SB_HTTP_PATCH, "/api/errors/archive", SB_R_ERRORS_ARCHIVE,
+     BODY(SB_HTTP_POST | SB_HTTP_PATCH, SB_BODY_ARRAY)},
+    {SB_HTTP_PATCH, "/api/errors/unarchive", SB_R_ERRORS_UNARCHIVE,
+     BODY(SB_HTTP_PATCH, SB_BODY_ARRAY)},
     {SB_HTTP_PATCH, "/api/errors/{from}...{to}/unarchive",
      SB_R_ERRORS_UNARCHIVE_RANGE, NO_BODY},
     {GET_, "/api/recoverability/classifiers", SB_R_CLASSIFIERS, NO_BODY},
     {GET_, "/api/recoverability/groups", SB_R_GROUPS, NO_BODY},
     {GET_, "/api/recoverability/groups/{classifier}", SB_R_GROUPS, NO_BODY},
     {GET_, "/api/recoverability/groups/id/{id}", SB_R_GROUP, NO_BODY},
-    {GET_, "/api/recoverability/groups/{id}/errors",
-     SB_R_GROUP_ERRORS, NO_BODY},
+    {GET_, "/api/recoverability/groups/{id}/errors", SB_R_GROUP_ERRORS,
+     NO_BODY},
     {SB_HTTP_POST, "/api/recoverability/groups/{id}/errors/retry",
      SB_R_GROUP_RETRY, NO_BODY},
     {SB_HTTP_POST, "/api/recoverability/groups/{id}/errors/archive",
@@ -63,30 +63,30 @@ static const route routes[] = {
     {GET_, "/api/recoverability/history", SB_R_HISTORY, NO_BODY},
     {GET_, "/api/errors/groups", SB_R_ARCHIVED_GROUPS, NO_BODY},
     {GET_, "/api/errors/groups/{classifier}", SB_R_ARCHIVED_GROUPS, NO_BODY},
-    {SB_HTTP_POST, "/api/pendingretries/retry",
-     SB_R_PENDING_RETRY, BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
-    {SB_HTTP_PATCH, "/api/pendingretries/resolve",
-     SB_R_PENDING_RESOLVE, BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
-    {SB_HTTP_POST, "/api/pendingretries/queues/retry",
-     SB_R_PENDING_QUEUE_RETRY, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/pendingretries/retry", SB_R_PENDING_RETRY,
+     BODY(SB_HTTP_POST, SB_BODY_ARRAY)},
+    {SB_HTTP_PATCH, "/api/pendingretries/resolve", SB_R_PENDING_RESOLVE,
+     BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/pendingretries/queues/retry", SB_R_PENDING_QUEUE_RETRY,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
     {SB_HTTP_PATCH, "/api/pendingretries/queues/resolve",
      SB_R_PENDING_QUEUE_RESOLVE, BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
     {GET_, "/api/edit/config", SB_R_EDIT_CONFIG, NO_BODY},
-    {SB_HTTP_POST, "/api/edit/{id}",
-     SB_R_EDIT, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
-    {GET_ | SB_HTTP_POST, "/api/redirects",
-     SB_R_REDIRECTS, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
-    {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/redirects/{id}",
-     SB_R_REDIRECT, BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/edit/{id}", SB_R_EDIT,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {GET_ | SB_HTTP_POST, "/api/redirects", SB_R_REDIRECTS,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/redirects/{id}", SB_R_REDIRECT,
+     BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
     {GET_, "/api/messages/search", SB_R_SEARCH, NO_BODY},
     {GET_, "/api/messages/{id}/body", SB_R_MESSAGE_BODY, NO_BODY},
     {GET_, "/api/endpoints/known", SB_R_KNOWN_ENDPOINTS, NO_BODY},
     {GET_, "/api/configuration", SB_R_CONFIGURATION, NO_BODY},
     {GET_, "/api/queues", SB_R_QUEUES, NO_BODY},
-    {GET_ | SB_HTTP_POST, "/api/queues/{q}/messages",
-     SB_R_QUEUE_MESSAGES, BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
-    {SB_HTTP_POST, "/api/failed-messages",
-     SB_R_FAILED_MESSAGES, BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
+    {GET_ | SB_HTTP_POST, "/api/queues/{q}/messages", SB_R_QUEUE_MESSAGES,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
     {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},
     {GET_, "/api/stats", SB_R_STATS, NO_BODY},
     {GET_, "/api/operations", SB_R_OPERATIONS, NO_BODY},
@@ -107,8 +107,7 @@ int sb__http_method(const char *method)
     } names[] = {{"GET", SB_HTTP_GET},     {"HEAD", SB_HTTP_HEAD},
                  {"POST", SB_HTTP_POST},   {"PUT", SB_HTTP_PUT},
                  {"PATCH", SB_HTTP_PATCH}, {"DELETE", SB_HTTP_DELETE}};
-    for (size_t i = 0; method != NULL && i < sizeof names / sizeof *names;
-         i++)
+    for (size_t i = 0; method != NULL && i < sizeof names / sizeof *names; i++)
         if (strcmp(method, names[i].name) == 0)
             return names[i].bit;
     return 0;
@@ -223,8 +222,8 @@ int sb__route(const char *method, const char *path, sb_route_match *m,
     if (path == NULL || path[0] != '/')
         return sb__err(err, SB_INVALID, "path", "path must start with '/'");
     if (strlen(path) > SB_PATH_MAX)
-        return sb__err(err, SB_INVALID, "path",
-                       "path must be at most %d bytes", SB_PATH_MAX);
+        return sb__err(err, SB_INVALID, "path", "path must be at most %d bytes",
+                       SB_PATH_MAX);
     span raw[MAX_SEGMENTS + 1];
     size_t n = split(path, raw);
     if (n > MAX_SEGMENTS)
@@ -279,8 +278,8 @@ size_t sb__route_count(void)
     return N_ROUTES;
 }
 
-int sb__route_entry(size_t i, int method, const char **pattern,
-                    sb_route_id *id, int *methods, sb_body_kind *body)
+int sb__route_entry(size_t i, int method, const char **pattern, sb_route_id *id,
+                    int *methods, sb_body_kind *body)
 {
     if (i >= N_ROUTES)
         return 0;
@@ -288,7 +287,7 @@ int sb__route_entry(size_t i, int method, const char **pattern,
     *id = routes[i].id;
     *methods = routes[i].methods;
     *body = (routes[i].methods & method) ? body_of(&routes[i], method)
-                                          : SB_BODY_NONE;
+                                         : SB_BODY_NONE;
     return 1;
 }
 
@@ -309,8 +308,7 @@ int sb__query_parse(const char *qs, sb_query_params *out, sb_error *err)
         if (n > 0) {
             if (out->n == SB_QUERY_PARAMS)
                 return sb__err(err, SB_INVALID, "query",
-                               "at most %d query parameters",
-                               SB_QUERY_PARAMS);
+                               "at most %d query parameters", SB_QUERY_PARAMS);
             const char *eq = memchr(p, '=', n);
             size_t kn = eq ? (size_t)(eq - p) : n;
             char *key = out->p[out->n].key, *value = out->p[out->n].value;
@@ -339,8 +337,7 @@ int sb__query_parse(const char *qs, sb_query_params *out, sb_error *err)
                                "%s has a bad percent escape or is not UTF-8",
                                key);
             if (sb__query_get(out, key) != NULL)
-                return sb__err(err, SB_INVALID, key, "%s is given twice",
-                               key);
+                return sb__err(err, SB_INVALID, key, "%s is given twice", key);
             out->n++;
         }
         if (amp == NULL)

@@ -10,13 +10,13 @@
 
 #include "core/core.h"
 
-#define SB_PATH_MAX 2048         /* bytes of a request path */
-#define SB_SEGMENT_MAX 400       /* bytes of a decoded path segment */
-#define SB_ROUTE_CAPTURES 2      /* captured segments of one route */
-#define SB_QUERY_MAX 8192        /* bytes of a query string */
-#define SB_QUERY_PARAMS 32       /* parameters of one query string */
-#define SB_QUERY_KEY_MAX 64      /* bytes of a decoded parameter name */
-#define SB_QUERY_VALUE_MAX 1024  /* bytes of a decoded parameter value */
+#define SB_PATH_MAX 2048        /* bytes of a request path */
+#define SB_SEGMENT_MAX 400      /* bytes of a decoded path segment */
+#define SB_ROUTE_CAPTURES 2     /* captured segments of one route */
+#define SB_QUERY_MAX 8192       /* bytes of a query string */
+#define SB_QUERY_PARAMS 32      /* parameters of one query string */
+#define SB_QUERY_KEY_MAX 64     /* bytes of a decoded parameter name */
+#define SB_QUERY_VALUE_MAX 1024 /* bytes of a decoded parameter value */
 
 /* Methods, as a mask (a route's allowed set). HEAD is allowed wherever
  * GET is. */
@@ -49,39 +49,39 @@ typedef enum sb_route_id {
     SB_R_ERRORS_UNARCHIVE,       /* PATCH /api/errors/unarchive */
     SB_R_ERRORS_UNARCHIVE_RANGE, /* PATCH /api/errors/{from}...{to}/unarchive */
     SB_R_CLASSIFIERS,            /* GET /api/recoverability/classifiers */
-    SB_R_GROUPS,                 /* GET /api/recoverability/groups[/{classifier}] */
-    SB_R_GROUP,                  /* GET /api/recoverability/groups/id/{id} */
-    SB_R_GROUP_ERRORS,           /* GET /api/recoverability/groups/{id}/errors */
-    SB_R_GROUP_RETRY,            /* POST .../groups/{id}/errors/retry */
-    SB_R_GROUP_ARCHIVE,          /* POST .../groups/{id}/errors/archive */
-    SB_R_GROUP_UNARCHIVE,        /* POST .../groups/{id}/errors/unarchive */
-    SB_R_GROUP_COMMENT,          /* POST|DELETE .../groups/{id}/comment */
-    SB_R_HISTORY,                /* GET /api/recoverability/history */
-    SB_R_ARCHIVED_GROUPS,        /* GET /api/errors/groups[/{classifier}] */
-    SB_R_PENDING_RETRY,          /* POST /api/pendingretries/retry */
-    SB_R_PENDING_RESOLVE,        /* PATCH /api/pendingretries/resolve */
-    SB_R_PENDING_QUEUE_RETRY,    /* POST /api/pendingretries/queues/retry */
-    SB_R_PENDING_QUEUE_RESOLVE,  /* PATCH /api/pendingretries/queues/resolve */
-    SB_R_EDIT_CONFIG,            /* GET /api/edit/config */
-    SB_R_EDIT,                   /* POST /api/edit/{id} */
-    SB_R_REDIRECTS,              /* GET|POST /api/redirects */
-    SB_R_REDIRECT,               /* PUT|DELETE /api/redirects/{id} */
-    SB_R_SEARCH,                 /* GET /api/messages/search */
-    SB_R_MESSAGE_BODY,           /* GET /api/messages/{id}/body */
-    SB_R_KNOWN_ENDPOINTS,        /* GET /api/endpoints/known */
-    SB_R_CONFIGURATION,          /* GET /api/configuration */
-    SB_R_QUEUES,                 /* GET /api/queues */
-    SB_R_QUEUE_MESSAGES,         /* GET|POST /api/queues/{q}/messages */
-    SB_R_FAILED_MESSAGES,        /* POST /api/failed-messages */
-    SB_R_RECOVERY,               /* GET /api/recovery */
-    SB_R_STATS,                  /* GET /api/stats */
-    SB_R_OPERATION,              /* GET /api/operations/{id} */
-    SB_R_OPERATIONS,             /* GET /api/operations */
-    SB_R_HEALTH,                 /* GET /health */
-    SB_R_HEALTH_READY,           /* GET /health/ready */
-    SB_R_METRICS,                /* GET /metrics */
-    SB_R_UI,                     /* GET / */
-    SB_R_UI_ASSET,               /* GET /ui/{file} */
+    SB_R_GROUPS,          /* GET /api/recoverability/groups[/{classifier}] */
+    SB_R_GROUP,           /* GET /api/recoverability/groups/id/{id} */
+    SB_R_GROUP_ERRORS,    /* GET /api/recoverability/groups/{id}/errors */
+    SB_R_GROUP_RETRY,     /* POST .../groups/{id}/errors/retry */
+    SB_R_GROUP_ARCHIVE,   /* POST .../groups/{id}/errors/archive */
+    SB_R_GROUP_UNARCHIVE, /* POST .../groups/{id}/errors/unarchive */
+    SB_R_GROUP_COMMENT,   /* POST|DELETE .../groups/{id}/comment */
+    SB_R_HISTORY,         /* GET /api/recoverability/history */
+    SB_R_ARCHIVED_GROUPS, /* GET /api/errors/groups[/{classifier}] */
+    SB_R_PENDING_RETRY,   /* POST /api/pendingretries/retry */
+    SB_R_PENDING_RESOLVE, /* PATCH /api/pendingretries/resolve */
+    SB_R_PENDING_QUEUE_RETRY,   /* POST /api/pendingretries/queues/retry */
+    SB_R_PENDING_QUEUE_RESOLVE, /* PATCH /api/pendingretries/queues/resolve */
+    SB_R_EDIT_CONFIG,           /* GET /api/edit/config */
+    SB_R_EDIT,                  /* POST /api/edit/{id} */
+    SB_R_REDIRECTS,             /* GET|POST /api/redirects */
+    SB_R_REDIRECT,              /* PUT|DELETE /api/redirects/{id} */
+    SB_R_SEARCH,                /* GET /api/messages/search */
+    SB_R_MESSAGE_BODY,          /* GET /api/messages/{id}/body */
+    SB_R_KNOWN_ENDPOINTS,       /* GET /api/endpoints/known */
+    SB_R_CONFIGURATION,         /* GET /api/configuration */
+    SB_R_QUEUES,                /* GET /api/queues */
+    SB_R_QUEUE_MESSAGES,        /* GET|POST /api/queues/{q}/messages */
+    SB_R_FAILED_MESSAGES,       /* POST /api/failed-messages */
+    SB_R_RECOVERY,              /* GET /api/recovery */
+    SB_R_STATS,                 /* GET /api/stats */
+    SB_R_OPERATION,             /* GET /api/operations/{id} */
+    SB_R_OPERATIONS,            /* GET /api/operations */
+    SB_R_HEALTH,                /* GET /health */
+    SB_R_HEALTH_READY,          /* GET /health/ready */
+    SB_R_METRICS,               /* GET /metrics */
+    SB_R_UI,                    /* GET / */
+    SB_R_UI_ASSET,              /* GET /ui/{file} */
     SB_R_COUNT
 } sb_route_id;
 
@@ -95,9 +95,9 @@ typedef enum sb_route_id {
 typedef enum sb_body_kind {
     SB_BODY_UNDECLARED = 0, /* an entry that forgot to say: taken as none */
     SB_BODY_NONE,
-    SB_BODY_OBJECT,          /* a JSON object */
-    SB_BODY_ARRAY,           /* a JSON array */
-    SB_BODY_OBJECT_OR_ARRAY  /* either (a batch of objects) */
+    SB_BODY_OBJECT,         /* a JSON object */
+    SB_BODY_ARRAY,          /* a JSON array */
+    SB_BODY_OBJECT_OR_ARRAY /* either (a batch of objects) */
 } sb_body_kind;
 
 typedef struct sb_route_match {
@@ -127,8 +127,8 @@ int sb__route(const char *method, const char *path, sb_route_match *m,
  * entry `i`'s pattern, id, methods and the body it takes with `method`
  * (SB_BODY_NONE for a method it does not take). 0 past the end. */
 size_t sb__route_count(void);
-int sb__route_entry(size_t i, int method, const char **pattern,
-                    sb_route_id *id, int *methods, sb_body_kind *body);
+int sb__route_entry(size_t i, int method, const char **pattern, sb_route_id *id,
+                    int *methods, sb_body_kind *body);
 
 typedef struct sb_query_params {
     size_t n;

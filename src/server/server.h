@@ -47,10 +47,10 @@ typedef struct sb_server_options {
     sb_errors *api_store;
     int64_t request_timeout_ms; /* api_bus's limit, named by the 503
                                    "timeout" error; 0 = none */
-    sb_loops *loops;         /* borrowed, optional: ingestion state (S8) */
-    int64_t retention_ms;    /* E21, reported by /api/configuration */
-    int edit_enabled;        /* E18: the store was opened with allow_edit */
-    sb_log_fn log;           /* the operations worker's log, may be NULL */
+    sb_loops *loops;            /* borrowed, optional: ingestion state (S8) */
+    int64_t retention_ms;       /* E21, reported by /api/configuration */
+    int edit_enabled;           /* E18: the store was opened with allow_edit */
+    sb_log_fn log;              /* the operations worker's log, may be NULL */
     void *log_user;
 } sb_server_options;
 

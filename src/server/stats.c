@@ -49,7 +49,7 @@ struct sb_stats {
     qslot slots[SB_STATS_QUEUES];
     sb_queue_stats *last_q; /* the newest sample's queues (all of them) */
     size_t last_nq;
-    int64_t last_q_us;      /* its wall-clock time; 0 until one is read */
+    int64_t last_q_us; /* its wall-clock time; 0 until one is read */
     /* the sampler thread's own: every process's counts (sb_counts_list)
      * at the last sample and now */
     sb_queue_counts *prev, *cur;
@@ -125,8 +125,7 @@ static void deltas(const sb_stats *s, const char *name, int64_t *pub,
 }
 
 /* Fill the queues of point `p` (under mu). */
-static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q,
-                       size_t n)
+static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         int k = slot_of(s, q[i].queue);
@@ -274,16 +273,15 @@ static void stats_free(sb_stats *s)
 }
 
 int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
-                    const sb_stats_options *opts, sb_stats **out,
-                    sb_error *err)
+                    const sb_stats_options *opts, sb_stats **out, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
         return sb__err(err, SB_INVALID, bus ? "out" : "bus",
                        "arguments must not be NULL");
     *out = NULL;
-    int interval = opts && opts->interval_ms ? opts->interval_ms
-                                             : DEFAULT_INTERVAL_MS;
+    int interval =
+        opts && opts->interval_ms ? opts->interval_ms : DEFAULT_INTERVAL_MS;
     if (interval < MIN_INTERVAL_MS || interval > MAX_INTERVAL_MS)
         return sb__err(err, SB_INVALID, "interval_ms",
                        "the stats interval must be %d ms to %d ms (got %d)",
@@ -318,8 +316,9 @@ int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
     }
     if (pthread_create(&s->thread, NULL, run, s) != 0) {
         stats_free(s);
-        return sb__err(err, SB_ERROR, NULL, "could not start the stats "
-                                            "thread");
+        return sb__err(err, SB_ERROR, NULL,
+                       "could not start the stats "
+                       "thread");
     }
     *out = s;
     return SB_OK;
@@ -397,15 +396,14 @@ int sb__stats_json(sb_stats *s, int minutes, sb_buf *out, sb_error *err)
             }
             sb__buf_puts(out, "{");
             put_time(out, "t", p->t_us);
-            sb__buf_printf(out,
-                           ",\"ready\":%lld,\"in_flight\":%lld,"
-                           "\"dead_lettered\":%lld,\"published\":%lld,"
-                           "\"acked\":%lld}",
-                           (long long)p->v[k][V_READY],
-                           (long long)p->v[k][V_IN_FLIGHT],
-                           (long long)p->v[k][V_DEAD],
-                           (long long)p->v[k][V_PUBLISHED],
-                           (long long)p->v[k][V_ACKED]);
+            sb__buf_printf(
+                out,
+                ",\"ready\":%lld,\"in_flight\":%lld,"
+                "\"dead_lettered\":%lld,\"published\":%lld,"
+                "\"acked\":%lld}",
+                (long long)p->v[k][V_READY], (long long)p->v[k][V_IN_FLIGHT],
+                (long long)p->v[k][V_DEAD], (long long)p->v[k][V_PUBLISHED],
+                (long long)p->v[k][V_ACKED]);
         }
         if (pts > 0)
             sb__buf_puts(out, "]}");
@@ -450,8 +448,7 @@ int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
         return SB_EMPTY;
     int rc = SB_OK;
     pthread_mutex_lock(&s->mu);
-    if (s->last_q_us == 0 ||
-        sb__wall_us() - s->last_q_us > max_age_ms * 1000) {
+    if (s->last_q_us == 0 || sb__wall_us() - s->last_q_us > max_age_ms * 1000) {
         rc = SB_EMPTY;
     } else if (s->last_nq > 0) {
         *out = sb__malloc(s->last_nq * sizeof **out);

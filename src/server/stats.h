@@ -12,13 +12,13 @@
 #include "core/core.h"
 #include "server/loops.h"
 
-#define SB_STATS_QUEUES 64     /* queues charted at once */
+#define SB_STATS_QUEUES 64      /* queues charted at once */
 #define SB_STATS_MAX_POINTS 720 /* ring size (1 h at the default 10 s) */
 
 typedef struct sb_stats sb_stats;
 
 typedef struct sb_stats_options {
-    int interval_ms;  /* 0 = 10000; at least 100 */
+    int interval_ms; /* 0 = 10000; at least 100 */
     /* A database outage is logged once when it starts and once when it
      * ends (component "stats"); NULL = silent. */
     sb_log_fn log;

@@ -11,11 +11,11 @@
 #include <stddef.h>
 
 typedef struct sb_ui_file {
-    const char *name;          /* "index.html", "app.js", ... */
-    const char *content_type;  /* "text/html; charset=utf-8", ... */
+    const char *name;         /* "index.html", "app.js", ... */
+    const char *content_type; /* "text/html; charset=utf-8", ... */
     const unsigned char *data;
     size_t len;
-    const char *etag;          /* quoted strong ETag, "\"1a2b3c4d\"" */
+    const char *etag; /* quoted strong ETag, "\"1a2b3c4d\"" */
 } sb_ui_file;
 
 /* The embedded file `name` (no leading slash; "" means index.html), or

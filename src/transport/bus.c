@@ -13,8 +13,8 @@
 static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
 {
     const char *prefix = o->table_prefix ? o->table_prefix : "sqlbus_";
-    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
-                                     err);
+    int rc =
+        sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix", err);
     if (rc != SB_OK)
         return rc;
     if (o->schema != NULL) {
@@ -22,8 +22,8 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
         if (rc != SB_OK)
             return rc;
     }
-    const char *dlq = o->dead_letter_queue ? o->dead_letter_queue
-                                           : "deadletter";
+    const char *dlq =
+        o->dead_letter_queue ? o->dead_letter_queue : "deadletter";
     rc = sb_validate_queue_name(dlq, err);
     if (rc != SB_OK) {
         if (err != NULL)
@@ -72,15 +72,14 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
     bus->table = sb__malloc(n);
     bus->channel = sb__malloc(n);
     if (!bus->prefix || !bus->dlq || !bus->endpoint || !bus->host ||
-        !bus->table ||
-        !bus->channel)
+        !bus->table || !bus->channel)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     snprintf(bus->table, n, "%smessages", prefix);
     snprintf(bus->channel, n, "%swake", prefix);
     snprintf(bus->origin, sizeof bus->origin, "%016llx",
              (unsigned long long)sb__random_u64());
-    bus->max_payload = o->max_payload_bytes ? o->max_payload_bytes
-                                            : DEFAULT_PAYLOAD_MAX;
+    bus->max_payload =
+        o->max_payload_bytes ? o->max_payload_bytes : DEFAULT_PAYLOAD_MAX;
     bus->retention_ms = o->dead_letter_retention_ms;
     bus->schema_mode = o->schema_mode;
     bus->notify = o->notify;
@@ -105,8 +104,8 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
     /* An older caller's struct ends early: its later fields are defaults. */
     sb_options o;
     memset(&o, 0, sizeof o);
-    memcpy(&o, opts, opts->size && opts->size < sizeof o ? opts->size
-                                                          : sizeof o);
+    memcpy(&o, opts,
+           opts->size && opts->size < sizeof o ? opts->size : sizeof o);
     opts = &o;
     sb_bus *bus = sb__calloc(1, sizeof *bus);
     if (bus == NULL)
@@ -201,7 +200,7 @@ void sb_bus_count_into(sb_bus *bus, sb_bus *owner)
 
 const char *sb_backend_name(const sb_bus *bus)
 {
-    return bus == NULL                          ? "none"
+    return bus == NULL                         ? "none"
            : bus->dialect == SB_DIALECT_SQLITE ? "sqlite"
            : bus->dialect == SB_DIALECT_MSSQL  ? "mssql"
                                                : "postgresql";

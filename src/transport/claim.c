@@ -64,8 +64,8 @@ static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
     sb_claim_call cc;
     sb_call call;
     claim_params(bus, queue, max, lease_ms, delete_now, from_us, &cc, &call);
-    int rc = sb__query(c, call.sql, call.params, call.nparams, call.rows,
-                       NULL, err);
+    int rc =
+        sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL, err);
     sb__count_claim(bus, cc.t0, rc);
     if (rc == SB_OK)
         rc = take_rows(cc.rows, newest_us, out, n_out, err);
@@ -74,12 +74,12 @@ static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
 }
 
 int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
-                 int64_t lease_ms, int delete_now, sb_msg ***out,
-                 size_t *n_out, sb_error *err)
+                 int64_t lease_ms, int delete_now, sb_msg ***out, size_t *n_out,
+                 sb_error *err)
 {
     int64_t newest = 0;
-    return claim_run(bus, c, queue, max, lease_ms, delete_now, -1, &newest,
-                     out, n_out, err);
+    return claim_run(bus, c, queue, max, lease_ms, delete_now, -1, &newest, out,
+                     n_out, err);
 }
 
 /* Why a cursor: an ack deletes its row and a claim updates it, and while
@@ -98,8 +98,7 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
  * expired, naks and hand-backs of other consumers; the periodic full
  * scan claims those, in order, within SB_CLAIM_FULL_EVERY_US. */
 /* Whether the cursor's next claim may start at its bound. */
-static int use_bound(const sb_bus *bus, const sb_claim_cursor *cur,
-                     int64_t now)
+static int use_bound(const sb_bus *bus, const sb_claim_cursor *cur, int64_t now)
 {
     return bus->sql->claim_from != NULL && cur->floor_us > 0 &&
            now - cur->full_at_us < SB_CLAIM_FULL_EVERY_US;
@@ -142,30 +141,27 @@ static int full_done(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
 
 static int claim_full(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
                       const char *queue, int max, int64_t lease_ms,
-                      int *pending, sb_msg ***out, size_t *n_out,
-                      sb_error *err)
+                      int *pending, sb_msg ***out, size_t *n_out, sb_error *err)
 {
     int64_t now = sb__mono_us();
     size_t before = *n_out;
     cur->full_at_us = now;
-    int rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, &cur->floor_us,
-                       out, n_out, err);
+    int rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, &cur->floor_us, out,
+                       n_out, err);
     return full_done(bus, c, cur, queue, pending, *n_out - before, now, rc,
                      err);
 }
 
 int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
                       const char *queue, int max, int64_t lease_ms,
-                      int *pending, sb_msg ***out, size_t *n_out,
-                      sb_error *err)
+                      int *pending, sb_msg ***out, size_t *n_out, sb_error *err)
 {
     int64_t now = sb__mono_us();
     if (use_bound(bus, cur, now)) {
         size_t before = *n_out;
         int64_t from = cur->floor_us - SB_CLAIM_SLACK_US;
-        int rc = claim_run(bus, c, queue, max, lease_ms, 0,
-                           from > 0 ? from : 0, &cur->floor_us, out, n_out,
-                           err);
+        int rc = claim_run(bus, c, queue, max, lease_ms, 0, from > 0 ? from : 0,
+                           &cur->floor_us, out, n_out, err);
         if (rc != SB_OK || *n_out > before ||
             !full_after_empty(cur, pending, now))
             return rc;

@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PRUNE_EVERY_US (3600LL * 1000000)    /* rows unwritten for ... */
+#define PRUNE_EVERY_US (3600LL * 1000000)      /* rows unwritten for ... */
 #define PRUNE_AGE_MS (30LL * 24 * 3600 * 1000) /* ... 30 days go */
-#define N_SLOTS (SB_METRICS_QUEUES + 1)       /* named queues, then other */
+#define N_SLOTS (SB_METRICS_QUEUES + 1)        /* named queues, then other */
 
 struct sb_flusher {
     sb_bus *bus;
     int64_t every_us;
-    pthread_mutex_t mu;  /* one flush at a time; guards the fields below */
+    pthread_mutex_t mu;   /* one flush at a time; guards the fields below */
     sb_bus_counters *now; /* scratch snapshot */
     sb_queue_counts sent[N_SLOTS]; /* written so far, by snapshot slot */
     int failing;                   /* the last flush failed (logged once) */

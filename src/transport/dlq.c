@@ -10,9 +10,15 @@
 
 /* Headers that dead-lettering added; requeue removes them. */
 static const char *const failure_keys[] = {
-    "sb-dead-letter-reason", "sb-failed-queue",        "sb-time-of-failure",
-    "sb-processing-endpoint", "sb-attempts",           "sb-message-id",
-    "sb-exception-type",     "sb-exception-message",   "sb-exception-stacktrace",
+    "sb-dead-letter-reason",
+    "sb-failed-queue",
+    "sb-time-of-failure",
+    "sb-processing-endpoint",
+    "sb-attempts",
+    "sb-message-id",
+    "sb-exception-type",
+    "sb-exception-message",
+    "sb-exception-stacktrace",
     "sb-host",
 };
 
@@ -41,13 +47,13 @@ static int list_on(sb_bus *bus, sb_conn *c, const sb_dlq_filter *f,
     char norm[37] = "";
     if (f && f->id)
         sb__uuid_normalize(f->id, norm);
-    sb_value p[6] = {
-        sb__v_text(bus->dlq),
-        sb__v_text(f ? f->failed_queue : NULL),
-        f && f->older_than_ms > 0 ? sb__v_int(f->older_than_ms) : sb__v_null(),
-        norm[0] ? sb__v_text(norm) : sb__v_null(),
-        limit > 0 ? sb__v_int((int64_t)limit) : sb__v_null(),
-        sb__v_int(sb__bus_now_us(bus))};
+    sb_value p[6] = {sb__v_text(bus->dlq),
+                     sb__v_text(f ? f->failed_queue : NULL),
+                     f && f->older_than_ms > 0 ? sb__v_int(f->older_than_ms)
+                                               : sb__v_null(),
+                     norm[0] ? sb__v_text(norm) : sb__v_null(),
+                     limit > 0 ? sb__v_int((int64_t)limit) : sb__v_null(),
+                     sb__v_int(sb__bus_now_us(bus))};
     sb_rows *rows = NULL;
     int rc = sb__query(c, bus->sql->dlq_list, p, 6, &rows, NULL, err);
     if (rc != SB_OK)
@@ -101,8 +107,7 @@ typedef struct bulk_ctx {
 
 /* Re-publish one dead letter to its failed queue: original id, failure
  * headers removed, attempts reset; then delete the dead letter. */
-static int requeue_one(sb_bus *bus, sb_conn *c, const sb_msg *m,
-                       sb_error *err)
+static int requeue_one(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err)
 {
     /* Parsed first: headers lost to a failed allocation would read as
      * absent (no failed queue: refused as invalid). */
@@ -119,11 +124,12 @@ static int requeue_one(sb_bus *bus, sb_conn *c, const sb_msg *m,
                        m->id);
     char *queue_copy = sb__strdup(queue);
     char *headers = NULL;
-    int rc = queue_copy ? sb__headers_without(m->headers, failure_keys,
-                                              sizeof failure_keys /
-                                                  sizeof failure_keys[0],
-                                              &headers, err)
-                        : sb__err(err, SB_NOMEM, NULL, "out of memory");
+    int rc =
+        queue_copy
+            ? sb__headers_without(m->headers, failure_keys,
+                                  sizeof failure_keys / sizeof failure_keys[0],
+                                  &headers, err)
+            : sb__err(err, SB_NOMEM, NULL, "out of memory");
     if (rc == SB_OK) {
         sb_outgoing o = {id, m->payload, m->payload_len, headers, 0};
         char ids[1][37];

@@ -45,8 +45,8 @@ struct sb_tx_counts {
 };
 
 const int64_t sb__latency_le_us[SB_METRICS_BUCKETS] = {
-    100,     250,     500,     1000,    2500,     5000,
-    10000,   25000,   50000,   100000,  250000,   500000,
+    100,     250,     500,     1000,     2500,     5000,
+    10000,   25000,   50000,   100000,   250000,   500000,
     1000000, 2500000, 5000000, 10000000, INT64_MAX};
 
 int sb__counters_new(const char *dlq, sb_counters **out, sb_error *err)
@@ -227,8 +227,7 @@ void sb__count_claim(sb_bus *bus, int64_t t0_us, int rc)
         observe(&bus->counters->claim, sb__mono_us() - t0_us);
 }
 
-int sb__count_handler(sb_bus *bus, sb_handler_fn fn, sb_delivery *d,
-                      void *user)
+int sb__count_handler(sb_bus *bus, sb_handler_fn fn, sb_delivery *d, void *user)
 {
     int64_t t0 = sb__mono_us();
     int rc = fn(d, user);
@@ -242,14 +241,14 @@ int sb__count_handler(sb_bus *bus, sb_handler_fn fn, sb_delivery *d,
 static void read_slot(const sb_count_slot *s, sb_queue_counts *out)
 {
     sb_count_slot *ms = (sb_count_slot *)s;
-    out->published = atomic_load_explicit(&ms->n[SB_COUNT_PUBLISHED],
-                                          memory_order_relaxed);
-    out->acked = atomic_load_explicit(&ms->n[SB_COUNT_ACKED],
-                                      memory_order_relaxed);
-    out->naked = atomic_load_explicit(&ms->n[SB_COUNT_NAKED],
-                                      memory_order_relaxed);
-    out->dead_lettered = atomic_load_explicit(&ms->n[SB_COUNT_DEAD],
-                                              memory_order_relaxed);
+    out->published =
+        atomic_load_explicit(&ms->n[SB_COUNT_PUBLISHED], memory_order_relaxed);
+    out->acked =
+        atomic_load_explicit(&ms->n[SB_COUNT_ACKED], memory_order_relaxed);
+    out->naked =
+        atomic_load_explicit(&ms->n[SB_COUNT_NAKED], memory_order_relaxed);
+    out->dead_lettered =
+        atomic_load_explicit(&ms->n[SB_COUNT_DEAD], memory_order_relaxed);
 }
 
 static void read_histogram(histogram *h, sb_latency_histogram *out)
@@ -257,8 +256,8 @@ static void read_histogram(histogram *h, sb_latency_histogram *out)
     out->count = 0;
     for (int i = 0; i < SB_METRICS_BUCKETS; i++) {
         out->le_us[i] = sb__latency_le_us[i];
-        out->counts[i] = atomic_load_explicit(&h->counts[i],
-                                              memory_order_relaxed);
+        out->counts[i] =
+            atomic_load_explicit(&h->counts[i], memory_order_relaxed);
         out->count += out->counts[i];
     }
     out->sum_us = atomic_load_explicit(&h->sum_us, memory_order_relaxed);

@@ -7,8 +7,8 @@
 #define PEEK_MAX 500
 #define PEEK_OFFSET_MAX 1000000
 
-int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset,
-                  size_t limit, sb_msg ***out, size_t *n_out, sb_error *err)
+int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset, size_t limit,
+                  sb_msg ***out, size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL || n_out == NULL)
@@ -24,8 +24,8 @@ int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset,
                        "limit must be 1 to %d (got %zu)", PEEK_MAX, limit);
     if (offset > PEEK_OFFSET_MAX)
         return sb__err(err, SB_INVALID, "offset",
-                       "offset must be at most %d (got %zu)",
-                       PEEK_OFFSET_MAX, offset);
+                       "offset must be at most %d (got %zu)", PEEK_OFFSET_MAX,
+                       offset);
     rc = sb__bus_ensure_schema(bus, err);
     sb_conn *c = NULL;
     if (rc == SB_OK)

@@ -14,8 +14,10 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
     char field[64];
     if (m->payload == NULL && m->payload_len > 0) {
         snprintf(field, sizeof field, "msgs[%zu].payload", i);
-        return sb__err(err, SB_INVALID, field, "payload is NULL but "
-                       "payload_len is %zu", m->payload_len);
+        return sb__err(err, SB_INVALID, field,
+                       "payload is NULL but "
+                       "payload_len is %zu",
+                       m->payload_len);
     }
     if (m->payload_len > bus->max_payload) {
         snprintf(field, sizeof field, "msgs[%zu].payload", i);
@@ -30,12 +32,11 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
                        (long long)m->delay_ms);
     }
     if (m->headers_json != NULL) {
-        int rc = sb__headers_validate(m->headers_json,
-                                      strlen(m->headers_json), err);
+        int rc =
+            sb__headers_validate(m->headers_json, strlen(m->headers_json), err);
         if (rc != SB_OK) {
             if (err != NULL)
-                snprintf(err->field, sizeof err->field, "msgs[%zu].headers",
-                         i);
+                snprintf(err->field, sizeof err->field, "msgs[%zu].headers", i);
             return rc;
         }
     }
@@ -93,15 +94,14 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
         size_t row = done;
         for (size_t i = 0; i < nch; i++) {
             size_t rows = chunk[kind[i]];
-            calls[i] = (sb_call){bus->sql->insert[2 - kind[i]], p,
-                                 2 + 4 * rows, NULL, NULL};
+            calls[i] = (sb_call){bus->sql->insert[2 - kind[i]], p, 2 + 4 * rows,
+                                 NULL, NULL};
             *p++ = sb__v_text(queue);
             *p++ = sb__v_int(now_us);
             for (size_t j = 0; j < rows; j++, row++) {
                 const sb_outgoing *m = &msgs[row];
                 *p++ = sb__v_text(ids[row]);
-                *p++ = sb__v_blob(m->payload ? m->payload : "",
-                                  m->payload_len);
+                *p++ = sb__v_blob(m->payload ? m->payload : "", m->payload_len);
                 *p++ = sb__v_text(m->headers_json ? m->headers_json : "{}");
                 *p++ = sb__v_int(m->delay_ms);
                 if (m->delay_ms == 0)
@@ -112,8 +112,8 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
         /* Delivered at commit; PostgreSQL folds identical notifications of
          * one transaction into one, which is the debounce of T13. */
         char payload[256 + sizeof bus->origin]; /* queue: <= 200 bytes */
-        snprintf(payload, sizeof payload, "%s%c%s", queue,
-                 SB_WAKE_ORIGIN_SEP, bus->origin);
+        snprintf(payload, sizeof payload, "%s%c%s", queue, SB_WAKE_ORIGIN_SEP,
+                 bus->origin);
         sb_value np[2] = {sb__v_text(bus->channel),
                           sb__v_text(self_woken ? payload : queue)};
         if (last && *any_immediate && bus->sql->notify != NULL &&
@@ -141,9 +141,9 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    const sb_outgoing *msgs, size_t n, char (*ids)[37],
                    int *any_immediate, sb_error *err)
 {
-    return sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
-                     insert_on(bus, c, queue, msgs, n, ids, any_immediate, 0,
-                               0, err));
+    return sb__count(
+        bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
+        insert_on(bus, c, queue, msgs, n, ids, any_immediate, 0, 0, err));
 }
 
 typedef struct publish_ctx {
@@ -195,8 +195,8 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
         return sb__err(err, SB_INVALID, "msgs", "msgs must not be NULL");
     if (n > MAX_BATCH)
         return sb__err(err, SB_INVALID, "n",
-                       "a batch holds at most %d messages (got %zu)",
-                       MAX_BATCH, n);
+                       "a batch holds at most %d messages (got %zu)", MAX_BATCH,
+                       n);
     if (tx != NULL && tx->bus != bus)
         return sb__err(err, SB_MISUSE, "tx",
                        "the transaction belongs to another bus");

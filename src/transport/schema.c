@@ -14,10 +14,8 @@ const sb_column_spec sb__message_columns[] = {
     {"payload", "BLOB", "bytea", "varbinary(max)", 1},
     {"headers", "TEXT", "text", "nvarchar(max)", 1},
     {"created_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1},
-    {"available_at", "INTEGER", "timestamp with time zone", "datetime2(7)",
-     1},
-    {"locked_until", "INTEGER", "timestamp with time zone", "datetime2(7)",
-     0},
+    {"available_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1},
+    {"locked_until", "INTEGER", "timestamp with time zone", "datetime2(7)", 0},
     {"lock_id", "TEXT", "uuid", "uniqueidentifier", 0},
     {"attempts", "INTEGER", "integer", "int", 1},
     {"last_error", "TEXT", "text", "nvarchar(max)", 0},
@@ -49,8 +47,8 @@ static int index_tx(sb_conn *c, void *ctx, sb_error *err)
 static int mismatch(sb_bus *bus, sb_error *err, const char *column,
                     const char *what, const char *fix)
 {
-    sb__err(err, SB_SCHEMA_MISMATCH, column,
-            "table %s: %s; fix: %s", bus->table, what, fix);
+    sb__err(err, SB_SCHEMA_MISMATCH, column, "table %s: %s; fix: %s",
+            bus->table, what, fix);
     return SB_SCHEMA_MISMATCH;
 }
 
@@ -61,13 +59,14 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
     bool ms = bus->dialect == SB_DIALECT_MSSQL;
     for (size_t i = 0; i < sb__message_column_count; i++) {
         const sb_column_spec *s = &sb__message_columns[i];
-        const char *want = pg ? s->pg_type : ms ? s->mssql_type
-                                                : s->sqlite_type;
+        const char *want = pg   ? s->pg_type
+                           : ms ? s->mssql_type
+                                : s->sqlite_type;
         size_t r = 0;
-        while (r < rows->nrows &&
-               strcmp(sb__rows_text(rows, r, 0) ? sb__rows_text(rows, r, 0)
-                                                : "",
-                      s->name) != 0)
+        while (
+            r < rows->nrows &&
+            strcmp(sb__rows_text(rows, r, 0) ? sb__rows_text(rows, r, 0) : "",
+                   s->name) != 0)
             r++;
         if (r == rows->nrows) {
             snprintf(what, sizeof what, "column %s is missing", s->name);
@@ -119,9 +118,10 @@ static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
                      "column queue has collation \"%s\"; queue names compare "
                      "byte-exactly only under \"C\"",
                      coll ? coll : "");
-            snprintf(fix, sizeof fix,
-                     "ALTER TABLE %s ALTER COLUMN queue TYPE text COLLATE \"C\"",
-                     bus->table);
+            snprintf(
+                fix, sizeof fix,
+                "ALTER TABLE %s ALTER COLUMN queue TYPE text COLLATE \"C\"",
+                bus->table);
             return mismatch(bus, err, "queue", what, fix);
         }
         /* SQL Server: any collation will do, as the seed allows for a

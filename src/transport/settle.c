@@ -48,8 +48,7 @@ static int confirm_retry_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
     const char *uid = sb_msg_header(m, "sb-retry-of");
     if (uid == NULL || uid[0] == '\0')
         return SB_OK;
-    const char *kv[] = {"sb-retry-confirmed", "true", "sb-retry-of", uid,
-                        NULL};
+    const char *kv[] = {"sb-retry-confirmed", "true", "sb-retry-of", uid, NULL};
     char *headers = NULL;
     int rc = sb__headers_merge(NULL, kv, &headers, err);
     char ids[1][37];
@@ -126,8 +125,8 @@ int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
 
 const char *sb__failure_endpoint(const sb_bus *bus, const sb_failure *f)
 {
-    if (f != NULL && f->size >= offsetof(sb_failure, endpoint) +
-                                    sizeof f->endpoint &&
+    if (f != NULL &&
+        f->size >= offsetof(sb_failure, endpoint) + sizeof f->endpoint &&
         f->endpoint != NULL && f->endpoint[0] != '\0')
         return f->endpoint;
     return bus->endpoint;
@@ -157,15 +156,24 @@ static int failure_headers(sb_bus *bus, const sb_msg *m, const sb_failure *f,
     }
     const char *kv[] = {"sb-dead-letter-reason",
                         f && f->reason ? f->reason : "dead-lettered",
-                        "sb-failed-queue", m->queue,
-                        "sb-time-of-failure", when,
-                        "sb-processing-endpoint", sb__failure_endpoint(bus, f),
-                        "sb-host", bus->host,
-                        "sb-attempts", attempts,
-                        "sb-message-id", m->id,
-                        "sb-exception-type", f ? f->exception_type : NULL,
-                        "sb-exception-message", msg,
-                        "sb-exception-stacktrace", trace,
+                        "sb-failed-queue",
+                        m->queue,
+                        "sb-time-of-failure",
+                        when,
+                        "sb-processing-endpoint",
+                        sb__failure_endpoint(bus, f),
+                        "sb-host",
+                        bus->host,
+                        "sb-attempts",
+                        attempts,
+                        "sb-message-id",
+                        m->id,
+                        "sb-exception-type",
+                        f ? f->exception_type : NULL,
+                        "sb-exception-message",
+                        msg,
+                        "sb-exception-stacktrace",
+                        trace,
                         NULL};
     int rc = sb__headers_merge(m->headers, kv, out, err);
     sb__free(msg);
@@ -188,11 +196,11 @@ int sb__dead_letter_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
         sb__free(headers);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
-    sb_value p[8] = {sb__v_text(new_id), sb__v_text(bus->dlq),
-                     sb__v_text(headers), sb__v_text(reason),
-                     sb__v_text(text), sb__v_int(sb__bus_now_us(bus)),
-                     sb__v_text(m->id),
-                     fence ? sb__v_text(m->lock_id) : sb__v_null()};
+    sb_value p[8] = {
+        sb__v_text(new_id),  sb__v_text(bus->dlq),
+        sb__v_text(headers), sb__v_text(reason),
+        sb__v_text(text),    sb__v_int(sb__bus_now_us(bus)),
+        sb__v_text(m->id),   fence ? sb__v_text(m->lock_id) : sb__v_null()};
     int64_t changes = 0;
     rc = sb__query(c, bus->sql->dead_letter, p, 8, NULL, &changes, err);
     rc = fenced(rc, changes, m, err);
@@ -246,8 +254,8 @@ static int mark_returned(sb_msg *const *msgs, size_t n, sb_rows *rows,
  * PostgreSQL array literal, $2 a JSON object from each id to its lock id;
  * the returned ids are the ones still fenced. Every lost[i] starts set. */
 int sb__many_prepare(sb_bus *bus, const char *sql, sb_msg *const *msgs,
-                     size_t n, int64_t lease_ms, int *lost,
-                     sb_many_call *mc, sb_call *call, sb_error *err)
+                     size_t n, int64_t lease_ms, int *lost, sb_many_call *mc,
+                     sb_call *call, sb_error *err)
 {
     sb__buf_init(&mc->ids, 8 + n * 37);
     sb__buf_init(&mc->locks, 8 + n * 80);
@@ -282,8 +290,8 @@ int sb__many_prepare(sb_bus *bus, const char *sql, sb_msg *const *msgs,
     return SB_OK;
 }
 
-int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n,
-                    int *lost, int rc, sb_error *err)
+int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n, int *lost,
+                    int rc, sb_error *err)
 {
     if (rc == SB_OK)
         rc = mark_returned(msgs, n, mc->rows, lost, err);
@@ -300,17 +308,17 @@ static int many_on(sb_bus *bus, sb_conn *c, const char *sql,
 {
     sb_many_call mc;
     sb_call call;
-    int rc = sb__many_prepare(bus, sql, msgs, n, lease_ms, lost, &mc, &call,
-                              err);
+    int rc =
+        sb__many_prepare(bus, sql, msgs, n, lease_ms, lost, &mc, &call, err);
     if (rc != SB_OK)
         return rc;
-    rc = sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL,
-                   err);
+    rc =
+        sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL, err);
     return sb__many_finish(&mc, msgs, n, lost, rc, err);
 }
 
-int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
-                       size_t n, int *lost, sb_error *err)
+int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                       int *lost, sb_error *err)
 {
     if (n > 1 && bus->sql->ack_many != NULL)
         return many_on(bus, c, bus->sql->ack_many, msgs, n, -1, lost, err);
@@ -403,10 +411,9 @@ static int settle(settle_ctx *x, sb_error *err)
                        "message %s was not claimed (it has no lease)",
                        x->m->id);
     if (x->ms < 0 || x->ms > 86400000LL * 365)
-        return sb__err(err, SB_INVALID, x->op == OP_RENEW ? "lease_ms"
-                                                          : "delay_ms",
-                       "must be 0 to 365 days in ms (got %lld)",
-                       (long long)x->ms);
+        return sb__err(
+            err, SB_INVALID, x->op == OP_RENEW ? "lease_ms" : "delay_ms",
+            "must be 0 to 365 days in ms (got %lld)", (long long)x->ms);
     return sb__db_run_tx(x->bus->pool, NULL, settle_tx, x, err);
 }
 

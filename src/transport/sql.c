@@ -78,8 +78,9 @@ static char *index_ddl(const sb_sql_templates *t, const char *prefix, int *rc)
     sb__buf_puts(&b, "BEGIN TRY\n");
     sb__buf_puts(&b, t->index_lock);
     sb__buf_puts(&b, t->ddl_indexes);
-    sb__buf_puts(&b, SB_TSQL_LOCK_TIMEOUT_RESET ";\nEND TRY\nBEGIN CATCH\n"
-                     SB_TSQL_LOCK_TIMEOUT_RESET ";\nTHROW;\nEND CATCH;\n");
+    sb__buf_puts(&b, SB_TSQL_LOCK_TIMEOUT_RESET
+                 ";\nEND TRY\nBEGIN CATCH\n" SB_TSQL_LOCK_TIMEOUT_RESET
+                 ";\nTHROW;\nEND CATCH;\n");
     return subst_built(&b, prefix, rc);
 }
 
@@ -142,19 +143,38 @@ void sb__transport_sql_free(sb_transport_sql *s)
 {
     if (s == NULL)
         return;
-    char **all[] = {&s->ddl,       &s->lock,        &s->index_ddl,
+    char **all[] = {&s->ddl,
+                    &s->lock,
+                    &s->index_ddl,
                     &s->insert[0],
-                    &s->insert[1], &s->insert[2],   &s->claim,
-                    &s->claim_delete, &s->claim_from,
-                    &s->ack, &s->nak,
-                    &s->hand_back, &s->renew,       &s->dead_letter,
-                    &s->ack_many,  &s->renew_many,  &s->hand_back_many,
-                    &s->dlq_insert, &s->delete_any, &s->pending,
-                    &s->stats,     &s->dlq_stats,   &s->dlq_list,
-                    &s->peek,      &s->prune,       &s->columns,
+                    &s->insert[1],
+                    &s->insert[2],
+                    &s->claim,
+                    &s->claim_delete,
+                    &s->claim_from,
+                    &s->ack,
+                    &s->nak,
+                    &s->hand_back,
+                    &s->renew,
+                    &s->dead_letter,
+                    &s->ack_many,
+                    &s->renew_many,
+                    &s->hand_back_many,
+                    &s->dlq_insert,
+                    &s->delete_any,
+                    &s->pending,
+                    &s->stats,
+                    &s->dlq_stats,
+                    &s->dlq_list,
+                    &s->peek,
+                    &s->prune,
+                    &s->columns,
                     &s->indexes,
-                    &s->notify,    &s->counts_add,  &s->counts_list,
-                    &s->counts_prune, &s->xmin_holder};
+                    &s->notify,
+                    &s->counts_add,
+                    &s->counts_list,
+                    &s->counts_prune,
+                    &s->xmin_holder};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);
     sb__free(s);
@@ -164,8 +184,8 @@ int sb__backend_dialect(const char *backend, const char *table_prefix,
                         int *dialect, sb_error *err)
 {
     const char *prefix = table_prefix ? table_prefix : "sqlbus_";
-    int rc = sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix",
-                                     err);
+    int rc =
+        sb__validate_identifier(prefix, SB_MAX_PREFIX_LEN, "table_prefix", err);
     if (rc != SB_OK)
         return rc;
     if (backend != NULL && strcmp(backend, "sqlite") == 0)

@@ -15,8 +15,8 @@
 #define PLUS_MS(ms) SB_TSQL_PLUS_MS(ms)
 #define MINUS_MS(ms) SB_TSQL_MINUS_MS(ms)
 #define NOW SB_TSQL_NOW
-#define READY                                                                \
-    "available_at <= " NOW " AND (locked_until IS NULL OR "                  \
+#define READY                                                                  \
+    "available_at <= " NOW " AND (locked_until IS NULL OR "                    \
     "locked_until <= " NOW ")"
 #define ROWCOUNT SB_TSQL_ROWCOUNT
 /* The rows a claim takes: the oldest ready ones of $1, at most $5, skipping
@@ -24,21 +24,20 @@
  * moves available_at to the lease's end, so leased rows leave the front
  * of the dequeue index and the next claim's seek stops at the first ready
  * row instead of walking every message in flight. */
-#define CLAIMABLE                                                            \
-    "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "         \
-    "attempts, locked_until, lock_id, created_at, available_at, queue FROM " \
-    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE "                   \
-    SAME_QUEUE("queue", "$1") " AND " READY                                  \
-    " ORDER BY available_at, created_at) "
-#define CLAIMED_TABLE                                                        \
-    "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "  \
-    "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "        \
+#define CLAIMABLE                                                              \
+    "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "           \
+    "attempts, locked_until, lock_id, created_at, available_at, queue FROM "   \
+    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE " SAME_QUEUE(         \
+        "queue", "$1") " AND " READY " ORDER BY available_at, created_at) "
+#define CLAIMED_TABLE                                                          \
+    "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "    \
+    "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "          \
     "created_at datetime2, queue nvarchar(200), available_at datetime2); "
 /* OUTPUT returns rows in no promised order: the claim hands them back in
  * the index's (the order they were claimed in: available_at before the
  * claim moved it). */
-#define CLAIMED_ROWS                                                         \
-    "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM " \
+#define CLAIMED_ROWS                                                           \
+    "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM "  \
     "@claimed ORDER BY available_at, created_at"
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
@@ -64,47 +63,47 @@
  * turning a full queue into a clustered table blocks it while it is
  * rebuilt, a step for a DBA (docs/backends.md); a table with a clustered
  * index of its own gets the created index nonclustered. */
-#define TABLES                                                               \
-    "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n"                           \
-    "CREATE TABLE {p}messages (\n"                                           \
-    "  id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,\n"             \
-    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"      \
-    "  payload varbinary(max) NOT NULL,\n"                                   \
-    "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n"                      \
-    "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"         \
-    "  available_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"       \
-    "  locked_until datetime2(7) NULL,\n"                                    \
-    "  lock_id uniqueidentifier NULL,\n"                                     \
-    "  attempts int NOT NULL DEFAULT 0,\n"                                   \
-    "  last_error nvarchar(max) NULL,\n"                                     \
-    "  dead_letter_reason nvarchar(max) NULL\n"                              \
-    ");\n"                                                                   \
-    "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n"                             \
-    "CREATE TABLE {p}counts (\n"                                             \
-    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL "        \
-    "PRIMARY KEY,\n"                                                         \
-    "  published bigint NOT NULL DEFAULT 0,\n"                               \
-    "  acked bigint NOT NULL DEFAULT 0,\n"                                   \
-    "  naked bigint NOT NULL DEFAULT 0,\n"                                   \
-    "  dead_lettered bigint NOT NULL DEFAULT 0,\n"                           \
-    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"          \
+#define TABLES                                                                 \
+    "IF OBJECT_ID(N'{p}messages', N'U') IS NULL\n"                             \
+    "CREATE TABLE {p}messages (\n"                                             \
+    "  id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,\n"               \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"        \
+    "  payload varbinary(max) NOT NULL,\n"                                     \
+    "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n"                        \
+    "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"           \
+    "  available_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"         \
+    "  locked_until datetime2(7) NULL,\n"                                      \
+    "  lock_id uniqueidentifier NULL,\n"                                       \
+    "  attempts int NOT NULL DEFAULT 0,\n"                                     \
+    "  last_error nvarchar(max) NULL,\n"                                       \
+    "  dead_letter_reason nvarchar(max) NULL\n"                                \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n"                               \
+    "CREATE TABLE {p}counts (\n"                                               \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL "          \
+    "PRIMARY KEY,\n"                                                           \
+    "  published bigint NOT NULL DEFAULT 0,\n"                                 \
+    "  acked bigint NOT NULL DEFAULT 0,\n"                                     \
+    "  naked bigint NOT NULL DEFAULT 0,\n"                                     \
+    "  dead_lettered bigint NOT NULL DEFAULT 0,\n"                             \
+    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
     ");\n"
-#define INDEXES                                                              \
-    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
-    "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n" \
-    "CREATE INDEX {p}messages_ready_idx\n"                                   \
-    "  ON {p}messages (queue, available_at, created_at);\n"                  \
-    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "            \
-    "OBJECT_ID(N'{p}messages', N'U') AND name = "                            \
-    "N'{p}messages_created_idx')\n"                                          \
-    "BEGIN\n"                                                                \
-    "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "                \
-    "OBJECT_ID(N'{p}messages', N'U') AND type = 1)\n"                        \
-    "CREATE INDEX {p}messages_created_idx\n"                                 \
-    "  ON {p}messages (created_at);\n"                                       \
-    "ELSE\n"                                                                 \
-    "CREATE CLUSTERED INDEX {p}messages_created_idx\n"                       \
-    "  ON {p}messages (created_at);\n"                                       \
+#define INDEXES                                                                \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n"   \
+    "CREATE INDEX {p}messages_ready_idx\n"                                     \
+    "  ON {p}messages (queue, available_at, created_at);\n"                    \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
+    "N'{p}messages_created_idx')\n"                                            \
+    "BEGIN\n"                                                                  \
+    "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "                  \
+    "OBJECT_ID(N'{p}messages', N'U') AND type = 1)\n"                          \
+    "CREATE INDEX {p}messages_created_idx\n"                                   \
+    "  ON {p}messages (created_at);\n"                                         \
+    "ELSE\n"                                                                   \
+    "CREATE CLUSTERED INDEX {p}messages_created_idx\n"                         \
+    "  ON {p}messages (created_at);\n"                                         \
     "END;\n"
 
 const sb_sql_templates sb__sql_mssql = {
@@ -119,89 +118,93 @@ const sb_sql_templates sb__sql_mssql = {
         "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:ddl:' + "
         "SCHEMA_NAME() + N'.{p}messages';\n"
         "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, @LockMode = "
-        "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 10000;\n"
-        SB_TSQL_APPLOCK_CHECK("index lock"),
+        "N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 10000;\n" SB_TSQL_APPLOCK_CHECK(
+            "index lock"),
     /* Rows of one statement: deduplicated by id (the first wins, as ON
      * CONFLICT DO NOTHING does), then inserted where absent under a key-
      * range lock; a duplicate-key race still possible is retried by the
      * caller (publish.c). */
     .insert_head =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
-        "available_at, attempts) SELECT v.id, $1, v.payload, v.headers, "
-        NOW ", " PLUS_MS("v.delay_ms") ", 0 FROM (SELECT "
-        "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
-        "x.delay_ms, ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
-        "AS rn FROM (VALUES ",
+        "available_at, attempts) SELECT v.id, $1, v.payload, v.headers, " NOW
+        ", " PLUS_MS(
+            "v.delay_ms") ", 0 FROM (SELECT "
+                          "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
+                          "x.delay_ms, ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
+                          "AS rn FROM (VALUES ",
     .insert_row = "($%d, $%d, $%d, $%d, %d)",
     .insert_tail =
         ") AS x (id, payload, headers, delay_ms, ord)) AS v WHERE v.rn = 1 "
         "AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH (UPDLOCK, "
         "HOLDLOCK) WHERE m.id = v.id)",
     .claim = CLAIMED_TABLE CLAIMABLE
-        "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3")
-        ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT "
-        "inserted.id, inserted.payload, inserted.headers, inserted.attempts, "
-        "inserted.lock_id, inserted.created_at, inserted.queue, "
-        "deleted.available_at INTO @claimed; " CLAIMED_ROWS,
+    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3") ", available_at = " PLUS_MS(
+        "$3") ", lock_id = $4 OUTPUT "
+              "inserted.id, inserted.payload, inserted.headers, inserted.attempts, "
+              "inserted.lock_id, inserted.created_at, inserted.queue, "
+              "deleted.available_at INTO @claimed; " CLAIMED_ROWS,
     .claim_delete = CLAIMED_TABLE CLAIMABLE
-        "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
-        "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
-        "deleted.created_at, deleted.queue, deleted.available_at INTO "
-        "@claimed; " CLAIMED_ROWS,
+    "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
+    "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
+    "deleted.created_at, deleted.queue, deleted.available_at INTO "
+    "@claimed; " CLAIMED_ROWS,
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2" ROWCOUNT,
-    .nak = "UPDATE {p}messages SET available_at = " PLUS_MS("$4") ", "
-           "locked_until = NULL, lock_id = NULL, last_error = $5 "
-           "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .nak = "UPDATE {p}messages SET available_at = " PLUS_MS(
+        "$4") ", "
+              "locked_until = NULL, lock_id = NULL, last_error = $5 "
+              "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .hand_back = "UPDATE {p}messages SET available_at = " NOW ", "
                  "locked_until = NULL, lock_id = NULL, attempts = CASE WHEN "
                  "attempts > 0 THEN attempts - 1 ELSE 0 END "
                  "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
-    .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS("$4")
-             ", available_at = " PLUS_MS("$4")
-             " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS(
+        "$4") ", available_at = " PLUS_MS("$4") " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .dead_letter =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
-        "SELECT CAST($1 AS uniqueidentifier), $2, payload, $3, "
-        NOW ", " NOW ", attempts, $5, $4 "
-        "FROM {p}messages WHERE id = $7 AND ($8 IS NULL OR lock_id = $8)"
-        ROWCOUNT,
+        "SELECT CAST($1 AS uniqueidentifier), $2, payload, $3, " NOW ", " NOW
+        ", attempts, $5, $4 "
+        "FROM {p}messages WHERE id = $7 AND ($8 IS NULL OR lock_id = $8)" ROWCOUNT,
     .dlq_insert =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
         "available_at, attempts, last_error, dead_letter_reason) "
-        "SELECT CAST($1 AS uniqueidentifier), $2, $7, $3, " NOW ", "
-        NOW ", $8, $5, $4 WHERE NOT EXISTS (SELECT 1 FROM "
+        "SELECT CAST($1 AS uniqueidentifier), $2, $7, $3, " NOW ", " NOW
+        ", $8, $5, $4 WHERE NOT EXISTS (SELECT 1 FROM "
         "{p}messages WITH (UPDLOCK, HOLDLOCK) WHERE id = $1)",
     .delete_any = "DELETE FROM {p}messages WHERE id = $1 AND "
                   "($2 IS NULL OR lock_id = $2)" ROWCOUNT,
-    .pending = "SELECT TOP (1) 1 FROM {p}messages WHERE "
-               SAME_QUEUE("queue", "$1") " AND (available_at <= "
-               NOW " OR locked_until IS NOT NULL)",
-    .stats =
-        "SELECT queue, "
-        "SUM(CASE WHEN " READY " THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN available_at > " NOW " AND locked_until IS "
-        "NULL THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN locked_until > " NOW " THEN 1 ELSE 0 END), "
-        "COALESCE(DATEDIFF_BIG(millisecond, MIN(CASE WHEN " READY
-        " THEN created_at END), " NOW "), -1) "
-        "FROM {p}messages GROUP BY queue ORDER BY queue",
-    .dlq_stats = "SELECT " FAILED_QUEUE ", COUNT(*) FROM {p}messages WHERE "
-                 SAME_QUEUE("queue", "$1") " GROUP BY " FAILED_QUEUE,
+    .pending = "SELECT TOP (1) 1 FROM {p}messages WHERE " SAME_QUEUE(
+        "queue", "$1") " AND (available_at <= " NOW
+                       " OR locked_until IS NOT NULL)",
+    .stats = "SELECT queue, "
+             "SUM(CASE WHEN " READY " THEN 1 ELSE 0 END), "
+             "SUM(CASE WHEN available_at > " NOW " AND locked_until IS "
+             "NULL THEN 1 ELSE 0 END), "
+             "SUM(CASE WHEN locked_until > " NOW " THEN 1 ELSE 0 END), "
+             "COALESCE(DATEDIFF_BIG(millisecond, MIN(CASE WHEN " READY
+             " THEN created_at END), " NOW "), -1) "
+             "FROM {p}messages GROUP BY queue ORDER BY queue",
+    .dlq_stats =
+        "SELECT " FAILED_QUEUE ", COUNT(*) FROM {p}messages WHERE " SAME_QUEUE(
+            "queue", "$1") " GROUP BY " FAILED_QUEUE,
     .dlq_list =
         "SELECT TOP (COALESCE(CAST($5 AS bigint), 2147483647)) id, "
         "payload, headers, attempts, lock_id, created_at, queue "
-        "FROM {p}messages WHERE " SAME_QUEUE("queue", "$1") " AND ($2 IS NULL "
-        "OR " FAILED_QUEUE " = $2) AND ($3 IS NULL OR created_at < "
-        MINUS_MS("$3") ") AND ($4 IS NULL OR id = $4) ORDER BY created_at, id",
-    .peek = "SELECT id, payload, headers, attempts, CAST(NULL AS "
-            "uniqueidentifier), created_at, queue, available_at, locked_until "
-            "FROM {p}messages WHERE " SAME_QUEUE("queue", "$1")
-            " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
-            "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",
-    .prune = "DELETE TOP (CAST($3 AS int)) FROM {p}messages WHERE "
-             SAME_QUEUE("queue", "$1") " AND created_at < " MINUS_MS("$2")
-             ROWCOUNT,
+        "FROM {p}messages WHERE " SAME_QUEUE(
+            "queue",
+            "$1") " AND ($2 IS NULL "
+                  "OR " FAILED_QUEUE
+                  " = $2) AND ($3 IS NULL OR created_at < " MINUS_MS(
+                      "$3") ") AND ($4 IS NULL OR id = $4) ORDER BY created_at, id",
+    .peek =
+        "SELECT id, payload, headers, attempts, CAST(NULL AS "
+        "uniqueidentifier), created_at, queue, available_at, locked_until "
+        "FROM {p}messages WHERE " SAME_QUEUE(
+            "queue",
+            "$1") " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
+                  "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",
+    .prune = "DELETE TOP (CAST($3 AS int)) FROM {p}messages WHERE " SAME_QUEUE(
+        "queue", "$1") " AND created_at < " MINUS_MS("$2") ROWCOUNT,
     /* Types as their declarations spell them, with length or scale: a
      * datetime2(3) must not pass for datetime2(7). */
     .columns =
@@ -232,17 +235,18 @@ const sb_sql_templates sb__sql_mssql = {
         "MERGE {p}counts WITH (HOLDLOCK) AS c USING (SELECT CAST($1 AS "
         "nvarchar(200)) AS queue, CAST($2 AS bigint) AS published, CAST($3 "
         "AS bigint) AS acked, CAST($4 AS bigint) AS naked, CAST($5 AS bigint) "
-        "AS dead_lettered) AS x ON " SAME_QUEUE("c.queue", "x.queue")
-        " WHEN MATCHED THEN UPDATE SET published = c.published + "
-        "x.published, acked = c.acked + x.acked, naked = c.naked + x.naked, "
-        "dead_lettered = c.dead_lettered + x.dead_lettered, updated_at = "
-        NOW " WHEN NOT MATCHED THEN INSERT (queue, published, "
-        "acked, naked, dead_lettered, updated_at) VALUES (x.queue, "
-        "x.published, x.acked, x.naked, x.dead_lettered, " NOW ");",
+        "AS dead_lettered) AS x ON " SAME_QUEUE(
+            "c.queue",
+            "x.queue") " WHEN MATCHED THEN UPDATE SET published = c.published + "
+                       "x.published, acked = c.acked + x.acked, naked = c.naked + x.naked, "
+                       "dead_lettered = c.dead_lettered + x.dead_lettered, updated_at = " NOW
+                       " WHEN NOT MATCHED THEN INSERT (queue, published, "
+                       "acked, naked, dead_lettered, updated_at) VALUES (x.queue, "
+                       "x.published, x.acked, x.naked, x.dead_lettered, " NOW
+                       ");",
     .counts_list = "SELECT queue, published, acked, naked, dead_lettered "
                    "FROM {p}counts ORDER BY queue",
-    .counts_prune = "DELETE FROM {p}counts WHERE updated_at < "
-                    MINUS_MS("$2"),
+    .counts_prune = "DELETE FROM {p}counts WHERE updated_at < " MINUS_MS("$2"),
 };
 
 const char sb__sql_mssql_schema[] = TABLES INDEXES;

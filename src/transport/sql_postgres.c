@@ -9,40 +9,39 @@
 #define MS "* interval '1 millisecond'"
 
 const sb_sql_templates sb__sql_postgres = {
-    .ddl =
-        "CREATE TABLE IF NOT EXISTS {p}messages (\n"
-        "  id uuid NOT NULL PRIMARY KEY,\n"
-        "  queue text COLLATE \"C\" NOT NULL,\n"
-        "  payload bytea NOT NULL,\n"
-        "  headers text NOT NULL DEFAULT '{}',\n"
-        "  created_at timestamptz NOT NULL DEFAULT now(),\n"
-        "  available_at timestamptz NOT NULL DEFAULT now(),\n"
-        "  locked_until timestamptz,\n"
-        "  lock_id uuid,\n"
-        "  attempts integer NOT NULL DEFAULT 0,\n"
-        "  last_error text,\n"
-        "  dead_letter_reason text\n"
-        ") WITH (fillfactor = 50);\n"
-        "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
-        "  ON {p}messages (queue, available_at, created_at);\n"
-        "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
-        "  ON {p}messages (created_at);\n"
-        "CREATE TABLE IF NOT EXISTS {p}counts (\n"
-        "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
-        "  published bigint NOT NULL DEFAULT 0,\n"
-        "  acked bigint NOT NULL DEFAULT 0,\n"
-        "  naked bigint NOT NULL DEFAULT 0,\n"
-        "  dead_lettered bigint NOT NULL DEFAULT 0,\n"
-        "  updated_at timestamptz NOT NULL DEFAULT now()\n"
-        ");\n",
+    .ddl = "CREATE TABLE IF NOT EXISTS {p}messages (\n"
+           "  id uuid NOT NULL PRIMARY KEY,\n"
+           "  queue text COLLATE \"C\" NOT NULL,\n"
+           "  payload bytea NOT NULL,\n"
+           "  headers text NOT NULL DEFAULT '{}',\n"
+           "  created_at timestamptz NOT NULL DEFAULT now(),\n"
+           "  available_at timestamptz NOT NULL DEFAULT now(),\n"
+           "  locked_until timestamptz,\n"
+           "  lock_id uuid,\n"
+           "  attempts integer NOT NULL DEFAULT 0,\n"
+           "  last_error text,\n"
+           "  dead_letter_reason text\n"
+           ") WITH (fillfactor = 50);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
+           "  ON {p}messages (queue, available_at, created_at);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
+           "  ON {p}messages (created_at);\n"
+           "CREATE TABLE IF NOT EXISTS {p}counts (\n"
+           "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+           "  published bigint NOT NULL DEFAULT 0,\n"
+           "  acked bigint NOT NULL DEFAULT 0,\n"
+           "  naked bigint NOT NULL DEFAULT 0,\n"
+           "  dead_lettered bigint NOT NULL DEFAULT 0,\n"
+           "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+           ");\n",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",
     .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
                    "created_at, available_at, attempts) VALUES ",
-    .insert_row = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
-                  ", 0)",
+    .insert_row =
+        "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS ", 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
-    /* The claimed rows are found again by their tuple ids (ctid), which
+/* The claimed rows are found again by their tuple ids (ctid), which
      * the subquery's row locks keep in place until the statement writes
      * them: a TID scan, the one plan that does not depend on the
      * statistics. Found by primary key through an id array, a generic
@@ -51,26 +50,27 @@ const sb_sql_templates sb__sql_postgres = {
      * messages a second: docs/internals/transport.md); joined with a
      * CTE, the statistics a held xmin leaves (a few live rows in a table
      * of dead ones) walked the whole primary key. */
-#define READY(bound)                                                       \
-    "SELECT ctid FROM {p}messages WHERE queue = $1 " bound                 \
-    "AND available_at <= now() AND (locked_until IS NULL OR "              \
-    "locked_until <= now()) ORDER BY available_at, created_at "            \
+#define READY(bound)                                                           \
+    "SELECT ctid FROM {p}messages WHERE queue = $1 " bound                     \
+    "AND available_at <= now() AND (locked_until IS NULL OR "                  \
+    "locked_until <= now()) ORDER BY available_at, created_at "                \
     "LIMIT $5 FOR UPDATE SKIP LOCKED"
 /* The bound of the claims through a cursor (claim.c): $6 microseconds
  * since the epoch. */
-#define FROM_US                                                            \
-    "AND available_at >= 'epoch'::timestamptz + $6::int8 * "               \
+#define FROM_US                                                                \
+    "AND available_at >= 'epoch'::timestamptz + $6::int8 * "                   \
     "interval '1 microsecond' "
-#define CLAIM_UPDATE(bound)                                                \
-    "UPDATE {p}messages m SET attempts = m.attempts + 1, "                 \
-    "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "          \
-    "WHERE m.ctid = ANY (ARRAY(" READY(bound) ")) "                        \
-    "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "        \
-    "m.created_at, m.queue, m.available_at"
-#define CLAIM_DELETE(bound)                                                \
-    "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(bound)    \
-    ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, "  \
-    "m.created_at, m.queue, m.available_at"
+#define CLAIM_UPDATE(bound)                                                    \
+    "UPDATE {p}messages m SET attempts = m.attempts + 1, "                     \
+    "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "              \
+    "WHERE m.ctid = ANY (ARRAY(" READY(                                        \
+        bound) ")) "                                                           \
+               "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, " \
+               "m.created_at, m.queue, m.available_at"
+#define CLAIM_DELETE(bound)                                                          \
+    "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(                    \
+        bound) ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, " \
+               "m.created_at, m.queue, m.available_at"
     .claim = CLAIM_UPDATE(""),
     .claim_delete = CLAIM_DELETE(""),
     /* The claim, starting the index scan at $6 instead of the queue's
@@ -116,9 +116,10 @@ const sb_sql_templates sb__sql_postgres = {
                   "($2::uuid IS NULL OR lock_id = $2::uuid)",
     /* The statement's clock, not the transaction's start: a row another
      * connection made ready after this transaction began is pending. */
-    .pending = "SELECT 1 FROM {p}messages WHERE queue = $1 AND "
-               "(available_at <= clock_timestamp() OR locked_until IS NOT NULL) "
-               "LIMIT 1",
+    .pending =
+        "SELECT 1 FROM {p}messages WHERE queue = $1 AND "
+        "(available_at <= clock_timestamp() OR locked_until IS NOT NULL) "
+        "LIMIT 1",
     .stats =
         "SELECT queue, "
         "count(*) FILTER (WHERE available_at <= now() AND (locked_until IS "

@@ -14,18 +14,42 @@ static const struct {
     const char *name;
     size_t off;
 } fields[] = {
-#define F(f) {#f, offsetof(sb_transport_sql, f)}
-    F(ddl),          F(lock),        F(index_ddl),
+#define F(f)                                                                   \
+    {                                                                          \
+#f, offsetof(sb_transport_sql, f)                                      \
+    }
+    F(ddl),
+    F(lock),
+    F(index_ddl),
     {"insert_1", offsetof(sb_transport_sql, insert[0])},
     {"insert_10", offsetof(sb_transport_sql, insert[1])},
     {"insert_100", offsetof(sb_transport_sql, insert[2])},
-    F(claim),        F(claim_delete), F(claim_from),  F(xmin_holder),
-    F(ack),          F(nak),          F(hand_back),   F(renew),
-    F(ack_many),     F(renew_many),   F(hand_back_many),
-    F(dead_letter),  F(dlq_insert),   F(delete_any),  F(pending),
-    F(stats),        F(dlq_stats),    F(dlq_list),    F(peek),
-    F(prune),        F(columns),      F(indexes),     F(notify),
-    F(counts_add),   F(counts_list),  F(counts_prune),
+    F(claim),
+    F(claim_delete),
+    F(claim_from),
+    F(xmin_holder),
+    F(ack),
+    F(nak),
+    F(hand_back),
+    F(renew),
+    F(ack_many),
+    F(renew_many),
+    F(hand_back_many),
+    F(dead_letter),
+    F(dlq_insert),
+    F(delete_any),
+    F(pending),
+    F(stats),
+    F(dlq_stats),
+    F(dlq_list),
+    F(peek),
+    F(prune),
+    F(columns),
+    F(indexes),
+    F(notify),
+    F(counts_add),
+    F(counts_list),
+    F(counts_prune),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==
@@ -58,9 +82,8 @@ int sb_schema_statements(const char *backend, const char *table_prefix,
     int rc = sb__statements_begin(backend, table_prefix, fn, &dialect, err);
     sb_transport_sql *s = NULL;
     if (rc == SB_OK)
-        rc = sb__transport_sql_new(dialect,
-                                   table_prefix ? table_prefix : "sqlbus_",
-                                   &s, err);
+        rc = sb__transport_sql_new(
+            dialect, table_prefix ? table_prefix : "sqlbus_", &s, err);
     if (rc != SB_OK)
         return rc;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)

@@ -15,12 +15,12 @@
 /* The statements of the transport for one backend, with the table prefix
  * already substituted (see sql.c). `$N` placeholders throughout. */
 typedef struct sb_transport_sql {
-    char *ddl;          /* CREATE ... IF NOT EXISTS, all objects */
-    char *lock;         /* schema lock inside the DDL transaction, or NULL */
-    char *index_ddl;    /* the index builds under their own lock in a
+    char *ddl;       /* CREATE ... IF NOT EXISTS, all objects */
+    char *lock;      /* schema lock inside the DDL transaction, or NULL */
+    char *index_ddl; /* the index builds under their own lock in a
                            transaction of their own, or NULL */
-    char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
-    char *claim;        /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
+    char *insert[3]; /* multi-row publish of 1, 10, 100 rows */
+    char *claim;     /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
     char *xmin_holder;  /* xmin.c, or NULL */
@@ -32,23 +32,23 @@ typedef struct sb_transport_sql {
                            object); RETURNING id */
     char *renew_many;   /* as ack_many, $3 now_us, $4 lease_ms */
     char *hand_back_many; /* as ack_many */
-    char *dead_letter;  /* insert copy: $1 new id, $2 dlq, $3 headers,
+    char *dead_letter;    /* insert copy: $1 new id, $2 dlq, $3 headers,
                            $4 reason, $5 err, $6 now_us, $7 id, $8 lock_id */
-    char *dlq_insert;   /* insert a DLQ row from bytes (early-ack mode):
+    char *dlq_insert;     /* insert a DLQ row from bytes (early-ack mode):
                            $1..$6 as dead_letter, $7 payload, $8 attempts */
-    char *delete_any;   /* $1 id, $2 lock_id or NULL */
-    char *pending;      /* any ready or leased row of $1 at $2 now_us */
-    char *stats;        /* per-queue counts at $1 now_us */
-    char *dlq_stats;    /* dead letters by failed queue: $1 dlq */
-    char *dlq_list;     /* $1 dlq, $2 failed queue|NULL, $3 older-than ms
+    char *delete_any;     /* $1 id, $2 lock_id or NULL */
+    char *pending;        /* any ready or leased row of $1 at $2 now_us */
+    char *stats;          /* per-queue counts at $1 now_us */
+    char *dlq_stats;      /* dead letters by failed queue: $1 dlq */
+    char *dlq_list;       /* $1 dlq, $2 failed queue|NULL, $3 older-than ms
                            or NULL, $4 id|NULL, $5 limit|NULL, $6 now_us */
-    char *peek;         /* $1 queue, $2 limit, $3 offset: rows as
+    char *peek;           /* $1 queue, $2 limit, $3 offset: rows as
                            dlq_list, then available_at, locked_until */
-    char *prune;        /* $1 dlq, $2 retention ms, $3 batch, $4 now_us */
-    char *columns;      /* catalog: name, type, notnull, collation by $1 */
-    char *indexes;      /* catalog: key list, is_primary by $1 table */
-    char *notify;       /* wake: $1 channel, $2 queue, or NULL */
-    char *counts_add;   /* counts.c: see sql_dialect.h */
+    char *prune;          /* $1 dlq, $2 retention ms, $3 batch, $4 now_us */
+    char *columns;        /* catalog: name, type, notnull, collation by $1 */
+    char *indexes;        /* catalog: key list, is_primary by $1 table */
+    char *notify;         /* wake: $1 channel, $2 queue, or NULL */
+    char *counts_add;     /* counts.c: see sql_dialect.h */
     char *counts_list;
     char *counts_prune;
 } sb_transport_sql;
@@ -86,22 +86,22 @@ struct sb_bus {
     sb_transport_sql *sql;
     int dialect;
     char *prefix;
-    char *table;      /* prefix + "messages" */
-    char *channel;    /* NOTIFY channel: prefix + "wake" */
+    char *table;   /* prefix + "messages" */
+    char *channel; /* NOTIFY channel: prefix + "wake" */
     /* This bus in its wake-ups' payloads (SB_WAKE_ORIGIN_SEP, then 16 hex
      * digits): its own publishes wake its workers in process at commit,
      * so their listeners skip the NOTIFY that comes back. */
     char origin[17];
     char *dlq;
     char *endpoint;
-    char *host;       /* this host's name, for the dead letters' sb-host */
+    char *host; /* this host's name, for the dead letters' sb-host */
     uint64_t max_payload;
     int64_t retention_ms;
     int schema_mode;
     int notify;
     sb_logger log;
-    atomic_int schema_ok;       /* verified once per bus */
-    atomic_llong last_prune_us; /* monotonic, for T25's once a minute */
+    atomic_int schema_ok;        /* verified once per bus */
+    atomic_llong last_prune_us;  /* monotonic, for T25's once a minute */
     atomic_llong xmin_warned_us; /* monotonic, xmin.c's once a minute */
     atomic_int xmin_warned_pid;  /* the holder it named */
     pthread_mutex_t wake_mu;
@@ -112,10 +112,10 @@ struct sb_bus {
     int (*reply_hook)(void *user, const sb_msg *job, const void *data,
                       size_t len, const sb_failure *failure, int progress);
     void *reply_hook_user;
-    sb_counters *counters; /* this process's counts (metrics.c, S8) */
+    sb_counters *counters;   /* this process's counts (metrics.c, S8) */
     int64_t counts_flush_ms; /* -1: counts are not written (counts.c) */
     sb_flusher *flusher;     /* counts.c; NULL when not writing */
-    int counters_borrowed; /* another bus's (sb_bus_count_into) */
+    int counters_borrowed;   /* another bus's (sb_bus_count_into) */
 };
 
 struct sb_msg {
@@ -164,8 +164,8 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
  * `delete_now` deletes the claimed rows in the same statement (the error
  * store's ingestion, whose transaction writes them elsewhere). */
 int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
-                 int64_t lease_ms, int delete_now, sb_msg ***out,
-                 size_t *n_out, sb_error *err);
+                 int64_t lease_ms, int delete_now, sb_msg ***out, size_t *n_out,
+                 sb_error *err);
 
 /* A consumer's position in its queue (claim.c): the newest available_at
  * it claimed (database clock, microseconds since the epoch; 0 = none
@@ -237,8 +237,7 @@ void sb__xmin_check(sb_bus *bus);
 int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err);
 int sb__nak_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t delay_ms,
                const char *error_text, sb_error *err);
-int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
-                     sb_error *err);
+int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err);
 int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
                  sb_error *err);
 /* The sb-processing-endpoint a dead letter names: the failure's own
@@ -270,15 +269,15 @@ typedef struct sb_many_call {
     sb_rows *rows;
 } sb_many_call;
 int sb__many_prepare(sb_bus *bus, const char *sql, sb_msg *const *msgs,
-                     size_t n, int64_t lease_ms, int *lost,
-                     sb_many_call *mc, sb_call *call, sb_error *err);
-int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n,
-                    int *lost, int rc, sb_error *err);
+                     size_t n, int64_t lease_ms, int *lost, sb_many_call *mc,
+                     sb_call *call, sb_error *err);
+int sb__many_finish(sb_many_call *mc, sb_msg *const *msgs, size_t n, int *lost,
+                    int rc, sb_error *err);
 /* The fenced deletes of sb__ack_many_on without E16's retry
  * confirmations: an early-ack worker removes a row this way as a
  * background thread takes it, before its handler runs (T23). */
-int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs,
-                       size_t n, int *lost, sb_error *err);
+int sb__remove_many_on(sb_bus *bus, sb_conn *c, sb_msg *const *msgs, size_t n,
+                       int *lost, sb_error *err);
 /* True if `queue` holds a ready or leased message. */
 int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
                    sb_error *err);

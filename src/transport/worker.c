@@ -42,19 +42,19 @@ struct sb_delivery {
      * claimed or last renewed it, plus the lease. */
     int64_t lease_end_us;
     atomic_int lost; /* 1: the lease is gone; 2: the worker is stopping */
-    int stale; /* buffered, too close to its lease's end to start: it
+    int stale;       /* buffered, too close to its lease's end to start: it
                   waits for a renewal outside the ready list */
-    int renewing; /* in a cycle's renewals: no other lane settles it */
+    int renewing;    /* in a cycle's renewals: no other lane settles it */
     int running;
     int removed; /* early-ack: its row is deleted, it runs from memory */
     int outcome;
     int64_t delay_ms;
     char *exc_type, *exc_msg, *exc_detail, *dl_reason;
     int dl_asked; /* sb_delivery_dead_letter, even if dl_reason is NULL */
-    void *reply;              /* sb_delivery_reply, for sb-reply-to jobs */
+    void *reply;  /* sb_delivery_reply, for sb-reply-to jobs */
     size_t reply_len;
     int has_reply;
-    struct sb_delivery *next; /* in the ready or settle list */
+    struct sb_delivery *next;                /* in the ready or settle list */
     struct sb_delivery *all_next, *all_prev; /* in the in-flight list */
 };
 
@@ -62,10 +62,10 @@ struct sb_worker {
     sb_bus *bus;
     sb_worker_options o;
     char *queue;
-    char *endpoint; /* the dead letters' endpoint, or NULL (the bus's) */
-    int early; /* SB_ACK_AFTER_ENQUEUE */
-    int slots; /* max rows held at once: handlers plus prefetch */
-    int prefetch; /* rows claimed ahead of the handlers (T15), or 0 */
+    char *endpoint;     /* the dead letters' endpoint, or NULL (the bus's) */
+    int early;          /* SB_ACK_AFTER_ENQUEUE */
+    int slots;          /* max rows held at once: handlers plus prefetch */
+    int prefetch;       /* rows claimed ahead of the handlers (T15), or 0 */
     int64_t avg_run_us; /* handlers' run time, a moving average */
     int64_t avg_bytes;  /* claimed rows' payload and headers, likewise */
     pthread_mutex_t mu;
@@ -90,7 +90,7 @@ struct sb_worker {
     int64_t retry_at_us;   /* after a failed cycle: not before this */
     int64_t give_up_at_us; /* stopping, handlers done, writes failing */
     int unwritten;         /* writes a stop left to lease expiry */
-    char last_db_error[sizeof ((sb_error *)0)->message];
+    char last_db_error[sizeof((sb_error *)0)->message];
     int idle;
     int64_t next_poll_us, poll_delay_us, outage_delay_us;
     uint64_t wakes; /* wake-ups so far: one during a cycle is not lost */
@@ -168,21 +168,21 @@ typedef struct cycle {
     sb_worker *w;
     pthread_t thread;
     sb_claim_cursor cursor; /* claim.c */
-    sb_delivery *settle;  /* detached settle list */
-    sb_delivery **renew;  /* due renewals */
+    sb_delivery *settle;    /* detached settle list */
+    sb_delivery **renew;    /* due renewals */
     int n_renew;
     int claim_max;
     sb_msg **claimed;
     size_t n_claimed;
-    sb_delivery **start;  /* early-ack: buffered rows to remove and run */
+    sb_delivery **start; /* early-ack: buffered rows to remove and run */
     int n_start;
     int *start_lost;
-    int start_claimed;    /* early-ack: remove and run up to this many of
+    int start_claimed;      /* early-ack: remove and run up to this many of
                              the claimed rows at once */
     size_t claimed_started; /* ... how many were */
     int *claim_lost;
-    int64_t t0;    /* when the cycle began (monotonic) */
-    int probe;     /* ask whether anything is pending */
+    int64_t t0; /* when the cycle began (monotonic) */
+    int probe;  /* ask whether anything is pending */
     int pending;
     uint64_t wakes; /* the worker's wake count when the cycle began */
     int *renew_lost;
@@ -195,13 +195,12 @@ typedef struct cycle {
 
 static sb_failure failure_of(const sb_delivery *d)
 {
-    sb_failure f = {sizeof f, d->dl_reason, d->exc_type, d->exc_msg,
-                    d->exc_detail, d->w->endpoint};
+    sb_failure f = {sizeof f,   d->dl_reason,  d->exc_type,
+                    d->exc_msg, d->exc_detail, d->w->endpoint};
     return f;
 }
 
-static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
-                      sb_error *err)
+static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d, sb_error *err)
 {
     sb_bus *bus = w->bus;
     if (d->outcome < 0)
@@ -212,23 +211,32 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d,
         /* The row is gone already: write the dead letter from memory. */
         sb_failure f = failure_of(d);
         char *headers = NULL;
-        const char *kv[] = {"sb-dead-letter-reason", f.reason,
-                            "sb-failed-queue", d->msg->queue,
+        const char *kv[] = {"sb-dead-letter-reason",
+                            f.reason,
+                            "sb-failed-queue",
+                            d->msg->queue,
                             "sb-processing-endpoint",
                             sb__failure_endpoint(bus, &f),
-                            "sb-host", bus->host,
-                            "sb-message-id", d->msg->id,
-                            "sb-exception-type", f.exception_type,
-                            "sb-exception-message", f.exception_message,
-                            "sb-exception-stacktrace", f.stacktrace,
+                            "sb-host",
+                            bus->host,
+                            "sb-message-id",
+                            d->msg->id,
+                            "sb-exception-type",
+                            f.exception_type,
+                            "sb-exception-message",
+                            f.exception_message,
+                            "sb-exception-stacktrace",
+                            f.stacktrace,
                             NULL};
         int rc = sb__headers_merge(d->msg->headers, kv, &headers, err);
         if (rc != SB_OK)
             return rc;
         char id[37];
         sb__uuid7_at(id, sb__wall_us() / 1000);
-        sb_value p[8] = {sb__v_text(id), sb__v_text(bus->dlq),
-                         sb__v_text(headers), sb__v_text(f.reason),
+        sb_value p[8] = {sb__v_text(id),
+                         sb__v_text(bus->dlq),
+                         sb__v_text(headers),
+                         sb__v_text(f.reason),
                          sb__v_text(f.exception_message),
                          sb__v_int(sb__bus_now_us(bus)),
                          sb__v_blob(d->msg->payload, d->msg->payload_len),
@@ -339,8 +347,8 @@ static int cycle_pipelined(cycle *x, sb_conn *c, sb_error *err)
     for (int k = 0; k < N_MANY; k++) {
         slot[k] = -1;
         if (rc == SB_OK && count[k] > 0) {
-            rc = sb__many_prepare(w->bus, sql[k], msgs[k], count[k],
-                                  lease[k], lost[k], &mc[k], &calls[nc], err);
+            rc = sb__many_prepare(w->bus, sql[k], msgs[k], count[k], lease[k],
+                                  lost[k], &mc[k], &calls[nc], err);
             if (rc == SB_OK)
                 slot[k] = (int)nc++;
         }
@@ -408,10 +416,10 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
                 x->msgs[n_acks++] = d->msg;
             }
         if (n_acks > 0)
-            rc = pass == 0 ? sb__ack_many_on(w->bus, c, x->msgs, n_acks,
-                                             x->lost, err)
-                           : sb__hand_back_many_on(w->bus, c, x->msgs,
-                                                   n_acks, x->lost, err);
+            rc = pass == 0
+                     ? sb__ack_many_on(w->bus, c, x->msgs, n_acks, x->lost, err)
+                     : sb__hand_back_many_on(w->bus, c, x->msgs, n_acks,
+                                             x->lost, err);
         for (size_t i = 0; rc == SB_OK && i < n_acks; i++)
             if (x->lost[i])
                 note_lost(w, x->ack_d[i]);
@@ -434,8 +442,9 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
                                w->o.lease_ms, x->probe ? &x->pending : NULL,
                                &x->claimed, &x->n_claimed, err);
     /* ... and so are fresh rows for threads with nothing to take. */
-    size_t k = x->n_claimed < (size_t)x->start_claimed ? x->n_claimed
-                                                        : (size_t)x->start_claimed;
+    size_t k = x->n_claimed < (size_t)x->start_claimed
+                   ? x->n_claimed
+                   : (size_t)x->start_claimed;
     if (rc == SB_OK && k > 0) {
         rc = sb__remove_many_on(w->bus, c, x->claimed, k, x->claim_lost, err);
         x->claimed_started = k;
@@ -574,11 +583,11 @@ static void after_commit(sb_worker *w, cycle *x)
         memset(nd, 0, sizeof *nd);
         nd->w = w;
         nd->msg = x->claimed[i];
-        int64_t bytes = (int64_t)nd->msg->payload_len +
-                        (nd->msg->headers ? (int64_t)strlen(nd->msg->headers)
-                                          : 0) + 1;
-        w->avg_bytes = w->avg_bytes > 0 ? (w->avg_bytes * 7 + bytes) / 8
-                                        : bytes;
+        int64_t bytes =
+            (int64_t)nd->msg->payload_len +
+            (nd->msg->headers ? (int64_t)strlen(nd->msg->headers) : 0) + 1;
+        w->avg_bytes =
+            w->avg_bytes > 0 ? (w->avg_bytes * 7 + bytes) / 8 : bytes;
         nd->removed = run_now;
         nd->next_renew_us = run_now ? INT64_MAX : now + lease_us / 3;
         nd->lease_end_us = x->t0 + lease_us;
@@ -608,10 +617,10 @@ static void after_commit(sb_worker *w, cycle *x)
          * one found the queue drained as its statement saw it, so the
          * next claim waits for a wake-up (a publish, a settlement of the
          * other lane) or the first poll, instead of coming back empty. */
-        w->next_poll_us = x->n_claimed >= (size_t)x->claim_max ||
-                                  w->wakes != x->wakes
-                              ? 0
-                              : now + w->o.empty_poll_ms * 1000;
+        w->next_poll_us =
+            x->n_claimed >= (size_t)x->claim_max || w->wakes != x->wakes
+                ? 0
+                : now + w->o.empty_poll_ms * 1000;
     } else if (x->claim_max > 0 && w->wakes != x->wakes) {
         /* Woken while this cycle ran: its claim may have read the database
          * before the commit that woke us. Claim again at once. */
@@ -665,9 +674,8 @@ static int held_limit(const sb_worker *w)
     int64_t work_us = w->o.lease_ms * 500 < PREFETCH_WORK_US
                           ? w->o.lease_ms * 500
                           : PREFETCH_WORK_US;
-    int64_t worth = w->avg_run_us > 0
-                        ? (int64_t)conc * work_us / w->avg_run_us
-                        : conc;
+    int64_t worth =
+        w->avg_run_us > 0 ? (int64_t)conc * work_us / w->avg_run_us : conc;
     if (w->avg_bytes > 0 && PREFETCH_MAX_BYTES / w->avg_bytes < worth)
         worth = PREFETCH_MAX_BYTES / w->avg_bytes;
     return conc + (worth < w->prefetch ? (int)worth : w->prefetch);
@@ -782,8 +790,8 @@ static void *pump_main(void *arg)
     for (;;) {
         int64_t now = sb__mono_us();
         /* Early-ack: the drain's last quarter is kept for dead letters. */
-        int64_t cut = w->stop_deadline_us -
-                      (w->early ? w->o.drain_timeout_ms * 250 : 0);
+        int64_t cut =
+            w->stop_deadline_us - (w->early ? w->o.drain_timeout_ms * 250 : 0);
         if (w->stopping) {
             if (!w->early)
                 hand_back_unstarted(w);
@@ -834,13 +842,11 @@ static void *pump_main(void *arg)
         int settled = count_settled(w);
         int free_slots = limit - w->held - w->claiming + settled;
         int want_claim = !w->stopping && free_slots > 0 &&
-                         now >= w->next_poll_us &&
-                         claim_worthwhile(w, limit);
-        if (settled == 0 && x->n_renew == 0 && !want_claim &&
-            x->n_start == 0) {
+                         now >= w->next_poll_us && claim_worthwhile(w, limit);
+        if (settled == 0 && x->n_renew == 0 && !want_claim && x->n_start == 0) {
             int64_t until = next_renew;
-            if (!w->stopping && free_slots > 0 &&
-                claim_worthwhile(w, limit) && w->next_poll_us < until)
+            if (!w->stopping && free_slots > 0 && claim_worthwhile(w, limit) &&
+                w->next_poll_us < until)
                 until = w->next_poll_us;
             /* A deadline already past is waited for by signal, not by a
              * spin that would starve sb_worker_stop of the lock. */
@@ -858,8 +864,8 @@ static void *pump_main(void *arg)
          * they can share a transaction with, instead of paying one of
          * their own (at 2,000 messages a second that is one transaction
          * of three per message). A claim due now never waits. */
-        if (settled > 0 && !want_claim && x->n_renew == 0 &&
-            x->n_start == 0 && !w->stopping) {
+        if (settled > 0 && !want_claim && x->n_renew == 0 && x->n_start == 0 &&
+            !w->stopping) {
             int64_t until = sb__mono_us() + SETTLE_LINGER_US;
             while (!w->stopping && !want_claim && sb__mono_us() < until) {
                 sb__cond_wait_until(&w->pump_cv, &w->mu, until);
@@ -919,8 +925,8 @@ static void *pump_main(void *arg)
             x->settle = d->next;
             push_settle(w, d);
         }
-        w->outage_delay_us = w->outage_delay_us ? w->outage_delay_us * 2
-                                                : 100000;
+        w->outage_delay_us =
+            w->outage_delay_us ? w->outage_delay_us * 2 : 100000;
         if (w->outage_delay_us > 5000000)
             w->outage_delay_us = 5000000;
         int64_t pause = sb__jitter_us(w->outage_delay_us);
@@ -939,8 +945,7 @@ static void *pump_main(void *arg)
         w->starting = 0;
         for (int i = 0; i < x->n_renew; i++)
             x->renew[i]->next_renew_us = now + pause;
-        snprintf(w->last_db_error, sizeof w->last_db_error, "%s",
-                 err.message);
+        snprintf(w->last_db_error, sizeof w->last_db_error, "%s", err.message);
         sb__log(&w->bus->log, SB_LOG_WARN, "worker",
                 "queue %s: database cycle failed (%s); retrying in %lld ms",
                 w->queue, err.message, (long long)(pause / 1000));
@@ -998,11 +1003,11 @@ static int finish(sb_worker *w, sb_delivery *d, int rc)
         outcome = OUT_DEAD;
         char reason[96];
         if (w->early)
-            snprintf(reason, sizeof reason, "handler failed after the "
+            snprintf(reason, sizeof reason,
+                     "handler failed after the "
                      "message was acknowledged (ack after enqueue)");
         else
-            snprintf(reason, sizeof reason,
-                     "max attempts (%d) reached", max);
+            snprintf(reason, sizeof reason, "max attempts (%d) reached", max);
         d->dl_reason = sb__strdup(reason);
     } else {
         outcome = OUT_NAK;
@@ -1108,21 +1113,20 @@ static void *handler_main(void *arg)
             /* A previous attempt died with its process (T20). */
             char reason[128];
             snprintf(reason, sizeof reason,
-                     "max attempts (%d) exceeded: attempt %d was not run",
-                     max, d->msg->attempts);
+                     "max attempts (%d) exceeded: attempt %d was not run", max,
+                     d->msg->attempts);
             d->dl_reason = sb__strdup(reason);
             d->exc_type = sb__strdup("max-attempts");
             outcome = finish(w, d, SB_ERROR);
         } else {
-            outcome = finish(w, d, sb__count_handler(w->bus, w->o.handler,
-                                                     d, w->o.user));
+            outcome = finish(
+                w, d, sb__count_handler(w->bus, w->o.handler, d, w->o.user));
         }
         outcome = send_reply(w, d, outcome);
 
         int64_t ran = sb__mono_us() - began;
         pthread_mutex_lock(&w->mu);
-        w->avg_run_us = w->avg_run_us > 0 ? (w->avg_run_us * 7 + ran) / 8
-                                          : ran;
+        w->avg_run_us = w->avg_run_us > 0 ? (w->avg_run_us * 7 + ran) / 8 : ran;
         if (w->avg_run_us < 1)
             w->avg_run_us = 1;
         d->outcome = outcome;
@@ -1142,7 +1146,7 @@ static void *handler_main(void *arg)
 
 /* Whether the caller's `size` covers a field ending at `end` (a caller of
  * an older version passes a smaller struct; size 0 means this version). */
-#define SB_OPT_END(f)                                                      \
+#define SB_OPT_END(f)                                                          \
     (offsetof(sb_worker_options, f) + sizeof(((sb_worker_options *)0)->f))
 static int covers(const sb_worker_options *o, size_t end)
 {
@@ -1178,8 +1182,7 @@ static int check_options(const sb_worker_options *o, sb_error *err)
         return sb__err(err, SB_INVALID, "handler", "a handler is required");
     if (o->concurrency < 0 || o->concurrency > 256)
         return sb__err(err, SB_INVALID, "concurrency",
-                       "concurrency must be 1 to 256 (got %d)",
-                       o->concurrency);
+                       "concurrency must be 1 to 256 (got %d)", o->concurrency);
     if (o->lease_ms < 0 || (o->lease_ms > 0 && o->lease_ms < 30) ||
         o->lease_ms > 86400000LL)
         return sb__err(err, SB_INVALID, "lease_ms",
@@ -1189,8 +1192,8 @@ static int check_options(const sb_worker_options *o, sb_error *err)
         return sb__err(err, SB_INVALID, "max_attempts",
                        "max_attempts must be -1 (unlimited) or more");
     if (o->redelivery_delay_ms < -1 || o->redelivery_max_ms < 0 ||
-        o->empty_poll_ms < 0 || o->max_poll_ms < 0 ||
-        o->stop_timeout_ms < 0 || o->drain_timeout_ms < 0)
+        o->empty_poll_ms < 0 || o->max_poll_ms < 0 || o->stop_timeout_ms < 0 ||
+        o->drain_timeout_ms < 0)
         return sb__err(err, SB_INVALID, "opts",
                        "durations must not be negative");
     if (o->redelivery_factor != 0 &&
@@ -1239,8 +1242,8 @@ static int alloc_lane(sb_worker *w, cycle *x)
     x->start = sb__calloc(k, sizeof *x->start);
     x->start_lost = sb__calloc(k, sizeof *x->start_lost);
     x->claim_lost = sb__calloc(k, sizeof *x->claim_lost);
-    return x->renew && x->renew_lost && x->msgs && x->renew_msgs &&
-           x->ack_d && x->lost && x->start && x->start_lost && x->claim_lost;
+    return x->renew && x->renew_lost && x->msgs && x->renew_msgs && x->ack_d &&
+           x->lost && x->start && x->start_lost && x->claim_lost;
 }
 
 static void free_buffers(sb_worker *w)
@@ -1284,8 +1287,8 @@ static void apply_defaults(sb_worker_options *o)
         o->drain_timeout_ms = 20000;
 }
 
-int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
-                    sb_worker **out, sb_error *err)
+int sb_worker_start(sb_bus *bus, const sb_worker_options *opts, sb_worker **out,
+                    sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -1305,7 +1308,7 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
      * `size` bytes (the rest stays zero: the defaults). */
     memcpy(&w->o, opts,
            opts->size != 0 && opts->size < sizeof w->o ? opts->size
-                                                        : sizeof w->o);
+                                                       : sizeof w->o);
     w->o.size = sizeof w->o;
     if (w->o.endpoint != NULL && w->o.endpoint[0] != '\0') {
         w->endpoint = sb__strdup(w->o.endpoint);
@@ -1323,17 +1326,17 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     w->prefetch = w->early || w->o.prefetch == SB_PREFETCH_NONE ? 0
                   : w->o.prefetch == 0 ? SB_PREFETCH_DEFAULT
                                        : w->o.prefetch;
-    w->slots = w->early ? w->o.background_capacity
-                        : w->o.concurrency + w->prefetch;
+    w->slots =
+        w->early ? w->o.background_capacity : w->o.concurrency + w->prefetch;
     w->n_handlers = w->early ? w->o.background_workers : w->o.concurrency;
     w->handlers = sb__calloc((size_t)w->n_handlers, sizeof *w->handlers);
     /* A second lane pays where writers run side by side (measured in
      * docs/benchmarks.md); SQLite has one writer. Early-ack and
      * prefetch-none keep the one pump. */
-    w->n_lanes = !w->early && w->prefetch > 0 &&
-                         bus->dialect != SB_DIALECT_SQLITE
-                     ? PUMP_LANES
-                     : 1;
+    w->n_lanes =
+        !w->early && w->prefetch > 0 && bus->dialect != SB_DIALECT_SQLITE
+            ? PUMP_LANES
+            : 1;
     w->lanes = sb__calloc((size_t)w->n_lanes, sizeof *w->lanes);
     int lanes_ok = w->lanes != NULL;
     for (int i = 0; lanes_ok && i < w->n_lanes; i++)
@@ -1359,8 +1362,8 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts,
     }
     /* Fewer lanes than planned only make the worker slower. */
     while (started == w->n_handlers && w->started_lanes < w->n_lanes &&
-           pthread_create(&w->lanes[w->started_lanes].thread, NULL,
-                          pump_main, &w->lanes[w->started_lanes]) == 0)
+           pthread_create(&w->lanes[w->started_lanes].thread, NULL, pump_main,
+                          &w->lanes[w->started_lanes]) == 0)
         w->started_lanes++;
     w->live_lanes = w->started_lanes;
     int pump_ok = w->started_lanes > 0;
@@ -1410,7 +1413,8 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
     }
     if (!w->stopping) {
         w->stopping = 1;
-        int64_t budget = w->early ? w->o.drain_timeout_ms : w->o.stop_timeout_ms;
+        int64_t budget =
+            w->early ? w->o.drain_timeout_ms : w->o.stop_timeout_ms;
         w->stop_deadline_us = sb__mono_us() + budget * 1000;
         for (sb_delivery *d = w->all; d; d = d->all_next)
             if (d->running)
@@ -1471,8 +1475,8 @@ int sb_worker_wait_idle(sb_worker *w, int64_t timeout_ms)
 {
     if (w == NULL)
         return SB_INVALID;
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX
-                                      : sb__mono_us() + timeout_ms * 1000;
+    int64_t deadline =
+        timeout_ms < 0 ? INT64_MAX : sb__mono_us() + timeout_ms * 1000;
     pthread_mutex_lock(&w->mu);
     while (!w->idle && !w->pump_done && sb__mono_us() < deadline) {
         if (deadline == INT64_MAX)
@@ -1623,7 +1627,8 @@ int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
                        len);
     if (sb__msg_parse_headers(d->msg) != SB_OK)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    if (bus->reply_hook == NULL || sb_msg_header(d->msg, "sb-reply-to") == NULL ||
+    if (bus->reply_hook == NULL ||
+        sb_msg_header(d->msg, "sb-reply-to") == NULL ||
         sb_msg_correlation_id(d->msg) == NULL)
         return sb__err(err, SB_MISUSE, "msg",
                        "message %s has no reply-to, or no channel is open on "

@@ -65,8 +65,8 @@ int sb__xmin_holder_on(sb_bus *bus, sb_conn *c, int64_t warn_after_ms,
     return SB_OK;
 }
 
-int sb_xmin_holder_get(sb_bus *bus, int64_t warn_after_ms,
-                       sb_xmin_holder *out, sb_error *err)
+int sb_xmin_holder_get(sb_bus *bus, int64_t warn_after_ms, sb_xmin_holder *out,
+                       sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -74,8 +74,8 @@ int sb_xmin_holder_get(sb_bus *bus, int64_t warn_after_ms,
                        "arguments must not be NULL");
     if (out->size < sizeof *out)
         return sb__err(err, SB_INVALID, "size",
-                       "out->size must be at least %zu (got %zu)",
-                       sizeof *out, out->size);
+                       "out->size must be at least %zu (got %zu)", sizeof *out,
+                       out->size);
     if (bus->sql->xmin_holder == NULL)
         return sb__err(err, SB_INVALID, "bus",
                        "only a PostgreSQL bus has an xmin horizon (this "

@@ -210,7 +210,7 @@ long sbt_count(sb_bus *bus, const char *queue)
 void sbt_publish_n(sb_bus *bus, const char *queue, int n, char (*ids)[37])
 {
     sb_outgoing *m = calloc((size_t)n, sizeof *m);
-    char (*payloads)[32] = calloc((size_t)n, sizeof *payloads);
+    char(*payloads)[32] = calloc((size_t)n, sizeof *payloads);
     for (int i = 0; i < n; i++) {
         snprintf(payloads[i], sizeof payloads[i], "m%d", i);
         m[i].payload = payloads[i];
@@ -232,8 +232,7 @@ void sbt_sleep_ms(long ms)
 void sbt_ok(int rc, const sb_error *err, const char *what)
 {
     if (rc != SB_OK)
-        fail_msg("%s: %s (%s)", what, sb_strerror(rc),
-                 err ? err->message : "");
+        fail_msg("%s: %s (%s)", what, sb_strerror(rc), err ? err->message : "");
 }
 
 /* SQL Server has no client library here but the ODBC driver: a
@@ -327,8 +326,7 @@ long sbt_native_scalar(const char *sql, const char *cid)
     if (strncmp(path, "sqlite:", 7) == 0)
         path += 7;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", db ? sqlite3_errmsg(db) : "nomem");
         sqlite3_close(db);
@@ -355,8 +353,7 @@ long sbt_native_scalar(const char *sql, const char *cid)
     return n;
 }
 
-long sbt_native_count(const char *prefix, const char *table,
-                      const char *cid)
+long sbt_native_count(const char *prefix, const char *table, const char *cid)
 {
     char sql[512];
     snprintf(sql, sizeof sql,
@@ -414,8 +411,8 @@ void sbt_release_writes(sbt_hold *h, const char *sql)
         if (sql != NULL &&
             sqlite3_exec(h->db, sql, NULL, NULL, NULL) != SQLITE_OK)
             fail_msg("under the hold: %s", sqlite3_errmsg(h->db));
-        if (sqlite3_exec(h->db, sql != NULL ? "COMMIT" : "ROLLBACK", NULL,
-                         NULL, NULL) != SQLITE_OK)
+        if (sqlite3_exec(h->db, sql != NULL ? "COMMIT" : "ROLLBACK", NULL, NULL,
+                         NULL) != SQLITE_OK)
             fail_msg("releasing the hold: %s", sqlite3_errmsg(h->db));
         sqlite3_close(h->db);
     }

@@ -50,17 +50,18 @@ long sbe_count_mismatches(const sbe_env *e)
              "f.unique_message_id = g.unique_message_id GROUP BY g.group_id, "
              "f.status",
              p, p, p, p, p);
-    snprintf(sql, sizeof sql,
-             "SELECT (SELECT count(*) FROM (%s EXCEPT SELECT kind, item, "
-             "status, n, first_us, last_us FROM %sfailed_counts WHERE n > 0) "
-             "a) + (SELECT count(*) FROM (SELECT kind, item, status, n, "
-             "first_us, last_us FROM %sfailed_counts WHERE n > 0 EXCEPT "
-             "SELECT * FROM (%s) t) b) + (SELECT count(*) FROM %sfailed_counts WHERE stale = 1 OR "
-             "n < 0) + (SELECT count(*) FROM %sfailed_counts WHERE n = 0 AND "
-             "(first_us IS NOT NULL OR last_us IS NOT NULL)) + "
-             "%s($1) - %s($1)",
-             truth, p, p, truth, p, p, sbt_is_mssql() ? "LEN" : "length",
-             sbt_is_mssql() ? "LEN" : "length");
+    snprintf(
+        sql, sizeof sql,
+        "SELECT (SELECT count(*) FROM (%s EXCEPT SELECT kind, item, "
+        "status, n, first_us, last_us FROM %sfailed_counts WHERE n > 0) "
+        "a) + (SELECT count(*) FROM (SELECT kind, item, status, n, "
+        "first_us, last_us FROM %sfailed_counts WHERE n > 0 EXCEPT "
+        "SELECT * FROM (%s) t) b) + (SELECT count(*) FROM %sfailed_counts WHERE stale = 1 OR "
+        "n < 0) + (SELECT count(*) FROM %sfailed_counts WHERE n = 0 AND "
+        "(first_us IS NOT NULL OR last_us IS NOT NULL)) + "
+        "%s($1) - %s($1)",
+        truth, p, p, truth, p, p, sbt_is_mssql() ? "LEN" : "length",
+        sbt_is_mssql() ? "LEN" : "length");
     return sbt_native_scalar(sql, "x");
 }
 
@@ -71,17 +72,19 @@ void sbe_close(sbe_env *e)
     assert_int_equal(sbe_count_mismatches(e), 0);
     if (sbt_is_pg()) {
         static const char *const tables[] = {
-            "failed_messages", "failed_message_groups", "group_comments",
-            "known_endpoints", "retry_claims",          "failed_imports",
-            "message_bodies",  "group_operations",      "message_edits",
-            "redirects",       "failed_counts",       "failed_message_history",
+            "failed_messages",        "failed_message_groups",
+            "group_comments",         "known_endpoints",
+            "retry_claims",           "failed_imports",
+            "message_bodies",         "group_operations",
+            "message_edits",          "redirects",
+            "failed_counts",          "failed_message_history",
             "failed_message_attempts"};
         static const char *const functions[] = {"fm_ins", "fm_upd", "fm_del",
                                                 "fg_ins", "fg_del"};
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
             char sql[256];
-            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s%s",
-                     e->prefix, tables[i]);
+            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s%s", e->prefix,
+                     tables[i]);
             sbt_exec(e->bus, sql);
         }
         for (size_t i = 0; i < sizeof functions / sizeof *functions; i++) {
@@ -104,10 +107,12 @@ void sbe_close(sbe_env *e)
          * full-text catalog refuses a transaction, so all of it runs in
          * autocommit (a catalog that will not go yet is left behind). */
         static const char *const tables[] = {
-            "failed_messages", "failed_message_groups", "group_comments",
-            "known_endpoints", "retry_claims",          "failed_imports",
-            "message_bodies",  "group_operations",      "message_edits",
-            "redirects",       "failed_counts",       "failed_message_history",
+            "failed_messages",        "failed_message_groups",
+            "group_comments",         "known_endpoints",
+            "retry_claims",           "failed_imports",
+            "message_bodies",         "group_operations",
+            "message_edits",          "redirects",
+            "failed_counts",          "failed_message_history",
             "failed_message_attempts"};
         char sql[4096];
         size_t len = (size_t)snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS ");
@@ -126,8 +131,8 @@ void sbe_close(sbe_env *e)
 }
 
 void sbe_dead_letter(sbe_env *e, const char *mid, const char *queue,
-                     const char *when, const char *exc_type,
-                     const char *body, const char *extra)
+                     const char *when, const char *exc_type, const char *body,
+                     const char *extra)
 {
     char headers[2048];
     snprintf(headers, sizeof headers,
@@ -253,8 +258,8 @@ void sbe_seed_failed(sbe_env *e, const char *queue, int n)
             o[i].headers_json = headers[i];
         }
         sb_error err;
-        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k,
-                                NULL, &err),
+        sbt_ok(sb_publish_batch(e->bus, NULL, "deadletter", o, (size_t)k, NULL,
+                                &err),
                &err, "seed");
     }
     sbe_ingest(e);
@@ -265,8 +270,7 @@ void sbe_group_of(sbe_env *e, const char *queue, int status, char id[37])
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
-    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n,
-                            &err),
+    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n, &err),
            &err, "groups");
     id[0] = '\0';
     for (size_t i = 0; i < n; i++)

@@ -32,8 +32,8 @@ void sbe_close(sbe_env *e);
  * for message `mid` that failed on `queue` at `when` (ISO 8601), endpoint
  * Sales; `extra` (may be NULL) is appended to the headers object. */
 void sbe_dead_letter(sbe_env *e, const char *mid, const char *queue,
-                     const char *when, const char *exc_type,
-                     const char *body, const char *extra);
+                     const char *when, const char *exc_type, const char *body,
+                     const char *extra);
 /* A dead letter whose unique id is `uid` (as sb-retry-of). */
 void sbe_dead_letter_as(sbe_env *e, const char *uid, const char *queue,
                         const char *when, const char *exc_type,

@@ -39,8 +39,7 @@ static sb_bus_counters *snapshot(sb_bus *bus)
     return c;
 }
 
-static const sb_queue_counts *queue_of(const sb_bus_counters *c,
-                                       const char *q)
+static const sb_queue_counts *queue_of(const sb_bus_counters *c, const char *q)
 {
     for (size_t i = 0; i < c->n_queues; i++)
         if (strcmp(c->queues[i].queue, q) == 0)
@@ -55,8 +54,8 @@ static void expect_counts(const sb_bus_counters *c, const char *q,
     const sb_queue_counts *k = queue_of(c, q);
     if (k == NULL)
         fail_msg("queue %s not counted", q);
-    if (k->published != published || k->acked != acked ||
-        k->naked != naked || k->dead_lettered != dead)
+    if (k->published != published || k->acked != acked || k->naked != naked ||
+        k->dead_lettered != dead)
         fail_msg("queue %s: published %lld acked %lld naked %lld dead %lld, "
                  "want %lld %lld %lld %lld",
                  q, (long long)k->published, (long long)k->acked,
@@ -98,8 +97,8 @@ static void test_calls_are_counted(void **state)
     for (int i = 0; i < 20; i++)
         batch[i] = (sb_outgoing){NULL, "m", 1, NULL, 0};
     sb_error err;
-    sbt_ok(sb_publish_batch(bus, NULL, "manual", batch, 20, NULL, &err),
-           &err, "batch");
+    sbt_ok(sb_publish_batch(bus, NULL, "manual", batch, 20, NULL, &err), &err,
+           "batch");
     sb_tx *tx = NULL;
     sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin");
     for (int i = 0; i < 3; i++)
@@ -140,7 +139,8 @@ static void test_calls_are_counted(void **state)
     sb_tx_rollback(tx);
     sbt_ok(sb_nak(bus, m[3], 0, "again", &err), &err, "nak 3");
     sbt_ok(sb_nak(bus, m[4], 0, NULL, &err), &err, "nak 4");
-    sb_failure f = {.size = sizeof f, .reason = "poison",
+    sb_failure f = {.size = sizeof f,
+                    .reason = "poison",
                     .exception_type = "test:poison",
                     .exception_message = "bad"};
     sbt_ok(sb_dead_letter(bus, m[5], &f, &err), &err, "dead letter");
@@ -333,8 +333,8 @@ static int send_id(const char *cid, void *user)
 
 /* The value of the sample `series` in `text` (exact series, then a
  * space), or NULL. */
-static const char *sample_value(const char *text, const char *series,
-                                char *buf, size_t cap)
+static const char *sample_value(const char *text, const char *series, char *buf,
+                                size_t cap)
 {
     size_t n = strlen(series);
     for (const char *p = text; (p = strstr(p, series)) != NULL; p += n)
@@ -388,8 +388,7 @@ static void test_scrape(void **state)
     lo.first_sweep_ms = 3600000;
     sb_loops *loops = NULL;
     sb_error err;
-    sbt_ok(sb__loops_start(e.bus, e.store, &lo, &loops, &err), &err,
-           "loops");
+    sbt_ok(sb__loops_start(e.bus, e.store, &lo, &loops, &err), &err, "loops");
     wait_ingested(loops, 3);
 
     /* A live waiter with a registration (C22): one channel waiter. */
@@ -403,8 +402,7 @@ static void test_scrape(void **state)
     wo.size = sizeof wo;
     wo.recovery_handler = "billing";
     sb_waiter *waiter = NULL;
-    sbt_ok(sb_request(ch, &wo, send_id, NULL, &waiter, &err), &err,
-           "request");
+    sbt_ok(sb_request(ch, &wo, send_id, NULL, &waiter, &err), &err, "request");
 
     sb_metrics *m = NULL;
     sbt_ok(sb__metrics_new(&m, &err), &err, "metrics new");
@@ -427,19 +425,14 @@ static void test_scrape(void **state)
     expect_sample(t, "sqlbus_messages_naked_total{queue=\"work\"}", "3");
     expect_sample(t, "sqlbus_messages_dead_lettered_total{queue=\"work\"}",
                   "3");
-    expect_sample(t, "sqlbus_messages_published_total{queue=\"waiting\"}",
-                  "4");
+    expect_sample(t, "sqlbus_messages_published_total{queue=\"waiting\"}", "4");
     /* The same counts as every process's, from the counts table. */
-    expect_sample(t,
-                  "sqlbus_queue_messages_published_total{queue=\"work\"}",
+    expect_sample(t, "sqlbus_queue_messages_published_total{queue=\"work\"}",
                   "10");
-    expect_sample(t, "sqlbus_queue_messages_acked_total{queue=\"work\"}",
-                  "7");
-    expect_sample(t, "sqlbus_queue_messages_naked_total{queue=\"work\"}",
-                  "3");
-    expect_sample(t,
-                  "sqlbus_queue_messages_dead_lettered_total{queue=\"work\"}",
-                  "3");
+    expect_sample(t, "sqlbus_queue_messages_acked_total{queue=\"work\"}", "7");
+    expect_sample(t, "sqlbus_queue_messages_naked_total{queue=\"work\"}", "3");
+    expect_sample(
+        t, "sqlbus_queue_messages_dead_lettered_total{queue=\"work\"}", "3");
     expect_sample(t, "sqlbus_handler_duration_seconds_count", "13");
     expect_sample(t, "sqlbus_handler_duration_seconds_bucket{le=\"+Inf\"}",
                   "13");
@@ -489,8 +482,7 @@ static void test_scrape(void **state)
     sbt_ok(sb__metrics_render(NULL, e.bus, NULL, NULL, NULL, &b, &err), &err,
            "render bare");
     char buf[64];
-    assert_null(sample_value(b.data, "sqlbus_failed_imports", buf,
-                             sizeof buf));
+    assert_null(sample_value(b.data, "sqlbus_failed_imports", buf, sizeof buf));
     assert_non_null(strstr(b.data, "# TYPE sqlbus_failed_imports gauge\n"));
     expect_sample(b.data, "sqlbus_scrape_source_up{source=\"loops\"}", "0");
     sb__buf_free(&b);
@@ -548,8 +540,7 @@ static void test_stats_sampler(void **state)
     lo.first_sweep_ms = 3600000;
     sb_loops *loops = NULL;
     sb_error err;
-    sbt_ok(sb__loops_start(e.bus, e.store, &lo, &loops, &err), &err,
-           "loops");
+    sbt_ok(sb__loops_start(e.bus, e.store, &lo, &loops, &err), &err, "loops");
     sb_stats *s = NULL;
     sb_stats_options so = {.interval_ms = 50};
     assert_int_equal(sb__stats_start(e.bus, e.store, loops, &so, &s, &err),
@@ -596,16 +587,15 @@ static void test_stats_sampler(void **state)
     json_t *ing = json_object_get(doc, "ingestion");
     long long rows = 0;
     for (size_t i = 0; i < json_array_size(ing); i++)
-        rows += json_integer_value(
-            json_object_get(json_array_get(ing, i), "rows"));
+        rows +=
+            json_integer_value(json_object_get(json_array_get(ing, i), "rows"));
     assert_int_equal(rows, 3);
     json_t *failed = json_object_get(doc, "failed");
     assert_true(json_array_size(failed) > 0);
     json_t *last = json_array_get(failed, json_array_size(failed) - 1);
     assert_int_equal(json_integer_value(json_object_get(last, "unresolved")),
                      3);
-    assert_int_equal(json_integer_value(json_object_get(last, "archived")),
-                     0);
+    assert_int_equal(json_integer_value(json_object_get(last, "archived")), 0);
     json_decref(doc);
     sb__buf_free(&b);
 
@@ -674,8 +664,8 @@ static void test_xmin_holder_is_named(void **state)
         h.size = sizeof h;
         assert_int_equal(sb_xmin_holder_get(bus, 0, &h, &err), SB_INVALID);
         assert_string_equal(err.field, "bus");
-        sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err),
-               &err, "render");
+        sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err), &err,
+               "render");
         assert_non_null(strstr(
             b.data, "# TYPE sqlbus_postgres_oldest_xmin_age_seconds gauge\n"));
         assert_null(strstr(b.data, "sqlbus_postgres_oldest_xmin_holder_info{"));
@@ -724,8 +714,8 @@ static void test_xmin_holder_is_named(void **state)
     pthread_mutex_unlock(&lg.mu);
     if (warned < 1 || strstr(last, want) == NULL ||
         strstr(last, "sqlbus-xmin-test") == NULL)
-        fail_msg("no warning naming '%s': %d warnings, last '%s'", want,
-                 warned, last);
+        fail_msg("no warning naming '%s': %d warnings, last '%s'", want, warned,
+                 last);
     /* Rate-limited: the same holder again within a minute is not. */
     holder_is(bus, pid, &h);
     pthread_mutex_lock(&lg.mu);

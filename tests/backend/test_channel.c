@@ -60,8 +60,7 @@ static sb_channel_options chopts(int64_t confirmation_ms)
     return o;
 }
 
-static sb_wait_options wopts(int64_t timeout_ms, sb_until_fn until,
-                             void *user)
+static sb_wait_options wopts(int64_t timeout_ms, sb_until_fn until, void *user)
 {
     sb_wait_options o;
     memset(&o, 0, sizeof o);
@@ -792,8 +791,8 @@ static void test_error_reply(void **state)
     sb_reply *r = NULL;
     int rc = sb_waiter_wait(w, &r, &err);
     if (rc != SB_REPLY_ERROR)
-        fail_msg("wait: expected SB_REPLY_ERROR, got %s (%s)",
-                 sb_strerror(rc), err.message);
+        fail_msg("wait: expected SB_REPLY_ERROR, got %s (%s)", sb_strerror(rc),
+                 err.message);
     assert_non_null(r);
     assert_int_equal(sb_reply_is_error(r), 1);
     assert_string_equal(sb_reply_correlation_id(r), "err-1");
@@ -813,13 +812,13 @@ static void test_error_reply(void **state)
     big[BIG] = '\0';
     w = attach(e.ch, "err-2", LONG_WAIT_MS, NULL, NULL);
     memset(&err, 0, sizeof err);
-    rc = sb_respond_error(e.ch, "err-2", "Big", "large detail", big, NULL,
-                          &err);
+    rc =
+        sb_respond_error(e.ch, "err-2", "Big", "large detail", big, NULL, &err);
     if (rc == SB_INVALID) {
         assert_string_equal(err.field, "detail");
-        sbt_ok(sb_respond_error(e.ch, "err-2", "Big", "small", NULL, NULL,
-                                &err),
-               &err, "respond_error without detail");
+        sbt_ok(
+            sb_respond_error(e.ch, "err-2", "Big", "small", NULL, NULL, &err),
+            &err, "respond_error without detail");
         r = NULL;
         assert_int_equal(sb_waiter_wait(w, &r, &err), SB_REPLY_ERROR);
         assert_non_null(r);
@@ -1046,8 +1045,7 @@ static void test_case_variant_ids(void **state)
     env_close(&e);
 }
 
-static void expect_invalid_id(sb_channel *ch, const char *id,
-                              const char *what)
+static void expect_invalid_id(sb_channel *ch, const char *id, const char *what)
 {
     sb_error err;
     memset(&err, 0, sizeof err);
@@ -1153,8 +1151,8 @@ static void test_respond_without_waiter(void **state)
     env_open(&e);
     respond(e.ch, "nobody-1", "orphan", NULL);
     sb_error err;
-    sbt_ok(sb_respond_error(e.ch, "nobody-1", "T", "m", NULL, NULL, &err),
-           &err, "respond_error");
+    sbt_ok(sb_respond_error(e.ch, "nobody-1", "T", "m", NULL, NULL, &err), &err,
+           "respond_error");
     sb_waiter *w = attach(e.ch, "nobody-1", SHORT_WAIT_MS, NULL, NULL);
     expect_timeout(w);
     sb_waiter_free(w);
@@ -1213,11 +1211,11 @@ static void expect_refused(sb_bus *bus, const char *field, const char *text)
 {
     sb_channel *ch = NULL;
     sb_error err;
-    assert_int_equal(sb_channel_open(bus, NULL, &ch, &err),
-                     SB_SCHEMA_MISMATCH);
+    assert_int_equal(sb_channel_open(bus, NULL, &ch, &err), SB_SCHEMA_MISMATCH);
     assert_null(ch);
     assert_string_equal(err.field, field);
-    if (strstr(err.message, text) == NULL || strstr(err.message, "fix:") == NULL)
+    if (strstr(err.message, text) == NULL ||
+        strstr(err.message, "fix:") == NULL)
         fail_msg("expected \"%s\" and a fix: %s", text, err.message);
 }
 

@@ -43,10 +43,10 @@ typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int entered, released;
-    int seen;          /* replies the predicate saw */
-    int last;          /* the last sequence number seen */
-    int out_of_order;  /* a number not one above the previous */
-    int terminal_at;   /* complete at this sequence number */
+    int seen;         /* replies the predicate saw */
+    int last;         /* the last sequence number seen */
+    int out_of_order; /* a number not one above the previous */
+    int terminal_at;  /* complete at this sequence number */
 } gate;
 
 static void gate_init(gate *g, int terminal_at)
@@ -78,8 +78,7 @@ static int gate_await_entry(gate *g)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += WAIT_MS / 1000;
     pthread_mutex_lock(&g->mu);
-    while (!g->entered &&
-           pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0) {
+    while (!g->entered && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0) {
     }
     int entered = g->entered;
     pthread_mutex_unlock(&g->mu);
@@ -368,8 +367,8 @@ static void test_late_commits_lookback_and_reconcile(void **state)
     insert_late(bus, prefix, cid, "00000000-0000-7000-8000-000000000001",
                 "near", 400);
     expect_progress(w, "near");
-    insert_late(bus, prefix, cid, "00000000-0000-7000-8000-000000000002",
-                "far", 900 + 1100 / 2);
+    insert_late(bus, prefix, cid, "00000000-0000-7000-8000-000000000002", "far",
+                900 + 1100 / 2);
     expect_progress(w, "far");
     sb_waiter_free(w);
     assert_rows_gone(prefix, cid);
@@ -384,8 +383,7 @@ typedef struct calls {
     char corr[8][64];
 } calls;
 
-static int on_recover(const sb_reply *r, const void *ctx, size_t n,
-                      void *user)
+static int on_recover(const sb_reply *r, const void *ctx, size_t n, void *user)
 {
     (void)ctx;
     (void)n;

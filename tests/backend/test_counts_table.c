@@ -154,9 +154,9 @@ static void test_failed_flush_keeps_counts(void **state)
     sbt_publish_n(bus, "kept", 3, NULL);
     sb_error err;
     assert_int_not_equal(sb_counts_flush(bus, &err), SB_OK);
-    assert_int_equal(sb_counts_list(bus, &(sb_queue_counts *){NULL},
-                                    &(size_t){0}, &err),
-                     SB_SCHEMA_MISSING);
+    assert_int_equal(
+        sb_counts_list(bus, &(sb_queue_counts *){NULL}, &(size_t){0}, &err),
+        SB_SCHEMA_MISSING);
     assert_non_null(strstr(err.message, "counts does not exist"));
     sbt_ok(sb_schema_migrate(bus, &err), &err, "migrate");
     flush(bus);

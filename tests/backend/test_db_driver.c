@@ -27,11 +27,11 @@
 #include <libpq-fe.h>
 
 typedef struct fixture {
-    bool pg;           /* PostgreSQL's SQL (libpq, or psqlODBC with odbc) */
-    bool odbc;         /* the ODBC driver (odbc.c) */
+    bool pg;   /* PostgreSQL's SQL (libpq, or psqlODBC with odbc) */
+    bool odbc; /* the ODBC driver (odbc.c) */
     char odbc_url[1024];
-    const char *url;   /* the URL given to sb__db_parse_url */
-    char path[64];     /* SQLite file */
+    const char *url; /* the URL given to sb__db_parse_url */
+    char path[64];   /* SQLite file */
     char sqlite_url[96];
     sb_db_config cfg;
     const sb_driver *drv;
@@ -94,8 +94,8 @@ static int query_rc(sb_conn *c, const char *tmpl, const sb_value *params,
     char sql[1024];
     sb_rows *rows = NULL;
     sb_error_clear(err);
-    int rc = sb__query(c, sql_t(sql, sizeof sql, tmpl), params, n, &rows,
-                       NULL, err);
+    int rc =
+        sb__query(c, sql_t(sql, sizeof sql, tmpl), params, n, &rows, NULL, err);
     if (rc == SB_OK)
         assert_non_null(rows);
     else
@@ -107,8 +107,7 @@ static int query_rc(sb_conn *c, const char *tmpl, const sb_value *params,
 static int64_t count_where(const char *cond_tmpl)
 {
     char tmpl[512];
-    snprintf(tmpl, sizeof tmpl, "SELECT count(*) FROM @T WHERE %s",
-             cond_tmpl);
+    snprintf(tmpl, sizeof tmpl, "SELECT count(*) FROM @T WHERE %s", cond_tmpl);
     sb_rows *rows = query_ok(fx.c, tmpl, NULL, 0, NULL);
     assert_int_equal(rows->nrows, 1);
     const sb_value *v = sb__rows_at(rows, 0, 0);
@@ -203,11 +202,13 @@ static int group_setup(void **state)
     if (fx.pg)
         snprintf(sql, sizeof sql,
                  "CREATE TABLE %s (id bigint PRIMARY KEY, i bigint, t text, "
-                 "b bytea, ts timestamptz)", fx.table);
+                 "b bytea, ts timestamptz)",
+                 fx.table);
     else
         snprintf(sql, sizeof sql,
                  "CREATE TABLE %s (id INTEGER PRIMARY KEY, i INTEGER, t TEXT, "
-                 "b BLOB, ts INTEGER)", fx.table);
+                 "b BLOB, ts INTEGER)",
+                 fx.table);
     rc = sb__exec(fx.c, sql, &err);
     if (rc != SB_OK) {
         fprintf(stderr, "create table: %s\n", err.message);
@@ -263,13 +264,11 @@ static void test_rows_helpers(void **state)
     assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_TEXT, "abc", 3),
                      SB_OK);
     const char *first = sb__rows_text(rows, 0, 0);
-    assert_int_equal(sb__rows_set_bytes(rows, 0, 1, SB_V_BLOB, big,
-                                        sizeof big), SB_OK);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 1, SB_V_BLOB, big, sizeof big),
+                     SB_OK);
     static const char nul3[3] = {0, 'x', 0};
-    assert_int_equal(sb__rows_set_bytes(rows, 1, 0, SB_V_BLOB, nul3, 3),
-                     SB_OK);
-    assert_int_equal(sb__rows_set_bytes(rows, 1, 1, SB_V_TEXT, NULL, 0),
-                     SB_OK);
+    assert_int_equal(sb__rows_set_bytes(rows, 1, 0, SB_V_BLOB, nul3, 3), SB_OK);
+    assert_int_equal(sb__rows_set_bytes(rows, 1, 1, SB_V_TEXT, NULL, 0), SB_OK);
     for (int i = 0; i < 2000; i++) /* overwrite: fills several blocks */
         assert_int_equal(sb__rows_set_bytes(rows, 2, 0, SB_V_TEXT, big, 7),
                          SB_OK);
@@ -297,8 +296,7 @@ static void test_rows_helpers(void **state)
                      SB_INVALID);
     assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_INT, "x", 1),
                      SB_INVALID);
-    assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_NULL, NULL, 0),
-                     SB_OK);
+    assert_int_equal(sb__rows_set_bytes(rows, 0, 0, SB_V_NULL, NULL, 0), SB_OK);
     assert_null_cell(rows, 0, 0);
     sb__rows_free(rows);
     sb__rows_free(NULL);
@@ -366,7 +364,8 @@ static void test_value_roundtrip(void **state)
     sb_error_clear(&err);
     changes = -1;
     assert_int_equal(sb__query(fx.c, sql_t(sql, sizeof sql, ins), p4, 5, NULL,
-                               &changes, &err), SB_OK);
+                               &changes, &err),
+                     SB_OK);
     assert_int_equal(changes, 1);
 
     rows = query_ok(fx.c,
@@ -410,7 +409,8 @@ static void test_value_roundtrip(void **state)
         rows = query_ok(fx.c,
                         "SELECT ts = '2024-01-02 03:04:05.123456+00', "
                         "ts = '2024-01-02 04:04:05.123456+01' FROM @T "
-                        "WHERE id = 2", NULL, 0, NULL);
+                        "WHERE id = 2",
+                        NULL, 0, NULL);
         assert_int_cell(rows, 0, 0, 1);
         assert_int_cell(rows, 0, 1, 1);
         sb__rows_free(rows);
@@ -447,16 +447,16 @@ static void test_text_utf16(void **state)
         assert_int_equal(changes, 1);
     }
     sb_rows *rows = query_ok(
-        fx.c, "SELECT t FROM @T WHERE id >= 300 AND id < 304 ORDER BY id",
-        NULL, 0, NULL);
+        fx.c, "SELECT t FROM @T WHERE id >= 300 AND id < 304 ORDER BY id", NULL,
+        0, NULL);
     assert_int_equal(rows->nrows, 4);
     for (size_t i = 0; i < 4; i++)
         assert_text(rows, i, 0, texts[i]);
     sb__rows_free(rows);
     /* Compared on the server: the bytes stored are the text sent. */
     sb_value q[] = {sb__v_text(big)};
-    rows = query_ok(fx.c, "SELECT count(*), $1 FROM @T WHERE t = $1", q, 1,
-                    NULL);
+    rows =
+        query_ok(fx.c, "SELECT count(*), $1 FROM @T WHERE t = $1", q, 1, NULL);
     assert_int_cell(rows, 0, 0, 1);
     assert_text(rows, 0, 1, big);
     sb__rows_free(rows);
@@ -478,14 +478,13 @@ static void test_odbc_invalid_utf8(void **state)
     sb__rows_free(query_ok(fx.c, "INSERT INTO @T (id, t) VALUES (310, 'ok')",
                            NULL, 0, NULL));
     sb_value p[] = {sb__v_int(311), sb__v_text("bad \xc3\x28 byte")};
-    assert_int_equal(query_rc(fx.c, "INSERT INTO @T (id, t) VALUES ($1, $2)",
-                              p, 2, &err),
-                     SB_INVALID);
+    assert_int_equal(
+        query_rc(fx.c, "INSERT INTO @T (id, t) VALUES ($1, $2)", p, 2, &err),
+        SB_INVALID);
     assert_non_null(strstr(err.message, "$2"));
     assert_non_null(strstr(err.message, "UTF-8"));
     p[1] = sb__v_text("\xed\xa0\x80"); /* a surrogate */
-    assert_int_equal(query_rc(fx.c, "SELECT $2, $1", p, 2, &err),
-                     SB_INVALID);
+    assert_int_equal(query_rc(fx.c, "SELECT $2, $1", p, 2, &err), SB_INVALID);
     assert_non_null(strstr(err.message, "$2"));
     assert_int_equal(sb__commit(fx.c, &err), SB_OK);
     assert_int_equal(count_where("id = 310"), 1);
@@ -539,12 +538,13 @@ static void test_pg_types(void **state)
 
     /* No silent truncation: float and numeric need a cast in SQL. */
     sb_error err;
-    assert_int_equal(query_rc(fx.c, "SELECT 1, 1.5::float8 AS f", NULL, 0,
-                              &err), SB_BACKEND);
+    assert_int_equal(
+        query_rc(fx.c, "SELECT 1, 1.5::float8 AS f", NULL, 0, &err),
+        SB_BACKEND);
     assert_non_null(strstr(err.message, fx.odbc ? "SQL type" : "701"));
     assert_non_null(strstr(err.message, "\"f\""));
-    assert_int_equal(query_rc(fx.c, "SELECT 2.5::numeric AS n", NULL, 0,
-                              &err), SB_BACKEND);
+    assert_int_equal(query_rc(fx.c, "SELECT 2.5::numeric AS n", NULL, 0, &err),
+                     SB_BACKEND);
     assert_non_null(strstr(err.message, fx.odbc ? "SQL type" : "1700"));
     /* The connection is fine afterwards. */
     rows = query_ok(fx.c, "SELECT 2.5::numeric::text", NULL, 0, NULL);
@@ -571,7 +571,6 @@ static void test_placeholders(void **state)
     assert_text(rows, 0, 1, "c");
     assert_null_cell(rows, 0, 2);
     sb__rows_free(rows);
-
 }
 
 static void test_placeholders_dense(void **state)
@@ -611,22 +610,22 @@ static void test_changes(void **state)
                            NULL, 0, &changes));
     assert_int_equal(changes, 2);
     sb_value lim = sb__v_int(100);
-    sb__rows_free(query_ok(fx.c, "UPDATE @T SET i = i + 1 WHERE id >= $1",
-                           &lim, 1, &changes));
+    sb__rows_free(query_ok(fx.c, "UPDATE @T SET i = i + 1 WHERE id >= $1", &lim,
+                           1, &changes));
     assert_int_equal(changes, 5);
-    sb__rows_free(query_ok(fx.c, "UPDATE @T SET i = 0 WHERE id = -7", NULL, 0,
-                           &changes));
+    sb__rows_free(
+        query_ok(fx.c, "UPDATE @T SET i = 0 WHERE id = -7", NULL, 0, &changes));
     assert_int_equal(changes, 0);
-    sb__rows_free(query_ok(fx.c, "DELETE FROM @T WHERE id = 100", NULL, 0,
-                           &changes));
+    sb__rows_free(
+        query_ok(fx.c, "DELETE FROM @T WHERE id = 100", NULL, 0, &changes));
     assert_int_equal(changes, 1);
-    sb__rows_free(query_ok(fx.c, "DELETE FROM @T WHERE id >= $1", &lim, 1,
-                           &changes));
+    sb__rows_free(
+        query_ok(fx.c, "DELETE FROM @T WHERE id >= $1", &lim, 1, &changes));
     assert_int_equal(changes, 4);
     if (fx.pg) {
         /* A SELECT inserts, updates and deletes nothing. */
-        sb__rows_free(query_ok(fx.c, "SELECT 1 UNION ALL SELECT 2", NULL, 0,
-                               &changes));
+        sb__rows_free(
+            query_ok(fx.c, "SELECT 1 UNION ALL SELECT 2", NULL, 0, &changes));
         assert_int_equal(changes, 0);
     }
 }
@@ -660,9 +659,8 @@ static void test_transactions(void **state)
     p = sb__v_int(202);
     sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
     if (fx.pg) { /* readers never block on PostgreSQL */
-        sb_rows *rows = query_ok(other,
-                                 "SELECT count(*) FROM @T WHERE id = 202",
-                                 NULL, 0, NULL);
+        sb_rows *rows = query_ok(
+            other, "SELECT count(*) FROM @T WHERE id = 202", NULL, 0, NULL);
         assert_int_cell(rows, 0, 0, 0);
         sb__rows_free(rows);
     }
@@ -681,8 +679,7 @@ static void test_transactions(void **state)
         sb__rows_free(query_ok(fx.c, ins, &p, 1, NULL));
         p = sb__v_int(201);
         assert_int_equal(query_rc(fx.c, ins, &p, 1, &err), SB_CONFLICT);
-        assert_int_equal(query_rc(fx.c, "SELECT 1", NULL, 0, &err),
-                         SB_BACKEND);
+        assert_int_equal(query_rc(fx.c, "SELECT 1", NULL, 0, &err), SB_BACKEND);
         assert_string_equal(err.sqlstate, "25P02");
         sb_error_clear(&err);
         assert_int_not_equal(sb__commit(fx.c, &err), SB_OK);
@@ -720,8 +717,7 @@ static void test_pipeline(void **state)
     size_t failed = 99;
 
     /* Only inside a transaction. */
-    assert_int_equal(sb__pipeline(fx.c, calls, 4, 1, &failed, &err),
-                     SB_MISUSE);
+    assert_int_equal(sb__pipeline(fx.c, calls, 4, 1, &failed, &err), SB_MISUSE);
 
     assert_int_equal(sb__begin(fx.c, &err), SB_OK);
     assert_int_equal(sb__pipeline(fx.c, calls, 4, 1, &failed, &err), SB_OK);
@@ -750,8 +746,7 @@ static void test_pipeline(void **state)
                      {ins, d, 2, NULL, NULL},
                      {upd, &from, 1, NULL, &changes}};
     assert_int_equal(sb__begin(fx.c, &err), SB_OK);
-    assert_int_equal(sb__pipeline(fx.c, bad, 4, 1, &failed, &err),
-                     SB_CONFLICT);
+    assert_int_equal(sb__pipeline(fx.c, bad, 4, 1, &failed, &err), SB_CONFLICT);
     assert_int_equal(failed, 1);
     assert_int_equal(changes, 0);
     assert_true(fx.c->in_tx);
@@ -777,8 +772,8 @@ static void test_pipeline(void **state)
     assert_int_equal(count_where("id >= 600 AND id < 750"), MANY);
     assert_int_equal(sb__pipeline(fx.c, NULL, 0, 1, &failed, &err), SB_OK);
     assert_false(fx.c->in_tx);
-    seen = query_ok(other, "SELECT count(*) FROM @T WHERE id >= 600", NULL,
-                    0, NULL);
+    seen = query_ok(other, "SELECT count(*) FROM @T WHERE id >= 600", NULL, 0,
+                    NULL);
     assert_int_cell(seen, 0, 0, MANY);
     sb__rows_free(seen);
     fx.drv->close(other);
@@ -826,8 +821,7 @@ static void test_pg_statement_refresh(void **state)
     const char *names = "SELECT name FROM pg_prepared_statements "
                         "WHERE statement = $1";
     sb_value text = sb__v_text(probe);
-    sb_rows *rows = query_ok(fx.c, probe, (sb_value[]){sb__v_int(1)}, 1,
-                             NULL);
+    sb_rows *rows = query_ok(fx.c, probe, (sb_value[]){sb__v_int(1)}, 1, NULL);
     sb__rows_free(rows);
     rows = query_ok(fx.c, names, &text, 1, NULL);
     assert_int_equal(rows->nrows, 1);
@@ -884,8 +878,9 @@ static void test_undefined_table(void **state)
     if (fx.pg)
         assert_string_equal(err.sqlstate, "42P01");
     if (fx.pg) {
-        assert_int_equal(query_rc(fx.c, "SELECT nosuch_col FROM @T", NULL, 0,
-                                  &err), SB_SCHEMA_MISMATCH);
+        assert_int_equal(
+            query_rc(fx.c, "SELECT nosuch_col FROM @T", NULL, 0, &err),
+            SB_SCHEMA_MISMATCH);
         assert_string_equal(err.sqlstate, "42703");
     }
 }
@@ -923,9 +918,8 @@ static void test_exec_multi(void **state)
 
 static int64_t prepared_count(void)
 {
-    sb_rows *rows = query_ok(fx.c,
-                             "SELECT count(*) FROM pg_prepared_statements",
-                             NULL, 0, NULL);
+    sb_rows *rows = query_ok(
+        fx.c, "SELECT count(*) FROM pg_prepared_statements", NULL, 0, NULL);
     int64_t n = sb__rows_int(rows, 0, 0);
     sb__rows_free(rows);
     return n;
@@ -967,8 +961,7 @@ static void test_statement_cache(void **state)
         assert_string_equal(err.sqlstate, "25P02");
     }
     sb__rollback(fx.c);
-    sb_rows *rows = query_ok(fx.c, "SELECT 'fresh statement 0'", NULL, 0,
-                             NULL);
+    sb_rows *rows = query_ok(fx.c, "SELECT 'fresh statement 0'", NULL, 0, NULL);
     assert_text(rows, 0, 0, "fresh statement 0");
     sb__rows_free(rows);
     /* No statement leaked on the server by a failed eviction. */
@@ -1005,8 +998,8 @@ static void capture_log(int level, const char *component, const char *message,
 {
     captured *cap = user;
     (void)component;
-    if (level == SB_LOG_DEBUG && strlen(cap->text) + strlen(message) + 2 <
-                                     sizeof cap->text) {
+    if (level == SB_LOG_DEBUG &&
+        strlen(cap->text) + strlen(message) + 2 < sizeof cap->text) {
         strncat(cap->text, message, sizeof cap->text - strlen(cap->text) - 1);
         strncat(cap->text, "\n", sizeof cap->text - strlen(cap->text) - 1);
     }
@@ -1027,8 +1020,9 @@ static void test_pg_notices_logged(void **state)
     sb_conn *c = connect_cfg(&cfg);
     exec_ok(c, "DO $$BEGIN RAISE NOTICE 'sqlbus-notice-%', 42; END$$");
     assert_non_null(strstr(cap.text, "sqlbus-notice-42"));
-    sb_rows *rows = query_ok(c, "SELECT current_setting('application_name'), "
-                                "current_setting('client_encoding')",
+    sb_rows *rows = query_ok(c,
+                             "SELECT current_setting('application_name'), "
+                             "current_setting('client_encoding')",
                              NULL, 0, NULL);
     assert_text(rows, 0, 0, "sqlbus");
     assert_text(rows, 0, 1, "UTF8");
@@ -1057,7 +1051,8 @@ static void test_pg_search_path(void **state)
     fx.drv->close(c);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_tables WHERE schemaname = '%s' AND "
-             "tablename = 'in_schema'", schema);
+             "tablename = 'in_schema'",
+             schema);
     rows = query_ok(fx.c, sql, NULL, 0, NULL);
     assert_int_cell(rows, 0, 0, 1);
     sb__rows_free(rows);

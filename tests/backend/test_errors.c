@@ -24,8 +24,8 @@ static void test_first_failure_stored(void **state)
     sbe_env e;
     sbe_open(&e);
     sbe_dead_letter(&e, "m-1", "orders", "2026-01-02T03:04:05.000001Z",
-                "System.InvalidOperationException", "{\"id\":1}",
-                ",\"sb-retry-of\":\"u-1\"");
+                    "System.InvalidOperationException", "{\"id\":1}",
+                    ",\"sb-retry-of\":\"u-1\"");
     sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.rows, 1);
     assert_int_equal(s.messages, 1);
@@ -73,9 +73,9 @@ static void test_attempts_fold_and_guard(void **state)
     sbe_open(&e);
     const char *retry = ",\"sb-retry-of\":\"u-2\"";
     sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:02Z", "First", "a",
-                retry);
+                    retry);
     sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
-                retry);
+                    retry);
     sbe_ingest(&e);
     sb_failed_message *m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 2);
@@ -83,7 +83,7 @@ static void test_attempts_fold_and_guard(void **state)
     sb_failed_message_free(m);
     /* An older attempt: counted, overwrites nothing. */
     sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:01Z", "Older", "c",
-                retry);
+                    retry);
     sbe_ingest(&e);
     m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 3);
@@ -99,14 +99,14 @@ static void test_attempts_fold_and_guard(void **state)
     sb_failed_message_free(m);
     /* The newest attempt delivered again: not a new attempt. */
     sbe_dead_letter(&e, "m-2", "orders", "2026-01-02T00:00:03Z", "Second", "b",
-                retry);
+                    retry);
     sbe_ingest(&e);
     m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 3);
     sb_failed_message_free(m);
     /* A later attempt replaces the data and the groups. */
     sbe_dead_letter(&e, "m-2", "payments", "2026-01-02T00:00:09Z", "Third", "d",
-                retry);
+                    retry);
     sbe_ingest(&e);
     m = sbe_get(&e, "u-2");
     assert_int_equal(sb_failed_attempts(m), 4);
@@ -157,8 +157,8 @@ static int64_t at_second(int s)
 }
 
 /* The stored attempt count, window and newest data of m-1. */
-static void expect_m1(sbe_env *e, const char *uid, int64_t attempts,
-                      int first, int last, const char *exception_type)
+static void expect_m1(sbe_env *e, const char *uid, int64_t attempts, int first,
+                      int last, const char *exception_type)
 {
     sb_failed_message *m = sbe_get(e, uid);
     assert_int_equal(sb_failed_attempts(m), attempts);
@@ -270,25 +270,24 @@ static void test_dead_letter_delivered_twice(void **state)
     int64_t attempts = 0;
     sbe_status(&e, "u-dup", &attempts);
     assert_int_equal(attempts, 1);
-    static const char *const arrivals[] = {"03", "05", "04", "03", "05",
-                                           "04"};
+    static const char *const arrivals[] = {"03", "05", "04", "03", "05", "04"};
     static const int64_t expected[] = {2, 2, 3, 3, 3, 3};
     for (size_t i = 0; i < sizeof arrivals / sizeof *arrivals; i++) {
         char when[32], type[16];
         snprintf(when, sizeof when, "2026-01-02T00:00:%sZ", arrivals[i]);
         snprintf(type, sizeof type, "At%s", arrivals[i]);
-        sbe_dead_letter(&e, "m-d", i % 2 ? "payments" : "orders", when,
-                        type, "b", retry);
+        sbe_dead_letter(&e, "m-d", i % 2 ? "payments" : "orders", when, type,
+                        "b", retry);
         sbe_ingest(&e);
         sbe_status(&e, "u-dup", &attempts);
         assert_int_equal(attempts, expected[i]);
     }
     /* One batch: a new, older attempt beside a copy of the newest that
      * differs (another queue): counted once, the copy changes nothing. */
-    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:05Z", "Copy",
-                    "c", retry);
-    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:02Z", "At02",
-                    "c", retry);
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:05Z", "Copy", "c",
+                    retry);
+    sbe_dead_letter(&e, "m-d", "payments", "2026-01-02T00:00:02Z", "At02", "c",
+                    retry);
     sbe_ingest(&e);
     sb_failed_message *m = sbe_get(&e, "u-dup");
     assert_int_equal(sb_failed_attempts(m), 4);
@@ -316,13 +315,15 @@ static void test_status_and_confirmation(void **state)
     sbe_env e;
     sbe_open(&e);
     const char *retry = ",\"sb-retry-of\":\"u-3\"";
-    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:01Z", "X", "a", retry);
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:01Z", "X", "a",
+                    retry);
     sbe_ingest(&e);
     sb_failed_message *m = sbe_get(&e, "u-3");
     int64_t changed = sb_failed_status_changed_us(m);
     sb_failed_message_free(m);
     sbt_sleep_ms(5);
-    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:02Z", "X", "a", retry);
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:02Z", "X", "a",
+                    retry);
     sbe_ingest(&e);
     m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status_changed_us(m), changed); /* kept */
@@ -353,7 +354,8 @@ static void test_status_and_confirmation(void **state)
     assert_int_equal(sbt_native_scalar(sql, "u-3"), 0);
     sbt_sleep_ms(5);
     /* Fails again: unresolved, and the retention clock restarts. */
-    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:05Z", "X", "a", retry);
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:05Z", "X", "a",
+                    retry);
     /* ... and in the same batch a confirmation: it ends resolved. */
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &ack, NULL, &err), &err,
            "ack");
@@ -362,7 +364,8 @@ static void test_status_and_confirmation(void **state)
     assert_int_equal(sb_failed_status(m), SB_FAILED_RESOLVED);
     assert_int_equal(sb_failed_attempts(m), 3);
     sb_failed_message_free(m);
-    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:07Z", "X", "a", retry);
+    sbe_dead_letter(&e, "m-3", "orders", "2026-01-02T00:00:07Z", "X", "a",
+                    retry);
     sbe_ingest(&e);
     m = sbe_get(&e, "u-3");
     assert_int_equal(sb_failed_status(m), SB_FAILED_UNRESOLVED);
@@ -409,7 +412,7 @@ static void test_failed_import_and_derived_id(void **state)
     sb_error err;
     sbt_ok(sb_publish(e.bus, NULL, "deadletter", &o, NULL, &err), &err, "p");
     sbe_dead_letter(&e, "derived-1", "orders@host", "2026-01-02T00:00:01Z", "X",
-                "a", NULL);
+                    "a", NULL);
     sb_ingest_stats s = sbe_ingest(&e);
     assert_int_equal(s.failed_imports, 1);
     assert_int_equal(s.messages, 1);
@@ -480,9 +483,9 @@ static void test_body_placement(void **state)
     sbe_env e;
     sbe_open_opts(&e, &o);
     sbe_dead_letter(&e, "b-1", "orders", "2026-01-02T00:00:01Z", "X",
-                "0123456789", ",\"sb-retry-of\":\"ub-1\"");
+                    "0123456789", ",\"sb-retry-of\":\"ub-1\"");
     sbe_dead_letter(&e, "b-2", "orders", "2026-01-02T00:00:01Z", "X",
-                "012345678\xc3\xa4", ",\"sb-retry-of\":\"ub-2\"");
+                    "012345678\xc3\xa4", ",\"sb-retry-of\":\"ub-2\"");
     sbe_ingest(&e);
     sb_failed_message *m = sbe_get(&e, "ub-1");
     assert_false(sb_failed_body_stored_externally(m));
@@ -587,7 +590,7 @@ static void test_concurrent_ingesters(void **state)
              e.prefix);
     sbt_exec(e.bus, sql);
     sbe_dead_letter(&e, "c-0", "q9", "2026-01-02T00:01:00Z", "X", "a",
-                ",\"sb-retry-of\":\"uc-0\"");
+                    ",\"sb-retry-of\":\"uc-0\"");
     sbe_ingest(&e);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM %sknown_endpoints WHERE name = $1 AND "
@@ -658,7 +661,7 @@ static void test_killed_ingester(void **state)
 }
 
 typedef struct flaky {
-    atomic_int fail;   /* fail while set */
+    atomic_int fail; /* fail while set */
     atomic_int runs;
 } flaky;
 
@@ -808,19 +811,19 @@ static void test_group_views(void **state)
     sbe_open(&e);
     /* Three messages on queue a (two with exception X), one on b. */
     sbe_dead_letter(&e, "g-1", "qa", "2026-01-02T00:00:01Z", "X", "1",
-                ",\"sb-retry-of\":\"ug-1\"");
+                    ",\"sb-retry-of\":\"ug-1\"");
     sbe_dead_letter(&e, "g-2", "qa", "2026-01-02T00:00:05Z", "X", "2",
-                ",\"sb-retry-of\":\"ug-2\"");
+                    ",\"sb-retry-of\":\"ug-2\"");
     sbe_dead_letter(&e, "g-3", "qa", "2026-01-02T00:00:03Z", "Y", "3",
-                ",\"sb-retry-of\":\"ug-3\"");
+                    ",\"sb-retry-of\":\"ug-3\"");
     sbe_dead_letter(&e, "g-4", "qb", "2026-01-02T00:00:09Z", "Y", "4",
-                ",\"sb-retry-of\":\"ug-4\"");
+                    ",\"sb-retry-of\":\"ug-4\"");
     sbe_ingest(&e);
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
-                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
+                            &g, &n, &err),
            &err, "groups");
     assert_int_equal(n, 2);
     assert_string_equal(g[0].title, "qb"); /* newest failure first */
@@ -833,8 +836,7 @@ static void test_group_views(void **state)
     memcpy(qa, g[1].id, sizeof qa);
     sb_free(g);
     /* The default classifier: exception type and first frame. */
-    sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_UNRESOLVED, &g, &n,
-                            &err),
+    sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_UNRESOLVED, &g, &n, &err),
            &err, "exception groups");
     assert_int_equal(n, 2);
     assert_string_equal(g[0].type, "Exception Type and Stack Trace");
@@ -846,17 +848,17 @@ static void test_group_views(void **state)
     assert_int_equal(n, 0);
     sb_free(g);
     /* Comments. */
-    sbt_ok(sb_errors_group_comment(e.store, qa, "looking into it", &err),
-           &err, "comment");
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
-                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+    sbt_ok(sb_errors_group_comment(e.store, qa, "looking into it", &err), &err,
+           "comment");
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
+                            &g, &n, &err),
            &err, "groups");
     assert_string_equal(g[1].comment, "looking into it");
     assert_string_equal(g[0].comment, "");
     sb_free(g);
     sbt_ok(sb_errors_group_comment(e.store, qa, NULL, &err), &err, "delete");
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
-                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
+                            &g, &n, &err),
            &err, "groups");
     assert_string_equal(g[1].comment, "");
     sb_free(g);
@@ -877,14 +879,12 @@ static void test_group_views(void **state)
 
 /* The "Endpoint Address" group of `queue` in `status`: its count and
  * window, or count -1 when the view does not list it. */
-static sb_failure_group address_group(sbe_env *e, const char *queue,
-                                      int status)
+static sb_failure_group address_group(sbe_env *e, const char *queue, int status)
 {
     sb_failure_group *g = NULL, out;
     size_t n = 0;
     sb_error err;
-    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n,
-                            &err),
+    sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n, &err),
            &err, "groups");
     memset(&out, 0, sizeof out);
     out.count = -1;
@@ -897,8 +897,8 @@ static sb_failure_group address_group(sbe_env *e, const char *queue,
 
 /* The list's total for one filter, and the same count made by the
  * database from the rows themselves. */
-static void check_total(sbe_env *e, const sb_failed_query *q,
-                        const char *where, const char *value)
+static void check_total(sbe_env *e, const sb_failed_query *q, const char *where,
+                        const char *value)
 {
     int64_t total = -1;
     sb_failed_summary *s = NULL;
@@ -907,9 +907,8 @@ static void check_total(sbe_env *e, const sb_failed_query *q,
     sbt_ok(sb_errors_list(e->store, q, &s, &n, &total, &err), &err, "list");
     sb_free(s);
     char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_messages WHERE %s", e->prefix,
-             where);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %sfailed_messages WHERE %s",
+             e->prefix, where);
     assert_int_equal(total, sbt_native_scalar(sql, value));
 }
 
@@ -1040,7 +1039,7 @@ static void test_retention(void **state)
         snprintf(uid, sizeof uid, "ur-%d", i);
         snprintf(queue, sizeof queue, "qr%d", i);
         sbe_dead_letter_as(&e, uid, queue, "2026-01-02T00:00:01Z", "X",
-                       "a long body");
+                           "a long body");
     }
     sbe_ingest(&e);
     /* ur-1 resolved long ago, ur-2 archived long ago, ur-3 unresolved long
@@ -1056,8 +1055,8 @@ static void test_retention(void **state)
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED,
-                            &g, &n, &err),
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED, &g,
+                            &n, &err),
            &err, "groups");
     assert_int_equal(n, 1);
     sbt_ok(sb_errors_group_comment(e.store, g[0].id, "gone soon", &err), &err,
@@ -1110,14 +1109,14 @@ static void test_archive(void **state)
         char uid[16];
         snprintf(uid, sizeof uid, "ua-%d", i);
         sbe_dead_letter_as(&e, uid, i < 3 ? "qa" : "qz", "2026-01-02T00:00:01Z",
-                       "X", "b");
+                           "X", "b");
     }
     sbe_ingest(&e);
     sb_failure_group *g = NULL;
     size_t n = 0;
     sb_error err;
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address",
-                            SB_FAILED_UNRESOLVED, &g, &n, &err),
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
+                            &g, &n, &err),
            &err, "groups");
     char qa[37];
     memcpy(qa, strcmp(g[0].title, "qa") == 0 ? g[0].id : g[1].id, sizeof qa);
@@ -1130,8 +1129,8 @@ static void test_archive(void **state)
            "archive group");
     assert_int_equal(changed, 3);
     sb_free(g);
-    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED,
-                            &g, &n, &err),
+    sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED, &g,
+                            &n, &err),
            &err, "archived groups");
     assert_int_equal(n, 1);
     assert_string_equal(g[0].title, "qa");
@@ -1179,9 +1178,9 @@ static void test_search(void **state)
     sbe_env e;
     sbe_open(&e);
     sbe_dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:01Z", "X",
-                "{\"sku\":\"blue-widget\"}", ",\"sb-retry-of\":\"us-1\"");
+                    "{\"sku\":\"blue-widget\"}", ",\"sb-retry-of\":\"us-1\"");
     sbe_dead_letter(&e, "s-2", "qs", "2026-01-02T00:00:01Z", "X",
-                "{\"sku\":\"red-gadget\"}", ",\"sb-retry-of\":\"us-2\"");
+                    "{\"sku\":\"red-gadget\"}", ",\"sb-retry-of\":\"us-2\"");
     sbe_ingest(&e);
     if (!sbe_search_available(&e)) {
         sbe_close(&e);
@@ -1202,8 +1201,8 @@ static void test_search(void **state)
     assert_int_equal(n, 1);
     assert_true(found(s, n, "us-1"));
     sb_free(s);
-    sbt_ok(sb_errors_search(e.store, "widget gadget", 10, &s, &n, &err),
-           &err, "OR");
+    sbt_ok(sb_errors_search(e.store, "widget gadget", 10, &s, &n, &err), &err,
+           "OR");
     assert_int_equal(n, 2);
     sb_free(s);
     sbt_ok(sb_errors_search(e.store, "nothing-like-this", 10, &s, &n, &err),
@@ -1212,7 +1211,8 @@ static void test_search(void **state)
     sb_free(s);
     /* A newer attempt replaces the searchable body. */
     sbe_dead_letter(&e, "s-1", "qs", "2026-01-02T00:00:09Z", "X",
-                "{\"sku\":\"green-sprocket\"}", ",\"sb-retry-of\":\"us-1\"");
+                    "{\"sku\":\"green-sprocket\"}",
+                    ",\"sb-retry-of\":\"us-1\"");
     sbe_ingest(&e);
     sbe_await_search(&e);
     sbt_ok(sb_errors_search(e.store, "widget", 10, &s, &n, &err), &err,
@@ -1224,12 +1224,12 @@ static void test_search(void **state)
     assert_int_equal(n, 1);
     sb_free(s);
     /* The words of one query word are a phrase, in order. */
-    sbt_ok(sb_errors_search(e.store, "green.sprocket", 10, &s, &n, &err),
-           &err, "phrase");
+    sbt_ok(sb_errors_search(e.store, "green.sprocket", 10, &s, &n, &err), &err,
+           "phrase");
     assert_int_equal(n, 1);
     sb_free(s);
-    sbt_ok(sb_errors_search(e.store, "sprocket.green", 10, &s, &n, &err),
-           &err, "phrase order");
+    sbt_ok(sb_errors_search(e.store, "sprocket.green", 10, &s, &n, &err), &err,
+           "phrase order");
     assert_int_equal(n, 0);
     sb_free(s);
     /* Case folds beyond ASCII; punctuation beyond ASCII breaks words. */
@@ -1253,8 +1253,8 @@ static void test_search(void **state)
                      SB_INVALID);
     assert_string_equal(err.field, "limit");
     /* Quotes and operators are words, never syntax. */
-    sbt_ok(sb_errors_search(e.store, "\"a\" -b OR (c", 10, &s, &n, &err),
-           &err, "odd query");
+    sbt_ok(sb_errors_search(e.store, "\"a\" -b OR (c", 10, &s, &n, &err), &err,
+           "odd query");
     sb_free(s);
     sbe_close(&e);
 }
@@ -1403,8 +1403,7 @@ static void test_search_order(void **state)
     }
     for (int i = 0; i < 160; i++) {
         snprintf(uid, sizeof uid, "zf-%03d", i);
-        snprintf(when, sizeof when, "2026-01-02T01:%02d:%02dZ", i / 60,
-                 i % 60);
+        snprintf(when, sizeof when, "2026-01-02T01:%02d:%02dZ", i / 60, i % 60);
         sbe_dead_letter_as(&e, uid, "qs", when, "X", "{\"w\":\"yyyy xxxx\"}");
     }
     sbe_ingest(&e);
@@ -1470,8 +1469,7 @@ static void test_list(void **state)
     char seen[7] = {0};
     for (size_t page = 1; page <= 3; page++) {
         q.page = page;
-        sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err,
-               "list");
+        sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "list");
         assert_int_equal(total, 7);
         assert_int_equal(n, page < 3 ? 3 : 1);
         for (size_t i = 0; i < n; i++) {
@@ -1498,8 +1496,7 @@ static void test_list(void **state)
     q.failed_queue = NULL;
     q.status = SB_FAILED_ARCHIVED;
     q.sort = "attempts";
-    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err,
-           "archived");
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "archived");
     assert_int_equal(n, 0);
     assert_int_equal(total, 0);
     sb_free(s);
@@ -1547,8 +1544,8 @@ static void test_list_views(void **state)
     memset(&q, 0, sizeof q);
     q.size = sizeof q;
     q.status = -1;
-    q.statuses = SB_FAILED_BIT(SB_FAILED_ARCHIVED) |
-                 SB_FAILED_BIT(SB_FAILED_RESOLVED);
+    q.statuses =
+        SB_FAILED_BIT(SB_FAILED_ARCHIVED) | SB_FAILED_BIT(SB_FAILED_RESOLVED);
     sb_failed_summary *s = NULL;
     size_t n = 0;
     int64_t total = 0;
@@ -1575,8 +1572,8 @@ static void test_list_views(void **state)
     check_total(&e, &q, "status = 0 AND length($1) > 0", "x");
     q.statuses = 0xf;
     check_total(&e, &q, "length($1) > 0", "x");
-    q.statuses = SB_FAILED_BIT(SB_FAILED_UNRESOLVED) |
-                 SB_FAILED_BIT(SB_FAILED_ARCHIVED);
+    q.statuses =
+        SB_FAILED_BIT(SB_FAILED_UNRESOLVED) | SB_FAILED_BIT(SB_FAILED_ARCHIVED);
     q.failed_queue = "qv-a";
     check_total(&e, &q, "status IN (0, 3) AND failed_queue = $1", "qv-a");
     q.failed_queue = NULL;
@@ -1622,8 +1619,8 @@ static void test_list_views(void **state)
     assert_int_equal(by_status[SB_FAILED_ARCHIVED], 2);
     /* Counts per failed queue: unresolved only, and every status. */
     sb_failed_count *c = NULL;
-    sbt_ok(sb_errors_counts(e.store, "failed_queue", SB_FAILED_UNRESOLVED,
-                            10, &c, &n, &err),
+    sbt_ok(sb_errors_counts(e.store, "failed_queue", SB_FAILED_UNRESOLVED, 10,
+                            &c, &n, &err),
            &err, "counts");
     assert_int_equal(n, 2);
     assert_string_equal(c[0].name, "qv-a");
@@ -1631,8 +1628,8 @@ static void test_list_views(void **state)
     assert_string_equal(c[1].name, "qv-b");
     assert_int_equal(c[1].count, 1);
     sb_free(c);
-    sbt_ok(sb_errors_counts(e.store, "failed_queue", -1, 1, &c, &n, &err),
-           &err, "counts, any");
+    sbt_ok(sb_errors_counts(e.store, "failed_queue", -1, 1, &c, &n, &err), &err,
+           "counts, any");
     assert_int_equal(n, 1);
     assert_int_equal(c[0].count, 3);
     sb_free(c);
@@ -1642,13 +1639,13 @@ static void test_list_views(void **state)
     assert_string_equal(c[0].name, "Sales");
     assert_int_equal(c[0].count, 5);
     sb_free(c);
-    assert_int_equal(sb_errors_counts(e.store, "host; DROP", -1, 10, &c, &n,
-                                      &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_errors_counts(e.store, "host; DROP", -1, 10, &c, &n, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "by");
-    assert_int_equal(sb_errors_counts(e.store, "message_type", -1, 1001, &c,
-                                      &n, &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_errors_counts(e.store, "message_type", -1, 1001, &c, &n, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "limit");
     sbe_close(&e);
 }
@@ -1760,14 +1757,14 @@ static void test_mixed_run(void **state)
                            "X", "first");
     }
     sbe_ingest(&e);
-    mixed_op(&e, ms, n, 5, 0, 1);       /* archive */
-    mixed_op(&e, ms, n, 5, 1, -1);      /* retry ... */
+    mixed_op(&e, ms, n, 5, 0, 1);  /* archive */
+    mixed_op(&e, ms, n, 5, 1, -1); /* retry ... */
     mixed_op(&e, ms, n, 5, 2, -1);
-    mixed_outcome(&e, ms, n, 5, 1, 0);  /* ... fails again */
-    mixed_outcome(&e, ms, n, 5, 2, 1);  /* ... succeeds */
-    mixed_op(&e, ms, n, 10, 0, 0);      /* unarchive */
-    mixed_op(&e, ms, n, 10, 1, 1);      /* archive the re-failed */
-    mixed_op(&e, ms, n, 10, 1, -1);     /* no retry of an archived one */
+    mixed_outcome(&e, ms, n, 5, 1, 0); /* ... fails again */
+    mixed_outcome(&e, ms, n, 5, 2, 1); /* ... succeeds */
+    mixed_op(&e, ms, n, 10, 0, 0);     /* unarchive */
+    mixed_op(&e, ms, n, 10, 1, 1);     /* archive the re-failed */
+    mixed_op(&e, ms, n, 10, 1, -1);    /* no retry of an archived one */
     for (size_t i = 0; i < n; i++) {
         sb_failed_message *m = sbe_get(&e, ms[i].uid);
         assert_int_equal(sb_failed_status(m), ms[i].status);
@@ -1775,8 +1772,7 @@ static void test_mixed_run(void **state)
         assert_int_equal(sb_failed_history_count(m), ms[i].n_history);
         for (size_t h = 0; h < ms[i].n_history; h++) {
             int st = -1, prev = -1;
-            assert_int_equal(sb_failed_history(m, h, &st, &prev, NULL),
-                             SB_OK);
+            assert_int_equal(sb_failed_history(m, h, &st, &prev, NULL), SB_OK);
             assert_int_equal(st, ms[i].history[h][0]);
             assert_int_equal(prev, ms[i].history[h][1]);
         }
@@ -1844,8 +1840,7 @@ static void test_status_history(void **state)
            "archive");
     expect_change(&e, "uh-1", 1, 0, SB_FAILED_ARCHIVED, SB_FAILED_UNRESOLVED);
     /* Archiving again is no change: nothing recorded. */
-    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
-           "again");
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err, "again");
     expect_change(&e, "uh-1", 1, 0, SB_FAILED_ARCHIVED, SB_FAILED_UNRESOLVED);
     sbt_ok(sb_errors_archive(e.store, &sel, 0, &changed, &err), &err,
            "unarchive");
@@ -1876,8 +1871,7 @@ static void test_status_history(void **state)
              e.prefix);
     sbt_exec(e.bus, sql);
     int64_t deleted = 0;
-    sbt_ok(sb_errors_expire(e.store, 3600000, &deleted, &err), &err,
-           "expire");
+    sbt_ok(sb_errors_expire(e.store, 3600000, &deleted, &err), &err, "expire");
     assert_int_equal(deleted, 1);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM %sfailed_message_history WHERE "

@@ -109,9 +109,9 @@ static void test_group_operation_excludes(void **state)
     sbt_ok(sb_errors_archive(e.store, &s, 0, &changed, &err), &err,
            "unarchive group");
     assert_int_equal(changed, 1500);
-    assert_int_equal(sb_errors_group_operation(e.store, "no-such-group", &op,
-                                               &err),
-                     SB_NOTFOUND);
+    assert_int_equal(
+        sb_errors_group_operation(e.store, "no-such-group", &op, &err),
+        SB_NOTFOUND);
     sbe_close(&e);
 }
 
@@ -172,8 +172,7 @@ static void test_group_operation_resumes(void **state)
     sbt_ok(sb_errors_group_operation(e.store, group, &op, &err), &err, "op");
     assert_string_equal(op.state, "interrupted");
     int64_t changed = 0;
-    sbt_ok(sb_errors_archive(e.store, &s, 0, &changed, &err), &err,
-           "resume");
+    sbt_ok(sb_errors_archive(e.store, &s, 0, &changed, &err), &err, "resume");
     assert_int_equal(changed, 500);
     sbt_ok(sb_errors_group_operation(e.store, group, &op, &err), &err, "op");
     assert_string_equal(op.state, "completed");
@@ -238,8 +237,7 @@ static void test_modified_range(void **state)
     sbt_ok(sb_errors_resolve(e.store, &s, &changed, &err), &err, "resolve");
     assert_int_equal(changed, 1);
     assert_int_equal(sbe_status(&e, "qm-00002", NULL), SB_FAILED_RESOLVED);
-    assert_int_equal(sbe_status(&e, "qm-00003", NULL),
-                     SB_FAILED_RETRY_ISSUED);
+    assert_int_equal(sbe_status(&e, "qm-00003", NULL), SB_FAILED_RETRY_ISSUED);
     s.modified_to_us = 0;
     s.modified_from_us = between;
     sbt_ok(sb_errors_retry_pending(e.store, &s, &changed, &err), &err,
@@ -252,8 +250,7 @@ static void test_modified_range(void **state)
     assert_string_equal(err.field, "modified_from_us");
     s.modified_from_us = -5;
     s.modified_to_us = 0;
-    assert_int_equal(sb_errors_archive(e.store, &s, 1, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_errors_archive(e.store, &s, 1, NULL, &err), SB_INVALID);
     assert_string_equal(err.field, "modified_from_us");
     sbe_close(&e);
 }
@@ -301,9 +298,9 @@ static void test_edit_and_retry(void **state)
     sb__deterministic_guid_str("m-1", "Sales", uid);
     /* A locked header changed: refused, nothing sent, nothing changed. */
     const char *bad = "{\"sb-correlation-id\":\"c-2\"}";
-    assert_int_equal(sb_errors_edit_retry(e.store, uid, "{}", 2, bad,
-                                          &ignored, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_errors_edit_retry(e.store, uid, "{}", 2, bad, &ignored, NULL, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "sb-correlation-id");
     /* ... and so is adding one the message lacks. */
     assert_int_equal(sb_errors_edit_retry(e.store, uid, "{}", 2,
@@ -336,30 +333,29 @@ static void test_edit_and_retry(void **state)
     assert_null(sb_msg_header(copy, "sb-failed-queue"));
     sb_msg_free(copy);
     /* A second edit of the same message is ignored. */
-    sbt_ok(sb_errors_edit_retry(e.store, uid, "{}", 2, "{}", &ignored,
-                                new_id, &err),
+    sbt_ok(sb_errors_edit_retry(e.store, uid, "{}", 2, "{}", &ignored, new_id,
+                                &err),
            &err, "edit again");
     assert_int_equal(ignored, 1);
     assert_string_equal(new_id, "");
     assert_int_equal(sbt_count(e.bus, "shop"), 0);
     /* Only unresolved messages; unknown ids; empty bodies. */
-    sbe_dead_letter(&e, "m-2", "shop", "2026-01-02T00:00:01Z", "X", "b",
-                    NULL);
+    sbe_dead_letter(&e, "m-2", "shop", "2026-01-02T00:00:01Z", "X", "b", NULL);
     sbe_ingest(&e);
     char uid2[37];
     sb__deterministic_guid_str("m-2", "Sales", uid2);
     const char *ids[] = {uid2};
     sb_failed_selection s = ids_sel(ids, 1);
     sbt_ok(sb_errors_archive(e.store, &s, 1, NULL, &err), &err, "archive");
-    assert_int_equal(sb_errors_edit_retry(e.store, uid2, "b", 1, "{}",
-                                          &ignored, NULL, &err),
-                     SB_CONFLICT);
+    assert_int_equal(
+        sb_errors_edit_retry(e.store, uid2, "b", 1, "{}", &ignored, NULL, &err),
+        SB_CONFLICT);
     assert_int_equal(sb_errors_edit_retry(e.store, "nope", "b", 1, "{}",
                                           &ignored, NULL, &err),
                      SB_NOTFOUND);
-    assert_int_equal(sb_errors_edit_retry(e.store, uid2, "", 0, "{}",
-                                          &ignored, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_errors_edit_retry(e.store, uid2, "", 0, "{}", &ignored, NULL, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "body");
     assert_int_equal(sb_errors_edit_retry(e.store, uid2, "b", 1, "[1]",
                                           &ignored, NULL, &err),
@@ -399,10 +395,9 @@ static void test_edit_and_retry(void **state)
 static void test_locked_headers(void **state)
 {
     (void)state;
-    static const char *const want[] = {"sb-message-id", "sb-correlation-id",
-                                       "NServiceBus.MessageId",
-                                       "sb-exception-type", "sb-failed-queue",
-                                       "NServiceBus.FailedQ"};
+    static const char *const want[] = {
+        "sb-message-id",     "sb-correlation-id", "NServiceBus.MessageId",
+        "sb-exception-type", "sb-failed-queue",   "NServiceBus.FailedQ"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int found = 0;
         for (const char *const *l = sb_errors_locked_headers(); *l; l++)
@@ -425,8 +420,7 @@ static void test_redirects(void **state)
     sbe_open_opts(&e, &o);
     sb_error err;
     sb_redirect r;
-    sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", &r, &err), &err,
-           "add");
+    sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", &r, &err), &err, "add");
     assert_string_equal(r.from_queue, "qa");
     assert_int_equal(strlen(r.id), 36);
     assert_true(r.last_modified_us > now_us() - 300000000LL);
@@ -445,8 +439,7 @@ static void test_redirects(void **state)
     assert_string_equal(err.field, "to_queue");
     assert_int_equal(sb_errors_redirect_add(e.store, "qa", "qa", NULL, &err),
                      SB_INVALID);
-    assert_int_equal(sb_errors_redirect_add(e.store, "", "qb", NULL,
-                                            &err),
+    assert_int_equal(sb_errors_redirect_add(e.store, "", "qb", NULL, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "from_queue");
     /* A retry of a message that failed on qa goes to qb, and so does an
@@ -459,8 +452,7 @@ static void test_redirects(void **state)
     sbt_ok(sb_errors_retry(e.store, &s, NULL, &err), &err, "retry");
     assert_int_equal(sbt_count(e.bus, "qa"), 0);
     assert_int_equal(sbt_count(e.bus, "qb"), 1);
-    sbt_ok(sb_errors_edit_retry(e.store, "u-2", "e", 1, "{}", NULL, NULL,
-                                &err),
+    sbt_ok(sb_errors_edit_retry(e.store, "u-2", "e", 1, "{}", NULL, NULL, &err),
            &err, "edit");
     assert_int_equal(sbt_count(e.bus, "qb"), 2);
     /* Update: the target changes, chains still refused. */
@@ -503,8 +495,7 @@ static void test_submit_and_reimport(void **state)
          "one", 3},
         {"{\"NServiceBus.MessageId\":\"s-2\"}", "two", 3}};
     sb_error err;
-    assert_int_equal(sb_errors_submit_check(e.store, m, 2, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_errors_submit_check(e.store, m, 2, &err), SB_INVALID);
     assert_string_equal(err.field, "msgs[1].headers");
     assert_int_equal(sb_errors_submit(e.store, m, 2, &err), SB_INVALID);
     assert_string_equal(err.field, "msgs[1].headers");

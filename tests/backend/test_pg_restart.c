@@ -63,8 +63,8 @@ static void test_restart_under_load(void **state)
     while (atomic_load(&s.calls) < N / 5)
         sbt_sleep_ms(10);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/tests/pg-cluster restart '%s'",
-             SB_SOURCE_DIR, dir);
+    snprintf(cmd, sizeof cmd, "%s/tests/pg-cluster restart '%s'", SB_SOURCE_DIR,
+             dir);
     assert_int_equal(system(cmd), 0);
     int before = atomic_load(&s.calls);
     assert_true(before < N);
@@ -177,8 +177,8 @@ static void stop_during_outage(int early)
     assert_int_equal(down, 0);
     assert_int_equal(up, 0);
     if (took > o.stop_timeout_ms + 2000)
-        fail_msg("stop took %lld ms with a %lld ms budget",
-                 (long long)took, (long long)o.stop_timeout_ms);
+        fail_msg("stop took %lld ms with a %lld ms budget", (long long)took,
+                 (long long)o.stop_timeout_ms);
     if (rc != SB_UNAVAILABLE)
         fail_msg("stop: %s (%s), want SB_UNAVAILABLE", sb_strerror(rc),
                  serr.message);

@@ -28,7 +28,7 @@ typedef struct calls {
     char ctx[MAX_CALLS][32];
     char data[MAX_CALLS][32];
     int n;
-    int verdict; /* what classify answers */
+    int verdict;    /* what classify answers */
     int keep_first; /* answer KEEP_WAITING to replies "progress" */
 } calls;
 
@@ -216,8 +216,8 @@ typedef struct log_capture {
     char last[1024];
 } log_capture;
 
-static void capture_log(int level, const char *component,
-                        const char *message, void *user)
+static void capture_log(int level, const char *component, const char *message,
+                        void *user)
 {
     log_capture *lc = user;
     if (level != SB_LOG_WARN || strcmp(component, "recovery") != 0)
@@ -437,8 +437,8 @@ static void test_live_and_recovery_never_both(void **state)
         read_line(from_child[0], line, sizeof line);
         assert_string_equal(line, "r");
         sb_error err;
-        sbt_ok(sb_respond(i % 2 ? slow : ch, ids[i], "v", 1, NULL, &err),
-               &err, "respond");
+        sbt_ok(sb_respond(i % 2 ? slow : ch, ids[i], "v", 1, NULL, &err), &err,
+               "respond");
         read_line(from_child[0], line, sizeof line);
         got_live[i] = strcmp(line, "g") == 0;
     }
@@ -468,7 +468,6 @@ static void test_live_and_recovery_never_both(void **state)
     sbt_drop(bus, prefix);
     sb_close(bus);
 }
-
 
 /* C21: a job for a handler no process knows is nakked (another process
  * might know it) and, after recovery_max_attempts, dead-lettered - so it
@@ -729,21 +728,18 @@ static void test_registration_paging(void **state)
                             "second, -%d, CAST(SYSUTCDATETIME() AS "
                             "datetime2(6))), DATEADD(hour, 1, "
                             "SYSUTCDATETIME()))",
-                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg,
-                            back_s);
+                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg, back_s);
         else if (sbt_is_pg())
             len += snprintf(sql + len, sizeof sql - (size_t)len,
                             "%s('page-%02d', '%s', 'h', NULL, now() - "
                             "interval '%d seconds', now() + interval "
                             "'1 hour')",
-                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg,
-                            back_s);
+                            i ? ", " : "", (i * 7) % (TOTAL / 3), reg, back_s);
         else
             len += snprintf(sql + len, sizeof sql - (size_t)len,
                             "%s('page-%02d', '%s', 'h', NULL, %lld, %lld)",
                             i ? ", " : "", (i * 7) % (TOTAL / 3), reg,
-                            now_us - back_s * 1000000LL,
-                            now_us + 3600000000LL);
+                            now_us - back_s * 1000000LL, now_us + 3600000000LL);
     }
     assert_true(len < (int)sizeof sql);
     sbt_exec(bus, sql);
@@ -773,8 +769,8 @@ static void test_registration_paging(void **state)
         reg_list page;
         memset(&page, 0, sizeof page);
         sb_error err;
-        sbt_ok(sb_recovery_registrations(bus, &q, collect, &page, &err),
-               &err, "page");
+        sbt_ok(sb_recovery_registrations(bus, &q, collect, &page, &err), &err,
+               "page");
         pages++;
         assert_true(page.n <= 7);
         for (int i = 0; i < page.n; i++)

@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MESSAGES 3500     /* four batches of at most 1,000 */
-#define KILL_AT 2000      /* after the second batch committed */
-#define LEASE_MS 1000     /* the operation job's lease, shortened */
+#define MESSAGES 3500 /* four batches of at most 1,000 */
+#define KILL_AT 2000  /* after the second batch committed */
+#define LEASE_MS 1000 /* the operation job's lease, shortened */
 
 static long scalar(const char *fmt, const char *prefix, const char *param)
 {
@@ -75,12 +75,11 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
         if (sb_errors_open(cb, NULL, &store, NULL) != SB_OK ||
             sb_operations_open(store, &oo, &ops, NULL) != SB_OK)
             _exit(2);
-        sb_failed_selection sel = {.size = sizeof sel, .group_id = group,
-                                   .all = group == NULL};
+        sb_failed_selection sel = {
+            .size = sizeof sel, .group_id = group, .all = group == NULL};
         sb_operation_info op = {.size = sizeof op};
         sb_error err;
-        if (sb_operations_submit(ops, NULL, "retry", &sel, &op, &err) !=
-            SB_OK)
+        if (sb_operations_submit(ops, NULL, "retry", &sel, &op, &err) != SB_OK)
             _exit(2);
         if (write(fds[1], op.id, sizeof op.id) != (ssize_t)sizeof op.id)
             _exit(2);
@@ -134,13 +133,11 @@ static void retry_resumes_whole(sbe_env *e, const char *queue,
     if (strcmp(op.state, "completed") != 0)
         fail_msg("the resumed operation is %s after 30 s (done %lld of "
                  "%lld): %s",
-                 op.state, (long long)op.done, (long long)op.total,
-                 op.error);
+                 op.state, (long long)op.done, (long long)op.total, op.error);
     if (op.total != MESSAGES || op.done != MESSAGES)
         fail_msg("the resumed operation reports total %lld, done %lld; "
                  "want the whole operation, %d of %d",
-                 (long long)op.total, (long long)op.done, MESSAGES,
-                 MESSAGES);
+                 (long long)op.total, (long long)op.done, MESSAGES, MESSAGES);
     sb_operations_close(ops);
     sb_errors_close(store);
     sb_close(bus);
@@ -304,21 +301,21 @@ static void test_operations_public_calls(void **state)
     sbt_ok(sb_operations_open(e.store, NULL, &ops, &err), &err, "open");
 
     sb_failed_selection sel = {.size = sizeof sel, .failed_queue = "qa"};
-    sb_failed_selection two = {.size = sizeof two, .failed_queue = "qa",
-                               .all = 1};
+    sb_failed_selection two = {
+        .size = sizeof two, .failed_queue = "qa", .all = 1};
     sb_operation_info op = {.size = sizeof op};
     sb_operation_info short_info = {.size = sizeof short_info - 1};
-    assert_int_equal(sb_operations_submit(ops, NULL, "explode", &sel, &op,
-                                          &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_operations_submit(ops, NULL, "explode", &sel, &op, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "kind");
-    assert_int_equal(sb_operations_submit(ops, NULL, "archive", &two, &op,
-                                          &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_operations_submit(ops, NULL, "archive", &two, &op, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "selection");
-    assert_int_equal(sb_operations_submit(ops, NULL, "archive", &sel,
-                                          &short_info, &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_operations_submit(ops, NULL, "archive", &sel, &short_info, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "size");
     assert_int_equal(scalar("SELECT count(*) FROM %soperations WHERE id <> "
                             "$1",
@@ -353,9 +350,9 @@ static void test_operations_public_calls(void **state)
     assert_int_equal(sb_operations_list(ops, NULL, 0, never, NULL, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "limit");
-    assert_int_equal(sb_operations_get(ops, NULL, "no-such-operation", &op,
-                                       &err),
-                     SB_NOTFOUND);
+    assert_int_equal(
+        sb_operations_get(ops, NULL, "no-such-operation", &op, &err),
+        SB_NOTFOUND);
     sb_operations_close(ops);
     sb_operations_close(NULL);
     sbe_close(&e);

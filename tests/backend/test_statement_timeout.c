@@ -26,8 +26,8 @@
 
 typedef struct fixture {
     char prefix[64];
-    sb_bus *bus;    /* statement_timeout_ms = LIMIT_MS */
-    sb_bus *nolim;  /* statement_timeout_ms = 0 */
+    sb_bus *bus;   /* statement_timeout_ms = LIMIT_MS */
+    sb_bus *nolim; /* statement_timeout_ms = 0 */
 } fixture;
 
 /* A statement that would take far longer than LIMIT_MS. */
@@ -167,19 +167,17 @@ static void test_pg_session_setting(void **state)
                "acquire");
     for (int i = 0; i < 2; i++) {
         sb_rows *rows = NULL;
-        sbt_ok(sb__query(c[i], "SHOW statement_timeout", NULL, 0, &rows,
-                         NULL, &err),
+        sbt_ok(sb__query(c[i], "SHOW statement_timeout", NULL, 0, &rows, NULL,
+                         &err),
                &err, "show");
         assert_string_equal(sb__rows_text(rows, 0, 0), "200ms");
         sb__rows_free(rows);
         sb__pool_release(f->bus->pool, c[i]);
     }
     sb_conn *z = NULL;
-    sbt_ok(sb__pool_acquire(f->nolim->pool, 30000, &z, &err), &err,
-           "acquire");
+    sbt_ok(sb__pool_acquire(f->nolim->pool, 30000, &z, &err), &err, "acquire");
     sb_rows *rows = NULL;
-    sbt_ok(sb__query(z, "SHOW statement_timeout", NULL, 0, &rows, NULL,
-                     &err),
+    sbt_ok(sb__query(z, "SHOW statement_timeout", NULL, 0, &rows, NULL, &err),
            &err, "show");
     assert_string_equal(sb__rows_text(rows, 0, 0), "0");
     sb__rows_free(rows);
@@ -249,11 +247,9 @@ static void lock_hold(locker *l, const char *prefix)
         return;
     }
     const char *path = sbt_url() + strlen("sqlite:");
-    assert_int_equal(sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE,
-                                     NULL),
+    assert_int_equal(sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE, NULL),
                      SQLITE_OK);
-    assert_int_equal(sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL,
-                                  NULL),
+    assert_int_equal(sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
                      SQLITE_OK);
 }
 
@@ -348,8 +344,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_wait_bounded, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_zero_is_no_limit, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_zero_is_no_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_range, setup, teardown),
     };
     return cmocka_run_group_tests_name(sbt_backend(), tests, NULL, NULL);

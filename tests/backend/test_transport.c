@@ -66,8 +66,8 @@ static void test_publish_claim_ack(void **state)
 {
     fixture *f = *state;
     char id[37];
-    sb_outgoing o = {NULL, "hello\0world", 11, "{\"sb-correlation-id\":\"c-1\"}",
-                     0};
+    sb_outgoing o = {NULL, "hello\0world", 11,
+                     "{\"sb-correlation-id\":\"c-1\"}", 0};
     sb_error err;
     sbt_ok(sb_publish(f->bus, NULL, "q", &o, id, &err), &err, "publish");
     sb_msg *m = claim_one(f->bus, "q", 30000);
@@ -286,8 +286,7 @@ static void test_peek(void **state)
     assert_string_equal(err.field, "limit");
     assert_int_equal(sb_queue_peek(f->bus, "pq", 0, 501, &m, &n, &err),
                      SB_INVALID);
-    assert_int_equal(sb_queue_peek(f->bus, "", 0, 1, &m, &n, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_queue_peek(f->bus, "", 0, 1, &m, &n, &err), SB_INVALID);
 }
 
 /* T11: a batch is all or nothing; bad input stores nothing. */
@@ -327,8 +326,8 @@ static void test_transactional_publish(void **state)
         sb_tx *tx = NULL;
         sbt_ok(sb_tx_begin(f->bus, &tx, &err), &err, "begin");
         assert_non_null(sb_tx_native(tx));
-        snprintf(sql, sizeof sql, "INSERT INTO %sorders VALUES (%d)",
-                 f->prefix, commit);
+        snprintf(sql, sizeof sql, "INSERT INTO %sorders VALUES (%d)", f->prefix,
+                 commit);
         sbt_ok(sb_tx_exec(tx, sql, &err), &err, "own write");
         sb_outgoing o = {NULL, "x", 1, NULL, 0};
         sbt_ok(sb_publish(f->bus, tx, "q", &o, NULL, &err), &err, "publish");
@@ -362,8 +361,7 @@ static void test_lease_expiry_and_fencing(void **state)
     assert_string_equal(err.field, "lock_id");
     assert_int_equal(sb_nak(f->bus, stale, 0, "x", &err), SB_LOST_LEASE);
     assert_int_equal(sb_renew(f->bus, stale, 1000, &err), SB_LOST_LEASE);
-    assert_int_equal(sb_dead_letter(f->bus, stale, NULL, &err),
-                     SB_LOST_LEASE);
+    assert_int_equal(sb_dead_letter(f->bus, stale, NULL, &err), SB_LOST_LEASE);
     assert_int_equal(sbt_count(f->bus, "deadletter"), 0);
     assert_int_equal(sbt_count(f->bus, "q"), 1);
     sbt_ok(sb_renew(f->bus, fresh, 30000, &err), &err, "renew");
@@ -428,7 +426,8 @@ static void test_dead_letter_headers(void **state)
     sb_error err;
     sbt_ok(sb_publish(f->bus, NULL, "jobs", &o, id, &err), &err, "publish");
     sb_msg *m = claim_one(f->bus, "jobs", 30000);
-    sb_failure fl = {.size = sizeof fl, .reason = "poison",
+    sb_failure fl = {.size = sizeof fl,
+                     .reason = "poison",
                      .exception_type = "ValueError",
                      .exception_message = "bad value",
                      .stacktrace = "frame 1\nframe 2"};
@@ -442,8 +441,7 @@ static void test_dead_letter_headers(void **state)
     assert_string_equal(sb_msg_header(d, "sb-failed-queue"), "jobs");
     assert_string_equal(sb_msg_header(d, "sb-dead-letter-reason"), "poison");
     assert_string_equal(sb_msg_header(d, "sb-exception-type"), "ValueError");
-    assert_string_equal(sb_msg_header(d, "sb-exception-message"),
-                        "bad value");
+    assert_string_equal(sb_msg_header(d, "sb-exception-message"), "bad value");
     assert_string_equal(sb_msg_header(d, "sb-exception-stacktrace"),
                         "frame 1\nframe 2");
     assert_string_equal(sb_msg_header(d, "sb-attempts"), "1");
@@ -533,21 +531,17 @@ static void test_bad_input(void **state)
     assert_int_equal(sb_publish(f->bus, NULL, " q", &o, NULL, &err),
                      SB_INVALID);
     o.headers_json = "[1,2]";
-    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
     assert_string_equal(err.field, "msgs[0].headers");
     o.headers_json = "{\"a\":";
-    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
     o.headers_json = NULL;
     o.id = "not-a-uuid";
-    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
     assert_string_equal(err.field, "msgs[0].id");
     o.id = NULL;
     o.delay_ms = -1;
-    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
-                     SB_INVALID);
+    assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
     assert_int_equal(sbt_count(f->bus, "q"), 0);
 
     /* Oversized payload against a small max_payload_bytes (T4). */
@@ -625,10 +619,11 @@ static void test_schema_verification(void **state)
                  "COLLATE \"C\" NOT NULL, payload text NOT NULL)",
                  p2c);
     else
-        snprintf(sql, sizeof sql,
-                 "CREATE TABLE %smessages (id TEXT NOT NULL PRIMARY KEY, queue TEXT "
-                 "NOT NULL, payload TEXT NOT NULL)",
-                 p2c);
+        snprintf(
+            sql, sizeof sql,
+            "CREATE TABLE %smessages (id TEXT NOT NULL PRIMARY KEY, queue TEXT "
+            "NOT NULL, payload TEXT NOT NULL)",
+            p2c);
     sbt_exec(f->bus, sql);
     sb_options o;
     memset(&o, 0, sizeof o);
@@ -711,7 +706,6 @@ static void test_dlq_operations(void **state)
     sb_close(rb);
 }
 
-
 /* T6: several processes starting at once on an empty database create the
  * schema once, under the lock, and all of them open successfully. */
 static void test_concurrent_first_start(void **state)
@@ -767,7 +761,6 @@ static void test_concurrent_first_start(void **state)
     sb_close(bus);
 }
 
-
 /* T24: set-based settlement stays fenced per message: of three claimed
  * messages whose leases were taken over for one, acking all three in one
  * statement deletes two and reports the third lost; renewing likewise. */
@@ -810,7 +803,8 @@ int main(void)
 {
     sbt_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_publish_claim_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_publish_claim_ack, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_queue_names_byte_exact, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_non_ascii_round_trip, setup,

@@ -21,9 +21,9 @@ typedef struct tally {
     pthread_mutex_t mu;
     char (*ids)[37];
     int n;
-    int *handled;   /* per message: completed handler runs */
-    int *running;   /* per message: handlers running right now */
-    int *attempt;   /* per message: the attempt number last seen */
+    int *handled;       /* per message: completed handler runs */
+    int *running;       /* per message: handlers running right now */
+    int *attempt;       /* per message: the attempt number last seen */
     atomic_int overlap; /* a message ran in two handlers at once */
     atomic_int calls;
     int fail_until_attempt; /* fail while attempts < this */
@@ -163,13 +163,11 @@ static void test_retries_then_dead_letter(void **state)
     sb_error err;
     sbt_ok(sb_dlq_list(bus, NULL, &d, &n, &err), &err, "dlq");
     assert_int_equal(n, 2);
-    assert_string_equal(sb_msg_header(d[0], "sb-exception-type"),
-                        "test:flaky");
-    assert_string_equal(sb_msg_header(d[0], "sb-exception-message"),
-                        "not yet");
+    assert_string_equal(sb_msg_header(d[0], "sb-exception-type"), "test:flaky");
+    assert_string_equal(sb_msg_header(d[0], "sb-exception-message"), "not yet");
     assert_string_equal(sb_msg_header(d[0], "sb-attempts"), "3");
-    assert_non_null(strstr(sb_msg_header(d[0], "sb-dead-letter-reason"),
-                           "max attempts"));
+    assert_non_null(
+        strstr(sb_msg_header(d[0], "sb-dead-letter-reason"), "max attempts"));
     sb_msg_free_array(d, n);
     sbt_drop(bus, prefix);
     sb_close(bus);
@@ -289,8 +287,7 @@ static void test_dead_letter_endpoint(void **state)
         else
             assert_string_not_equal(ep, "Billing");
         sb_msg_free_array(d, n);
-        sbt_ok(sb_dlq_purge(bus, NULL, NULL, NULL, NULL, &err), &err,
-               "purge");
+        sbt_ok(sb_dlq_purge(bus, NULL, NULL, NULL, NULL, &err), &err, "purge");
     }
     char long_name[256];
     memset(long_name, 'e', sizeof long_name - 1);
@@ -724,8 +721,7 @@ static void test_ack_after_enqueue_stop_loses_nothing(void **state)
                 fail_msg("round %d: message %s ran %d time(s), is %d time(s) "
                          "in the queue and %d time(s) in the dead-letter "
                          "queue (want exactly one of the three)",
-                         r, t->ids[i], t->handled[i], in_queue[i],
-                         in_dlq[i]);
+                         r, t->ids[i], t->handled[i], in_queue[i], in_dlq[i]);
         }
         sbt_drop(bus, prefix);
         sb_close(bus);
@@ -828,7 +824,7 @@ static void test_processes_exactly_once(void **state)
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
     sb_bus *bus = sbt_open(prefix, &single_threaded);
-    char (*ids)[37] = calloc(N_MSGS, 37);
+    char(*ids)[37] = calloc(N_MSGS, 37);
     sbt_publish_n(bus, "q", N_MSGS, ids);
     char paths[3][64];
     pid_t pids[3];
@@ -844,12 +840,12 @@ static void test_processes_exactly_once(void **state)
         waitpid(pids[p], &status, 0);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    char (*seen)[37] = calloc(N_MSGS * 2, 37);
+    char(*seen)[37] = calloc(N_MSGS * 2, 37);
     int *att = calloc(N_MSGS * 2, sizeof(int));
     int total = 0;
     for (int p = 0; p < 3; p++) {
-        total += read_ids(paths[p], seen + total, att + total,
-                          N_MSGS * 2 - total);
+        total +=
+            read_ids(paths[p], seen + total, att + total, N_MSGS * 2 - total);
         unlink(paths[p]);
     }
     assert_int_equal(total, N_MSGS);
@@ -923,7 +919,6 @@ static void test_sigkill_mid_handler(void **state)
     sb_close(bus);
 }
 
-
 /* Every one of `n` ids handled exactly once by a fresh worker, at the
  * attempt `want(i)` says; nothing left, nothing dead-lettered. */
 static void drain_expecting(sb_bus *bus, char (*ids)[37], int n,
@@ -958,7 +953,7 @@ static void test_sigkill_full_buffer(void **state)
     snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
     sb_bus *bus = sbt_open(prefix, &single_threaded);
     enum { N = 100, RUN = 20 };
-    char (*ids)[37] = calloc(N, 37);
+    char(*ids)[37] = calloc(N, 37);
     sbt_publish_n(bus, "q", N, ids);
     char path[64], done_path[64];
     snprintf(path, sizeof path, "/tmp/sbt-%ld-buf.ids", (long)getpid());
@@ -966,8 +961,7 @@ static void test_sigkill_full_buffer(void **state)
              (long)getpid());
     pid_t pid = fork();
     if (pid == 0) {
-        child_ctx c = {fopen(path, "w"), 1, RUN, -1, fopen(done_path, "w"),
-                       0};
+        child_ctx c = {fopen(path, "w"), 1, RUN, -1, fopen(done_path, "w"), 0};
         child_run(prefix, &c, 0);
     }
     /* RUN acked; 4 handlers blocked; the other 76 buffered, all leased. */
@@ -986,7 +980,7 @@ static void test_sigkill_full_buffer(void **state)
     int acked_att[RUN];
     assert_int_equal(read_ids(done_path, acked, acked_att, RUN), RUN);
     unlink(done_path);
-    char (*rest)[37] = calloc(N, 37);
+    char(*rest)[37] = calloc(N, 37);
     int *want = calloc(N, sizeof(int)), n_rest = 0;
     for (int i = 0; i < N; i++) {
         int was_acked = 0;
@@ -1028,7 +1022,7 @@ static void test_sigkill_before_commit(void **state)
     pid_t pid = fork();
     if (pid == 0) {
         close(gate_pipe[1]);
-        child_ctx c = {fopen(path, "w"), 0, 0, gate_pipe[0],
+        child_ctx c = {fopen(path, "w"),      0, 0, gate_pipe[0],
                        fopen(done_path, "w"), 0};
         child_run(prefix, &c, SB_PREFETCH_NONE);
     }
@@ -1184,9 +1178,10 @@ static void test_lost_lease_is_reported(void **state)
     snprintf(sql, sizeof sql,
              "UPDATE %smessages SET locked_until = NULL, lock_id = NULL, "
              "available_at = %s",
-             prefix, sbt_is_pg()      ? "now()"
-                     : sbt_is_mssql() ? "SYSUTCDATETIME()"
-                                      : "0");
+             prefix,
+             sbt_is_pg()      ? "now()"
+             : sbt_is_mssql() ? "SYSUTCDATETIME()"
+                              : "0");
     sbt_exec(bus, sql);
     sb_msg **m = NULL;
     size_t n = 0;

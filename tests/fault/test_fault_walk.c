@@ -222,8 +222,8 @@ static void walk(const fw_case *c)
                  sb_strerror(rc), err.message);
     c->check(x, rc);
     if (fa_live() != live0)
-        fail_msg("%s: the run without failures leaked %ld block(s)",
-                 c->name, fa_live() - live0);
+        fail_msg("%s: the run without failures leaked %ld block(s)", c->name,
+                 fa_live() - live0);
     if (count == 0)
         fail_msg("%s: no allocation counted", c->name);
 
@@ -238,8 +238,8 @@ static void walk(const fw_case *c)
         int injected = fa_failed() != failed0;
         if (rc != SB_OK) {
             if (!injected)
-                fail_msg("%s: N=%ld: %s with no failure injected (%s)",
-                         c->name, n, sb_strerror(rc), err.message);
+                fail_msg("%s: N=%ld: %s with no failure injected (%s)", c->name,
+                         n, sb_strerror(rc), err.message);
             /* Errors travel in the caller's sb_error (style rule 2). */
             if (err.code != rc || err.message[0] == '\0')
                 fail_msg("%s: N=%ld: rc %d (%s) but err {code %d, \"%s\"}",
@@ -370,7 +370,7 @@ static const char *const walk_headers =
 /* Publish `n` messages "payload <i> ..." to `queue` (ids in x->ids). */
 static void publish_n(fw_ctx *x, const char *queue, int n)
 {
-    char (*payloads)[64] = calloc((size_t)n, sizeof *payloads);
+    char(*payloads)[64] = calloc((size_t)n, sizeof *payloads);
     sb_outgoing *m = calloc((size_t)n, sizeof *m);
     for (int i = 0; i < n; i++) {
         message_text(i, payloads[i], sizeof payloads[i]);
@@ -419,8 +419,7 @@ static void header_is(const sb_msg *m, const char *key, const char *want)
 
 /* Claim everything `queue` holds: `want` of the messages x->ids[0..
  * among), each once and intact. */
-static void claim_some_back(fw_ctx *x, const char *queue, int want,
-                            int among)
+static void claim_some_back(fw_ctx *x, const char *queue, int want, int among)
 {
     sb_msg **msgs = NULL;
     size_t n = 0;
@@ -854,8 +853,8 @@ static void check_renew(fw_ctx *x, int rc)
 
 static int run_dead_letter(fw_ctx *x, sb_error *err)
 {
-    sb_failure f = {sizeof f, "walk", "System.Exception", "boom",
-                    "at Walk()", NULL};
+    sb_failure f = {sizeof f, "walk",      "System.Exception",
+                    "boom",   "at Walk()", NULL};
     return sb_dead_letter(x->bus, x->msgs[0], &f, err);
 }
 
@@ -1052,8 +1051,7 @@ static void check_worker_dead(fw_ctx *x, int rc)
             assert_string_equal(trace, "at Walk()");
         if (strcmp(type, "Walk.Failure") != 0 &&
             strcmp(type, "max-attempts") != 0 && strcmp(type, "error") != 0)
-            fail_msg("N=%ld: dead letter with exception type %s", x->n,
-                     type);
+            fail_msg("N=%ld: dead letter with exception type %s", x->n, type);
     }
     sb_msg_free_array(m, n);
     close_all(x);
@@ -1065,8 +1063,8 @@ static void prepare_dead_three(fw_ctx *x)
     prepare_three_ids(x);
     open_bus(x);
     sb_error err;
-    sbt_ok(sb_claim(x->bus, "q", 10, 30000, &x->msgs, &x->n_msgs, &err),
-           &err, "claim");
+    sbt_ok(sb_claim(x->bus, "q", 10, 30000, &x->msgs, &x->n_msgs, &err), &err,
+           "claim");
     sb_failure f = {sizeof f, "walk", "System.Exception", "boom", NULL, NULL};
     for (size_t i = 0; i < x->n_msgs; i++)
         sbt_ok(sb_dead_letter(x->bus, x->msgs[i], &f, &err), &err,
@@ -1107,16 +1105,16 @@ static void check_requeue(fw_ctx *x, int rc)
  * message, the same for each: header checks); a worker's dead-letter run
  * waits out leases (~300 allocations, ~70 ms a run). */
 static const fw_case transport_cases[] = {
-    {"sb_open (new file)", 0, 1000, 1, prepare_nothing, setup_nothing,
-     run_open, check_open},
+    {"sb_open (new file)", 0, 1000, 1, prepare_nothing, setup_nothing, run_open,
+     check_open},
     {"sb_open (existing schema)", 0, 1000, 1, prepare_bus, setup_nothing,
      run_open, check_open},
     {"sb_publish", 0, 1000, 1, prepare_bus, setup_bus, run_publish,
      check_publish},
     {"sb_publish_batch (120)", 0, 300, 7, prepare_bus, setup_bus,
      run_publish_batch, check_publish_batch},
-    {"publish in sb_tx", 0, 1000, 1, prepare_orders, setup_bus,
-     run_publish_tx, check_publish_tx},
+    {"publish in sb_tx", 0, 1000, 1, prepare_orders, setup_bus, run_publish_tx,
+     check_publish_tx},
     {"sb_claim", 0, 1000, 1, prepare_three_ids, setup_three, run_claim,
      check_claim},
     {"sb_ack", 0, 1000, 1, prepare_three_ids, setup_claimed, run_ack,
@@ -1133,12 +1131,12 @@ static const fw_case transport_cases[] = {
      run_dead_letter, check_dead_letter},
     {"sb_worker_start/stop", 0, 1000, 1, prepare_three_ids, setup_three,
      run_worker, check_worker},
-    {"sb_worker (threads)", 1, 300, 5, prepare_three_ids,
-     setup_three_polling, run_worker, check_worker},
+    {"sb_worker (threads)", 1, 300, 5, prepare_three_ids, setup_three_polling,
+     run_worker, check_worker},
     {"worker dead letters (threads)", 1, 100, 7, prepare_three_ids,
      setup_three_polling, run_worker_dead, check_worker_dead},
-    {"sb_dlq_requeue", 0, 1000, 1, prepare_dead_three, setup_three,
-     run_requeue, check_requeue},
+    {"sb_dlq_requeue", 0, 1000, 1, prepare_dead_three, setup_three, run_requeue,
+     check_requeue},
 };
 
 static void test_transport(void **state)
@@ -1207,9 +1205,9 @@ static void round_trip(fw_ctx *x)
     sb_waiter *w = NULL;
     sb_error err;
     sbt_ok(sb_request(x->ch, &o, trigger, x, &w, &err), &err, "request");
-    sbt_ok(sb_respond(x->ch, sb_waiter_correlation_id(w), "pong", 4, NULL,
-                      &err),
-           &err, "respond");
+    sbt_ok(
+        sb_respond(x->ch, sb_waiter_correlation_id(w), "pong", 4, NULL, &err),
+        &err, "respond");
     sb_reply *r = NULL;
     sbt_ok(sb_waiter_wait(w, &r, &err), &err, "wait");
     size_t len = 0;
@@ -1464,8 +1462,8 @@ static void dead_letter(fw_ctx *x, int i, const void *body, size_t len)
              "\"sb-exception-stacktrace\":\"System.Exception: boom\\n   at "
              "Shop.Orders.Place(Order o) in /src/Orders.cs:line 4%d\","
              "\"sb-message-type\":\"Shop.PlaceOrder, Shop, Version=1.0\"}",
-             i, queue, i + 1, hour, i % 2 ? "Argument" : "InvalidOperation",
-             i, i);
+             i, queue, i + 1, hour, i % 2 ? "Argument" : "InvalidOperation", i,
+             i);
     sb_outgoing o = {NULL, body, len, headers, 0};
     sb_error err;
     sbt_ok(sb_publish(x->bus, NULL, "deadletter", &o, NULL, &err), &err,
@@ -1513,8 +1511,8 @@ static void prepare_dead_letters(fw_ctx *x)
     memcpy(long_body, "Orders ", 7);
     dead_letter(x, 5, long_body, sizeof long_body);
     sb_outgoing unusable = {NULL, "?", 1, "{\"foo\":\"bar\"}", 0};
-    sbt_ok(sb_publish(x->bus, NULL, "deadletter", &unusable, NULL, &err),
-           &err, "unusable dead letter");
+    sbt_ok(sb_publish(x->bus, NULL, "deadletter", &unusable, NULL, &err), &err,
+           "unusable dead letter");
     close_all(x);
 }
 
@@ -1563,9 +1561,8 @@ static void setup_store(fw_ctx *x)
 static void fingerprint(fw_ctx *x, char *out, size_t cap)
 {
     size_t len = 0;
-#define ADD(...)                                                           \
-    len += (size_t)snprintf(out + len, len < cap ? cap - len : 0,          \
-                            __VA_ARGS__)
+#define ADD(...)                                                               \
+    len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, __VA_ARGS__)
     sb_error err;
     sb_failed_query q;
     memset(&q, 0, sizeof q);
@@ -1581,8 +1578,7 @@ static void fingerprint(fw_ctx *x, char *out, size_t cap)
     int64_t by_status[4] = {0};
     for (size_t i = 0; i < n; i++) {
         sb_failed_message *m = NULL;
-        sbt_ok(sb_errors_get(x->store, s[i].unique_id, &m, &err), &err,
-               "get");
+        sbt_ok(sb_errors_get(x->store, s[i].unique_id, &m, &err), &err, "get");
         size_t body = 0;
         sb_failed_body(m, &body);
         ADD(" [%s %s %d %lld g%zu b%zu%s h%zu]",
@@ -1599,8 +1595,7 @@ static void fingerprint(fw_ctx *x, char *out, size_t cap)
     for (int st = 0; st < 4; st++)
         if (counts[st] != by_status[st])
             fail_msg("N=%ld: status %d: the counts say %lld, the rows %lld",
-                     x->n, st, (long long)counts[st],
-                     (long long)by_status[st]);
+                     x->n, st, (long long)counts[st], (long long)by_status[st]);
     for (int st = 0; st < 4; st += 3) {
         sb_failure_group *g = NULL;
         sbt_ok(sb_errors_groups(x->store, NULL, st, &g, &n, &err), &err,
@@ -1725,8 +1720,7 @@ static void check_retry(fw_ctx *x, int rc)
     check_store(x, rc, run_retry_rest);
 }
 
-static int archive_all(fw_ctx *x, int archive, sb_error *err,
-                       int64_t *changed)
+static int archive_all(fw_ctx *x, int archive, sb_error *err, int64_t *changed)
 {
     sb_failed_selection sel;
     memset(&sel, 0, sizeof sel);
@@ -1827,10 +1821,10 @@ static const fw_case channel_cases[] = {
 static const fw_case errors_cases[] = {
     {"sb_errors_ingest", 0, 1000, 1, prepare_dead_letters, setup_store,
      run_ingest, check_ingest},
-    {"sb_errors_retry", 0, 1000, 1, prepare_failed, setup_store,
-     run_retry, check_retry},
-    {"sb_errors_archive", 0, 300, 3, prepare_failed, setup_store,
-     run_archive, check_archive},
+    {"sb_errors_retry", 0, 1000, 1, prepare_failed, setup_store, run_retry,
+     check_retry},
+    {"sb_errors_archive", 0, 300, 3, prepare_failed, setup_store, run_archive,
+     check_archive},
     {"sb_errors_archive (undo)", 0, 300, 3, prepare_archived, setup_store,
      run_unarchive, check_unarchive},
     {"sb_errors_search", 0, 300, 3, prepare_failed, setup_store, run_search,

@@ -54,8 +54,7 @@ static bool ref_text_type(const char *ct)
     for (size_t i = a; i < b; i++)
         t[i - a] = (char)tolower((unsigned char)ct[i]);
     t[b - a] = '\0';
-    bool text = t[0] == '\0' ||
-                (strncmp(t, "text/", 5) == 0 && t[5] != '\0') ||
+    bool text = t[0] == '\0' || (strncmp(t, "text/", 5) == 0 && t[5] != '\0') ||
                 strcmp(t, "application/json") == 0 ||
                 strcmp(t, "application/xml") == 0 ||
                 strcmp(t, "application/javascript") == 0 ||
@@ -77,8 +76,8 @@ static bool same_place(const sb_body_place *a, const sb_body_place *b)
            a->stored_externally == b->stored_externally;
 }
 
-static void check_place(const unsigned char *body, size_t len,
-                        const char *ct, size_t cap, sb_body_place *pl)
+static void check_place(const unsigned char *body, size_t len, const char *ct,
+                        size_t cap, sb_body_place *pl)
 {
     memset(pl, 0x5a, sizeof *pl);
     sb__body_place(body, len, ct, cap, pl);
@@ -86,9 +85,9 @@ static void check_place(const unsigned char *body, size_t len,
     CHECK(pl->inline_text == 0 || pl->inline_text == 1);
     CHECK(pl->stored_externally == 0 || pl->stored_externally == 1);
 
-    bool text = len == 0 || (ref_text_type(ct) &&
-                             memchr(body, '\0', len) == NULL &&
-                             ref_utf8(body, len));
+    bool text =
+        len == 0 || (ref_text_type(ct) && memchr(body, '\0', len) == NULL &&
+                     ref_utf8(body, len));
     CHECK(pl->is_text == (int)text);
     CHECK(pl->inline_len <= cap);
     CHECK(pl->inline_len <= len);
@@ -105,8 +104,8 @@ static void check_place(const unsigned char *body, size_t len,
     size_t k = pl->inline_len;
     CHECK(pl->stored_externally);
     CHECK(ref_utf8(body, k));
-    CHECK((body[k] & 0xc0) != 0x80);       /* k starts a character */
-    CHECK(k + char_len(body[k]) > cap);    /* which would not fit */
+    CHECK((body[k] & 0xc0) != 0x80);    /* k starts a character */
+    CHECK(k + char_len(body[k]) > cap); /* which would not fit */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

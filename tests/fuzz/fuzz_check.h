@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(x)                                                          \
-    do {                                                                  \
-        if (!(x)) {                                                       \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,    \
-                    __LINE__, #x);                                        \
-            abort();                                                      \
-        }                                                                 \
+#define CHECK(x)                                                               \
+    do {                                                                       \
+        if (!(x)) {                                                            \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,         \
+                    __LINE__, #x);                                             \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 /* RFC 3629 table 3.9: well-formed UTF-8 byte sequences. */

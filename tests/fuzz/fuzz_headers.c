@@ -67,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* Lookups on arbitrary text never crash; a found value is a string. */
-    static const char *const keys[] = {"a", "sb-attempts", "Content-Type",
-                                       "", "X-FUZZ"};
+    static const char *const keys[] = {"a", "sb-attempts", "Content-Type", "",
+                                       "X-FUZZ"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char *v = sb__headers_get(text, keys[i]);
         if (v != NULL)
@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     value[vn] = '\0';
     const char *stored = sb__utf8_valid(value, vn) ? value : not_utf8;
 
-    const char *kv[] = {"sb-attempts", "7", "X-Fuzz", value, "skipped", NULL,
-                        NULL};
+    const char *kv[] = {"sb-attempts", "7",  "X-Fuzz", value,
+                        "skipped",     NULL, NULL};
     char *merged = NULL;
     memset(&err, 0, sizeof err);
     int mrc = sb__headers_merge(text, kv, &merged, &err);
@@ -110,8 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* The result is itself valid when the input was, and compact JSON
          * is a fixed point of a merge without pairs. */
         if (vrc == SB_OK && strlen(merged) <= SB_MAX_HEADERS_BYTES)
-            CHECK(sb__headers_validate(merged, strlen(merged), NULL) ==
-                  SB_OK);
+            CHECK(sb__headers_validate(merged, strlen(merged), NULL) == SB_OK);
         char *again = NULL;
         CHECK(sb__headers_merge(merged, NULL, &again, NULL) == SB_OK);
         CHECK(strcmp(again, merged) == 0);

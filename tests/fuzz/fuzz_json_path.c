@@ -57,10 +57,9 @@ static int extract(const char *doc, size_t len, const char *const *paths,
     sb_error err;
     memset(&err, 0, sizeof err);
     *out = (char *)"sentinel";
-    int rc = validate ? sb__json_extract(doc, len, paths, n, budget, out,
-                                         &err)
-                      : sb__json_extract_text(doc, len, paths, n, budget, out,
-                                              &err);
+    int rc = validate
+                 ? sb__json_extract(doc, len, paths, n, budget, out, &err)
+                 : sb__json_extract_text(doc, len, paths, n, budget, out, &err);
     if (rc == SB_OK) {
         CHECK(*out != NULL);
         CHECK(strlen(*out) <= len);
@@ -70,24 +69,19 @@ static int extract(const char *doc, size_t len, const char *const *paths,
     CHECK(err.code == rc);
     CHECK(err.message[0] != '\0');
     switch (rc) {
-    case SB_TOOBIG:
-        CHECK(is_field(&err, "payload"));
-        break;
-    case SB_NOTFOUND:
-        CHECK(is_field(&err, "payload"));
-        break;
+    case SB_TOOBIG: CHECK(is_field(&err, "payload")); break;
+    case SB_NOTFOUND: CHECK(is_field(&err, "payload")); break;
     case SB_INVALID:
         CHECK(is_field(&err, "payload") || is_field(&err, "path") ||
               (validate && is_field(&err, "correlation_id")));
         break;
-    default:
-        CHECK(!"unexpected result code");
+    default: CHECK(!"unexpected result code");
     }
     return rc;
 }
 
-static void check_paths(const char *doc, size_t len,
-                        const char *const *paths, size_t n)
+static void check_paths(const char *doc, size_t len, const char *const *paths,
+                        size_t n)
 {
     int any_bad = 0;
     for (size_t i = 0; i < n; i++) {

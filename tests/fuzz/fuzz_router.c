@@ -32,9 +32,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const methods[] = {"GET",   "HEAD",   "POST",
-                                      "PUT",   "PATCH",  "DELETE",
-                                      "TRACE", "OPTIONS"};
+static const char *const methods[] = {"GET",   "HEAD",   "POST",  "PUT",
+                                      "PATCH", "DELETE", "TRACE", "OPTIONS"};
 
 static void check_route(const char *method, const char *path)
 {

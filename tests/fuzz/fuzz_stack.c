@@ -167,14 +167,13 @@ static void check_classify(const char *trace_text, const char *message)
 
     char frame[FULL_CAP];
     size_t tlen = strlen(trace_text);
-    int rc = sb__stack_first_frame(trace_text, tlen, message, frame,
-                                   sizeof frame);
+    int rc =
+        sb__stack_first_frame(trace_text, tlen, message, frame, sizeof frame);
     const char *rest = rc ? frame : "No stacktrace";
     size_t head = strlen(type) + 2;
     CHECK(strcmp(out[0].classifier, SB_CLASSIFIER_EXCEPTION) == 0);
     CHECK(strncmp(out[0].title, "Fuzz.Error: ", head) == 0);
-    CHECK(strncmp(out[0].title + head, rest, strlen(out[0].title) - head) ==
-          0);
+    CHECK(strncmp(out[0].title + head, rest, strlen(out[0].title) - head) == 0);
     if (head + strlen(rest) < sizeof out[0].title)
         CHECK(strcmp(out[0].title + head, rest) == 0);
 
@@ -219,14 +218,15 @@ static void check_uncaught(const uint8_t *data, size_t size)
         CHECK(inside(u.type, u.trace));
         CHECK(inside(u.message, u.trace));
         CHECK(u.type.len >= 1 && u.type.len <= 255);
-        int go = (u.type.len == 5 && memcmp(text + u.type.off, "panic", 5) == 0) ||
-                 (u.type.len == 11 &&
-                  memcmp(text + u.type.off, "fatal error", 11) == 0);
+        int go =
+            (u.type.len == 5 && memcmp(text + u.type.off, "panic", 5) == 0) ||
+            (u.type.len == 11 &&
+             memcmp(text + u.type.off, "fatal error", 11) == 0);
         for (size_t i = 0; i < u.type.len && !go; i++) {
             char c = text[u.type.off + i];
             CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '_' || c == '$' ||
-                  c == '.' || c == '+' || c == '`');
+                  (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.' ||
+                  c == '+' || c == '`');
         }
         char c0 = text[u.type.off];
         CHECK(!(c0 >= '0' && c0 <= '9') && c0 != '.');

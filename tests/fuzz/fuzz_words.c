@@ -144,8 +144,7 @@ static size_t vector_words(const char *v, size_t n, vword *out, size_t cap)
 
 /* SQL Server's text: "w w w", each a word of the vector, every one of the
  * vector's words there (checked when both lists are small). */
-static void check_words(const char *t, size_t n, vword *vw, size_t nv,
-                        int full)
+static void check_words(const char *t, size_t n, vword *vw, size_t nv, int full)
 {
     int wide = 0;
     for (const char *p = t, *end = t + n; p < end;) {

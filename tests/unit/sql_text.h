@@ -15,16 +15,14 @@
 #include <string.h>
 
 /* Fail unless statement `name`'s text `sql` contains `want`. */
-static inline void sbt_has(const char *name, const char *sql,
-                           const char *want)
+static inline void sbt_has(const char *name, const char *sql, const char *want)
 {
     if (sql == NULL || strstr(sql, want) == NULL)
         fail_msg("%s lacks \"%s\":\n%s", name, want, sql ? sql : "(none)");
 }
 
 /* Fail if `sql` contains `bad`. */
-static inline void sbt_lacks(const char *name, const char *sql,
-                             const char *bad)
+static inline void sbt_lacks(const char *name, const char *sql, const char *bad)
 {
     if (sql != NULL && strstr(sql, bad) != NULL)
         fail_msg("%s contains \"%s\":\n%s", name, bad, sql);
@@ -58,8 +56,8 @@ static inline void sbt_applock_checked(const char *name, const char *sql)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         sbt_has(name, sql, want[i]);
         if (sbt_count(sql, want[i]) != locks)
-            fail_msg("%s: %zu locks but \"%s\" %zu times", name, locks,
-                     want[i], sbt_count(sql, want[i]));
+            fail_msg("%s: %zu locks but \"%s\" %zu times", name, locks, want[i],
+                     sbt_count(sql, want[i]));
         const char *at = strstr(sql, want[i]);
         if (at < prev)
             fail_msg("%s: \"%s\" out of order:\n%s", name, want[i], sql);

@@ -50,11 +50,14 @@ static void test_shutdown_and_refusal(void **state)
 {
     (void)state;
     static const mapping m[] = {
-        {"57P01", SB_UNAVAILABLE}, {"57P02", SB_UNAVAILABLE},
-        {"57P03", SB_UNAVAILABLE}, {"53300", SB_UNAVAILABLE},
+        {"57P01", SB_UNAVAILABLE},
+        {"57P02", SB_UNAVAILABLE},
+        {"57P03", SB_UNAVAILABLE},
+        {"53300", SB_UNAVAILABLE},
         /* query_canceled (statement_timeout, S10) is a timeout, other
          * class-57 states are not transient connection losses. */
-        {"57014", SB_TIMEOUT}, {"57P04", SB_BACKEND},
+        {"57014", SB_TIMEOUT},
+        {"57P04", SB_BACKEND},
     };
     check(m, sizeof m / sizeof m[0]);
 }
@@ -63,15 +66,16 @@ static void test_permanent(void **state)
 {
     (void)state;
     static const mapping m[] = {
-        {"23505", SB_CONFLICT},
-        {"42P01", SB_SCHEMA_MISSING},
-        {"42703", SB_SCHEMA_MISMATCH},
-        {"22001", SB_INVALID}, {"22P02", SB_INVALID}, {"22003", SB_INVALID},
-        {"23502", SB_INVALID}, {"23503", SB_INVALID}, {"23514", SB_INVALID},
-        {"23000", SB_INVALID},
-        {"42601", SB_BACKEND}, {"42P07", SB_BACKEND}, {"25P02", SB_BACKEND},
-        {"40002", SB_BACKEND}, {"40003", SB_BACKEND}, {"55000", SB_BACKEND},
-        {"XX000", SB_BACKEND}, {"26000", SB_BACKEND}, {"0A000", SB_BACKEND},
+        {"23505", SB_CONFLICT},        {"42P01", SB_SCHEMA_MISSING},
+        {"42703", SB_SCHEMA_MISMATCH}, {"22001", SB_INVALID},
+        {"22P02", SB_INVALID},         {"22003", SB_INVALID},
+        {"23502", SB_INVALID},         {"23503", SB_INVALID},
+        {"23514", SB_INVALID},         {"23000", SB_INVALID},
+        {"42601", SB_BACKEND},         {"42P07", SB_BACKEND},
+        {"25P02", SB_BACKEND},         {"40002", SB_BACKEND},
+        {"40003", SB_BACKEND},         {"55000", SB_BACKEND},
+        {"XX000", SB_BACKEND},         {"26000", SB_BACKEND},
+        {"0A000", SB_BACKEND},
     };
     check(m, sizeof m / sizeof m[0]);
 }
@@ -108,13 +112,13 @@ static void test_mssql_native(void **state)
         long native;
         int code;
     } m[] = {
-        {1205, SB_BUSY},       {1222, SB_BUSY},
-        {51222, SB_BUSY},      {51223, SB_BACKEND},
-        {51224, SB_BUSY},      {51225, SB_BUSY},
-        {2627, SB_CONFLICT},   {2601, SB_CONFLICT},
+        {1205, SB_BUSY},          {1222, SB_BUSY},
+        {51222, SB_BUSY},         {51223, SB_BACKEND},
+        {51224, SB_BUSY},         {51225, SB_BUSY},
+        {2627, SB_CONFLICT},      {2601, SB_CONFLICT},
         {208, SB_SCHEMA_MISSING}, {207, SB_SCHEMA_MISMATCH},
-        {40613, SB_UNAVAILABLE}, {0, SB_OK},
-        {50000, SB_OK},        {8152, SB_OK},
+        {40613, SB_UNAVAILABLE},  {0, SB_OK},
+        {50000, SB_OK},           {8152, SB_OK},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         int got = sb__classify_mssql_native(m[i].native);

@@ -265,8 +265,7 @@ static void test_mono(void **state)
         "  at Acme.Inventory.ReserveStockHandler.Handle "
         "(Acme.Messages.ReserveStock message) [0x00008] in "
         "<0a1b2c3d4e5f60718293a4b5c6d7e8f9>:0 \n";
-    expect_frame(trace,
-                 "Object reference not set to an instance of an object",
+    expect_frame(trace, "Object reference not set to an instance of an object",
                  "Acme.Inventory.StockLevel.Reserve(System.String sku, "
                  "System.Int32 quantity)");
     /* Older Mono: "<filename unknown>", a native offset, no parameters. */
@@ -396,8 +395,7 @@ static void test_python(void **state)
                  "           ^^^^^^^^^^^^^^^^^^^^^^^^^^\r\n"
                  "json.decoder.JSONDecodeError: Expecting value: line 1 "
                  "column 1 (char 0)\r\n",
-                 "Expecting value: line 1 column 1 (char 0)",
-                 "__init__.loads");
+                 "Expecting value: line 1 column 1 (char 0)", "__init__.loads");
     expect_frame("Traceback (most recent call last):\n"
                  "  File \"C:\\app\\billing\\invoice.py\", line 9, in total\n"
                  "ZeroDivisionError: division by zero\n",
@@ -407,10 +405,9 @@ static void test_python(void **state)
                  "NameError: name 'x' is not defined\n",
                  NULL, "<stdin>.<module>");
     /* A message holding a traceback: removed, the real one stays. */
-    static const char message[] =
-        "upstream said:\n"
-        "Traceback (most recent call last):\n"
-        "  File \"/srv/remote.py\", line 1, in boom";
+    static const char message[] = "upstream said:\n"
+                                  "Traceback (most recent call last):\n"
+                                  "  File \"/srv/remote.py\", line 1, in boom";
     static const char faked[] =
         "Traceback (most recent call last):\n"
         "  File \"/app/worker.py\", line 41, in handle\n"
@@ -569,11 +566,9 @@ static void test_no_frame(void **state)
     expect_frame("   \r\n\t\n", NULL, NULL);
     expect_frame("System.Exception: nothing below\n", NULL, NULL);
     expect_frame("at Unindented.Frame()\n", NULL, NULL);
-    expect_frame("   at\n   at \n   at (\n   at ()\n   at X.Y(\n", NULL,
-                 NULL);
+    expect_frame("   at\n   at \n   at (\n   at ()\n   at X.Y(\n", NULL, NULL);
     char out[8] = "junk";
-    assert_int_equal(sb__stack_first_frame(NULL, 10, NULL, out, sizeof out),
-                     0);
+    assert_int_equal(sb__stack_first_frame(NULL, 10, NULL, out, sizeof out), 0);
     assert_string_equal(out, "");
     /* Only trace[0..len) is read: the frame after len is not seen. */
     static const char two[] = "System.Exception: x\n   at A.B()\n";
@@ -596,9 +591,8 @@ static void test_truncation(void **state)
     for (size_t cap = 1; cap <= sizeof full + 1; cap++) {
         char *out = malloc(cap); /* exact size: ASan sees an overwrite */
         assert_non_null(out);
-        assert_int_equal(sb__stack_first_frame(trace, len, "abgelehnt", out,
-                                               cap),
-                         1);
+        assert_int_equal(
+            sb__stack_first_frame(trace, len, "abgelehnt", out, cap), 1);
         size_t n = strlen(out);
         assert_true(n < cap);
         assert_memory_equal(out, full, n);
@@ -616,9 +610,8 @@ static void test_truncation(void **state)
     static const char cjk[] = "Error: x\n    at \xe6\xb3\xa8\xe6\x96\x87."
                               "\xf0\x9f\x9b\x92 (/app/a.js:1:1)\n";
     char small[6];
-    assert_int_equal(sb__stack_first_frame(cjk, strlen(cjk), "x", small,
-                                           sizeof small),
-                     1);
+    assert_int_equal(
+        sb__stack_first_frame(cjk, strlen(cjk), "x", small, sizeof small), 1);
     assert_string_equal(small, "\xe6\xb3\xa8"); /* 5 bytes would split */
     char mid[10];
     sb__stack_first_frame(cjk, strlen(cjk), "x", mid, sizeof mid);
@@ -642,16 +635,13 @@ static void test_adversarial(void **state)
     char out[512];
 
     char *at = repeat("at at at (((", MIB);
-    assert_int_equal(sb__stack_first_frame(at, MIB, NULL, out, sizeof out),
-                     0);
-    assert_int_equal(sb__stack_first_frame(at, MIB, "at (((", out,
-                                           sizeof out),
+    assert_int_equal(sb__stack_first_frame(at, MIB, NULL, out, sizeof out), 0);
+    assert_int_equal(sb__stack_first_frame(at, MIB, "at (((", out, sizeof out),
                      0);
     free(at);
     char *at_lines = repeat("  at at at (((\n", MIB);
-    assert_int_equal(sb__stack_first_frame(at_lines, MIB, "at", out,
-                                           sizeof out),
-                     0);
+    assert_int_equal(
+        sb__stack_first_frame(at_lines, MIB, "at", out, sizeof out), 0);
     free(at_lines);
 
     /* One enormous frame line: found, cut to the buffer. */
@@ -659,16 +649,17 @@ static void test_adversarial(void **state)
     memcpy(huge, "   at ", 6);
     huge[MIB] = '(';
     huge[2 * MIB - 1] = ')';
-    assert_int_equal(sb__stack_first_frame(huge, 2 * MIB, NULL, out,
-                                           sizeof out),
-                     1);
+    assert_int_equal(
+        sb__stack_first_frame(huge, 2 * MIB, NULL, out, sizeof out), 1);
     assert_int_equal(strlen(out), sizeof out - 1);
     free(huge);
 
     /* No newline at all, every matcher's trigger repeated. */
     static const char *const floods[] = {
-        "x", "(", ")", "[0x", ") [0x1]", "\"", "File \"", "goroutine 1 [",
-        " ---> ", ":1", "\", line ", "/0x", " [as ",
+        "x",       "(",  ")",         "[0x",
+        ") [0x1]", "\"", "File \"",   "goroutine 1 [",
+        " ---> ",  ":1", "\", line ", "/0x",
+        " [as ",
     };
     for (size_t i = 0; i < sizeof floods / sizeof floods[0]; i++) {
         char *f = repeat(floods[i], MIB);
@@ -756,11 +747,20 @@ static void test_message_holes_match_naive_search(void **state)
 {
     (void)state;
     static const char *const pieces[] = {
-        ": ", "x", "ab", "\n", "\r\n", "   at A.B()\n", "   at C.D(int i)\n",
-        " ---> ", "   --- End of inner exception stack trace ---\n",
+        ": ",
+        "x",
+        "ab",
+        "\n",
+        "\r\n",
+        "   at A.B()\n",
+        "   at C.D(int i)\n",
+        " ---> ",
+        "   --- End of inner exception stack trace ---\n",
         "Traceback (most recent call last):\n",
-        "  File \"m.py\", line 1, in f\n", "goroutine 1 [running]:\n",
-        "main.f()\n", "E: ",
+        "  File \"m.py\", line 1, in f\n",
+        "goroutine 1 [running]:\n",
+        "main.f()\n",
+        "E: ",
     };
     size_t np = sizeof pieces / sizeof pieces[0];
     uint64_t seed = 0x9e3779b97f4a7c15u;

@@ -24,9 +24,9 @@ static void test_import_line_ok(void **state)
     (void)state;
     cli_import_msg m;
     sb_error err;
-    assert_int_equal(parse("{\"headers\": {\"a\": \"1\"}, \"body\": \"hi\"}",
-                           &m, &err),
-                     SB_OK);
+    assert_int_equal(
+        parse("{\"headers\": {\"a\": \"1\"}, \"body\": \"hi\"}", &m, &err),
+        SB_OK);
     assert_string_equal(m.headers_json, "{\"a\":\"1\"}");
     assert_int_equal(m.len, 2);
     assert_memory_equal(m.body, "hi", 2);
@@ -39,9 +39,8 @@ static void test_import_line_ok(void **state)
     assert_int_equal(m.len, 36);
     assert_memory_equal(m.body, "0123456789abcdefghijklmnopqrstuvwxyz", 36);
     cli_import_msg_free(&m);
-    assert_int_equal(parse("{\"headers\":{},\"body_base64\":\"YQBi\"}", &m,
-                           &err),
-                     SB_OK);
+    assert_int_equal(
+        parse("{\"headers\":{},\"body_base64\":\"YQBi\"}", &m, &err), SB_OK);
     assert_int_equal(m.len, 3);
     assert_memory_equal(m.body, "a\0b", 3);
     cli_import_msg_free(&m);
@@ -71,9 +70,8 @@ static void test_import_line_errors(void **state)
         memset(&err, 0, sizeof err);
         int rc = parse(cases[i].line, &m, &err);
         if (rc != SB_INVALID || strcmp(err.field, cases[i].field) != 0)
-            fail_msg("%s: rc %d field \"%s\" (want \"%s\"): %s",
-                     cases[i].line, rc, err.field, cases[i].field,
-                     err.message);
+            fail_msg("%s: rc %d field \"%s\" (want \"%s\"): %s", cases[i].line,
+                     rc, err.field, cases[i].field, err.message);
         assert_true(err.message[0] != '\0');
     }
 }
@@ -113,10 +111,16 @@ static void test_time(void **state)
         if (cli_parse_time_us(ok[i].text, &us) != 0 || us != ok[i].us)
             fail_msg("%s: got %lld", ok[i].text, (long long)us);
     }
-    static const char *const bad[] = {
-        "",          "yesterday", "2026-13-01", "2026-02-30T00:00:00Z",
-        "2025-02-29", "2026-01-02T25:00:00Z", "2026-01-02T03:04",
-        "12abc",     "-5",        "2026-01-02T03:04:05+2"};
+    static const char *const bad[] = {"",
+                                      "yesterday",
+                                      "2026-13-01",
+                                      "2026-02-30T00:00:00Z",
+                                      "2025-02-29",
+                                      "2026-01-02T25:00:00Z",
+                                      "2026-01-02T03:04",
+                                      "12abc",
+                                      "-5",
+                                      "2026-01-02T03:04:05+2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t us = 0;
         if (cli_parse_time_us(bad[i], &us) == 0)

@@ -99,7 +99,9 @@ static void test_strerror_every_code(void **state)
 static void test_utf8_cut_and_text(void **state)
 {
     (void)state;
-    const char *s = "a\xc3\xa9" "b\xe2\x82\xac" "c"; /* a é b € c */
+    const char *s = "a\xc3\xa9"
+                    "b\xe2\x82\xac"
+                    "c"; /* a é b € c */
     static const size_t want[] = {0, 1, 1, 3, 4, 4, 4, 7, 8};
     for (size_t n = 0; n < sizeof want / sizeof want[0]; n++)
         if (sb__utf8_cut(s, n) != want[n])
@@ -110,10 +112,12 @@ static void test_utf8_cut_and_text(void **state)
     sb__text_init(&t, out, sizeof out);
     sb__text_put(&t, "a", 1);
     sb__text_put(&t, s + 1, strlen(s + 1)); /* "éb€c": é, b fit, € not */
-    assert_string_equal(out, "a\xc3\xa9" "b");
+    assert_string_equal(out, "a\xc3\xa9"
+                             "b");
     assert_true(t.full);
     sb__text_put(&t, "z", 1); /* dropped once full */
-    assert_string_equal(out, "a\xc3\xa9" "b");
+    assert_string_equal(out, "a\xc3\xa9"
+                             "b");
     sb__text_init(&t, NULL, 0);
     sb__text_put(&t, "x", 1);
     assert_true(t.full);
@@ -403,14 +407,15 @@ static void test_queue_name(void **state)
     expect_queue_ok("deadletter");
     expect_queue_ok("orders.v2/eu-west:1");
     expect_queue_ok("with inner space");
-    expect_queue_ok("caf\xc3\xa9");                 /* é */
-    expect_queue_ok("\xe6\x97\xa5\xe6\x9c\xac");     /* 日本 */
-    expect_queue_ok("\xf0\x9f\x98\x80");             /* U+1F600 */
-    expect_queue_ok("\xf4\x8f\xbf\xbf");             /* U+10FFFF, the last */
-    expect_queue_ok("\xef\xbf\xbf");                 /* U+FFFF */
-    expect_queue_ok("\xed\x9f\xbf");                 /* U+D7FF, below them */
-    expect_queue_ok("\xee\x80\x80");                 /* U+E000, above them */
-    expect_queue_ok("a\xc2\xa0" "b");                /* NBSP inside */
+    expect_queue_ok("caf\xc3\xa9");              /* é */
+    expect_queue_ok("\xe6\x97\xa5\xe6\x9c\xac"); /* 日本 */
+    expect_queue_ok("\xf0\x9f\x98\x80");         /* U+1F600 */
+    expect_queue_ok("\xf4\x8f\xbf\xbf");         /* U+10FFFF, the last */
+    expect_queue_ok("\xef\xbf\xbf");             /* U+FFFF */
+    expect_queue_ok("\xed\x9f\xbf");             /* U+D7FF, below them */
+    expect_queue_ok("\xee\x80\x80");             /* U+E000, above them */
+    expect_queue_ok("a\xc2\xa0"
+                    "b"); /* NBSP inside */
 
     /* length: 200 bytes ok, 201 rejected, counted in bytes not chars */
     char *s200 = repeat('q', 200);
@@ -461,11 +466,21 @@ static void test_queue_name(void **state)
     expect_queue_rejected("a\nb", "newline");
     expect_queue_rejected("a\rb", "CR");
     expect_queue_rejected("a\x01", "SOH");
-    expect_queue_rejected("a\x1f" "b", "US");
-    expect_queue_rejected("a\x7f" "b", "DEL");
-    expect_queue_rejected("a\xc2\x80" "b", "C1 U+0080");
-    expect_queue_rejected("a\xc2\x85" "b", "C1 NEL");
-    expect_queue_rejected("a\xc2\x9f" "b", "C1 U+009F");
+    expect_queue_rejected("a\x1f"
+                          "b",
+                          "US");
+    expect_queue_rejected("a\x7f"
+                          "b",
+                          "DEL");
+    expect_queue_rejected("a\xc2\x80"
+                          "b",
+                          "C1 U+0080");
+    expect_queue_rejected("a\xc2\x85"
+                          "b",
+                          "C1 NEL");
+    expect_queue_rejected("a\xc2\x9f"
+                          "b",
+                          "C1 U+009F");
 
     /* leading / trailing white space */
     expect_queue_rejected(" orders", "leading space");
@@ -615,10 +630,8 @@ static void test_utf16_invalid_utf8(void **state)
     /* the length bounds the input: a NUL does not end it early */
     uint16_t *u = NULL;
     size_t units = 0;
-    assert_int_equal(sb__utf8_to_utf16("a\0\xff", 3, &u, &units),
-                     SB_INVALID);
-    assert_int_equal(sb__utf8_to_utf16("\xc3\xa9", 1, &u, &units),
-                     SB_INVALID);
+    assert_int_equal(sb__utf8_to_utf16("a\0\xff", 3, &u, &units), SB_INVALID);
+    assert_int_equal(sb__utf8_to_utf16("\xc3\xa9", 1, &u, &units), SB_INVALID);
 }
 
 /* What `n` units come back as. */
@@ -641,9 +654,10 @@ static void test_utf16_unpaired_surrogates(void **state)
     static const uint16_t low[] = {0xde00};
     expect_utf8(low, 1, "\xef\xbf\xbd");
     static const uint16_t inside[] = {'a', 0xd800, 'b', 0xdfff, 'c'};
-    expect_utf8(inside, 5, "a\xef\xbf\xbd"
-                           "b\xef\xbf\xbd"
-                           "c");
+    expect_utf8(inside, 5,
+                "a\xef\xbf\xbd"
+                "b\xef\xbf\xbd"
+                "c");
     /* low before high is two unpaired halves, not a pair */
     static const uint16_t reversed[] = {0xde00, 0xd83d};
     expect_utf8(reversed, 2, "\xef\xbf\xbd\xef\xbf\xbd");
@@ -730,8 +744,8 @@ static uint64_t check_uuid7(const char *u)
             fail_msg("uuid %s: char %d '%c' is not lower-case hex", u, i, u[i]);
         }
     }
-    assert_int_equal(u[14], '7');                  /* version nibble */
-    assert_true((hexval(u[19]) & 0xc) == 0x8);     /* variant bits 10 */
+    assert_int_equal(u[14], '7');              /* version nibble */
+    assert_true((hexval(u[19]) & 0xc) == 0x8); /* variant bits 10 */
     uint64_t ms = 0;
     for (int i = 0; i < 13; i++) {
         if (i == 8)
@@ -832,7 +846,7 @@ static void test_uuid_normalize(void **state)
         "0189abcd_ef01_7abc_9def_0123456789ab",  /* wrong separator */
         "0189abcd-ef01-7abc-9def-0123456789ag",  /* non-hex */
         "g189abcd-ef01-7abc-9def-0123456789ab",
-        "0189abcd-ef01-7abc-9def-01234567-9ab",  /* extra dash */
+        "0189abcd-ef01-7abc-9def-01234567-9ab", /* extra dash */
         "{189abcd-ef01-7abc-9def-0123456789a}",
         " 189abcd-ef01-7abc-9def-0123456789ab",
         "0189abcd-ef01-7abc-9def-0123456789\xc3\xa9",
@@ -1216,8 +1230,8 @@ static void test_headers_get(void **state)
     assert_string_equal(v, "caf\xc3\xa9");
     sb__free(v);
     assert_null(sb__headers_get(h, "missing"));
-    assert_null(sb__headers_get(h, "content"));  /* no prefix match */
-    assert_null(sb__headers_get(h, "n"));        /* not a string */
+    assert_null(sb__headers_get(h, "content"));   /* no prefix match */
+    assert_null(sb__headers_get(h, "n"));         /* not a string */
     assert_null(sb__headers_get("{\"a\":", "a")); /* invalid JSON */
     assert_null(sb__headers_get("[\"a\"]", "a"));
     assert_null(sb__headers_get("", "a"));
@@ -1273,9 +1287,9 @@ static void test_headers_merge(void **state)
 
     /* names compare case-insensitively: a merge replaces other spellings */
     const char *kv3[] = {"sb-attempts", "4", NULL};
-    assert_int_equal(sb__headers_merge("{\"SB-Attempts\":\"3\",\"o\":\"p\"}",
-                                       kv3, &out, &e),
-                     SB_OK);
+    assert_int_equal(
+        sb__headers_merge("{\"SB-Attempts\":\"3\",\"o\":\"p\"}", kv3, &out, &e),
+        SB_OK);
     assert_string_equal(out, "{\"o\":\"p\",\"sb-attempts\":\"4\"}");
     v = sb__headers_get(out, "Sb-Attempts");
     assert_string_equal(v, "4");
@@ -1705,8 +1719,7 @@ static int op_utf16(void)
 {
     uint16_t *u = (uint16_t *)"sentinel";
     size_t units = 99;
-    int rc = sb__utf8_to_utf16("caf\xc3\xa9 \xf0\x9f\x98\x80", 10, &u,
-                               &units);
+    int rc = sb__utf8_to_utf16("caf\xc3\xa9 \xf0\x9f\x98\x80", 10, &u, &units);
     if (rc != SB_OK) {
         assert_null(u);
         return rc;

@@ -39,8 +39,7 @@ static void expect_guid(const char *a, const char *b, const char *want)
     memset(got, 'X', sizeof got);
     sb__deterministic_guid_str(a, b, got);
     if (strcmp(got, want) != 0)
-        fail_msg("guid(\"%.40s\" + \"%.40s\") = %s, want %s", a, b, got,
-                 want);
+        fail_msg("guid(\"%.40s\" + \"%.40s\") = %s, want %s", a, b, got, want);
     /* the same bytes in one piece give the same id */
     size_t la = strlen(a), lb = strlen(b);
     char *joined = malloc(la + lb + 1);
@@ -114,7 +113,7 @@ static void test_guid_byte_order(void **state)
     assert_string_equal(got, "d98c1dd4-008f-04b2-e980-0998ecf8427e");
     /* the same layout derived here from the raw digest, for other input */
     static const char *const in[] = {"a", "abc", "Sales", "message digest"};
-    static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6,
+    static const int order[16] = {3, 2, 1,  0,  5,  4,  7,  6,
                                   8, 9, 10, 11, 12, 13, 14, 15};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
         uint8_t d[16];
@@ -178,7 +177,7 @@ static void expect_place_at(int line, const void *body, size_t len,
                  w.is_text, w.inline_text, w.inline_len, w.ext);
 }
 
-#define expect_place(body, len, ct, cap, ...)                             \
+#define expect_place(body, len, ct, cap, ...)                                  \
     expect_place_at(__LINE__, body, len, ct, cap, (want_place){__VA_ARGS__})
 
 /* Text kept whole inline. */
@@ -192,9 +191,9 @@ static void test_body_cap_boundaries(void **state)
 {
     (void)state;
     const char *s = "0123456789";
-    expect_place(s, 10, "text/plain", 10, WHOLE(10));  /* exactly cap */
-    expect_place(s, 10, "text/plain", 11, WHOLE(10));  /* cap - 1 */
-    expect_place(s, 10, "text/plain", 9, PREFIX(9));   /* cap + 1 */
+    expect_place(s, 10, "text/plain", 10, WHOLE(10)); /* exactly cap */
+    expect_place(s, 10, "text/plain", 11, WHOLE(10)); /* cap - 1 */
+    expect_place(s, 10, "text/plain", 9, PREFIX(9));  /* cap + 1 */
     expect_place(s, 10, "text/plain", 1, PREFIX(1));
     expect_place(s, 10, NULL, SIZE_MAX, WHOLE(10));
     /* cap 0: any text is over it, with an empty prefix */
@@ -210,9 +209,9 @@ static void test_body_cut_on_character(void **state)
 {
     (void)state;
     /* "abcd" then a 2-, 3- or 4-byte character at bytes 4.., then "z" */
-    const char *two = "abcd\xc3\xa9z";             /* é, 7 bytes */
-    const char *three = "abcd\xe2\x82\xacz";       /* €, 8 bytes */
-    const char *four = "abcd\xf0\x9f\x99\x82z";    /* 🙂, 9 bytes */
+    const char *two = "abcd\xc3\xa9z";          /* é, 7 bytes */
+    const char *three = "abcd\xe2\x82\xacz";    /* €, 8 bytes */
+    const char *four = "abcd\xf0\x9f\x99\x82z"; /* 🙂, 9 bytes */
 
     /* the cap falls on the character's first byte: cut before it */
     expect_place(two, 7, NULL, 4, PREFIX(4));
@@ -392,8 +391,10 @@ static void test_search_words(void **state)
     expect_vector(t1, 3, 0, "'b':4 'c':5 'placeorder':2 'shop':1 'sku':3");
     const char *t2[] = {"Order order", "ORDER x"};
     expect_vector(t2, 2, 0, "'order':1,2,3 'x':4");
-    const char *t3[] = {"\xc2\xabword\xc2\xbb\xe2\x80\x94" "done \xc3\x84rger "
-                        "5\xc2\xb5s x\xc2\xb2 ab\xff" "cd \xf0\x9f\x98\x80ok"};
+    const char *t3[] = {"\xc2\xabword\xc2\xbb\xe2\x80\x94"
+                        "done \xc3\x84rger "
+                        "5\xc2\xb5s x\xc2\xb2 ab\xff"
+                        "cd \xf0\x9f\x98\x80ok"};
     expect_vector(t3, 1, 1,
                   "'5\xc2\xb5s':4 'ab':6 'cd':7 'done':2 'ok':8 'word':1 "
                   "'x\xc2\xb2':5 '\xc3\x84rger':3");

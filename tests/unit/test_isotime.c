@@ -67,13 +67,21 @@ static void test_read(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    const char *bad[] = {"",           "2026",          "2026-13-01",
-                         "2026-02-29", "2023-02-29",    "1969-12-31",
-                         "2026-12-01T24:00Z", "2026-12-01T21:60Z",
-                         "2026-12-01T21:00:60Z", "2026-12-01T21:00:00.Z",
+    const char *bad[] = {"",
+                         "2026",
+                         "2026-13-01",
+                         "2026-02-29",
+                         "2023-02-29",
+                         "1969-12-31",
+                         "2026-12-01T24:00Z",
+                         "2026-12-01T21:60Z",
+                         "2026-12-01T21:00:60Z",
+                         "2026-12-01T21:00:00.Z",
                          "2026-12-01T21:00:00.1234567890Z",
-                         "2026-12-01T21:00:00+1:00", "2026-12-01X",
-                         "2026-12-01T21:00:00Zjunk", "12026-01-01",
+                         "2026-12-01T21:00:00+1:00",
+                         "2026-12-01X",
+                         "2026-12-01T21:00:00Zjunk",
+                         "12026-01-01",
                          "1970-01-01T00:00:00+00:01"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         refused(bad[i]);
@@ -84,9 +92,9 @@ static void test_range(void **state)
     (void)state;
     int64_t a = -1, b = -1;
     sb_error err;
-    assert_int_equal(sb__iso_range("2026-01-01...2026-02-01", "modified", &a,
-                                   &b, &err),
-                     SB_OK);
+    assert_int_equal(
+        sb__iso_range("2026-01-01...2026-02-01", "modified", &a, &b, &err),
+        SB_OK);
     assert_int_equal(a, parse("2026-01-01"));
     assert_int_equal(b, parse("2026-02-01"));
     assert_int_equal(sb__iso_range("...2026-02-01", "modified", &a, &b, &err),

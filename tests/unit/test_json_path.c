@@ -41,9 +41,9 @@ static int one(const char *doc, const char *path, int validate, char **out,
                sb_error *e)
 {
     const char *paths[] = {path};
-    return validate ? sb__json_extract(doc, strlen(doc), paths, 1, BIG, out, e)
-                    : sb__json_extract_text(doc, strlen(doc), paths, 1, BIG,
-                                            out, e);
+    return validate
+               ? sb__json_extract(doc, strlen(doc), paths, 1, BIG, out, e)
+               : sb__json_extract_text(doc, strlen(doc), paths, 1, BIG, out, e);
 }
 
 /* `path` in `doc` must give `want` (NULL: SB_NOTFOUND), with and without
@@ -105,17 +105,17 @@ static void test_budget_checked_first(void **state)
     assert_null(out);
     assert_int_equal(e.code, SB_TOOBIG);
     assert_string_equal(e.field, "payload");
-    assert_non_null(strstr(e.message, "18")); /* the size */
+    assert_non_null(strstr(e.message, "18"));  /* the size */
     assert_non_null(strstr(e.message, " 5 ")); /* and the budget */
     /* before the paths are looked at, too */
     const char *bad[] = {"a..b"};
-    assert_int_equal(sb__json_extract_text(junk, strlen(junk), bad, 1, 17,
-                                           &out, NULL),
-                     SB_TOOBIG);
+    assert_int_equal(
+        sb__json_extract_text(junk, strlen(junk), bad, 1, 17, &out, NULL),
+        SB_TOOBIG);
     /* a NUL byte past the budget is not read either */
-    assert_int_equal(sb__json_extract_text("{\"id\":\"x\"}\0", 11, paths, 1,
-                                           10, &out, NULL),
-                     SB_TOOBIG);
+    assert_int_equal(
+        sb__json_extract_text("{\"id\":\"x\"}\0", 11, paths, 1, 10, &out, NULL),
+        SB_TOOBIG);
 
     /* exactly at the budget is fine; one byte over is not */
     const char *doc = "{\"id\":\"x\"}";
@@ -123,8 +123,8 @@ static void test_budget_checked_first(void **state)
     assert_int_equal(rc, SB_OK);
     assert_string_equal(out, "x");
     sb__free(out);
-    rc = sb__json_extract(doc, strlen(doc), paths, 1, strlen(doc) - 1, &out,
-                          &e);
+    rc =
+        sb__json_extract(doc, strlen(doc), paths, 1, strlen(doc) - 1, &out, &e);
     assert_int_equal(rc, SB_TOOBIG);
     assert_null(out);
 }
@@ -138,21 +138,18 @@ static void test_paths_in_order(void **state)
     const char *doc = "{\"a\":{\"id\":\"first\"},\"b\":\"second\",\"c\":7}";
     char *out = NULL;
     const char *p1[] = {"missing", "b", "a.id"};
-    assert_int_equal(sb__json_extract(doc, strlen(doc), p1, 3, BIG, &out,
-                                      NULL),
+    assert_int_equal(sb__json_extract(doc, strlen(doc), p1, 3, BIG, &out, NULL),
                      SB_OK);
     assert_string_equal(out, "second");
     sb__free(out);
     const char *p2[] = {"a.id", "b"};
-    assert_int_equal(sb__json_extract(doc, strlen(doc), p2, 2, BIG, &out,
-                                      NULL),
+    assert_int_equal(sb__json_extract(doc, strlen(doc), p2, 2, BIG, &out, NULL),
                      SB_OK);
     assert_string_equal(out, "first");
     sb__free(out);
     /* a path to an object or a missing value yields nothing: go on */
     const char *p3[] = {"a", "a.nope", "c"};
-    assert_int_equal(sb__json_extract(doc, strlen(doc), p3, 3, BIG, &out,
-                                      NULL),
+    assert_int_equal(sb__json_extract(doc, strlen(doc), p3, 3, BIG, &out, NULL),
                      SB_OK);
     assert_string_equal(out, "7");
     sb__free(out);
@@ -203,8 +200,7 @@ static void test_case_rules(void **state)
 
     /* ASCII only: no Unicode case folding */
     expect("{\"\xc3\x89T\xc3\x89\":\"summer\"}", "\xc3\xa9t\xc3\xa9", NULL);
-    expect("{\"\xc3\x89T\xc3\x89\":\"summer\"}", "\xc3\x89t\xc3\x89",
-           "summer");
+    expect("{\"\xc3\x89T\xc3\x89\":\"summer\"}", "\xc3\x89t\xc3\x89", "summer");
     /* a prefix is not a match */
     expect("{\"ident\":\"x\"}", "id", NULL);
     expect("{\"id\":\"x\"}", "ident", NULL);
@@ -217,7 +213,8 @@ static void test_nested_strings(void **state)
 {
     (void)state;
     /* one level, with the name's case differing */
-    const char *one_level = "{\"Body\":\"{\\\"correlationId\\\":\\\"abc\\\"}\"}";
+    const char *one_level =
+        "{\"Body\":\"{\\\"correlationId\\\":\\\"abc\\\"}\"}";
     expect(one_level, "body.correlationId", "abc");
     expect(one_level, "$.BODY.CORRELATIONID", "abc");
     /* the string itself, when it is the final value, is taken as is */
@@ -277,8 +274,8 @@ static void test_arrays(void **state)
     expect(doc, "data.m[1][1]", "x");
     expect(doc, "data.m[0][1]", "2");
     expect(doc, "data.m[1][2]", NULL);
-    expect(doc, "data.items.id", NULL);  /* no index: not an object */
-    expect(doc, "data[0]", NULL);        /* an index into an object */
+    expect(doc, "data.items.id", NULL); /* no index: not an object */
+    expect(doc, "data[0]", NULL);       /* an index into an object */
     expect(doc, "data.items[00].id", "i0");
     /* the document may be an array */
     expect("[\"a\",{\"id\":7}]", "[0]", "a");
@@ -339,9 +336,9 @@ static void test_invalid_ids(void **state)
     const char *paths[] = {"a", "b"};
     char *out = NULL;
     sb_error e = junk_error();
-    assert_int_equal(sb__json_extract(doc, strlen(doc), paths, 2, BIG, &out,
-                                      &e),
-                     SB_INVALID);
+    assert_int_equal(
+        sb__json_extract(doc, strlen(doc), paths, 2, BIG, &out, &e),
+        SB_INVALID);
     assert_string_equal(e.field, "correlation_id");
 
     /* 400 bytes is the limit (C7) */
@@ -406,8 +403,18 @@ static void test_bad_paths(void **state)
     assert_string_equal(e.field, "path");
 
     static const char *const good[] = {
-        "a", "$.a", "a.b.c", "a[0]", "a[0][12].b", "[3]", "$[3].x",
-        "$.[3]", "$a", "with space", "sb-correlation-id", "caf\xc3\xa9",
+        "a",
+        "$.a",
+        "a.b.c",
+        "a[0]",
+        "a[0][12].b",
+        "[3]",
+        "$[3].x",
+        "$.[3]",
+        "$a",
+        "with space",
+        "sb-correlation-id",
+        "caf\xc3\xa9",
         "a[999999999]",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -449,24 +456,24 @@ static void test_extract_rejects(void **state)
     sb_error e = junk_error();
     /* a bad path is reported even when an earlier one matches */
     const char *paths[] = {"id", "a..b"};
-    assert_int_equal(sb__json_extract(doc, strlen(doc), paths, 2, BIG, &out,
-                                      &e),
-                     SB_INVALID);
+    assert_int_equal(
+        sb__json_extract(doc, strlen(doc), paths, 2, BIG, &out, &e),
+        SB_INVALID);
     assert_null(out);
     assert_string_equal(e.field, "path");
     assert_non_null(strstr(e.message, "a..b"));
     /* no paths, too many paths */
     e = junk_error();
-    assert_int_equal(sb__json_extract(doc, strlen(doc), paths, 0, BIG, &out,
-                                      &e),
-                     SB_INVALID);
+    assert_int_equal(
+        sb__json_extract(doc, strlen(doc), paths, 0, BIG, &out, &e),
+        SB_INVALID);
     assert_string_equal(e.field, "path");
     const char *many[SB_JSON_PATHS_MAX + 1];
     for (size_t i = 0; i <= SB_JSON_PATHS_MAX; i++)
         many[i] = "nope";
     many[SB_JSON_PATHS_MAX - 1] = "id";
-    assert_int_equal(sb__json_extract(doc, strlen(doc), many,
-                                      SB_JSON_PATHS_MAX, BIG, &out, NULL),
+    assert_int_equal(sb__json_extract(doc, strlen(doc), many, SB_JSON_PATHS_MAX,
+                                      BIG, &out, NULL),
                      SB_OK);
     assert_string_equal(out, "x");
     sb__free(out);
@@ -479,9 +486,16 @@ static void test_not_json(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "{", "{\"id\":\"x\"", "{\"id\":\"x\"} trailing", "{id:\"x\"}",
-        "{\"id\":'x'}", "{\"id\":\"\xff\"}", "{\"id\":\"\\u0000\"}",
-        "{\"id\":\"x\",}", "nul",
+        "",
+        "{",
+        "{\"id\":\"x\"",
+        "{\"id\":\"x\"} trailing",
+        "{id:\"x\"}",
+        "{\"id\":'x'}",
+        "{\"id\":\"\xff\"}",
+        "{\"id\":\"\\u0000\"}",
+        "{\"id\":\"x\",}",
+        "nul",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *out = (char *)"sentinel";
@@ -496,18 +510,17 @@ static void test_not_json(void **state)
     char *out = NULL;
     sb_error e = junk_error();
     /* a NUL byte inside the length */
-    assert_int_equal(sb__json_extract("{\"id\":\"x\"}\0", 11, paths, 1, BIG,
-                                      &out, &e),
-                     SB_INVALID);
+    assert_int_equal(
+        sb__json_extract("{\"id\":\"x\"}\0", 11, paths, 1, BIG, &out, &e),
+        SB_INVALID);
     assert_string_equal(e.field, "payload");
     assert_non_null(strstr(e.message, "NUL"));
-    assert_int_equal(sb__json_extract("{\"id\":\0\"x\"}", 11, paths, 1, BIG,
-                                      &out, NULL),
-                     SB_INVALID);
+    assert_int_equal(
+        sb__json_extract("{\"id\":\0\"x\"}", 11, paths, 1, BIG, &out, NULL),
+        SB_INVALID);
     /* the length bounds the document: bytes after it are not read */
     const char *withtail = "{\"id\":\"x\"}garbage";
-    assert_int_equal(sb__json_extract(withtail, 10, paths, 1, BIG, &out,
-                                      NULL),
+    assert_int_equal(sb__json_extract(withtail, 10, paths, 1, BIG, &out, NULL),
                      SB_OK);
     assert_string_equal(out, "x");
     sb__free(out);
@@ -573,8 +586,7 @@ static void test_alloc_fail_nth(void **state)
                      fa_live() - live0);
         assert_int_equal(fa_failed(), failed0 + 1);
         if (rc != SB_NOMEM)
-            fail_msg("failing allocation %ld gave rc %d, want SB_NOMEM", n,
-                     rc);
+            fail_msg("failing allocation %ld gave rc %d, want SB_NOMEM", n, rc);
     }
     assert_int_equal(fa_live(), 0);
 }

@@ -270,9 +270,9 @@ static void test_bucket_choice(void **state)
         int64_t us;
         int bucket;
     } cases[] = {
-        {0, 0},         {-5, 0},       {100, 0},       {101, 1},
-        {250, 1},       {251, 2},      {999, 3},       {1000, 3},
-        {1001, 4},      {9999999, 15}, {10000000, 15}, {10000001, 16},
+        {0, 0},          {-5, 0},       {100, 0},       {101, 1},
+        {250, 1},        {251, 2},      {999, 3},       {1000, 3},
+        {1001, 4},       {9999999, 15}, {10000000, 15}, {10000001, 16},
         {INT64_MAX, 16},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -387,21 +387,33 @@ static void test_exposition_is_valid(void **state)
     check_exposition(b.data, &p);
 
     static const char *const want[] = {
-        "sqlbus_queue_ready", "sqlbus_queue_delayed", "sqlbus_queue_in_flight",
-        "sqlbus_queue_dead_lettered", "sqlbus_queue_oldest_ready_age_seconds",
-        "sqlbus_messages_published_total", "sqlbus_messages_acked_total",
-        "sqlbus_messages_naked_total", "sqlbus_messages_dead_lettered_total",
+        "sqlbus_queue_ready",
+        "sqlbus_queue_delayed",
+        "sqlbus_queue_in_flight",
+        "sqlbus_queue_dead_lettered",
+        "sqlbus_queue_oldest_ready_age_seconds",
+        "sqlbus_messages_published_total",
+        "sqlbus_messages_acked_total",
+        "sqlbus_messages_naked_total",
+        "sqlbus_messages_dead_lettered_total",
         "sqlbus_queue_messages_published_total",
         "sqlbus_queue_messages_acked_total",
         "sqlbus_queue_messages_naked_total",
         "sqlbus_queue_messages_dead_lettered_total",
-        "sqlbus_claim_duration_seconds", "sqlbus_handler_duration_seconds",
-        "sqlbus_ingestion_passes_total", "sqlbus_ingestion_rows_total",
-        "sqlbus_ingestion_errors_total", "sqlbus_ingestion_lag_seconds",
-        "sqlbus_failed_messages", "sqlbus_failed_imports",
-        "sqlbus_recovery_registrations", "sqlbus_channel_waiters",
-        "sqlbus_recovery_dispatched", "sqlbus_http_requests_total",
-        "sqlbus_http_request_duration_seconds", "sqlbus_scrape_source_up"};
+        "sqlbus_claim_duration_seconds",
+        "sqlbus_handler_duration_seconds",
+        "sqlbus_ingestion_passes_total",
+        "sqlbus_ingestion_rows_total",
+        "sqlbus_ingestion_errors_total",
+        "sqlbus_ingestion_lag_seconds",
+        "sqlbus_failed_messages",
+        "sqlbus_failed_imports",
+        "sqlbus_recovery_registrations",
+        "sqlbus_channel_waiters",
+        "sqlbus_recovery_dispatched",
+        "sqlbus_http_requests_total",
+        "sqlbus_http_request_duration_seconds",
+        "sqlbus_scrape_source_up"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         family *f = find_family(&p, want[i]);
         if (f == NULL || f->samples == 0)
@@ -414,17 +426,15 @@ static void test_exposition_is_valid(void **state)
         value_of(t, "sqlbus_queue_oldest_ready_age_seconds{queue=\"orders\"}"),
         "1.5");
     /* no ready message: age 0; the name escaped */
-    assert_string_equal(
-        value_of(t, "sqlbus_queue_oldest_ready_age_seconds{queue="
-                    "\"we\\\"ird\\\\q\\nx\"}"),
-        "0");
+    assert_string_equal(value_of(t,
+                                 "sqlbus_queue_oldest_ready_age_seconds{queue="
+                                 "\"we\\\"ird\\\\q\\nx\"}"),
+                        "0");
     assert_string_equal(value_of(t, "sqlbus_ingestion_lag_seconds"), "0.25");
     assert_string_equal(
-        value_of(t, "sqlbus_messages_published_total{queue=\"orders\"}"),
-        "10");
+        value_of(t, "sqlbus_messages_published_total{queue=\"orders\"}"), "10");
     assert_string_equal(
-        value_of(t, "sqlbus_messages_published_total{queue=\"(other)\"}"),
-        "9");
+        value_of(t, "sqlbus_messages_published_total{queue=\"(other)\"}"), "9");
     /* Every process's counts (the counts table): "" is labelled (other). */
     assert_string_equal(
         value_of(t, "sqlbus_queue_messages_published_total{queue=\"orders\"}"),
@@ -494,8 +504,7 @@ static void test_sources_down(void **state)
     assert_string_equal(
         value_of(b.data, "sqlbus_scrape_source_up{source=\"queues\"}"), "0");
     assert_string_equal(
-        value_of(b.data, "sqlbus_scrape_source_up{source=\"recovery\"}"),
-        "0");
+        value_of(b.data, "sqlbus_scrape_source_up{source=\"recovery\"}"), "0");
     assert_string_equal(
         value_of(b.data, "sqlbus_scrape_source_up{source=\"counts\"}"), "0");
     assert_int_equal(

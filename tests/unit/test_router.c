@@ -17,9 +17,8 @@
 
 #include "server/router.h"
 
-static void expect_route(const char *method, const char *path,
-                         sb_route_id want, const char *cap0,
-                         const char *cap1)
+static void expect_route(const char *method, const char *path, sb_route_id want,
+                         const char *cap0, const char *cap1)
 {
     sb_route_match m;
     sb_error err;
@@ -82,8 +81,8 @@ static void test_every_route(void **state)
          SB_R_GROUP_UNARCHIVE, "g-1", NULL},
         {"POST", "/api/recoverability/groups/g-1/comment", SB_R_GROUP_COMMENT,
          "g-1", NULL},
-        {"DELETE", "/api/recoverability/groups/g-1/comment",
-         SB_R_GROUP_COMMENT, "g-1", NULL},
+        {"DELETE", "/api/recoverability/groups/g-1/comment", SB_R_GROUP_COMMENT,
+         "g-1", NULL},
         {"GET", "/api/recoverability/history", SB_R_HISTORY, NULL, NULL},
         {"GET", "/api/errors/groups/Exception%20Type", SB_R_ARCHIVED_GROUPS,
          "Exception Type", NULL},
@@ -142,8 +141,7 @@ static void test_precedence(void **state)
                  "errors", NULL);
     expect_route("GET", "/api/recoverability/groups/idx/errors",
                  SB_R_GROUP_ERRORS, "idx", NULL);
-    expect_route("GET", "/api/errors/summary", SB_R_ERRORS_SUMMARY, NULL,
-                 NULL);
+    expect_route("GET", "/api/errors/summary", SB_R_ERRORS_SUMMARY, NULL, NULL);
     expect_route("POST", "/api/errors/queues/retry/all",
                  SB_R_ENDPOINT_RETRY_ALL, "queues", NULL);
     expect_route("POST", "/api/errors/queues/retry/retry",
@@ -154,8 +152,7 @@ static void test_precedence(void **state)
                  NULL);
 }
 
-static void expect_missing(const char *method, const char *path,
-                           int allowed)
+static void expect_missing(const char *method, const char *path, int allowed)
 {
     sb_route_match m;
     sb_error err;
@@ -180,8 +177,7 @@ static void test_not_found_and_method(void **state)
     expect_missing("POST", "/api/errors", get);
     expect_missing("TRACE", "/api/errors", get);
     expect_missing("GET", "/api/errors/retry", SB_HTTP_POST);
-    expect_missing("HEAD", "/api/redirects/r-1",
-                   SB_HTTP_PUT | SB_HTTP_DELETE);
+    expect_missing("HEAD", "/api/redirects/r-1", SB_HTTP_PUT | SB_HTTP_DELETE);
     assert_int_equal(sb__http_method("PATCH"), SB_HTTP_PATCH);
     assert_int_equal(sb__http_method("get"), 0);
     assert_int_equal(sb__http_method(NULL), 0);
@@ -239,9 +235,9 @@ static void test_query_strings(void **state)
     (void)state;
     static sb_query_params q;
     sb_error err;
-    assert_int_equal(sb__query_parse("page=2&per_page=50&q=a+b%2Bc&flag&&",
-                                     &q, &err),
-                     SB_OK);
+    assert_int_equal(
+        sb__query_parse("page=2&per_page=50&q=a+b%2Bc&flag&&", &q, &err),
+        SB_OK);
     assert_int_equal(q.n, 4);
     assert_string_equal(sb__query_get(&q, "page"), "2");
     assert_string_equal(sb__query_get(&q, "per_page"), "50");
@@ -317,9 +313,8 @@ static void test_body_kinds(void **state)
     sb_body_kind body;
     for (size_t i = 0; i < n; i++) {
         for (int bit = SB_HTTP_GET; bit <= SB_HTTP_DELETE; bit <<= 1) {
-            assert_int_equal(sb__route_entry(i, bit, &pattern, &id, &methods,
-                                             &body),
-                             1);
+            assert_int_equal(
+                sb__route_entry(i, bit, &pattern, &id, &methods, &body), 1);
             if (!(methods & bit)) {
                 assert_int_equal(body, SB_BODY_NONE);
                 continue;
@@ -338,9 +333,8 @@ static void test_body_kinds(void **state)
         }
     }
     assert_int_equal(seen, sizeof takes / sizeof *takes);
-    assert_int_equal(sb__route_entry(n, SB_HTTP_GET, &pattern, &id, &methods,
-                                     &body),
-                     0);
+    assert_int_equal(
+        sb__route_entry(n, SB_HTTP_GET, &pattern, &id, &methods, &body), 0);
     /* The match carries the method's kind. */
     static const struct {
         const char *method, *path;
@@ -359,9 +353,8 @@ static void test_body_kinds(void **state)
     for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
         sb_route_match m;
         sb_error err;
-        assert_int_equal(sb__route(samples[i].method, samples[i].path, &m,
-                                   &err),
-                         SB_OK);
+        assert_int_equal(
+            sb__route(samples[i].method, samples[i].path, &m, &err), SB_OK);
         if (m.body != samples[i].body)
             fail_msg("%s %s: body kind %d, want %d", samples[i].method,
                      samples[i].path, m.body, samples[i].body);

@@ -17,7 +17,7 @@
 #include "transport/sql_dialect.h"
 #include "transport/transport.h"
 
-#define SENTINEL_1                                                            \
+#define SENTINEL_1                                                             \
     "queue = $1 AND queue + N'.' = $1 + N'.' COLLATE Latin1_General_100_BIN2"
 
 typedef struct named {
@@ -37,19 +37,32 @@ static sb_transport_sql *build(void)
 static size_t all_of(const sb_transport_sql *s, named out[40])
 {
     const named all[] = {
-        {"ddl", s->ddl},         {"lock", s->lock},
-        {"index_ddl", s->index_ddl}, {"insert1", s->insert[0]},
-        {"insert10", s->insert[1]},  {"insert100", s->insert[2]},
-        {"claim", s->claim},     {"claim_delete", s->claim_delete},
-        {"ack", s->ack},         {"nak", s->nak},
-        {"hand_back", s->hand_back}, {"renew", s->renew},
-        {"dead_letter", s->dead_letter}, {"dlq_insert", s->dlq_insert},
-        {"delete_any", s->delete_any}, {"pending", s->pending},
-        {"stats", s->stats},     {"dlq_stats", s->dlq_stats},
-        {"dlq_list", s->dlq_list}, {"peek", s->peek},
-        {"prune", s->prune},     {"columns", s->columns},
-        {"indexes", s->indexes}, {"counts_add", s->counts_add},
-        {"counts_list", s->counts_list}, {"counts_prune", s->counts_prune},
+        {"ddl", s->ddl},
+        {"lock", s->lock},
+        {"index_ddl", s->index_ddl},
+        {"insert1", s->insert[0]},
+        {"insert10", s->insert[1]},
+        {"insert100", s->insert[2]},
+        {"claim", s->claim},
+        {"claim_delete", s->claim_delete},
+        {"ack", s->ack},
+        {"nak", s->nak},
+        {"hand_back", s->hand_back},
+        {"renew", s->renew},
+        {"dead_letter", s->dead_letter},
+        {"dlq_insert", s->dlq_insert},
+        {"delete_any", s->delete_any},
+        {"pending", s->pending},
+        {"stats", s->stats},
+        {"dlq_stats", s->dlq_stats},
+        {"dlq_list", s->dlq_list},
+        {"peek", s->peek},
+        {"prune", s->prune},
+        {"columns", s->columns},
+        {"indexes", s->indexes},
+        {"counts_add", s->counts_add},
+        {"counts_list", s->counts_list},
+        {"counts_prune", s->counts_prune},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -74,7 +87,7 @@ static void test_claim_shape(void **state)
         sbt_has(c[i].name, c[i].sql, "SELECT TOP (CAST($5 AS int))");
         /* OUTPUT promises no order: the rows come back sorted. */
         sbt_has(c[i].name, c[i].sql,
-            "FROM @claimed ORDER BY available_at, created_at");
+                "FROM @claimed ORDER BY available_at, created_at");
     }
     sbt_has("claim", s->claim, "attempts = attempts + 1");
     sbt_has("claim", s->claim, "lock_id = $4");
@@ -157,10 +170,10 @@ static void test_publish_insert_if_absent(void **state)
     sb_transport_sql *s = build();
     for (int i = 0; i < 3; i++) {
         sbt_has("insert", s->insert[i],
-            "NOT EXISTS (SELECT 1 FROM t_messages AS m WITH (UPDLOCK, "
-            "HOLDLOCK) WHERE m.id = v.id)");
+                "NOT EXISTS (SELECT 1 FROM t_messages AS m WITH (UPDLOCK, "
+                "HOLDLOCK) WHERE m.id = v.id)");
         sbt_has("insert", s->insert[i],
-            "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord)");
+                "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord)");
         sbt_has("insert", s->insert[i], "WHERE v.rn = 1");
     }
     int max = 0;
@@ -189,7 +202,7 @@ static void test_schema_and_locks(void **state)
     sbt_has("ddl", s->ddl, "available_at datetime2(7) NOT NULL");
     sbt_has("ddl", s->ddl, "locked_until datetime2(7) NULL");
     sbt_has("ddl", s->ddl,
-        "queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL");
+            "queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL");
     sbt_has("ddl", s->ddl,
             "id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED");
     sbt_has("ddl", s->ddl, "IF OBJECT_ID(N't_messages', N'U') IS NULL");
@@ -201,10 +214,10 @@ static void test_schema_and_locks(void **state)
     sbt_has("index_ddl", s->index_ddl, "SET LOCK_TIMEOUT 10000;");
     sbt_has("index_ddl", s->index_ddl, "SCHEMA_NAME() + N'.t_messages'");
     sbt_has("index_ddl", s->index_ddl,
-        "ON t_messages (queue, available_at, created_at)");
+            "ON t_messages (queue, available_at, created_at)");
     sbt_has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
     sbt_has("index_ddl", s->index_ddl,
-        "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
+            "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
     sbt_applock_checked("lock", s->lock);
     sbt_applock_checked("index_ddl", s->index_ddl);
     /* The script for DBAs: tables and indexes, no locks. */
@@ -220,10 +233,9 @@ static void test_no_foreign_dialect(void **state)
     sb_transport_sql *s = build();
     named all[40];
     size_t n = all_of(s, all);
-    static const char *const bad[] = {"::",         "now()",    " LIMIT ",
-                                      "RETURNING",  "ON CONFLICT",
-                                      "GETDATE",    "SYSDATETIME()",
-                                      "SKIP LOCKED", "{p}"};
+    static const char *const bad[] = {
+        "::",      "now()",         " LIMIT ",     "RETURNING", "ON CONFLICT",
+        "GETDATE", "SYSDATETIME()", "SKIP LOCKED", "{p}"};
     for (size_t i = 0; i < n; i++)
         for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
             sbt_lacks(all[i].name, all[i].sql, bad[b]);
@@ -244,14 +256,12 @@ static void test_schema_print(void **state)
     sbt_has("print", sql, "CREATE TABLE app_messages");
     sbt_has("print", sql, "CREATE CLUSTERED INDEX app_messages_created_idx");
     sb_free(sql);
-    assert_int_equal(sb_channel_schema_sql("mssql", "app_", &sql, &err),
-                     SB_OK);
+    assert_int_equal(sb_channel_schema_sql("mssql", "app_", &sql, &err), SB_OK);
     sbt_has("channel print", sql, "CREATE SEQUENCE app_channel_ack_seq");
     sbt_lacks("channel print", sql, "sp_getapplock");
     sb_free(sql);
     /* The error store's, its full-text part last. */
-    assert_int_equal(sb_errors_schema_sql("mssql", "app_", &sql, &err),
-                     SB_OK);
+    assert_int_equal(sb_errors_schema_sql("mssql", "app_", &sql, &err), SB_OK);
     sbt_has("errors print", sql, "CREATE TABLE app_failed_messages");
     const char *ft =
         strstr(sql, "CREATE FULLTEXT INDEX ON app_failed_messages");
@@ -271,16 +281,14 @@ static void test_rowcount_contract(void **state)
     static const char *const yes[] = {
         "UPDATE t SET a = 1; SELECT @@ROWCOUNT",
         "DELETE FROM t WHERE id = $1;\nselect   @@rowcount ; \n",
-        "SELECT @@ROWCOUNT",
-        "x;\tSELECT\t@@ROWCOUNT;;"};
-    static const char *const no[] = {
-        "UPDATE t SET a = 1",
-        "SELECT @@ROWCOUNT + 1",
-        "SELECT @@ROWCOUNTS",
-        "UNSELECT @@ROWCOUNT",
-        "x.SELECT@@ROWCOUNT",
-        "@@ROWCOUNT",
-        ""};
+        "SELECT @@ROWCOUNT", "x;\tSELECT\t@@ROWCOUNT;;"};
+    static const char *const no[] = {"UPDATE t SET a = 1",
+                                     "SELECT @@ROWCOUNT + 1",
+                                     "SELECT @@ROWCOUNTS",
+                                     "UNSELECT @@ROWCOUNT",
+                                     "x.SELECT@@ROWCOUNT",
+                                     "@@ROWCOUNT",
+                                     ""};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         if (!sb__tsql_ends_with_rowcount(yes[i]))
             fail_msg("not read as a row count: %s", yes[i]);
@@ -288,8 +296,8 @@ static void test_rowcount_contract(void **state)
         if (sb__tsql_ends_with_rowcount(no[i]))
             fail_msg("read as a row count: %s", no[i]);
     sb_transport_sql *s = build();
-    const char *fenced[] = {s->ack,         s->nak,        s->hand_back,
-                            s->renew,       s->dead_letter, s->delete_any,
+    const char *fenced[] = {s->ack,   s->nak,         s->hand_back,
+                            s->renew, s->dead_letter, s->delete_any,
                             s->prune};
     for (size_t i = 0; i < sizeof fenced / sizeof fenced[0]; i++)
         assert_true(sb__tsql_ends_with_rowcount(fenced[i]));
@@ -309,14 +317,14 @@ static void test_clustered_by_creation_time(void **state)
     sb_transport_sql *s = build();
     const char *ix = s->index_ddl;
     sbt_has("index_ddl", ix,
-        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
-        "OBJECT_ID(N't_messages', N'U') AND name = "
-        "N't_messages_created_idx')\nBEGIN\nIF EXISTS (SELECT 1 FROM "
-        "sys.indexes WHERE object_id = OBJECT_ID(N't_messages', N'U') AND "
-        "type = 1)\nCREATE INDEX t_messages_created_idx\n"
-        "  ON t_messages (created_at);\nELSE\n"
-        "CREATE CLUSTERED INDEX t_messages_created_idx\n"
-        "  ON t_messages (created_at);\nEND;\n");
+            "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
+            "OBJECT_ID(N't_messages', N'U') AND name = "
+            "N't_messages_created_idx')\nBEGIN\nIF EXISTS (SELECT 1 FROM "
+            "sys.indexes WHERE object_id = OBJECT_ID(N't_messages', N'U') AND "
+            "type = 1)\nCREATE INDEX t_messages_created_idx\n"
+            "  ON t_messages (created_at);\nELSE\n"
+            "CREATE CLUSTERED INDEX t_messages_created_idx\n"
+            "  ON t_messages (created_at);\nEND;\n");
     assert_int_equal(sbt_count(ix, "CLUSTERED INDEX"), 1);
     sbt_lacks("index_ddl", ix, "CREATE CLUSTERED INDEX t_messages_ready");
     /* What a claim, a renewal and a nak set is outside the clustered key. */
@@ -327,8 +335,8 @@ static void test_clustered_by_creation_time(void **state)
     sbt_lacks("ddl", s->ddl, " CLUSTERED");
     /* The DBA's script makes the same. */
     sbt_has("schema", sb__sql_mssql_schema,
-        "CREATE CLUSTERED INDEX {p}messages_created_idx\n"
-        "  ON {p}messages (created_at);");
+            "CREATE CLUSTERED INDEX {p}messages_created_idx\n"
+            "  ON {p}messages (created_at);");
     sb__transport_sql_free(s);
 }
 
@@ -338,19 +346,22 @@ static void test_clustered_by_creation_time(void **state)
 static void test_session_guards(void **state)
 {
     (void)state;
-    static const char *const want[] = {
-        "SET NOCOUNT OFF;",          "SET XACT_ABORT ON;",
-        "SET ANSI_NULLS ON;",        "SET ANSI_PADDING ON;",
-        "SET ANSI_WARNINGS ON;",     "SET ARITHABORT ON;",
-        "SET CONCAT_NULL_YIELDS_NULL ON;", "SET QUOTED_IDENTIFIER ON;",
-        "SET NUMERIC_ROUNDABORT OFF;"};
+    static const char *const want[] = {"SET NOCOUNT OFF;",
+                                       "SET XACT_ABORT ON;",
+                                       "SET ANSI_NULLS ON;",
+                                       "SET ANSI_PADDING ON;",
+                                       "SET ANSI_WARNINGS ON;",
+                                       "SET ARITHABORT ON;",
+                                       "SET CONCAT_NULL_YIELDS_NULL ON;",
+                                       "SET QUOTED_IDENTIFIER ON;",
+                                       "SET NUMERIC_ROUNDABORT OFF;"};
     const char *batch = SB_TSQL_SESSION SB_TSQL_COMPAT_LEVEL;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         sbt_has("session", SB_TSQL_SESSION, want[i]);
     assert_int_equal(sbt_count(SB_TSQL_SESSION, "SET "), 9);
     sbt_has("session", batch,
-        "SET NUMERIC_ROUNDABORT OFF; SELECT compatibility_level, DB_NAME() "
-        "FROM sys.databases WHERE database_id = DB_ID()");
+            "SET NUMERIC_ROUNDABORT OFF; SELECT compatibility_level, DB_NAME() "
+            "FROM sys.databases WHERE database_id = DB_ID()");
     /* One result with columns, the last statement: what the driver
      * reads. */
     assert_int_equal(sbt_count(batch, "SELECT"), 1);
@@ -371,7 +382,8 @@ static void test_compat_refusal(void **state)
     assert_int_equal(sb__tsql_check_compat(120, "shop", &err), SB_BACKEND);
     assert_int_equal(err.code, SB_BACKEND);
     assert_string_equal(err.field, "compatibility_level");
-    assert_string_equal(err.message,
+    assert_string_equal(
+        err.message,
         "the SQL Server database [shop] has compatibility level 120; "
         "sqlbus needs 130 (SQL Server 2016) or higher, as its statements "
         "use OPENJSON; fix: ALTER DATABASE [shop] SET COMPATIBILITY_LEVEL "
@@ -383,10 +395,12 @@ static void test_compat_refusal(void **state)
             "ALTER DATABASE [a]]b c] SET COMPATIBILITY_LEVEL = 130");
     /* Unknown name: still the level and the fix's shape. */
     assert_int_equal(sb__tsql_check_compat(110, "", &err), SB_BACKEND);
-    sbt_has("refusal", err.message, "database in use has compatibility "
-                                    "level 110");
-    sbt_has("refusal", err.message, "ALTER DATABASE <database> SET "
-                                    "COMPATIBILITY_LEVEL = 130");
+    sbt_has("refusal", err.message,
+            "database in use has compatibility "
+            "level 110");
+    sbt_has("refusal", err.message,
+            "ALTER DATABASE <database> SET "
+            "COMPATIBILITY_LEVEL = 130");
     /* A name of 128 characters: the message keeps the fix whole. */
     char longest[129];
     memset(longest, 'n', 128);

@@ -53,7 +53,7 @@ static void test_ack_sequence(void **state)
 {
     (void)state;
     has(ddl, "CREATE SEQUENCE t_channel_ack_seq AS bigint START WITH 1 "
-                "INCREMENT BY 1 MINVALUE 1 NO CYCLE;");
+             "INCREMENT BY 1 MINVALUE 1 NO CYCLE;");
     lacks(ddl, "MAXVALUE");
     has(seq_next, "SELECT NEXT VALUE FOR t_channel_ack_seq");
     has(claim, "CASE WHEN acked_at IS NULL THEN $3 ELSE acked_seq END");
@@ -66,10 +66,10 @@ static void test_schema(void **state)
 {
     (void)state;
     has(ddl, "correlation_id nvarchar(400) COLLATE "
-                "Latin1_General_100_BIN2 NOT NULL");
+             "Latin1_General_100_BIN2 NOT NULL");
     has(ddl, "registration_id char(36) COLLATE Latin1_General_100_BIN2");
     has(ddl, "id char(36) COLLATE Latin1_General_100_BIN2 NOT NULL "
-                "PRIMARY KEY NONCLUSTERED");
+             "PRIMARY KEY NONCLUSTERED");
     lacks(ddl, "datetime2 ");
     lacks(ddl, "datetime2(3)");
     assert_int_equal(sbt_count(built.ddl, "datetime2(7)"), 7);
@@ -91,18 +91,18 @@ static void test_ddl_indexes_through_exec(void **state)
                      sbt_count(ddl, "CREATE UNIQUE CLUSTERED INDEX ");
     assert_int_equal(creates, 7);
     assert_int_equal(sbt_count(ddl, "EXEC(N'CREATE INDEX "), 6);
-    assert_int_equal(
-        sbt_count(ddl, "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "), 1);
+    assert_int_equal(sbt_count(ddl, "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "),
+                     1);
     assert_int_equal(sbt_count(ddl, "')\nEXEC(N'CREATE INDEX "), 6);
     has(ddl, "AND name = N't_channel_messages_corr_idx')\nEXEC(N'CREATE "
-                "INDEX t_channel_messages_corr_idx ON t_channel_messages "
-                "(correlation_id, created_at, id)');\n");
+             "INDEX t_channel_messages_corr_idx ON t_channel_messages "
+             "(correlation_id, created_at, id)');\n");
     has(ddl, "EXEC(N'CREATE INDEX t_channel_messages_unconfirmed_idx ON "
-                "t_channel_messages (created_at) WHERE acked_at IS NULL AND "
-                "recovery_claimed = 0');\n");
+             "t_channel_messages (created_at) WHERE acked_at IS NULL AND "
+             "recovery_claimed = 0');\n");
     has(ddl, "EXEC(N'CREATE INDEX t_recovery_state_reg_idx ON "
-                "t_recovery_state (registered_at, correlation_id, "
-                "registration_id)');\n");
+             "t_recovery_state (registered_at, correlation_id, "
+             "registration_id)');\n");
     for (const char *p = ddl; (p = strstr(p, "EXEC(N'")) != NULL;) {
         p += strlen("EXEC(N'");
         const char *end = strstr(p, "');\n");
@@ -111,8 +111,7 @@ static void test_ddl_indexes_through_exec(void **state)
             if (*q != '\'')
                 continue;
             if (q[1] != '\'')
-                fail_msg("a lone quote inside EXEC:\n%.*s", (int)(end - p),
-                         p);
+                fail_msg("a lone quote inside EXEC:\n%.*s", (int)(end - p), p);
             q++;
         }
         p = end;
@@ -127,11 +126,11 @@ static void test_channel_messages_clustered(void **state)
 {
     (void)state;
     has(ddl, "IF OBJECT_ID(N't_channel_messages', N'U') IS NULL\n"
-                "BEGIN\nCREATE TABLE t_channel_messages (\n");
+             "BEGIN\nCREATE TABLE t_channel_messages (\n");
     has(ddl, "  recovery_claimed bit NOT NULL DEFAULT 0\n);\n"
-                "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "
-                "t_channel_messages_time_idx ON t_channel_messages "
-                "(created_at, id)');\nEND;\n");
+             "EXEC(N'CREATE UNIQUE CLUSTERED INDEX "
+             "t_channel_messages_time_idx ON t_channel_messages "
+             "(created_at, id)');\nEND;\n");
     assert_int_equal(sbt_count(built.ddl, "CLUSTERED INDEX"), 1);
     has(orphans, "ORDER BY created_at)");
     has(scan, "ORDER BY created_at, id");
@@ -146,15 +145,13 @@ static void test_clock(void **state)
     named a[64];
     size_t n = all(a);
     for (size_t k = 0; k < n; k++) {
-        if (a[k].sql == NULL || a[k].sql == built.ddl ||
-            a[k].sql == built.lock)
+        if (a[k].sql == NULL || a[k].sql == built.ddl || a[k].sql == built.lock)
             continue;
         size_t bare = sbt_count(a[k].sql, "SYSUTCDATETIME()");
         size_t rounded =
             sbt_count(a[k].sql, "CAST(SYSUTCDATETIME() AS datetime2(6))");
         if (bare != rounded)
-            fail_msg("%s reads the clock unrounded:\n%s", a[k].name,
-                     a[k].sql);
+            fail_msg("%s reads the clock unrounded:\n%s", a[k].name, a[k].sql);
         sbt_lacks(a[k].name, a[k].sql, "GETDATE");
     }
     has(scan, "DATEADD(microsecond, CAST($2 % 1000000 AS int)");
@@ -189,8 +186,8 @@ static void test_json_arrays(void **state)
                 "(SELECT value COLLATE Latin1_General_100_BIN2 FROM "
                 "OPENJSON(CAST(");
     has(subscribe_many, "SELECT c COLLATE Latin1_General_100_BIN2 AS c, "
-                           "r COLLATE Latin1_General_100_BIN2 AS r FROM "
-                           "OPENJSON(");
+                        "r COLLATE Latin1_General_100_BIN2 AS r FROM "
+                        "OPENJSON(");
     /* A NULL context is a NULL varchar: only an explicit CAST puts it in
      * varbinary. */
     has(save_recovery, "CAST($4 AS varbinary(max))");

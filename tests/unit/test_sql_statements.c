@@ -48,14 +48,12 @@ static void dump_all(const char *backend, dump *d)
 {
     memset(d, 0, sizeof *d);
     sb_error err;
-    assert_int_equal(sb_schema_statements(backend, "t_", keep, d, &err),
-                     SB_OK);
+    assert_int_equal(sb_schema_statements(backend, "t_", keep, d, &err), SB_OK);
     assert_int_equal(sb_channel_statements(backend, "t_", keep, d, &err),
                      SB_OK);
-    assert_int_equal(sb_errors_statements(backend, "t_", keep, d, &err),
+    assert_int_equal(sb_errors_statements(backend, "t_", keep, d, &err), SB_OK);
+    assert_int_equal(sb_operations_statements(backend, "t_", keep, d, &err),
                      SB_OK);
-    assert_int_equal(
-        sb_operations_statements(backend, "t_", keep, d, &err), SB_OK);
 }
 
 static void dump_free(dump *d)
@@ -123,8 +121,8 @@ static void test_dump_covers_every_set_entry(void **state)
 static void test_dump_names(void **state)
 {
     (void)state;
-    static const char *const modules[] = {"transport.", "channel.",
-                                          "errors.", "operations.", "db."};
+    static const char *const modules[] = {"transport.", "channel.", "errors.",
+                                          "operations.", "db."};
     for (size_t b = 0; b < 3; b++) {
         dump d;
         dump_all(backends[b], &d);
@@ -132,8 +130,8 @@ static void test_dump_names(void **state)
         for (size_t i = 0; i < d.n; i++) {
             int known = 0;
             for (size_t m = 0; m < 5; m++)
-                known |= strncmp(d.name[i], modules[m],
-                                 strlen(modules[m])) == 0;
+                known |=
+                    strncmp(d.name[i], modules[m], strlen(modules[m])) == 0;
             if (!known)
                 fail_msg("%s: statement name %s", backends[b], d.name[i]);
             assert_true(d.sql[i][0] != '\0');
@@ -208,8 +206,7 @@ static const char *tsql_defect(const char *sql)
     else if (has_word(s, "ILIKE") || has_word(s, "SERIAL") ||
              has_word(s, "BOOLEAN"))
         why = "a PostgreSQL type or operator";
-    for (const char *p = s; why == NULL && (p = strstr(p, "ON CONFLICT"));
-         p++)
+    for (const char *p = s; why == NULL && (p = strstr(p, "ON CONFLICT")); p++)
         why = "ON CONFLICT (T-SQL has MERGE)";
     /* T-SQL has IF NOT EXISTS (subquery), not CREATE ... IF NOT EXISTS. */
     for (const char *p = s; why == NULL && (p = strstr(p, "IF NOT EXISTS"));
@@ -250,8 +247,7 @@ static void test_tsql_check_itself(void **state)
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         if (tsql_defect(good[i]) != NULL)
-            fail_msg("wrongly caught (%s): %s", tsql_defect(good[i]),
-                     good[i]);
+            fail_msg("wrongly caught (%s): %s", tsql_defect(good[i]), good[i]);
 }
 
 /* Issue 17: no statement of any module reaches SQL Server in another
@@ -275,20 +271,21 @@ static void test_operations_tsql(void **state)
     (void)state;
     sb_ops_sql s;
     assert_int_equal(sb__ops_sql_new(SB_DIALECT_MSSQL, "t_", &s), SB_OK);
-    sbt_has("ddl", s.ddl, "IF OBJECT_ID(N't_operations', N'U') IS NULL\n"
-                          "CREATE TABLE t_operations (");
+    sbt_has("ddl", s.ddl,
+            "IF OBJECT_ID(N't_operations', N'U') IS NULL\n"
+            "CREATE TABLE t_operations (");
     sbt_has("ddl", s.ddl,
             "id nvarchar(36) COLLATE Latin1_General_100_BIN2 NOT NULL "
             "PRIMARY KEY");
     sbt_has("ddl", s.ddl, "created_at datetime2(7) NOT NULL");
-    sbt_has("ddl", s.ddl, "EXEC(N'CREATE INDEX t_operations_created_idx ON "
-                          "t_operations (created_at)')");
+    sbt_has("ddl", s.ddl,
+            "EXEC(N'CREATE INDEX t_operations_created_idx ON "
+            "t_operations (created_at)')");
     sbt_has("recent", s.recent, "SELECT TOP (CAST($1 AS int)) ");
     sbt_has("recent", s.recent, "ORDER BY created_at DESC, id DESC");
     sbt_has("orphans", s.orphans, "SELECT TOP (100) id");
     /* Ids from a request compare exactly, trailing spaces included. */
-    const char *by_id[] = {s.get, s.start, s.total, s.figures, s.step,
-                           s.end};
+    const char *by_id[] = {s.get, s.start, s.total, s.figures, s.step, s.end};
     for (size_t i = 0; i < sizeof by_id / sizeof by_id[0]; i++)
         sbt_has("by id", by_id[i],
                 "id = $1 AND id + N'.' = $1 + N'.' COLLATE "
@@ -316,9 +313,9 @@ static void test_statements_bad_input(void **state)
     assert_int_equal(sb_schema_statements("oracle", NULL, keep, &d, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "backend");
-    assert_int_equal(sb_channel_statements("sqlite", "bad prefix", keep, &d,
-                                           &err),
-                     SB_INVALID);
+    assert_int_equal(
+        sb_channel_statements("sqlite", "bad prefix", keep, &d, &err),
+        SB_INVALID);
     assert_string_equal(err.field, "table_prefix");
     assert_int_equal(sb_errors_statements("sqlite", NULL, NULL, &d, &err),
                      SB_INVALID);

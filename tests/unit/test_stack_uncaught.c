@@ -45,16 +45,15 @@ static void expect(const char *text, const char *type, const char *message,
     const char *a = strstr(text, first);
     assert_non_null(a);
     const char *b = NULL;
-    for (const char *p = strstr(text, last); p != NULL;
-         p = strstr(p + 1, last))
+    for (const char *p = strstr(text, last); p != NULL; p = strstr(p + 1, last))
         b = p;
     assert_non_null(b);
     if (u.trace.off != (size_t)(a - text) ||
         u.trace.off + u.trace.len != (size_t)(b - text) + strlen(last))
         fail_msg("trace is [%zu, %zu): \"%s\"", u.trace.off,
                  u.trace.off + u.trace.len, tr);
-    sb_classify_input in = {.exception_type = t, .exception_message = m,
-                            .stack_trace = tr};
+    sb_classify_input in = {
+        .exception_type = t, .exception_message = m, .stack_trace = tr};
     sb_group_title g[SB_CLASSIFIER_COUNT];
     assert_int_equal(sb__classify(&in, g), 1);
     assert_string_equal(g[0].title, title);
@@ -67,8 +66,8 @@ static void expect_none(const char *text, size_t len)
 {
     sb_uncaught u;
     if (sb_find_uncaught(text, len, &u) != 0)
-        fail_msg("found a report of type [%zu, +%zu) in \"%.*s\"",
-                 u.type.off, u.type.len, (int)len, text);
+        fail_msg("found a report of type [%zu, +%zu) in \"%.*s\"", u.type.off,
+                 u.type.len, (int)len, text);
 }
 
 static void test_python(void **state)
@@ -110,8 +109,8 @@ static void test_python(void **state)
     expect("Traceback (most recent call last):\n"
            "  File \"/app/x.py\", line 1, in main\n"
            "RuntimeError: \n",
-           "RuntimeError", "", "Traceback", "RuntimeError: ",
-           "RuntimeError: x.main");
+           "RuntimeError", "", "Traceback",
+           "RuntimeError: ", "RuntimeError: x.main");
     /* Two failures: the last one is the one that ended the program. */
     expect("Traceback (most recent call last):\n"
            "  File \"/app/retry.py\", line 5, in attempt\n"
@@ -120,7 +119,8 @@ static void test_python(void **state)
            "Traceback (most recent call last):\n"
            "  File \"/app/main.py\", line 9, in run\n"
            "RuntimeError: gave up\n",
-           "RuntimeError", "gave up", "Traceback (most recent call last):\n"
+           "RuntimeError", "gave up",
+           "Traceback (most recent call last):\n"
            "  File \"/app/main.py\"",
            "RuntimeError: gave up", "RuntimeError: main.run");
 }
@@ -275,7 +275,8 @@ static void test_cut_and_binary(void **state)
     for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
         expect_none(cut[i], strlen(cut[i]));
     /* Binary: NUL and control bytes are never part of a report. */
-    static const char bin[] = "\x7f" "ELF\x02\x01\x01\0\0\0Error: x\n"
+    static const char bin[] = "\x7f"
+                              "ELF\x02\x01\x01\0\0\0Error: x\n"
                               "\0   at f (/a.js:1:1)\n";
     expect_none(bin, sizeof bin - 1);
     char noise[4096];

@@ -57,9 +57,9 @@ static void test_refused_names(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "/index.html", "../index.html", "ui/app.js", "./app.js",
-        "index.htm",   "INDEX.HTML",    "app.js/",   "..\\app.js",
-        "nothing.js",  ".",             "..",        "index.html ",
+        "/index.html", "../index.html", "ui/app.js",  "./app.js",   "index.htm",
+        "INDEX.HTML",  "app.js/",       "..\\app.js", "nothing.js", ".",
+        "..",          "index.html ",
     };
     assert_null(sb__ui_file(NULL));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -103,8 +103,8 @@ static void test_every_file(void **state)
         char etag[16];
         snprintf(etag, sizeof etag, "\"%08x\"", (unsigned)h);
         if (strcmp(f->etag, etag) != 0)
-            fail_msg("%s: ETag %s, FNV-1a of its bytes is %s", f->name,
-                     f->etag, etag);
+            fail_msg("%s: ETag %s, FNV-1a of its bytes is %s", f->name, f->etag,
+                     etag);
     }
 }
 
@@ -150,17 +150,22 @@ static void test_csp_clean(void **state)
         p = close;
     }
     assert_false(contains(index, " style="));
-    static const char *const handlers[] = {" onclick=", " onload=",
-                                           " onerror=", " onsubmit=",
-                                           " onchange=", " oninput="};
+    static const char *const handlers[] = {
+        " onclick=",  " onload=",   " onerror=",
+        " onsubmit=", " onchange=", " oninput="};
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++) {
         if (contains(index, handlers[i]))
             fail_msg("index.html has an%s attribute", handlers[i]);
     }
 
     static const char *const banned[] = {
-        "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write",
-        "eval(",     "new Function", "setAttribute('style'",
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        "setAttribute('style'",
         "setAttribute(\"style\"",
     };
     int scripts = 0;
@@ -180,10 +185,8 @@ static void test_csp_clean(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_index),
-        cmocka_unit_test(test_refused_names),
-        cmocka_unit_test(test_every_file),
-        cmocka_unit_test(test_references),
+        cmocka_unit_test(test_index),      cmocka_unit_test(test_refused_names),
+        cmocka_unit_test(test_every_file), cmocka_unit_test(test_references),
         cmocka_unit_test(test_csp_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
