@@ -40,7 +40,7 @@ int sb_channel_schema_sql(const char *backend, const char *table_prefix,
 {
     return sb__ddl_for(backend, table_prefix, sb__channel_sql_sqlite.ddl,
                        sb__channel_sql_postgres.ddl, sb__channel_sql_mssql.ddl,
-                       "channel", out, err);
+                       out, err);
 }
 
 int sb__channel_next_seq(sb_channel *ch, sb_conn *c, int64_t *seq,

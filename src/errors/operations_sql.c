@@ -207,5 +207,5 @@ int sb_operations_schema_sql(const char *backend, const char *table_prefix,
                              char **out, sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, portable.ddl, portable.ddl,
-                       tsql.ddl, "operations table", out, err);
+                       tsql.ddl, out, err);
 }

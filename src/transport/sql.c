@@ -204,8 +204,7 @@ int sb__backend_dialect(const char *backend, const char *table_prefix,
 
 int sb__ddl_for(const char *backend, const char *table_prefix,
                 const char *sqlite_ddl, const char *postgres_ddl,
-                const char *mssql_ddl, const char *module, char **out,
-                sb_error *err)
+                const char *mssql_ddl, char **out, sb_error *err)
 {
     if (out == NULL)
         return sb__err(err, SB_INVALID, "out", "out must not be NULL");
@@ -217,10 +216,6 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
     const char *ddl = dialect == SB_DIALECT_SQLITE     ? sqlite_ddl
                       : dialect == SB_DIALECT_POSTGRES ? postgres_ddl
                                                        : mssql_ddl;
-    if (ddl == NULL)
-        return sb__err(err, SB_INVALID, "backend",
-                       "the %s's SQL Server (T-SQL) schema is not written yet",
-                       module);
     *out = sb__sql_subst(ddl, table_prefix ? table_prefix : "sqlbus_", &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
@@ -229,6 +224,5 @@ int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
                   sb_error *err)
 {
     return sb__ddl_for(backend, table_prefix, sb__sql_sqlite.ddl,
-                       sb__sql_postgres.ddl, sb__sql_mssql_schema, "transport",
-                       out, err);
+                       sb__sql_postgres.ddl, sb__sql_mssql_schema, out, err);
 }

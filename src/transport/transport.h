@@ -291,13 +291,11 @@ void sb__maybe_prune(sb_bus *bus);
 int sb__backend_dialect(const char *backend, const char *table_prefix,
                         int *dialect, sb_error *err);
 /* The DDL of one module for a backend name ("sqlite", "postgresql",
- * "mssql") with the table prefix substituted: sb_schema_sql and the
- * channel's. A NULL DDL is a backend `module` has no SQL for yet
- * (SB_INVALID naming "backend"). */
+ * "mssql") with the table prefix substituted: sb_schema_sql, the
+ * channel's and the operations table's. */
 int sb__ddl_for(const char *backend, const char *table_prefix,
                 const char *sqlite_ddl, const char *postgres_ddl,
-                const char *mssql_ddl, const char *module, char **out,
-                sb_error *err);
+                const char *mssql_ddl, char **out, sb_error *err);
 
 /* statements.c: call `fn` with "module.name" and `sql`, unless `sql` is
  * NULL or "" (a statement the backend does not send). */
