@@ -50,7 +50,9 @@ check-asan:
 # the channel, the server's loops, sampler, metrics and HTTP threads.
 TSAN_TESTS = test_worker|test_channel|test_bus_metrics|test_counts_table|test_statement_timeout|test_recovery|api_cases|cli_serve$$|serve_counts
 check-tsan:
-	@SB_TEST_REGEX='$(TSAN_TESTS)' TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check \
+	@SB_TEST_REGEX='$(TSAN_TESTS)' \
+	    TSAN_OPTIONS='halt_on_error=1 suppressions=$(CURDIR)/tests/tsan-odbc.supp' \
+	    $(MAKE) --no-print-directory check \
 	    BUILD=build-tsan BUILD_TYPE=Debug CMAKE_FLAGS="-DSB_TSAN=ON -DSB_WERROR=ON"
 
 # The SQL Server suite against the server SQLBUS_TEST_MSSQL names (an
