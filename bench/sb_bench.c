@@ -479,7 +479,7 @@ static int publish_preload(sb_bus *bus, const args *a)
 /* Ready + delayed messages of a queue (-1 when sb_queue_list fails). */
 static int64_t queue_ready(sb_bus *bus, const char *queue)
 {
-    sb_queue_stats *qs = NULL;
+    sb_queue_stats **qs = NULL;
     size_t nq = 0;
     sb_error err;
     sb_error_clear(&err);
@@ -490,8 +490,8 @@ static int64_t queue_ready(sb_bus *bus, const char *queue)
     }
     int64_t n = 0;
     for (size_t i = 0; i < nq; i++)
-        if (strcmp(qs[i].queue, queue) == 0)
-            n = qs[i].ready + qs[i].delayed;
+        if (strcmp(qs[i]->queue, queue) == 0)
+            n = qs[i]->ready + qs[i]->delayed;
     sb_free(qs);
     return n;
 }
@@ -665,16 +665,16 @@ static int cmd_burndown(const args *a)
         sb_worker_free(ws[i]);
 
     int64_t left_ready = -1, left_inflight = -1;
-    sb_queue_stats *qs = NULL;
+    sb_queue_stats **qs = NULL;
     size_t nq = 0;
     sb_error_clear(&err);
     if (sb_queue_list(bus, &qs, &nq, &err) == SB_OK) {
         left_ready = 0;
         left_inflight = 0;
         for (size_t i = 0; i < nq; i++)
-            if (strcmp(qs[i].queue, a->queue) == 0) {
-                left_ready = qs[i].ready + qs[i].delayed;
-                left_inflight = qs[i].in_flight;
+            if (strcmp(qs[i]->queue, a->queue) == 0) {
+                left_ready = qs[i]->ready + qs[i]->delayed;
+                left_inflight = qs[i]->in_flight;
             }
         sb_free(qs);
     }

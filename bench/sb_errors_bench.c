@@ -883,7 +883,7 @@ static const char *const qnames[Q_N] = {"list_first_page",
 static int run_query(sb_errors *e, int q, const eargs *a, long long k,
                      int64_t *found, sb_error *err)
 {
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int rc = SB_OK;
     *found = 0;
@@ -911,7 +911,7 @@ static int run_query(sb_errors *e, int q, const eargs *a, long long k,
         rc = sb_errors_list(e, &fq, &s, &n, found, err);
         break;
     case Q_GROUPS: {
-        sb_failure_group *g = NULL;
+        sb_failure_group **g = NULL;
         rc = sb_errors_groups(e, NULL, SB_FAILED_UNRESOLVED, &g, &n, err);
         *found = (int64_t)n;
         sb_free(g);

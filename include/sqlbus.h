@@ -130,6 +130,21 @@ SB_API void sb_set_allocator(const sb_allocator *a);
 /* Free memory that a sqlbus function transferred to the caller. */
 SB_API void sb_free(void *p);
 
+/*
+ * Lists and structs the library fills. A function that returns a list of
+ * structs (sb_queue_list, sb_errors_list, ...) gives `*out` as an array
+ * of `*n_out` pointers, one block with the structs they point to: index
+ * it as out[i]->field and free it whole with sb_free (NULL when `*n_out`
+ * is 0). Only the pointers have a stride, so a struct may grow fields at
+ * its end in a later version without breaking a program built against
+ * this header. Each such struct starts with `size`: the library sets it
+ * to the size it fills (a program built against a newer header sees
+ * which fields an older library left out); where the caller owns the
+ * struct, the caller sets `size` first (SB_INVALID naming "size" when it
+ * is smaller than the first version's) and the library writes no byte
+ * past it.
+ */
+
 enum sb_log_level {
     SB_LOG_DEBUG = 10,
     SB_LOG_INFO = 20,
@@ -418,6 +433,7 @@ SB_API int sb_find_uncaught(const char *text, size_t len, sb_uncaught *out);
  * Queue statistics and the dead-letter queue (T31, T32)
  * ---------------------------------------------------------------------- */
 typedef struct sb_queue_stats {
+    size_t size; /* filled by the library ("Lists" above) */
     char queue[201];
     int64_t ready;
     int64_t delayed;
@@ -426,8 +442,9 @@ typedef struct sb_queue_stats {
     int64_t oldest_ready_age_ms; /* -1 when nothing is ready */
 } sb_queue_stats;
 
-/* List every queue. `*out` is transferred (free with sb_free). */
-SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
+/* List every queue. `*out` is a transferred list ("Lists" above: free
+ * with sb_free). */
+SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
                          sb_error *err);
 
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
@@ -436,6 +453,8 @@ SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
 #define SB_METRICS_QUEUES 64  /* queues counted by name; the rest in `other` */
 #define SB_METRICS_BUCKETS 17 /* latency buckets, the last one +Inf */
 
+/* sb_bus_counters embeds this struct in an array, so its layout is fixed
+ * (it has no `size`): new per-queue counters come as a new struct. */
 typedef struct sb_queue_counts {
     char queue[201];       /* "" for `other` */
     int64_t published;     /* messages accepted by publish calls (an id that
@@ -1217,6 +1236,7 @@ SB_API int sb_errors_retry(sb_errors *e, const sb_failed_selection *sel,
 /* E13: a failure group with its messages of one status. */
 #define SB_MAX_COMMENT 1000
 typedef struct sb_failure_group {
+    size_t size; /* filled by the library ("Lists") */
     char id[37];
     char type[64]; /* the classifier */
     char title[512];
@@ -1228,9 +1248,10 @@ typedef struct sb_failure_group {
 /* E13: the groups of one classifier (e.g. "Exception Type and Stack
  * Trace"; NULL = that one) over messages of `status` (SB_FAILED_UNRESOLVED
  * for the open groups, SB_FAILED_ARCHIVED for the archived ones), newest
- * failure first, at most 200. `*out` is transferred (free with sb_free). */
+ * failure first, at most 200. `*out` is a transferred list ("Lists":
+ * free with sb_free). */
 SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
-                            sb_failure_group **out, size_t *n_out,
+                            sb_failure_group ***out, size_t *n_out,
                             sb_error *err);
 
 /* E13: set a group's comment (at most SB_MAX_COMMENT bytes), or delete it
@@ -1258,6 +1279,7 @@ SB_API int sb_errors_archive(sb_errors *e, const sb_failed_selection *sel,
  * an operation whose process died ("interrupted": no batch for 60 s) is
  * resumed by starting the same kind again. */
 typedef struct sb_group_operation {
+    size_t size; /* "Lists": the library's in a list, else set by the caller */
     char group_id[37];
     char kind[16];  /* "retry", "archive", "unarchive" */
     char state[16]; /* "running", "completed", "failed", "interrupted" */
@@ -1267,15 +1289,16 @@ typedef struct sb_group_operation {
     int64_t finished_us; /* 0 until it ends */
 } sb_group_operation;
 
-/* SB_NOTFOUND when the group never had an operation. */
+/* The group's latest operation into `*out` (caller-owned: set out->size
+ * first, "Lists"). SB_NOTFOUND when the group never had an operation. */
 SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
                                      sb_group_operation *out, sb_error *err);
 /* The latest operations of up to 1,000 groups in one read (a group list's
- * overlay): those that had one, in no order. `*out` is transferred (free
- * with sb_free). SB_INVALID names `group_ids` or `n`. */
+ * overlay): those that had one, in no order. `*out` is a transferred
+ * list ("Lists": free with sb_free). SB_INVALID names `group_ids` or `n`. */
 SB_API int sb_errors_group_operations(sb_errors *e,
                                       const char *const *group_ids, size_t n,
-                                      sb_group_operation **out, size_t *n_out,
+                                      sb_group_operation ***out, size_t *n_out,
                                       sb_error *err);
 
 /* E18: edit and retry (only when sb_errors_options.allow_edit is set,
@@ -1300,6 +1323,7 @@ SB_API const char *const *sb_errors_locked_headers(void);
 /* E20: a retry redirect: retries (and edits) of messages that failed on
  * `from_queue` go to `to_queue`. */
 typedef struct sb_redirect {
+    size_t size; /* "Lists": the library's in a list, else set by the caller */
     char id[37]; /* DeterministicGuid of from_queue */
     char from_queue[201];
     char to_queue[201];
@@ -1309,7 +1333,7 @@ typedef struct sb_redirect {
 /* Add a redirect. The same one again is SB_OK; a queue already redirected
  * elsewhere, or a chain (from_queue is another redirect's target, or
  * to_queue is itself redirected), is SB_CONFLICT naming the field. `out`
- * is optional. */
+ * (optional, caller-owned: set out->size first) gets the redirect. */
 SB_API int sb_errors_redirect_add(sb_errors *e, const char *from_queue,
                                   const char *to_queue, sb_redirect *out,
                                   sb_error *err);
@@ -1319,9 +1343,9 @@ SB_API int sb_errors_redirect_update(sb_errors *e, const char *id,
 /* Remove redirect `id`; removing an absent one is SB_OK. */
 SB_API int sb_errors_redirect_remove(sb_errors *e, const char *id,
                                      sb_error *err);
-/* Every redirect, by from_queue. `*out` is transferred (free with
- * sb_free). */
-SB_API int sb_errors_redirects(sb_errors *e, sb_redirect **out, size_t *n_out,
+/* Every redirect, by from_queue. `*out` is a transferred list ("Lists":
+ * free with sb_free). */
+SB_API int sb_errors_redirects(sb_errors *e, sb_redirect ***out, size_t *n_out,
                                sb_error *err);
 
 /* E2: put one failed message into the dead-letter queue from outside (an
@@ -1359,6 +1383,7 @@ SB_API int sb_errors_expire(sb_errors *e, int64_t retention_ms,
 /* A failed message in a result list; longer strings are cut (on a UTF-8
  * boundary). sb_errors_get reads the whole message. */
 typedef struct sb_failed_summary {
+    size_t size; /* filled by the library ("Lists") */
     char unique_id[401];
     int status; /* enum sb_failed_status */
     int64_t attempts;
@@ -1406,15 +1431,16 @@ typedef struct sb_failed_query {
 /* The size of the first sb_failed_query, which such callers pass. */
 #define SB_FAILED_QUERY_V1_SIZE offsetof(sb_failed_query, statuses)
 
-/* `*out` is transferred (free with sb_free); `*total` (optional) is the
- * number of matches over all pages. */
+/* `*out` is a transferred list ("Lists": free with sb_free); `*total`
+ * (optional) is the number of matches over all pages. */
 SB_API int sb_errors_list(sb_errors *e, const sb_failed_query *q,
-                          sb_failed_summary **out, size_t *n_out,
+                          sb_failed_summary ***out, size_t *n_out,
                           int64_t *total, sb_error *err);
 
 /* E23: the number of failed messages per value of one column, read from
  * the counts kept at write time (cheap at any size). */
 typedef struct sb_failed_count {
+    size_t size;    /* filled by the library ("Lists") */
     char name[401]; /* cut on a UTF-8 boundary */
     int64_t count;
 } sb_failed_count;
@@ -1422,10 +1448,10 @@ typedef struct sb_failed_count {
 /* Counts per `by` ("failed_queue", "endpoint" — the processing endpoint —
  * or "message_type") over messages of `status` (-1 = any), values without
  * a name left out, largest first then by name, at most `limit` (1 to
- * 1000). `*out` is transferred (free with sb_free). SB_INVALID names `by`,
- * `status` or `limit`. Thread-safe. */
+ * 1000). `*out` is a transferred list ("Lists": free with sb_free).
+ * SB_INVALID names `by`, `status` or `limit`. Thread-safe. */
 SB_API int sb_errors_counts(sb_errors *e, const char *by, int status,
-                            size_t limit, sb_failed_count **out, size_t *n_out,
+                            size_t limit, sb_failed_count ***out, size_t *n_out,
                             sb_error *err);
 
 /* E23: the number of failed messages in each status (counts[status],
@@ -1437,9 +1463,9 @@ SB_API int sb_errors_status_counts(sb_errors *e, int64_t counts[4],
 /* E22: full-text search over message type, headers and body text. The
  * words of `query` are ORed ('.' and '+' break words, so "Order" finds
  * "Shop.Order"); results best first, at most `limit` (1 to 1000). `*out`
- * is transferred (free with sb_free). */
+ * is a transferred list ("Lists": free with sb_free). */
 SB_API int sb_errors_search(sb_errors *e, const char *query, size_t limit,
-                            sb_failed_summary **out, size_t *n_out,
+                            sb_failed_summary ***out, size_t *n_out,
                             sb_error *err);
 
 /* E3: dead-letter rows kept in failed_imports (they could not become a

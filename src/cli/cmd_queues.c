@@ -5,25 +5,25 @@
 
 enum { OPT_JSON = CLI_OPT_FIRST_LOCAL };
 
-static void print_json(const sb_queue_stats *q, size_t n)
+static void print_json(sb_queue_stats *const *q, size_t n)
 {
     fputs("[", stdout);
     for (size_t i = 0; i < n; i++) {
         fputs(i == 0 ? "\n  {\"queue\": " : ",\n  {\"queue\": ", stdout);
-        cli_json_str(stdout, q[i].queue);
+        cli_json_str(stdout, q[i]->queue);
         printf(", \"ready\": %lld, \"delayed\": %lld, \"in_flight\": %lld, "
                "\"dead_lettered\": %lld, \"oldest_ready_age_ms\": ",
-               (long long)q[i].ready, (long long)q[i].delayed,
-               (long long)q[i].in_flight, (long long)q[i].dead_lettered);
-        if (q[i].oldest_ready_age_ms < 0)
+               (long long)q[i]->ready, (long long)q[i]->delayed,
+               (long long)q[i]->in_flight, (long long)q[i]->dead_lettered);
+        if (q[i]->oldest_ready_age_ms < 0)
             fputs("null}", stdout);
         else
-            printf("%lld}", (long long)q[i].oldest_ready_age_ms);
+            printf("%lld}", (long long)q[i]->oldest_ready_age_ms);
     }
     fputs(n == 0 ? "]\n" : "\n]\n", stdout);
 }
 
-static int print_table(const sb_queue_stats *q, size_t n)
+static int print_table(sb_queue_stats *const *q, size_t n)
 {
     static const char *const head[] = {"QUEUE",         "READY",
                                        "DELAYED",       "IN-FLIGHT",
@@ -32,12 +32,12 @@ static int print_table(const sb_queue_stats *q, size_t n)
     cli_table_init(&t, 6, head, 0x3e); /* numbers right-aligned */
     for (size_t i = 0; i < n; i++) {
         char ready[24], delayed[24], inflight[24], dead[24], age[32];
-        snprintf(ready, sizeof ready, "%lld", (long long)q[i].ready);
-        snprintf(delayed, sizeof delayed, "%lld", (long long)q[i].delayed);
-        snprintf(inflight, sizeof inflight, "%lld", (long long)q[i].in_flight);
-        snprintf(dead, sizeof dead, "%lld", (long long)q[i].dead_lettered);
-        cli_format_age(age, sizeof age, q[i].oldest_ready_age_ms);
-        const char *row[] = {q[i].queue, ready, delayed, inflight, dead, age};
+        snprintf(ready, sizeof ready, "%lld", (long long)q[i]->ready);
+        snprintf(delayed, sizeof delayed, "%lld", (long long)q[i]->delayed);
+        snprintf(inflight, sizeof inflight, "%lld", (long long)q[i]->in_flight);
+        snprintf(dead, sizeof dead, "%lld", (long long)q[i]->dead_lettered);
+        cli_format_age(age, sizeof age, q[i]->oldest_ready_age_ms);
+        const char *row[] = {q[i]->queue, ready, delayed, inflight, dead, age};
         cli_table_add(&t, row);
     }
     int rc = cli_table_print(&t, stdout);
@@ -72,7 +72,7 @@ int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
     int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
     if (rc != CLI_OK)
         return rc;
-    sb_queue_stats *q = NULL;
+    sb_queue_stats **q = NULL;
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);

@@ -78,17 +78,17 @@ static void summary_json(FILE *f, const sb_failed_summary *s)
     fputc('}', f);
 }
 
-static void summaries_json(FILE *f, const sb_failed_summary *s, size_t n)
+static void summaries_json(FILE *f, sb_failed_summary *const *s, size_t n)
 {
     fputc('[', f);
     for (size_t i = 0; i < n; i++) {
         fputs(i == 0 ? "\n  " : ",\n  ", f);
-        summary_json(f, &s[i]);
+        summary_json(f, s[i]);
     }
     fputs(n == 0 ? "]" : "\n]", f);
 }
 
-static int summary_table(const sb_failed_summary *s, size_t n)
+static int summary_table(sb_failed_summary *const *s, size_t n)
 {
     static const char *const head[] = {"UNIQUE-ID", "STATUS", "ATTEMPTS", "AGE",
                                        "QUEUE",     "TYPE",   "EXCEPTION"};
@@ -97,19 +97,19 @@ static int summary_table(const sb_failed_summary *s, size_t n)
     int64_t now = sb__wall_us();
     for (size_t i = 0; i < n; i++) {
         char attempts[24], age[32], exc[EXCEPTION_COLUMNS * 4 + 8];
-        char line[sizeof s[i].exception_type + sizeof exc + 4];
-        snprintf(attempts, sizeof attempts, "%lld", (long long)s[i].attempts);
-        cli_format_age(age, sizeof age, (now - s[i].last_failure_us) / 1000);
-        first_line(exc, sizeof exc, s[i].exception_message, EXCEPTION_COLUMNS);
+        char line[sizeof s[i]->exception_type + sizeof exc + 4];
+        snprintf(attempts, sizeof attempts, "%lld", (long long)s[i]->attempts);
+        cli_format_age(age, sizeof age, (now - s[i]->last_failure_us) / 1000);
+        first_line(exc, sizeof exc, s[i]->exception_message, EXCEPTION_COLUMNS);
         snprintf(line, sizeof line, "%s%s%s",
-                 s[i].exception_type[0] ? s[i].exception_type : "-",
+                 s[i]->exception_type[0] ? s[i]->exception_type : "-",
                  exc[0] ? ": " : "", exc);
-        const char *row[] = {s[i].unique_id,
-                             cli_errors_status_name(s[i].status),
+        const char *row[] = {s[i]->unique_id,
+                             cli_errors_status_name(s[i]->status),
                              attempts,
                              age,
-                             s[i].failed_queue[0] ? s[i].failed_queue : "-",
-                             s[i].message_type[0] ? s[i].message_type : "-",
+                             s[i]->failed_queue[0] ? s[i]->failed_queue : "-",
+                             s[i]->message_type[0] ? s[i]->message_type : "-",
                              line};
         cli_table_add(&t, row);
     }
@@ -249,7 +249,7 @@ int cli_errors_list(cli_ctx *ctx, int argc, char **argv)
     rc = cli_errors_open(ctx, 0, &bus, &store);
     if (rc != CLI_OK)
         return rc;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sb_error err;
@@ -309,7 +309,7 @@ int cli_errors_search(cli_ctx *ctx, int argc, char **argv)
         sb__buf_free(&words);
         return rc;
     }
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);
@@ -454,7 +454,7 @@ static void op_text(char *out, size_t cap, const sb_group_operation *op)
                  (long long)op->done, (long long)op->total);
 }
 
-static int groups_table(const sb_failure_group *g,
+static int groups_table(sb_failure_group *const *g,
                         const sb_group_operation *ops, const int *has_op,
                         size_t n)
 {
@@ -466,12 +466,12 @@ static int groups_table(const sb_failure_group *g,
     for (size_t i = 0; i < n; i++) {
         char count[24], age[32], op[80], comment[COMMENT_COLUMNS * 4 + 8];
         char title[EXCEPTION_COLUMNS * 4 + 8];
-        snprintf(count, sizeof count, "%lld", (long long)g[i].count);
-        cli_format_age(age, sizeof age, (now - g[i].last_failure_us) / 1000);
+        snprintf(count, sizeof count, "%lld", (long long)g[i]->count);
+        cli_format_age(age, sizeof age, (now - g[i]->last_failure_us) / 1000);
         op_text(op, sizeof op, has_op[i] ? &ops[i] : NULL);
-        first_line(comment, sizeof comment, g[i].comment, COMMENT_COLUMNS);
-        first_line(title, sizeof title, g[i].title, EXCEPTION_COLUMNS);
-        const char *row[] = {g[i].id, count, age, op, title, comment};
+        first_line(comment, sizeof comment, g[i]->comment, COMMENT_COLUMNS);
+        first_line(title, sizeof title, g[i]->title, EXCEPTION_COLUMNS);
+        const char *row[] = {g[i]->id, count, age, op, title, comment};
         cli_table_add(&t, row);
     }
     int rc = cli_table_print(&t, stdout);
@@ -500,7 +500,7 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
     rc = cli_errors_open(ctx, 0, &bus, &store);
     if (rc != CLI_OK)
         return rc;
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);
@@ -516,7 +516,8 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
             src = sb__err(&err, SB_NOMEM, NULL, "out of memory");
     }
     for (size_t i = 0; src == SB_OK && i < n; i++) {
-        src = sb_errors_group_operation(store, g[i].id, &ops[i], &err);
+        ops[i].size = sizeof ops[i];
+        src = sb_errors_group_operation(store, g[i]->id, &ops[i], &err);
         has_op[i] = src == SB_OK;
         if (src == SB_NOTFOUND)
             src = SB_OK;
@@ -527,7 +528,7 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
         fputc('[', stdout);
         for (size_t i = 0; i < n; i++) {
             fputs(i == 0 ? "\n  " : ",\n  ", stdout);
-            group_json(stdout, &g[i], has_op[i] ? &ops[i] : NULL);
+            group_json(stdout, g[i], has_op[i] ? &ops[i] : NULL);
         }
         fputs(n == 0 ? "]\n" : "\n]\n", stdout);
     } else {

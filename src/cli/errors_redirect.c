@@ -22,7 +22,7 @@ static void redirect_json(FILE *f, const sb_redirect *r)
 
 static int list(cli_ctx *ctx, sb_errors *store, int json)
 {
-    sb_redirect *r = NULL;
+    sb_redirect **r = NULL;
     size_t n = 0;
     sb_error err;
     sb_error_clear(&err);
@@ -34,7 +34,7 @@ static int list(cli_ctx *ctx, sb_errors *store, int json)
         fputc('[', stdout);
         for (size_t i = 0; i < n; i++) {
             fputs(i == 0 ? "\n  " : ",\n  ", stdout);
-            redirect_json(stdout, &r[i]);
+            redirect_json(stdout, r[i]);
         }
         fputs(n == 0 ? "]\n" : "\n]\n", stdout);
     } else {
@@ -44,9 +44,9 @@ static int list(cli_ctx *ctx, sb_errors *store, int json)
         cli_table_init(&t, 4, head, 0);
         for (size_t i = 0; i < n; i++) {
             char when[40];
-            cli_format_time(when, sizeof when, r[i].last_modified_us);
-            const char *row[] = {r[i].id, r[i].from_queue, r[i].to_queue,
-                                 r[i].last_modified_us > 0 ? when : "-"};
+            cli_format_time(when, sizeof when, r[i]->last_modified_us);
+            const char *row[] = {r[i]->id, r[i]->from_queue, r[i]->to_queue,
+                                 r[i]->last_modified_us > 0 ? when : "-"};
             cli_table_add(&t, row);
         }
         rc = cli_table_print(&t, stdout);
@@ -139,6 +139,7 @@ int cli_errors_redirect(cli_ctx *ctx, int argc, char **argv)
     int src = SB_OK;
     sb_redirect r;
     memset(&r, 0, sizeof r);
+    r.size = sizeof r;
     switch (k) {
     case ADD:
         src = sb_errors_redirect_add(store, ops[0], ops[1], &r, &err);

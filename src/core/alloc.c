@@ -3,6 +3,8 @@
 #include "core.h"
 
 #include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,25 @@ void *sb__realloc(void *p, size_t n)
     if (q == NULL)
         alloc_failures++;
     return q;
+}
+
+void *sb__list_alloc(size_t n, size_t ptr_size, size_t elem_size,
+                     size_t *elems_at)
+{
+    const size_t align = _Alignof(max_align_t);
+    if (n == 0 || ptr_size == 0 || elem_size == 0 || n > SIZE_MAX / ptr_size ||
+        n > SIZE_MAX / elem_size) {
+        alloc_failures++;
+        return NULL;
+    }
+    size_t at = n * ptr_size;
+    if (at > SIZE_MAX - align || n * elem_size > SIZE_MAX - align - at) {
+        alloc_failures++;
+        return NULL;
+    }
+    at = (at + align - 1) / align * align;
+    *elems_at = at;
+    return sb__calloc(1, at + n * elem_size);
 }
 
 void sb__free(void *p)

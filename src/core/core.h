@@ -37,6 +37,24 @@ void sb__free(void *p);
 char *sb__strdup(const char *s);
 char *sb__strndup(const char *s, size_t n);
 void *sb__memdup(const void *p, size_t n);
+/* A list the library returns (include/sqlbus.h, "Lists"): one block of
+ * `n` pointers, then, at offset *elems_at (aligned for any type), the `n`
+ * elements of `elem_size` bytes, zeroed. The caller's stride is the
+ * pointer's, never the element's, so an element type may grow at its end.
+ * NULL on overflow or out of memory; `n` must be > 0. Use SB__LIST_NEW. */
+void *sb__list_alloc(size_t n, size_t ptr_size, size_t elem_size,
+                     size_t *elems_at);
+/* Allocate `list` (a T **) with `n` (> 0) zeroed elements, each pointer
+ * set; `list` is NULL on failure. Free the whole list with sb__free. */
+#define SB__LIST_NEW(list, n)                                                  \
+    do {                                                                       \
+        size_t sb__n_ = (n), sb__at_ = 0;                                      \
+        (list) =                                                               \
+            sb__list_alloc(sb__n_, sizeof *(list), sizeof **(list), &sb__at_); \
+        for (size_t sb__i_ = 0; (list) != NULL && sb__i_ < sb__n_; sb__i_++)   \
+            (list)[sb__i_] =                                                   \
+                (void *)((char *)(list) + sb__at_ + sb__i_ * sizeof **(list)); \
+    } while (0)
 /* How many allocations have failed on the calling thread so far; compare
  * before and after a call into a library that hides out-of-memory. */
 unsigned long sb__alloc_failures(void);

@@ -816,7 +816,7 @@ void sb__errors_counts_by_sql(int dialect, int status, sb_buf *b)
 }
 
 int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
-                     sb_failed_count **out, size_t *n_out, sb_error *err)
+                     sb_failed_count ***out, size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
     if (e == NULL || by == NULL || out == NULL || n_out == NULL)
@@ -862,22 +862,25 @@ int sb_errors_counts(sb_errors *e, const char *by, int status, size_t limit,
     }
     sb__free(sql);
     size_t n = rc == SB_OK ? rows->nrows : 0;
-    sb_failed_count *v = n ? sb__calloc(n, sizeof *v) : NULL;
-    if (n > 0 && v == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_failed_count **list = NULL;
+    if (n > 0) {
+        SB__LIST_NEW(list, n);
+        if (list == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
     for (size_t r = 0; rc == SB_OK && r < n; r++) {
+        sb_failed_count *v = list[r];
         sb_text t;
-        sb__text_init(&t, v[r].name, sizeof v[r].name);
+        v->size = sizeof *v;
+        sb__text_init(&t, v->name, sizeof v->name);
         const char *name = sb__rows_text(rows, r, 0);
         sb__text_put(&t, name, strlen(name));
-        v[r].count = sb__rows_int(rows, r, 1);
+        v->count = sb__rows_int(rows, r, 1);
     }
     sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(v);
+    if (rc != SB_OK)
         return rc;
-    }
-    *out = v;
+    *out = list;
     *n_out = n;
     return SB_OK;
 }

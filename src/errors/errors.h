@@ -214,7 +214,7 @@ const char *const *sb__errors_failure_headers(size_t *n);
     "f.processing_endpoint, f.host, f.host_id, f.first_time_of_failure, "      \
     "f.last_modified, f.time_sent, f.is_system"
 
-int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
+int sb__errors_summaries(const sb_rows *rows, sb_failed_summary ***out,
                          size_t *n_out, sb_error *err);
 /* The list's page statement ({p} unsubstituted), sorted by `sort_column`
  * (a key from list.c's fixed table), or with `sort_column` NULL its count:

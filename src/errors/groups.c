@@ -11,7 +11,7 @@
 #define MAX_GROUPS 200
 
 int sb_errors_groups(sb_errors *e, const char *classifier, int status,
-                     sb_failure_group **out, size_t *n_out, sb_error *err)
+                     sb_failure_group ***out, size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
     if (e == NULL || out == NULL || n_out == NULL)
@@ -42,28 +42,31 @@ int sb_errors_groups(sb_errors *e, const char *classifier, int status,
                        &rows, NULL, err);
     sb__pool_release(e->bus->pool, c);
     size_t n = rc == SB_OK ? rows->nrows : 0;
-    sb_failure_group *g = n ? sb__calloc(n, sizeof *g) : NULL;
-    if (n > 0 && g == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    sb_failure_group **list = NULL;
+    if (n > 0) {
+        SB__LIST_NEW(list, n);
+        if (list == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
     for (size_t r = 0; rc == SB_OK && r < n; r++) {
+        sb_failure_group *g = list[r];
         const char *id = sb__rows_text(rows, r, 0);
         const char *type = sb__rows_text(rows, r, 1);
         const char *title = sb__rows_text(rows, r, 2);
         const char *comment = sb__rows_text(rows, r, 6);
-        sb__strlcpy(g[r].id, id ? id : "", sizeof g[r].id);
-        sb__strlcpy(g[r].type, type ? type : "", sizeof g[r].type);
-        sb__strlcpy(g[r].title, title ? title : "", sizeof g[r].title);
-        sb__strlcpy(g[r].comment, comment ? comment : "", sizeof g[r].comment);
-        g[r].count = sb__rows_int(rows, r, 3);
-        g[r].first_failure_us = sb__rows_int(rows, r, 4);
-        g[r].last_failure_us = sb__rows_int(rows, r, 5);
+        g->size = sizeof *g;
+        sb__strlcpy(g->id, id ? id : "", sizeof g->id);
+        sb__strlcpy(g->type, type ? type : "", sizeof g->type);
+        sb__strlcpy(g->title, title ? title : "", sizeof g->title);
+        sb__strlcpy(g->comment, comment ? comment : "", sizeof g->comment);
+        g->count = sb__rows_int(rows, r, 3);
+        g->first_failure_us = sb__rows_int(rows, r, 4);
+        g->last_failure_us = sb__rows_int(rows, r, 5);
     }
     sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(g);
+    if (rc != SB_OK)
         return rc;
-    }
-    *out = g;
+    *out = list;
     *n_out = n;
     return SB_OK;
 }

@@ -157,39 +157,43 @@ static void copy_cut(char *dst, size_t cap, const char *src)
         sb__text_put(&t, src, strlen(src));
 }
 
-int sb__errors_summaries(const sb_rows *rows, sb_failed_summary **out,
+int sb__errors_summaries(const sb_rows *rows, sb_failed_summary ***out,
                          size_t *n_out, sb_error *err)
 {
     size_t n = rows->nrows;
-    sb_failed_summary *s = n ? sb__calloc(n, sizeof *s) : NULL;
-    if (n > 0 && s == NULL)
-        return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    for (size_t r = 0; r < n; r++) {
-        copy_cut(s[r].unique_id, sizeof s[r].unique_id,
-                 sb__rows_text(rows, r, 0));
-        s[r].status = (int)sb__rows_int(rows, r, 1);
-        s[r].attempts = sb__rows_int(rows, r, 2);
-        s[r].last_failure_us = sb__rows_int(rows, r, 3);
-        copy_cut(s[r].message_type, sizeof s[r].message_type,
-                 sb__rows_text(rows, r, 4));
-        copy_cut(s[r].failed_queue, sizeof s[r].failed_queue,
-                 sb__rows_text(rows, r, 5));
-        copy_cut(s[r].exception_type, sizeof s[r].exception_type,
-                 sb__rows_text(rows, r, 6));
-        copy_cut(s[r].exception_message, sizeof s[r].exception_message,
-                 sb__rows_text(rows, r, 7));
-        copy_cut(s[r].message_id, sizeof s[r].message_id,
-                 sb__rows_text(rows, r, 8));
-        copy_cut(s[r].processing_endpoint, sizeof s[r].processing_endpoint,
-                 sb__rows_text(rows, r, 9));
-        copy_cut(s[r].host, sizeof s[r].host, sb__rows_text(rows, r, 10));
-        copy_cut(s[r].host_id, sizeof s[r].host_id, sb__rows_text(rows, r, 11));
-        s[r].first_failure_us = sb__rows_int(rows, r, 12);
-        s[r].last_modified_us = sb__rows_int(rows, r, 13);
-        s[r].time_sent_us = sb__rows_int(rows, r, 14);
-        s[r].is_system = sb__rows_int(rows, r, 15) != 0;
+    sb_failed_summary **list = NULL;
+    if (n > 0) {
+        SB__LIST_NEW(list, n);
+        if (list == NULL)
+            return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
-    *out = s;
+    for (size_t r = 0; r < n; r++) {
+        sb_failed_summary *s = list[r];
+        s->size = sizeof *s;
+        copy_cut(s->unique_id, sizeof s->unique_id, sb__rows_text(rows, r, 0));
+        s->status = (int)sb__rows_int(rows, r, 1);
+        s->attempts = sb__rows_int(rows, r, 2);
+        s->last_failure_us = sb__rows_int(rows, r, 3);
+        copy_cut(s->message_type, sizeof s->message_type,
+                 sb__rows_text(rows, r, 4));
+        copy_cut(s->failed_queue, sizeof s->failed_queue,
+                 sb__rows_text(rows, r, 5));
+        copy_cut(s->exception_type, sizeof s->exception_type,
+                 sb__rows_text(rows, r, 6));
+        copy_cut(s->exception_message, sizeof s->exception_message,
+                 sb__rows_text(rows, r, 7));
+        copy_cut(s->message_id, sizeof s->message_id,
+                 sb__rows_text(rows, r, 8));
+        copy_cut(s->processing_endpoint, sizeof s->processing_endpoint,
+                 sb__rows_text(rows, r, 9));
+        copy_cut(s->host, sizeof s->host, sb__rows_text(rows, r, 10));
+        copy_cut(s->host_id, sizeof s->host_id, sb__rows_text(rows, r, 11));
+        s->first_failure_us = sb__rows_int(rows, r, 12);
+        s->last_modified_us = sb__rows_int(rows, r, 13);
+        s->time_sent_us = sb__rows_int(rows, r, 14);
+        s->is_system = sb__rows_int(rows, r, 15) != 0;
+    }
+    *out = list;
     *n_out = n;
     return SB_OK;
 }
@@ -219,7 +223,7 @@ size_t sb__errors_list_sql(int dialect, const sb_failed_query *q,
 }
 
 int sb_errors_list(sb_errors *e, const sb_failed_query *q,
-                   sb_failed_summary **out, size_t *n_out, int64_t *total,
+                   sb_failed_summary ***out, size_t *n_out, int64_t *total,
                    sb_error *err)
 {
     sb_error_clear(err);

@@ -153,17 +153,6 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
                           &immediate, err);
 }
 
-/* A caller's sb_operation_info must be at least this version's (the
- * first): SB_INVALID naming "size" otherwise. */
-static int check_info(const sb_operation_info *out, sb_error *err)
-{
-    if (out->size < sizeof *out)
-        return sb__err(err, SB_INVALID, "size",
-                       "out->size must be at least %zu (got %zu)", sizeof *out,
-                       out->size);
-    return SB_OK;
-}
-
 /* Public (sqlbus.h): check, then the row and its job in one transaction on
  * `bus`; the worker (on the store's bus) is woken in-process. */
 int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
@@ -177,7 +166,8 @@ int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
                        : kind == NULL ? "kind"
                                       : "sel",
                        "arguments must not be NULL");
-    if (out != NULL && check_info(out, err) != SB_OK)
+    if (out != NULL &&
+        sb__out_struct(out, sizeof *out, "sb_operation_info", err) != SB_OK)
         return SB_INVALID;
     if (bus == NULL)
         bus = o->bus;
@@ -233,7 +223,7 @@ int sb_operations_get(sb_operations *o, sb_bus *bus, const char *id,
                        : id == NULL ? "id"
                                     : "out",
                        "arguments must not be NULL");
-    if (check_info(out, err) != SB_OK)
+    if (sb__out_struct(out, sizeof *out, "sb_operation_info", err) != SB_OK)
         return SB_INVALID;
     if (bus == NULL)
         bus = o->bus;

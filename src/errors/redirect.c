@@ -32,6 +32,7 @@ static int lock_and_read(sb_conn *c, sb_errors *e, sb_rows **rows,
 static void fill(sb_redirect *r, const sb_rows *rows, size_t i)
 {
     memset(r, 0, sizeof *r);
+    r->size = sizeof *r;
     sb__strlcpy(r->id, sb__rows_text(rows, i, 0), sizeof r->id);
     sb__strlcpy(r->from_queue, sb__rows_text(rows, i, 1), sizeof r->from_queue);
     sb__strlcpy(r->to_queue, sb__rows_text(rows, i, 2), sizeof r->to_queue);
@@ -169,6 +170,9 @@ int sb_errors_redirect_add(sb_errors *e, const char *from_queue,
     if (strcmp(from_queue, to_queue) == 0)
         return sb__err(err, SB_INVALID, "to_queue",
                        "to_queue must differ from from_queue");
+    if (out != NULL &&
+        (rc = sb__out_struct(out, sizeof *out, "sb_redirect", err)) != SB_OK)
+        return rc;
     redirect_ctx x;
     memset(&x, 0, sizeof x);
     x.e = e;
@@ -212,7 +216,7 @@ int sb_errors_redirect_remove(sb_errors *e, const char *id, sb_error *err)
                        : rc;
 }
 
-int sb_errors_redirects(sb_errors *e, sb_redirect **out, size_t *n_out,
+int sb_errors_redirects(sb_errors *e, sb_redirect ***out, size_t *n_out,
                         sb_error *err)
 {
     sb_error_clear(err);
@@ -229,17 +233,18 @@ int sb_errors_redirects(sb_errors *e, sb_redirect **out, size_t *n_out,
     rc = read_all(c, e, &rows, err);
     sb__pool_release(e->bus->pool, c);
     size_t n = rc == SB_OK ? rows->nrows : 0;
-    sb_redirect *r = n ? sb__calloc(n, sizeof *r) : NULL;
-    if (n > 0 && r == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
-    for (size_t i = 0; rc == SB_OK && i < n; i++)
-        fill(&r[i], rows, i);
-    sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(r);
-        return rc;
+    sb_redirect **list = NULL;
+    if (n > 0) {
+        SB__LIST_NEW(list, n);
+        if (list == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
-    *out = r;
+    for (size_t i = 0; rc == SB_OK && i < n; i++)
+        fill(list[i], rows, i);
+    sb__rows_free(rows);
+    if (rc != SB_OK)
+        return rc;
+    *out = list;
     *n_out = n;
     return SB_OK;
 }

@@ -67,7 +67,7 @@ static int fulltext_ready(sb_conn *c, sb_errors *e, sb_error *err)
 }
 
 int sb_errors_search(sb_errors *e, const char *query, size_t limit,
-                     sb_failed_summary **out, size_t *n_out, sb_error *err)
+                     sb_failed_summary ***out, size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
     if (e == NULL || out == NULL || n_out == NULL)

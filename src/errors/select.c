@@ -443,6 +443,7 @@ static void op_of(const sb_rows *rows, size_t r, const char *group_id,
                   sb_group_operation *out)
 {
     memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
     sb__strlcpy(out->group_id, group_id, sizeof out->group_id);
     sb__strlcpy(out->kind, sb__rows_text(rows, r, 0), sizeof out->kind);
     sb__strlcpy(out->state, sb__rows_text(rows, r, 1), sizeof out->state);
@@ -457,7 +458,7 @@ static void op_of(const sb_rows *rows, size_t r, const char *group_id,
 }
 
 int sb_errors_group_operations(sb_errors *e, const char *const *group_ids,
-                               size_t n, sb_group_operation **out,
+                               size_t n, sb_group_operation ***out,
                                size_t *n_out, sb_error *err)
 {
     sb_error_clear(err);
@@ -471,16 +472,17 @@ int sb_errors_group_operations(sb_errors *e, const char *const *group_ids,
                        MAX_GROUP_IDS);
     if (n == 0)
         return SB_OK;
+    const size_t id_cap = sizeof((sb_group_operation *)NULL)->group_id;
     sb_buf ids;
     sb__buf_init(&ids, (size_t)MAX_GROUP_IDS * 80);
     sb__buf_puts(&ids, "[");
     for (size_t i = 0; i < n; i++) {
         if (group_ids[i] == NULL || group_ids[i][0] == '\0' ||
-            strlen(group_ids[i]) >= sizeof(*out)->group_id) {
+            strlen(group_ids[i]) >= id_cap) {
             sb__buf_free(&ids);
             return sb__err(err, SB_INVALID, "group_ids",
                            "group_ids[%zu] must be 1 to %zu bytes", i,
-                           sizeof(*out)->group_id - 1);
+                           id_cap - 1);
         }
         sb__buf_puts(&ids, i ? "," : "");
         sb__buf_json_str(&ids, group_ids[i]);
@@ -500,17 +502,18 @@ int sb_errors_group_operations(sb_errors *e, const char *const *group_ids,
     }
     sb__buf_free(&ids);
     size_t k = rc == SB_OK ? rows->nrows : 0;
-    sb_group_operation *v = k ? sb__calloc(k, sizeof *v) : NULL;
-    if (k > 0 && v == NULL)
-        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
-    for (size_t r = 0; rc == SB_OK && r < k; r++)
-        op_of(rows, r, sb__rows_text(rows, r, 7), &v[r]);
-    sb__rows_free(rows);
-    if (rc != SB_OK) {
-        sb__free(v);
-        return rc;
+    sb_group_operation **list = NULL;
+    if (k > 0) {
+        SB__LIST_NEW(list, k);
+        if (list == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
-    *out = v;
+    for (size_t r = 0; rc == SB_OK && r < k; r++)
+        op_of(rows, r, sb__rows_text(rows, r, 7), list[r]);
+    sb__rows_free(rows);
+    if (rc != SB_OK)
+        return rc;
+    *out = list;
     *n_out = k;
     return SB_OK;
 }
@@ -525,13 +528,15 @@ int sb_errors_group_operation(sb_errors *e, const char *group_id,
                        : group_id ? "out"
                                   : "group_id",
                        "arguments must not be NULL");
-    memset(out, 0, sizeof *out);
+    int rc = sb__out_struct(out, sizeof *out, "sb_group_operation", err);
+    if (rc != SB_OK)
+        return rc;
     if (group_id[0] == '\0' || strlen(group_id) >= sizeof out->group_id)
         return sb__err(err, SB_INVALID, "group_id",
                        "group_id must be 1 to %zu bytes",
                        sizeof out->group_id - 1);
     sb_conn *c = NULL;
-    int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
+    rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
     if (rc != SB_OK)
         return rc;
     sb_value p = sb__v_text(group_id);

@@ -55,13 +55,13 @@ static void view(sb_buf *b, const sb_failed_summary *s)
     view_with(b, s, NULL);
 }
 
-static void views(sb_buf *b, const sb_failed_summary *s, size_t n)
+static void views(sb_buf *b, sb_failed_summary *const *s, size_t n)
 {
     sb__buf_puts(b, "[");
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             sb__buf_puts(b, ",");
-        view(b, &s[i]);
+        view(b, s[i]);
     }
     sb__buf_puts(b, "]");
 }
@@ -141,7 +141,7 @@ static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
     if (!sb__page_params(r->q, &q.page, &q.per_page, out) ||
         !list_query(r->q, &q, out))
         return 1;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sb_error err;
@@ -152,7 +152,7 @@ static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
     out->status = 200;
     if (r->method != SB_HTTP_HEAD)
         views(&out->body, s, n);
-    sb__free(s);
+    sb_free(s);
     return 1;
 }
 
@@ -331,7 +331,7 @@ static int search(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     size_t page = 1, per = SEARCH_DEFAULT;
     if (!sb__page_params(r->q, &page, &per, out))
         return 1;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     int rc = sb_errors_search(a->store, q, per, &s, &n, &err);
@@ -340,19 +340,19 @@ static int search(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     out->total = (int64_t)n;
     out->status = 200;
     views(&out->body, s, n);
-    sb__free(s);
+    sb_free(s);
     return 1;
 }
 
-static void counts_array(sb_buf *b, const sb_failed_count *c, size_t n,
+static void counts_array(sb_buf *b, sb_failed_count *const *c, size_t n,
                          const char *name_key, const char *count_key)
 {
     sb__buf_puts(b, "[");
     for (size_t i = 0; i < n; i++) {
         int f = 1;
         sb__buf_puts(b, i ? ",{" : "{");
-        sb__json_str_m(b, &f, name_key, c[i].name);
-        sb__json_int_m(b, &f, count_key, c[i].count);
+        sb__json_str_m(b, &f, name_key, c[i]->name);
+        sb__json_int_m(b, &f, count_key, c[i]->count);
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
@@ -375,13 +375,13 @@ static int summary(const sb_api *a, sb_api_resp *out)
               {"message_type", "message_types"},
               {"failed_queue", "queues"}};
     for (size_t i = 0; rc == SB_OK && i < 3; i++) {
-        sb_failed_count *c = NULL;
+        sb_failed_count **c = NULL;
         size_t n = 0;
         rc = sb_errors_counts(a->store, by[i].by, SB_FAILED_UNRESOLVED,
                               SUMMARY_TOP, &c, &n, &err);
         sb__buf_printf(b, ",\"%s\":", by[i].key);
         counts_array(b, c, n, "name", "count");
-        sb__free(c);
+        sb_free(c);
     }
     sb__buf_puts(b, "}");
     if (rc != SB_OK) {
@@ -401,7 +401,7 @@ static int counts(const sb_api *a, const sb_api_req *r, const char *by,
     size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
     if (!sb__page_params(r->q, &page, &per, out))
         return 1;
-    sb_failed_count *c = NULL;
+    sb_failed_count **c = NULL;
     size_t n = 0;
     sb_error err;
     int rc = sb_errors_counts(a->store, by, -1, COUNTS_MAX, &c, &n, &err);
@@ -411,7 +411,7 @@ static int counts(const sb_api *a, const sb_api_req *r, const char *by,
     size_t k = n - from < per ? n - from : per;
     sb__page_headers(out, path, r->q, page, per, (int64_t)n);
     counts_array(&out->body, c + from, k, name_key, count_key);
-    sb__free(c);
+    sb_free(c);
     out->status = 200;
     return 1;
 }

@@ -60,39 +60,39 @@ static int groups(const sb_api *a, const char *classifier, int status,
                              "/api/recoverability/classifiers)",
                              classifier),
                1;
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0, n_ops = 0;
     sb_error err;
     int rc = sb_errors_groups(a->store, classifier, status, &g, &n, &err);
     /* The overlay in one read, not one per group. */
     const char **ids = n ? sb__calloc(n, sizeof *ids) : NULL;
-    sb_group_operation *ops = NULL;
+    sb_group_operation **ops = NULL;
     if (rc == SB_OK && n > 0 && ids == NULL)
         rc = sb__err(&err, SB_NOMEM, NULL, "out of memory");
     for (size_t i = 0; rc == SB_OK && i < n; i++)
-        ids[i] = g[i].id;
+        ids[i] = g[i]->id;
     if (rc == SB_OK)
         rc = sb_errors_group_operations(a->store, ids, n, &ops, &n_ops, &err);
     sb__free(ids);
     if (rc != SB_OK) {
-        sb__free(g);
+        sb_free(g);
         return sb__api_fail(out, rc, &err), 1;
     }
     sb__buf_puts(&out->body, "[");
     for (size_t i = 0; i < n; i++) {
         const sb_group_operation *op = NULL;
         for (size_t k = 0; k < n_ops && op == NULL; k++)
-            if (strcmp(ops[k].group_id, g[i].id) == 0)
-                op = &ops[k];
+            if (strcmp(ops[k]->group_id, g[i]->id) == 0)
+                op = ops[k];
         if (i > 0)
             sb__buf_puts(&out->body, ",");
-        group_json(&out->body, &g[i], op);
+        group_json(&out->body, g[i], op);
     }
     sb__buf_puts(&out->body, "]");
     out->total = (int64_t)n;
     out->status = 200;
-    sb__free(ops);
-    sb__free(g);
+    sb_free(ops);
+    sb_free(g);
     return 1;
 }
 
@@ -103,7 +103,7 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
 {
     sb_failed_query q = {
         .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sb_error err;
@@ -111,18 +111,19 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     if (n == 0) {
-        sb__free(s);
+        sb_free(s);
         return sb__api_error(out, 404, "not_found", "id",
                              "no failure group %.100s", id),
                1;
     }
     sb_failed_message *m = NULL;
-    rc = sb_errors_get(a->store, s[0].unique_id, &m, &err);
-    sb__free(s);
+    rc = sb_errors_get(a->store, s[0]->unique_id, &m, &err);
+    sb_free(s);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     sb_failure_group g;
     memset(&g, 0, sizeof g);
+    g.size = sizeof g;
     sb__strlcpy(g.id, id, sizeof g.id);
     for (size_t i = 0; i < sb_failed_group_count(m); i++) {
         const char *gid, *type, *title;
@@ -137,17 +138,18 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
     int found = 0;
     for (int st = SB_FAILED_UNRESOLVED; !found && st <= SB_FAILED_ARCHIVED;
          st += SB_FAILED_ARCHIVED) {
-        sb_failure_group *all = NULL;
+        sb_failure_group **all = NULL;
         size_t k = 0;
         if (sb_errors_groups(a->store, g.type, st, &all, &k, &err) == SB_OK)
             for (size_t i = 0; i < k && !found; i++)
-                if (strcmp(all[i].id, id) == 0) {
-                    g = all[i];
+                if (strcmp(all[i]->id, id) == 0) {
+                    g = *all[i];
                     found = 1;
                 }
-        sb__free(all);
+        sb_free(all);
     }
     sb_group_operation op;
+    op.size = sizeof op;
     int has_op = sb_errors_group_operation(a->store, id, &op, &err) == SB_OK;
     group_json(&out->body, &g, has_op ? &op : NULL);
     out->status = 200;
@@ -263,7 +265,7 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     sb_error err;
     int rc;
     if (r->method == SB_HTTP_GET || r->method == SB_HTTP_HEAD) {
-        sb_redirect *d = NULL;
+        sb_redirect **d = NULL;
         size_t n = 0;
         rc = sb_errors_redirects(a->store, &d, &n, &err);
         if (rc != SB_OK)
@@ -272,12 +274,12 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         for (size_t i = 0; i < n; i++) {
             if (i > 0)
                 sb__buf_puts(&out->body, ",");
-            redirect_json(&out->body, &d[i]);
+            redirect_json(&out->body, d[i]);
         }
         sb__buf_puts(&out->body, "]");
         out->total = (int64_t)n;
         out->status = 200;
-        sb__free(d);
+        sb_free(d);
         return 1;
     }
     static const char *const known[] = {"fromphysicaladdress",
@@ -296,6 +298,7 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                              "(strings) are required"),
                1;
     sb_redirect d;
+    d.size = sizeof d;
     rc = sb_errors_redirect_add(a->store, from, to, &d, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;

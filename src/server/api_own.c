@@ -13,7 +13,7 @@
 #define RECOVERY_LIST 200
 
 /* Every queue's counts: the sampler's newest (see api.h), or read now. */
-static int queue_counts(const sb_api *a, sb_queue_stats **q, size_t *n,
+static int queue_counts(const sb_api *a, sb_queue_stats ***q, size_t *n,
                         sb_error *err)
 {
     sb_error_clear(err);
@@ -25,7 +25,7 @@ static int queue_counts(const sb_api *a, sb_queue_stats **q, size_t *n,
 
 static int queues(const sb_api *a, sb_api_resp *out)
 {
-    sb_queue_stats *q = NULL;
+    sb_queue_stats **q = NULL;
     size_t n = 0;
     sb_error err;
     int rc = queue_counts(a, &q, &n, &err);
@@ -36,20 +36,20 @@ static int queues(const sb_api *a, sb_api_resp *out)
     for (size_t i = 0; i < n; i++) {
         int f = 1;
         sb__buf_puts(b, i ? ",{" : "{");
-        sb__json_str_m(b, &f, "name", q[i].queue);
-        sb__json_int_m(b, &f, "ready", q[i].ready);
-        sb__json_int_m(b, &f, "delayed", q[i].delayed);
-        sb__json_int_m(b, &f, "in_flight", q[i].in_flight);
-        sb__json_int_m(b, &f, "dead_lettered", q[i].dead_lettered);
-        if (q[i].oldest_ready_age_ms >= 0)
+        sb__json_str_m(b, &f, "name", q[i]->queue);
+        sb__json_int_m(b, &f, "ready", q[i]->ready);
+        sb__json_int_m(b, &f, "delayed", q[i]->delayed);
+        sb__json_int_m(b, &f, "in_flight", q[i]->in_flight);
+        sb__json_int_m(b, &f, "dead_lettered", q[i]->dead_lettered);
+        if (q[i]->oldest_ready_age_ms >= 0)
             sb__json_int_m(b, &f, "oldest_ready_age_ms",
-                           q[i].oldest_ready_age_ms);
+                           q[i]->oldest_ready_age_ms);
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
     out->total = (int64_t)n;
     out->status = 200;
-    sb__free(q);
+    sb_free(q);
     return 1;
 }
 
@@ -101,7 +101,7 @@ static int peek(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     if (!sb__page_params(r->q, &page, &per, out))
         return 1;
     sb_error err;
-    sb_queue_stats *q = NULL;
+    sb_queue_stats **q = NULL;
     size_t n = 0;
     int rc = sb_validate_queue_name(queue, &err);
     if (rc == SB_OK)
@@ -110,9 +110,9 @@ static int peek(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         return sb__api_fail(out, rc, &err), 1;
     int64_t total = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(q[i].queue, queue) == 0)
-            total = q[i].ready + q[i].delayed + q[i].in_flight;
-    sb__free(q);
+        if (strcmp(q[i]->queue, queue) == 0)
+            total = q[i]->ready + q[i]->delayed + q[i]->in_flight;
+    sb_free(q);
     sb_msg **msgs = NULL;
     rc = sb_queue_peek(a->bus, queue, (page - 1) * per, per, &msgs, &n, &err);
     if (rc != SB_OK)

@@ -794,15 +794,15 @@ static int publish_order(sb_demo *d, int64_t n, sb_error *err)
 /* demo.invoices has no consumer: keep it below its cap. */
 static int check_invoices(sb_demo *d, sb_error *err)
 {
-    sb_queue_stats *qs = NULL;
+    sb_queue_stats **qs = NULL;
     size_t n = 0;
     int rc = sb_queue_list(d->bus, &qs, &n, err);
     if (rc != SB_OK)
         return rc;
     int64_t held = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(qs[i].queue, QUEUE_INVOICES) == 0)
-            held = qs[i].ready + qs[i].delayed;
+        if (strcmp(qs[i]->queue, QUEUE_INVOICES) == 0)
+            held = qs[i]->ready + qs[i]->delayed;
     sb_free(qs);
     pthread_mutex_lock(&d->mu);
     d->invoices_open = held < INVOICE_CAP;

@@ -164,7 +164,7 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
     if (sb_bus_metrics(bus, c, &e) == SB_OK)
         s.counters = c;
 
-    sb_queue_stats *queues = NULL;
+    sb_queue_stats **queues = NULL;
     size_t n_queues = 0;
     s.queues_ok = sb__stats_queues(stats, QUEUES_MAX_AGE_MS, &queues, &n_queues,
                                    NULL) == SB_OK ||
@@ -181,8 +181,8 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
          * (absent from the list when the queue is empty). */
         s.lag_ok = 1;
         for (size_t i = 0; i < n_queues; i++)
-            if (strcmp(queues[i].queue, c->dead_letter_queue) == 0)
-                s.lag_ms = queues[i].oldest_ready_age_ms;
+            if (strcmp(queues[i]->queue, c->dead_letter_queue) == 0)
+                s.lag_ms = queues[i]->oldest_ready_age_ms;
     }
     if (loops != NULL) {
         sb__loops_state(loops, &s.loops);

@@ -158,7 +158,7 @@ static void depth(sb_buf *b, const sb_metrics_snapshot *s)
     for (int k = D_READY; k <= D_AGE; k++) {
         family(b, f[k].name, "gauge", f[k].help);
         for (size_t i = 0; i < n; i++) {
-            const sb_queue_stats *q = &s->queues[i];
+            const sb_queue_stats *q = s->queues[i];
             if (k == D_AGE) {
                 int64_t ms =
                     q->oldest_ready_age_ms < 0 ? 0 : q->oldest_ready_age_ms;

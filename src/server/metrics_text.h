@@ -35,7 +35,8 @@ typedef struct sb_metrics_dispatched {
  * sqlbus_scrape_source_up{source} is 0. Pointers are borrowed. */
 typedef struct sb_metrics_snapshot {
     int queues_ok;
-    const sb_queue_stats *queues; /* at most SB_METRICS_QUEUE_LABELS shown */
+    sb_queue_stats *const *queues; /* a list; at most
+                                     SB_METRICS_QUEUE_LABELS shown */
     size_t n_queues;
     int lag_ok;
     int64_t lag_ms;                  /* the oldest dead letter's age */

@@ -47,7 +47,7 @@ struct sb_stats {
     size_t cap, head, n; /* head: where the next point goes */
     uint64_t seq;        /* points written so far */
     qslot slots[SB_STATS_QUEUES];
-    sb_queue_stats *last_q; /* the newest sample's queues (all of them) */
+    sb_queue_stats **last_q; /* the newest sample's queues (all of them) */
     size_t last_nq;
     int64_t last_q_us; /* its wall-clock time; 0 until one is read */
     /* the sampler thread's own: every process's counts (sb_counts_list)
@@ -125,17 +125,18 @@ static void deltas(const sb_stats *s, const char *name, int64_t *pub,
 }
 
 /* Fill the queues of point `p` (under mu). */
-static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q, size_t n)
+static void put_queues(sb_stats *s, point *p, sb_queue_stats *const *q,
+                       size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        int k = slot_of(s, q[i].queue);
+        int k = slot_of(s, q[i]->queue);
         if (k < 0)
             continue;
         p->present |= 1ull << k;
-        p->v[k][V_READY] = q[i].ready;
-        p->v[k][V_IN_FLIGHT] = q[i].in_flight;
-        p->v[k][V_DEAD] = q[i].dead_lettered;
-        deltas(s, q[i].queue, &p->v[k][V_PUBLISHED], &p->v[k][V_ACKED]);
+        p->v[k][V_READY] = q[i]->ready;
+        p->v[k][V_IN_FLIGHT] = q[i]->in_flight;
+        p->v[k][V_DEAD] = q[i]->dead_lettered;
+        deltas(s, q[i]->queue, &p->v[k][V_PUBLISHED], &p->v[k][V_ACKED]);
         s->slots[k].last_seq = s->seq;
     }
     /* A queue drained empty has no rows, so the list leaves it out; its
@@ -150,7 +151,7 @@ static void put_queues(sb_stats *s, point *p, const sb_queue_stats *q, size_t n)
             continue;
         int listed = 0;
         for (size_t i = 0; !listed && i < n; i++)
-            listed = strcmp(q[i].queue, name) == 0;
+            listed = strcmp(q[i]->queue, name) == 0;
         int k = listed ? -1 : slot_of(s, name);
         if (k < 0)
             continue;
@@ -174,7 +175,7 @@ static void take_sample(sb_stats *s)
         s->n_cur = 0;
     }
     s->pair = have_counts && s->have_prev;
-    sb_queue_stats *q = NULL;
+    sb_queue_stats **q = NULL;
     size_t nq = 0;
     int qrc = sb_queue_list(s->bus, &q, &nq, &qerr);
     int64_t by_status[4] = {0, 0, 0, 0};
@@ -197,7 +198,7 @@ static void take_sample(sb_stats *s)
         put_queues(s, p, q, nq);
     }
     if (qrc == SB_OK) { /* kept for /api/queues; the old one goes */
-        sb_queue_stats *old = s->last_q;
+        sb_queue_stats **old = s->last_q;
         s->last_q = q;
         s->last_nq = nq;
         s->last_q_us = t;
@@ -439,7 +440,7 @@ int sb__stats_json(sb_stats *s, int minutes, sb_buf *out, sb_error *err)
     return SB_OK;
 }
 
-int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
+int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats ***out,
                      size_t *n_out, int64_t *at_us)
 {
     *out = NULL;
@@ -451,11 +452,11 @@ int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
     if (s->last_q_us == 0 || sb__wall_us() - s->last_q_us > max_age_ms * 1000) {
         rc = SB_EMPTY;
     } else if (s->last_nq > 0) {
-        *out = sb__malloc(s->last_nq * sizeof **out);
+        SB__LIST_NEW(*out, s->last_nq);
         if (*out == NULL)
             rc = SB_NOMEM;
-        else
-            memcpy(*out, s->last_q, s->last_nq * sizeof **out);
+        for (size_t i = 0; *out != NULL && i < s->last_nq; i++)
+            *(*out)[i] = *s->last_q[i];
     }
     if (rc == SB_OK) {
         *n_out = s->last_nq;

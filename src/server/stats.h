@@ -38,12 +38,13 @@ int sb__stats_start(sb_bus *bus, sb_errors *store, sb_loops *loops,
  * timeouts). */
 void sb__stats_stop(sb_stats *s);
 
-/* The newest sample's queue counts (every queue, as sb_queue_list gives
- * them), when it is at most `max_age_ms` old: `*out` transferred (sb_free),
- * `*at_us` (may be NULL) its wall-clock time. SB_EMPTY when there is no
- * such sample (none yet, the database did not answer, or `s` is NULL);
- * SB_NOMEM. Thread-safe. */
-int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats **out,
+/* The newest sample's queue counts (every queue, a list as sb_queue_list
+ * gives), when it is at most `max_age_ms` old: `*out` transferred
+ * (sb_free: the program installs no allocator, so its blocks and the
+ * library's are the C library's), `*at_us` (may be NULL) its wall-clock
+ * time. SB_EMPTY when there is no such sample (none yet, the database did
+ * not answer, or `s` is NULL); SB_NOMEM. Thread-safe. */
+int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats ***out,
                      size_t *n_out, int64_t *at_us);
 
 /* The JSON of the last `minutes` (1 to 60), appended to `out`:

@@ -27,12 +27,13 @@ static sb_queue_stats *find_or_add(sb_queue_stats **arr, size_t *n,
     *arr = na;
     sb_queue_stats *s = &na[(*n)++];
     memset(s, 0, sizeof *s);
+    s->size = sizeof *s;
     sb__strlcpy(s->queue, queue, sizeof s->queue);
     s->oldest_ready_age_ms = -1;
     return s;
 }
 
-int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
+int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
                   sb_error *err)
 {
     sb_error_clear(err);
@@ -80,11 +81,18 @@ int sb_queue_list(sb_bus *bus, sb_queue_stats **out, size_t *n_out,
     }
     sb__rows_free(rows);
     sb__rows_free(dead);
-    if (rc != SB_OK) {
-        sb__free(arr);
-        return rc;
+    sb_queue_stats **list = NULL;
+    if (rc == SB_OK && n > 0) {
+        SB__LIST_NEW(list, n);
+        if (list == NULL)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+        for (size_t i = 0; list != NULL && i < n; i++)
+            *list[i] = arr[i];
     }
-    *out = arr;
+    sb__free(arr);
+    if (rc != SB_OK)
+        return rc;
+    *out = list;
     *n_out = n;
     return SB_OK;
 }

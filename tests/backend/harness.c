@@ -194,15 +194,15 @@ void sbt_drop(sb_bus *bus, const char *prefix)
 
 long sbt_count(sb_bus *bus, const char *queue)
 {
-    sb_queue_stats *s = NULL;
+    sb_queue_stats **s = NULL;
     size_t n = 0;
     sb_error err;
     if (sb_queue_list(bus, &s, &n, &err) != SB_OK)
         fail_msg("queue list: %s", err.message);
     long total = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].queue, queue) == 0)
-            total = (long)(s[i].ready + s[i].delayed + s[i].in_flight);
+        if (strcmp(s[i]->queue, queue) == 0)
+            total = (long)(s[i]->ready + s[i]->delayed + s[i]->in_flight);
     sb_free(s);
     return total;
 }

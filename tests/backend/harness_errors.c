@@ -185,7 +185,7 @@ int sbe_search_available(sbe_env *e)
     if (installed == 1)
         return 1;
     /* Everything else works; search says what is missing. */
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     assert_int_equal(sb_errors_search(e->store, "x", 10, &s, &n, &err),
@@ -267,15 +267,15 @@ void sbe_seed_failed(sbe_env *e, const char *queue, int n)
 
 void sbe_group_of(sbe_env *e, const char *queue, int status, char id[37])
 {
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n, &err),
            &err, "groups");
     id[0] = '\0';
     for (size_t i = 0; i < n; i++)
-        if (strcmp(g[i].title, queue) == 0)
-            memcpy(id, g[i].id, 37);
+        if (strcmp(g[i]->title, queue) == 0)
+            memcpy(id, g[i]->id, 37);
     sb_free(g);
     assert_true(id[0] != '\0');
 }

@@ -819,28 +819,28 @@ static void test_group_views(void **state)
     sbe_dead_letter(&e, "g-4", "qb", "2026-01-02T00:00:09Z", "Y", "4",
                     ",\"sb-retry-of\":\"ug-4\"");
     sbe_ingest(&e);
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
                             &g, &n, &err),
            &err, "groups");
     assert_int_equal(n, 2);
-    assert_string_equal(g[0].title, "qb"); /* newest failure first */
-    assert_int_equal(g[0].count, 1);
-    assert_string_equal(g[1].title, "qa");
-    assert_int_equal(g[1].count, 3);
-    assert_int_equal(g[1].first_failure_us, 1767312001000000LL);
-    assert_int_equal(g[1].last_failure_us, 1767312005000000LL);
+    assert_string_equal(g[0]->title, "qb"); /* newest failure first */
+    assert_int_equal(g[0]->count, 1);
+    assert_string_equal(g[1]->title, "qa");
+    assert_int_equal(g[1]->count, 3);
+    assert_int_equal(g[1]->first_failure_us, 1767312001000000LL);
+    assert_int_equal(g[1]->last_failure_us, 1767312005000000LL);
     char qa[37];
-    memcpy(qa, g[1].id, sizeof qa);
+    memcpy(qa, g[1]->id, sizeof qa);
     sb_free(g);
     /* The default classifier: exception type and first frame. */
     sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_UNRESOLVED, &g, &n, &err),
            &err, "exception groups");
     assert_int_equal(n, 2);
-    assert_string_equal(g[0].type, "Exception Type and Stack Trace");
-    assert_int_equal(g[0].count + g[1].count, 4);
+    assert_string_equal(g[0]->type, "Exception Type and Stack Trace");
+    assert_int_equal(g[0]->count + g[1]->count, 4);
     sb_free(g);
     /* Nothing is archived. */
     sbt_ok(sb_errors_groups(e.store, NULL, SB_FAILED_ARCHIVED, &g, &n, &err),
@@ -853,14 +853,14 @@ static void test_group_views(void **state)
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
                             &g, &n, &err),
            &err, "groups");
-    assert_string_equal(g[1].comment, "looking into it");
-    assert_string_equal(g[0].comment, "");
+    assert_string_equal(g[1]->comment, "looking into it");
+    assert_string_equal(g[0]->comment, "");
     sb_free(g);
     sbt_ok(sb_errors_group_comment(e.store, qa, NULL, &err), &err, "delete");
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
                             &g, &n, &err),
            &err, "groups");
-    assert_string_equal(g[1].comment, "");
+    assert_string_equal(g[1]->comment, "");
     sb_free(g);
     char big[SB_MAX_COMMENT + 2];
     memset(big, 'c', sizeof big - 1);
@@ -881,7 +881,7 @@ static void test_group_views(void **state)
  * window, or count -1 when the view does not list it. */
 static sb_failure_group address_group(sbe_env *e, const char *queue, int status)
 {
-    sb_failure_group *g = NULL, out;
+    sb_failure_group **g = NULL, out;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_groups(e->store, "Endpoint Address", status, &g, &n, &err),
@@ -889,8 +889,8 @@ static sb_failure_group address_group(sbe_env *e, const char *queue, int status)
     memset(&out, 0, sizeof out);
     out.count = -1;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(g[i].title, queue) == 0)
-            out = g[i];
+        if (strcmp(g[i]->title, queue) == 0)
+            out = *g[i];
     sb_free(g);
     return out;
 }
@@ -901,7 +901,7 @@ static void check_total(sbe_env *e, const sb_failed_query *q, const char *where,
                         const char *value)
 {
     int64_t total = -1;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_list(e->store, q, &s, &n, &total, &err), &err, "list");
@@ -1052,14 +1052,14 @@ static void test_retention(void **state)
              "status_changed_at = status_changed_at - 7200000000",
              e.prefix);
     sbt_exec(e.bus, sql);
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_ARCHIVED, &g,
                             &n, &err),
            &err, "groups");
     assert_int_equal(n, 1);
-    sbt_ok(sb_errors_group_comment(e.store, g[0].id, "gone soon", &err), &err,
+    sbt_ok(sb_errors_group_comment(e.store, g[0]->id, "gone soon", &err), &err,
            "comment");
     sb_free(g);
     int64_t deleted = -1;
@@ -1112,14 +1112,14 @@ static void test_archive(void **state)
                            "X", "b");
     }
     sbe_ingest(&e);
-    sb_failure_group *g = NULL;
+    sb_failure_group **g = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_groups(e.store, "Endpoint Address", SB_FAILED_UNRESOLVED,
                             &g, &n, &err),
            &err, "groups");
     char qa[37];
-    memcpy(qa, strcmp(g[0].title, "qa") == 0 ? g[0].id : g[1].id, sizeof qa);
+    memcpy(qa, strcmp(g[0]->title, "qa") == 0 ? g[0]->id : g[1]->id, sizeof qa);
     sb_failed_selection sel;
     memset(&sel, 0, sizeof sel);
     sel.size = sizeof sel;
@@ -1133,8 +1133,8 @@ static void test_archive(void **state)
                             &n, &err),
            &err, "archived groups");
     assert_int_equal(n, 1);
-    assert_string_equal(g[0].title, "qa");
-    assert_int_equal(g[0].count, 3);
+    assert_string_equal(g[0]->title, "qa");
+    assert_int_equal(g[0]->count, 3);
     sb_free(g);
     /* Archiving again changes nothing; retry of all skips archived. */
     sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err, "again");
@@ -1160,10 +1160,10 @@ static void test_archive(void **state)
     sbe_close(&e);
 }
 
-static int found(const sb_failed_summary *s, size_t n, const char *uid)
+static int found(sb_failed_summary *const *s, size_t n, const char *uid)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].unique_id, uid) == 0)
+        if (strcmp(s[i]->unique_id, uid) == 0)
             return 1;
     return 0;
 }
@@ -1187,14 +1187,14 @@ static void test_search(void **state)
         return;
     }
     sbe_await_search(&e);
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     /* The message type is "Shop.PlaceOrder" (see dead_letter). */
     sbt_ok(sb_errors_search(e.store, "PlaceOrder", 10, &s, &n, &err), &err,
            "search type");
     assert_int_equal(n, 2);
-    assert_string_equal(s[0].message_type, "Shop.PlaceOrder");
+    assert_string_equal(s[0]->message_type, "Shop.PlaceOrder");
     sb_free(s);
     sbt_ok(sb_errors_search(e.store, "widget", 10, &s, &n, &err), &err,
            "search body");
@@ -1290,12 +1290,12 @@ static void test_search_fields(void **state)
     sbe_await_search(&e);
     const char *words[] = {"pangolin", "quokka", "narwhal", "contoso-narwhal"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        sb_failed_summary *s = NULL;
+        sb_failed_summary **s = NULL;
         size_t n = 0;
         sbt_ok(sb_errors_search(e.store, words[i], 10, &s, &n, &err), &err,
                words[i]);
         assert_int_equal(n, 1);
-        assert_string_equal(s[0].message_id, "f-1");
+        assert_string_equal(s[0]->message_id, "f-1");
         sb_free(s);
     }
     sbe_close(&e);
@@ -1306,7 +1306,7 @@ static void test_search_fields(void **state)
 static void search_is(sbe_env *e, const char *word, size_t limit,
                       const char *const *want)
 {
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0, w = 0;
     sb_error err;
     sbt_ok(sb_errors_search(e->store, word, limit, &s, &n, &err), &err, word);
@@ -1314,7 +1314,7 @@ static void search_is(sbe_env *e, const char *word, size_t limit,
         w++;
     assert_int_equal(n, w);
     for (size_t i = 0; i < n; i++)
-        assert_string_equal(s[i].unique_id, want[i]);
+        assert_string_equal(s[i]->unique_id, want[i]);
     sb_free(s);
 }
 
@@ -1422,16 +1422,16 @@ static void test_search_order(void **state)
                                        "zt-028", "zt-035", NULL};
     search_is(&e, "zeta", 8, top8);
     /* More asked for than there are: all 43, the ties newest first. */
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_errors_search(e.store, "zeta", 50, &s, &n, &err), &err, "all");
     assert_int_equal(n, 43);
     for (size_t i = 0; i < 3; i++)
-        assert_string_equal(s[i].unique_id, top3[i]);
+        assert_string_equal(s[i]->unique_id, top3[i]);
     for (size_t i = 4; i < n; i++)
-        assert_true(s[i].last_failure_us < s[i - 1].last_failure_us);
-    assert_string_equal(s[42].unique_id, "zt-000");
+        assert_true(s[i]->last_failure_us < s[i - 1]->last_failure_us);
+    assert_string_equal(s[42]->unique_id, "zt-000");
     sb_free(s);
     /* Old ties behind 160 newer messages: om-i failed at second
      * (i * 7) % 10 of the day before. */
@@ -1462,7 +1462,7 @@ static void test_list(void **state)
     q.size = sizeof q;
     q.status = -1;
     q.per_page = 3;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sb_error err;
@@ -1473,7 +1473,7 @@ static void test_list(void **state)
         assert_int_equal(total, 7);
         assert_int_equal(n, page < 3 ? 3 : 1);
         for (size_t i = 0; i < n; i++) {
-            int k = s[i].unique_id[3] - '0';
+            int k = s[i]->unique_id[3] - '0';
             assert_false(seen[k]);
             seen[k] = 1;
             /* Newest failure first: ul-6 on page 1, ul-0 last. */
@@ -1488,9 +1488,9 @@ static void test_list(void **state)
     q.ascending = 1;
     sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "odd");
     assert_int_equal(total, 3);
-    assert_string_equal(s[0].unique_id, "ul-1");
-    assert_string_equal(s[2].unique_id, "ul-5");
-    assert_string_equal(s[0].failed_queue, "odd");
+    assert_string_equal(s[0]->unique_id, "ul-1");
+    assert_string_equal(s[2]->unique_id, "ul-5");
+    assert_string_equal(s[0]->failed_queue, "odd");
     sb_free(s);
     /* Status filter and another sort key. */
     q.failed_queue = NULL;
@@ -1546,23 +1546,23 @@ static void test_list_views(void **state)
     q.status = -1;
     q.statuses =
         SB_FAILED_BIT(SB_FAILED_ARCHIVED) | SB_FAILED_BIT(SB_FAILED_RESOLVED);
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "two");
     assert_int_equal(total, 2);
     assert_int_equal(n, 2);
-    assert_string_equal(s[0].unique_id, "uv-3");
-    assert_int_equal(s[0].status, SB_FAILED_ARCHIVED);
-    assert_true(s[0].first_failure_us > 0);
-    assert_true(s[0].last_modified_us >= before);
-    assert_string_equal(s[0].processing_endpoint, "Sales");
-    assert_string_equal(s[0].message_id, "uv-3");
+    assert_string_equal(s[0]->unique_id, "uv-3");
+    assert_int_equal(s[0]->status, SB_FAILED_ARCHIVED);
+    assert_true(s[0]->first_failure_us > 0);
+    assert_true(s[0]->last_modified_us >= before);
+    assert_string_equal(s[0]->processing_endpoint, "Sales");
+    assert_string_equal(s[0]->message_id, "uv-3");
     /* The view's times are the message's own. */
     sb_failed_message *m = sbe_get(&e, "uv-3");
-    assert_int_equal(sb_failed_last_modified_us(m), s[0].last_modified_us);
-    assert_int_equal(sb_failed_time_sent_us(m), s[0].time_sent_us);
-    assert_int_equal(sb_failed_is_system(m), s[0].is_system);
+    assert_int_equal(sb_failed_last_modified_us(m), s[0]->last_modified_us);
+    assert_int_equal(sb_failed_time_sent_us(m), s[0]->time_sent_us);
+    assert_int_equal(sb_failed_is_system(m), s[0]->is_system);
     assert_true(sb_failed_last_modified_us(m) >=
                 sb_failed_status_changed_us(m));
     sb_failed_message_free(m);
@@ -1618,26 +1618,26 @@ static void test_list_views(void **state)
     assert_int_equal(by_status[SB_FAILED_RESOLVED], 0);
     assert_int_equal(by_status[SB_FAILED_ARCHIVED], 2);
     /* Counts per failed queue: unresolved only, and every status. */
-    sb_failed_count *c = NULL;
+    sb_failed_count **c = NULL;
     sbt_ok(sb_errors_counts(e.store, "failed_queue", SB_FAILED_UNRESOLVED, 10,
                             &c, &n, &err),
            &err, "counts");
     assert_int_equal(n, 2);
-    assert_string_equal(c[0].name, "qv-a");
-    assert_int_equal(c[0].count, 2);
-    assert_string_equal(c[1].name, "qv-b");
-    assert_int_equal(c[1].count, 1);
+    assert_string_equal(c[0]->name, "qv-a");
+    assert_int_equal(c[0]->count, 2);
+    assert_string_equal(c[1]->name, "qv-b");
+    assert_int_equal(c[1]->count, 1);
     sb_free(c);
     sbt_ok(sb_errors_counts(e.store, "failed_queue", -1, 1, &c, &n, &err), &err,
            "counts, any");
     assert_int_equal(n, 1);
-    assert_int_equal(c[0].count, 3);
+    assert_int_equal(c[0]->count, 3);
     sb_free(c);
     sbt_ok(sb_errors_counts(e.store, "endpoint", -1, 10, &c, &n, &err), &err,
            "endpoints");
     assert_int_equal(n, 1);
-    assert_string_equal(c[0].name, "Sales");
-    assert_int_equal(c[0].count, 5);
+    assert_string_equal(c[0]->name, "Sales");
+    assert_int_equal(c[0]->count, 5);
     sb_free(c);
     assert_int_equal(
         sb_errors_counts(e.store, "host; DROP", -1, 10, &c, &n, &err),
@@ -1905,7 +1905,7 @@ static void test_pending_retries(void **state)
     memset(&q, 0, sizeof q);
     q.size = sizeof q;
     q.status = SB_FAILED_RETRY_ISSUED;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t got = 0;
     int64_t total = 0;
     sbt_ok(sb_errors_list(e.store, &q, &s, &got, &total, &err), &err, "list");

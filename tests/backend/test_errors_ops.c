@@ -9,6 +9,7 @@
 #include "errors/ids.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ static void test_group_operation_excludes(void **state)
     assert_int_equal(p.conflict_rc, SB_CONFLICT);
     assert_string_equal(p.conflict_field, "group_id");
     assert_int_equal(count_status(&e, SB_FAILED_RETRY_ISSUED), 0);
-    sb_group_operation op;
+    sb_group_operation op = {.size = sizeof op};
     sbt_ok(sb_errors_group_operation(e.store, group, &op, &err), &err, "op");
     assert_string_equal(op.kind, "archive");
     assert_string_equal(op.state, "completed");
@@ -153,7 +154,7 @@ static void test_group_operation_resumes(void **state)
     waitpid(pid, &status, 0);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     assert_int_equal(count_status(&e, SB_FAILED_UNRESOLVED), 1000);
-    sb_group_operation op;
+    sb_group_operation op = {.size = sizeof op};
     sbt_ok(sb_errors_group_operation(e.store, group, &op, &err), &err, "op");
     assert_string_equal(op.state, "running");
     assert_int_equal(op.done, 1000);
@@ -419,12 +420,12 @@ static void test_redirects(void **state)
     sbe_env e;
     sbe_open_opts(&e, &o);
     sb_error err;
-    sb_redirect r;
+    sb_redirect r = {.size = sizeof r};
     sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", &r, &err), &err, "add");
     assert_string_equal(r.from_queue, "qa");
     assert_int_equal(strlen(r.id), 36);
     assert_true(r.last_modified_us > now_us() - 300000000LL);
-    sb_redirect again;
+    sb_redirect again = {.size = sizeof again};
     sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", &again, &err), &err,
            "the same again");
     assert_string_equal(again.id, r.id);
@@ -465,14 +466,14 @@ static void test_redirects(void **state)
            "update");
     assert_int_equal(sb_errors_redirect_update(e.store, "nope", "qc", &err),
                      SB_NOTFOUND);
-    sb_redirect *all = NULL;
+    sb_redirect **all = NULL;
     size_t n = 0;
     sbt_ok(sb_errors_redirects(e.store, &all, &n, &err), &err, "list");
     assert_int_equal(n, 2);
-    assert_string_equal(all[0].from_queue, "qa");
-    assert_string_equal(all[0].to_queue, "qc");
-    assert_string_equal(all[1].from_queue, "qx");
-    assert_true(all[0].last_modified_us >= r.last_modified_us);
+    assert_string_equal(all[0]->from_queue, "qa");
+    assert_string_equal(all[0]->to_queue, "qc");
+    assert_string_equal(all[1]->from_queue, "qx");
+    assert_true(all[0]->last_modified_us >= r.last_modified_us);
     sb_free(all);
     sbt_ok(sb_errors_redirect_remove(e.store, r.id, &err), &err, "remove");
     sbt_ok(sb_errors_redirect_remove(e.store, r.id, &err), &err, "again");
@@ -550,6 +551,81 @@ static void test_submit_and_reimport(void **state)
     sbe_close(&e);
 }
 
+/* The first fields of sb_redirect and sb_failed_summary, as a program
+ * built against an older, shorter header declares them. */
+typedef struct {
+    size_t size;
+    char id[37];
+    char from_queue[201];
+} old_redirect;
+typedef struct {
+    size_t size;
+    char unique_id[401];
+    int status;
+} old_summary;
+
+/* Issue 18 (ABI of returned lists, sqlbus.h "Lists"): a list is indexed
+ * by pointer, so a caller whose struct is shorter than the library's
+ * still reads every element right; each element says the size the
+ * library filled; a struct the caller owns is refused, and nothing is
+ * written to it or to the database, when its `size` is short. */
+static void test_lists_keep_their_stride(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sb_error err;
+    sbt_ok(sb_errors_redirect_add(e.store, "qa", "qb", NULL, &err), &err,
+           "add qa");
+    sbt_ok(sb_errors_redirect_add(e.store, "qx", "qy", NULL, &err), &err,
+           "add qx");
+    sb_redirect **all = NULL;
+    size_t n = 0;
+    sbt_ok(sb_errors_redirects(e.store, &all, &n, &err), &err, "list");
+    assert_int_equal(n, 2);
+    old_redirect **old = (old_redirect **)(void *)all;
+    assert_string_equal(old[0]->from_queue, "qa");
+    assert_string_equal(old[1]->from_queue, "qx");
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(all[i]->size, sizeof(sb_redirect));
+    sb_free(all);
+
+    sbe_dead_letter_as(&e, "u-1", "qa", "2026-01-02T00:00:01Z", "X", "b");
+    sbe_dead_letter_as(&e, "u-2", "qa", "2026-01-02T00:00:02Z", "X", "b");
+    sbe_ingest(&e);
+    sb_failed_query q = {.size = sizeof q,
+                         .status = -1,
+                         .sort = "time_of_failure",
+                         .ascending = 1};
+    sb_failed_summary **s = NULL;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, NULL, &err), &err, "list");
+    assert_int_equal(n, 2);
+    old_summary **olds = (old_summary **)(void *)s;
+    assert_string_equal(olds[0]->unique_id, "u-1");
+    assert_string_equal(olds[1]->unique_id, "u-2");
+    assert_int_equal(olds[1]->status, SB_FAILED_UNRESOLVED);
+    assert_int_equal(s[1]->size, sizeof(sb_failed_summary));
+    sb_free(s);
+
+    /* A caller-owned struct with a short size: refused, untouched. */
+    sb_redirect r;
+    memset(&r, 0xab, sizeof r);
+    r.size = offsetof(sb_redirect, last_modified_us);
+    assert_int_equal(sb_errors_redirect_add(e.store, "qm", "qn", &r, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "size");
+    assert_int_equal((unsigned char)r.id[0], 0xab);
+    sbt_ok(sb_errors_redirects(e.store, &all, &n, &err), &err, "list");
+    assert_int_equal(n, 2); /* qm was not added */
+    sb_free(all);
+    sb_group_operation op;
+    memset(&op, 0, sizeof op);
+    assert_int_equal(sb_errors_group_operation(e.store, "g", &op, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "size");
+    sbe_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -560,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_edit_and_retry),
         cmocka_unit_test(test_locked_headers),
         cmocka_unit_test(test_redirects),
+        cmocka_unit_test(test_lists_keep_their_stride),
         cmocka_unit_test(test_submit_and_reimport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

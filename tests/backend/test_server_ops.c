@@ -178,7 +178,7 @@ static void group_retry_resumes(int age)
     char group[37];
     sbe_group_of(&e, "qg", SB_FAILED_UNRESOLVED, group);
     retry_resumes_whole(&e, "qg", group, age);
-    sb_group_operation g;
+    sb_group_operation g = {.size = sizeof g};
     sb_error err;
     sbt_ok(sb_errors_group_operation(e.store, group, &g, &err), &err,
            "group operation");

@@ -164,12 +164,12 @@ static void test_non_ascii_round_trip(void **state)
     assert_memory_equal(sb_msg_headers(pm[0]), headers, k + 1);
     sb_msg_free_array(pm, n);
 
-    sb_queue_stats *s = NULL;
+    sb_queue_stats **s = NULL;
     sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "queues");
     int seen = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].queue, queue) == 0)
-            seen = s[i].ready == 1;
+        if (strcmp(s[i]->queue, queue) == 0)
+            seen = s[i]->ready == 1;
     assert_true(seen);
     sb_free(s);
 
@@ -212,13 +212,13 @@ static void test_delayed_publish(void **state)
     fixture *f = *state;
     publish_text(f->bus, "q", "later", NULL, 700, NULL);
     assert_null(claim_one(f->bus, "q", 1000));
-    sb_queue_stats *s = NULL;
+    sb_queue_stats **s = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "stats");
     assert_int_equal(n, 1);
-    assert_int_equal(s[0].delayed, 1);
-    assert_int_equal(s[0].ready, 0);
+    assert_int_equal(s[0]->delayed, 1);
+    assert_int_equal(s[0]->ready, 0);
     sb_free(s);
     sbt_sleep_ms(900);
     sb_msg *m = claim_one(f->bus, "q", 1000);
@@ -452,13 +452,13 @@ static void test_dead_letter_headers(void **state)
     size_t len;
     assert_memory_equal(sb_msg_payload(d, &len), "body", 4);
     sb_msg_free(d);
-    sb_queue_stats *s = NULL;
+    sb_queue_stats **s = NULL;
     size_t n = 0;
     sbt_ok(sb_queue_list(f->bus, &s, &n, &err), &err, "stats");
     int seen = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].queue, "jobs") == 0) {
-            assert_int_equal(s[i].dead_lettered, 1);
+        if (strcmp(s[i]->queue, "jobs") == 0) {
+            assert_int_equal(s[i]->dead_lettered, 1);
             seen = 1;
         }
     assert_true(seen);

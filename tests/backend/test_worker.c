@@ -342,20 +342,20 @@ static void *stop_thread(void *arg)
  * rows and none ready; fail otherwise. */
 static void expect_leased(sb_bus *bus, int64_t in_flight)
 {
-    sb_queue_stats *qs = NULL;
+    sb_queue_stats **qs = NULL;
     size_t nq = 0;
     sb_error err;
     for (int i = 0; i < 500; i++) {
         sb_free(qs);
         qs = NULL;
         sbt_ok(sb_queue_list(bus, &qs, &nq, &err), &err, "queue list");
-        if (nq == 1 && qs[0].in_flight == in_flight && qs[0].ready == 0)
+        if (nq == 1 && qs[0]->in_flight == in_flight && qs[0]->ready == 0)
             break;
         sbt_sleep_ms(20);
     }
     assert_int_equal(nq, 1);
-    assert_int_equal(qs[0].in_flight, in_flight);
-    assert_int_equal(qs[0].ready, 0);
+    assert_int_equal(qs[0]->in_flight, in_flight);
+    assert_int_equal(qs[0]->ready, 0);
     sb_free(qs);
 }
 

@@ -318,7 +318,7 @@ static void close_all(fw_ctx *x)
 /* Messages of `queue`: ready + delayed + leased (*in_flight). */
 static long queue_count(fw_ctx *x, const char *queue, long *in_flight)
 {
-    sb_queue_stats *s = NULL;
+    sb_queue_stats **s = NULL;
     size_t n = 0;
     sb_error err;
     sbt_ok(sb_queue_list(x->bus, &s, &n, &err), &err, "queue list");
@@ -326,10 +326,10 @@ static long queue_count(fw_ctx *x, const char *queue, long *in_flight)
     if (in_flight != NULL)
         *in_flight = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].queue, queue) == 0) {
-            total = (long)(s[i].ready + s[i].delayed + s[i].in_flight);
+        if (strcmp(s[i]->queue, queue) == 0) {
+            total = (long)(s[i]->ready + s[i]->delayed + s[i]->in_flight);
             if (in_flight != NULL)
-                *in_flight = (long)s[i].in_flight;
+                *in_flight = (long)s[i]->in_flight;
         }
     sb_free(s);
     return total;
@@ -1570,7 +1570,7 @@ static void fingerprint(fw_ctx *x, char *out, size_t cap)
     q.status = -1;
     q.sort = "failed_queue";
     q.ascending = 1;
-    sb_failed_summary *s = NULL;
+    sb_failed_summary **s = NULL;
     size_t n = 0;
     int64_t total = 0;
     sbt_ok(sb_errors_list(x->store, &q, &s, &n, &total, &err), &err, "list");
@@ -1578,15 +1578,15 @@ static void fingerprint(fw_ctx *x, char *out, size_t cap)
     int64_t by_status[4] = {0};
     for (size_t i = 0; i < n; i++) {
         sb_failed_message *m = NULL;
-        sbt_ok(sb_errors_get(x->store, s[i].unique_id, &m, &err), &err, "get");
+        sbt_ok(sb_errors_get(x->store, s[i]->unique_id, &m, &err), &err, "get");
         size_t body = 0;
         sb_failed_body(m, &body);
         ADD(" [%s %s %d %lld g%zu b%zu%s h%zu]",
-            sb_failed_field(m, "message_id"), s[i].failed_queue, s[i].status,
-            (long long)s[i].attempts, sb_failed_group_count(m), body,
+            sb_failed_field(m, "message_id"), s[i]->failed_queue, s[i]->status,
+            (long long)s[i]->attempts, sb_failed_group_count(m), body,
             sb_failed_body_stored_externally(m) ? "x" : "",
             sb_failed_history_count(m));
-        by_status[s[i].status]++;
+        by_status[s[i]->status]++;
         sb_failed_message_free(m);
     }
     sb_free(s);
@@ -1597,15 +1597,15 @@ static void fingerprint(fw_ctx *x, char *out, size_t cap)
             fail_msg("N=%ld: status %d: the counts say %lld, the rows %lld",
                      x->n, st, (long long)counts[st], (long long)by_status[st]);
     for (int st = 0; st < 4; st += 3) {
-        sb_failure_group *g = NULL;
+        sb_failure_group **g = NULL;
         sbt_ok(sb_errors_groups(x->store, NULL, st, &g, &n, &err), &err,
                "groups");
         for (size_t i = 0; i < n; i++)
-            ADD(" {%s %lld}", g[i].title, (long long)g[i].count);
+            ADD(" {%s %lld}", g[i]->title, (long long)g[i]->count);
         sb_free(g);
     }
     /* the search text is written with the message (E22) */
-    sb_failed_summary *found = NULL;
+    sb_failed_summary **found = NULL;
     sbt_ok(sb_errors_search(x->store, "Orders", 100, &found, &n, &err), &err,
            "search");
     ADD(" found %zu", n);
@@ -1771,7 +1771,7 @@ static void check_unarchive(fw_ctx *x, int rc)
 
 static int run_search(fw_ctx *x, sb_error *err)
 {
-    sb_failed_summary *s = (sb_failed_summary *)x;
+    sb_failed_summary **s = (sb_failed_summary **)x;
     size_t n = 99;
     int rc = sb_errors_search(x->store, "Orders place", 10, &s, &n, err);
     if (rc != SB_OK) {
@@ -1781,7 +1781,7 @@ static int run_search(fw_ctx *x, sb_error *err)
     }
     assert_true(n > 0);
     for (size_t i = 0; i < n; i++)
-        assert_string_equal(s[i].message_type, "Shop.PlaceOrder");
+        assert_string_equal(s[i]->message_type, "Shop.PlaceOrder");
     same_as_clean(x, (int64_t)n, 0);
     sb_free(s);
     return SB_OK;

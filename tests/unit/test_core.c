@@ -1527,6 +1527,42 @@ static void test_alloc_helpers(void **state)
     sb_free(NULL);
 }
 
+/* The block of a returned list (sqlbus.h "Lists"): n pointers, then the
+ * n zeroed elements, each aligned, all inside one allocation; a size
+ * that overflows is an allocation failure. */
+static void test_list_block(void **state)
+{
+    (void)state;
+    typedef struct {
+        size_t size;
+        char name[13];
+        long double x; /* the strictest alignment there is */
+    } item;
+    for (size_t n = 1; n <= 5; n++) {
+        item **list = NULL;
+        SB__LIST_NEW(list, n);
+        assert_non_null(list);
+        const char *lo = (const char *)list;
+        for (size_t i = 0; i < n; i++) {
+            const char *p = (const char *)list[i];
+            assert_true(p >= lo + n * sizeof *list);
+            assert_int_equal((uintptr_t)p % _Alignof(max_align_t), 0);
+            assert_true(i == 0 || list[i] == list[i - 1] + 1);
+            assert_int_equal(list[i]->size, 0);
+            assert_true(list[i]->x == 0);
+            list[i]->size = sizeof *list[i]; /* writable (ASan checks) */
+            list[i]->x = 1.5L;
+        }
+        sb__free(list);
+    }
+    size_t at = 0;
+    unsigned long f0 = sb__alloc_failures();
+    assert_null(sb__list_alloc(SIZE_MAX / 4, sizeof(void *), 8, &at));
+    assert_null(sb__list_alloc(2, sizeof(void *), SIZE_MAX / 2, &at));
+    assert_null(sb__list_alloc(0, sizeof(void *), 8, &at));
+    assert_true(sb__alloc_failures() == f0 + 3);
+}
+
 /* ------------------------------------------------------------------ */
 /* fail the Nth allocation (style rule 7) */
 
@@ -1855,6 +1891,7 @@ int main(void)
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_log),
         cmocka_unit_test(test_alloc_helpers),
+        cmocka_unit_test(test_list_block),
         cmocka_unit_test_setup_teardown(test_alloc_fail_nth, fa_setup,
                                         fa_teardown),
         cmocka_unit_test_setup_teardown(test_alloc_jansson_routed, fa_setup,

@@ -348,8 +348,9 @@ static void test_exposition_is_valid(void **state)
 
     sb_metrics_snapshot s;
     memset(&s, 0, sizeof s);
+    sb_queue_stats *list[3] = {&queues[0], &queues[1], &queues[2]};
     s.queues_ok = 1;
-    s.queues = queues;
+    s.queues = list;
     s.n_queues = 3;
     s.lag_ok = 1;
     s.lag_ms = 250;
@@ -519,11 +520,14 @@ static void test_queue_labels_capped(void **state)
 {
     (void)state;
     size_t n = SB_METRICS_QUEUE_LABELS + 20;
-    sb_queue_stats *q = calloc(n, sizeof *q);
+    sb_queue_stats *all = calloc(n, sizeof *all);
+    sb_queue_stats **q = calloc(n, sizeof *q);
+    assert_non_null(all);
     assert_non_null(q);
     for (size_t i = 0; i < n; i++) {
-        snprintf(q[i].queue, sizeof q[i].queue, "q%04zu", i);
-        q[i].ready = 1;
+        q[i] = &all[i];
+        snprintf(q[i]->queue, sizeof q[i]->queue, "q%04zu", i);
+        q[i]->ready = 1;
     }
     sb_metrics_snapshot s;
     memset(&s, 0, sizeof s);
@@ -542,6 +546,7 @@ static void test_queue_labels_capped(void **state)
     assert_string_equal(value_of(b.data, "sqlbus_queues"), want);
     sb__buf_free(&b);
     free(q);
+    free(all);
 }
 
 /* A buffer cap is reported, not overrun. */
