@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #define LEASE_MS 60000
 #define ATTEMPTS 10 /* then the operation is marked failed */
@@ -490,42 +489,12 @@ static int create_tx(sb_conn *c, void *arg, sb_error *err)
     return rc == SB_OK ? sb__exec(c, o->sql.ddl, err) : rc;
 }
 
-/* The table against the catalog: each column there, of its type, NOT
- * NULL where it must be; SB_SCHEMA_MISMATCH naming the column otherwise
- * (a table of another shape made by hand, or by another product). */
-static int check_columns(sb_operations *o, const sb_rows *rows,
-                         const char *table, sb_error *err)
-{
-    int dialect = o->bus->dialect;
-    for (size_t i = 0; i < sb__ops_n_columns; i++) {
-        const sb_ops_column *col = &sb__ops_columns[i];
-        const char *want = dialect == SB_DIALECT_MSSQL      ? col->mssql
-                           : dialect == SB_DIALECT_POSTGRES ? col->pg
-                                                            : col->sqlite;
-        size_t r = 0;
-        while (r < rows->nrows &&
-               (sb__rows_text(rows, r, 0) == NULL ||
-                strcmp(sb__rows_text(rows, r, 0), col->name) != 0))
-            r++;
-        const char *type = r < rows->nrows ? sb__rows_text(rows, r, 1) : NULL;
-        if (r == rows->nrows)
-            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
-                           "table %s: column %s is missing (%s expected)",
-                           table, col->name, want);
-        if (type == NULL || strcasecmp(type, want) != 0)
-            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
-                           "table %s: column %s has type %s, expected %s",
-                           table, col->name, type ? type : "(none)", want);
-        if (col->notnull && sb__rows_int(rows, r, 2) == 0)
-            return sb__err(err, SB_SCHEMA_MISMATCH, col->name,
-                           "table %s: column %s allows NULL", table, col->name);
-    }
-    return SB_OK;
-}
-
-/* Create what is missing, then check the table: a table of another shape
- * fails the DDL too (its index names a column it lacks), and then the
- * check's message, naming the column, is the one reported. */
+/* Create what is missing, then check the table's columns against the
+ * catalog (sb__check_columns, transport/columns.c: each there, of its
+ * type, NOT NULL where it must be; SB_SCHEMA_MISMATCH naming the column
+ * and the fix otherwise). A table of another shape, made by hand or by
+ * another product, fails the DDL too (its index names a column it lacks),
+ * and then the check's message is the one reported. */
 static int create_table(sb_operations *o, sb_error *err)
 {
     sb_error create_err;
@@ -542,7 +511,8 @@ static int create_table(sb_operations *o, sb_error *err)
     rc = sb__query(c, o->bus->sql->columns, &p, 1, &rows, NULL, err);
     sb__pool_release(o->bus->pool, c);
     if (rc == SB_OK && rows->nrows > 0)
-        rc = check_columns(o, rows, table, err);
+        rc = sb__check_columns(o->bus->dialect, table, sb__ops_columns,
+                               sb__ops_n_columns, rows, err);
     sb__rows_free(rows);
     if (rc == SB_OK && create_rc != SB_OK) {
         if (err != NULL)

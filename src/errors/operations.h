@@ -48,12 +48,9 @@ typedef struct sb_ops_sql {
 #undef X
 } sb_ops_sql;
 
-/* A column of the table as each backend's catalog spells its type. */
-typedef struct sb_ops_column {
-    const char *name, *sqlite, *pg, *mssql;
-    int notnull;
-} sb_ops_column;
-extern const sb_ops_column sb__ops_columns[];
+/* The table's columns as each backend's catalog spells their types
+ * (operations_sql.c), checked at open by sb__check_columns. */
+extern const sb_column_spec sb__ops_columns[];
 extern const size_t sb__ops_n_columns;
 
 /* The templates of `dialect` (SB_DIALECT_*). Static; thread-safe. */

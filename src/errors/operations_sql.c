@@ -112,7 +112,7 @@ static const sb_ops_templates tsql = {
              "N'failed') AND updated_at < " SB_TSQL_FROM_US("$1"),
 };
 
-const sb_ops_column sb__ops_columns[] = {
+const sb_column_spec sb__ops_columns[] = {
     {"id", "TEXT", "text", "nvarchar(36)", 1},
     {"kind", "TEXT", "text", "nvarchar(20)", 1},
     {"selection", "TEXT", "text", "nvarchar(max)", 1},

@@ -1,12 +1,11 @@
 /* schema.c - creation under a cross-process lock (T6) and verification
  * against the catalog (T7): column types (with length and scale on SQL
- * Server), nullability, primary key, the dequeue index's key and the
- * byte-exact collation of `queue`. */
+ * Server) and nullability through columns.c, then the primary key, the
+ * dequeue index's key and the byte-exact collation of `queue`. */
 #include "transport/transport.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 const sb_column_spec sb__message_columns[] = {
     {"id", "TEXT", "uuid", "uniqueidentifier", 1},
@@ -52,82 +51,34 @@ static int mismatch(sb_bus *bus, sb_error *err, const char *column,
     return SB_SCHEMA_MISMATCH;
 }
 
+/* The columns (columns.c), then what only this table asks of one:
+ * on PostgreSQL queue's collation. */
 static int check_columns(sb_bus *bus, const sb_rows *rows, sb_error *err)
 {
-    char what[256], fix[256];
-    bool pg = bus->dialect == SB_DIALECT_POSTGRES;
-    bool ms = bus->dialect == SB_DIALECT_MSSQL;
-    for (size_t i = 0; i < sb__message_column_count; i++) {
-        const sb_column_spec *s = &sb__message_columns[i];
-        const char *want = pg   ? s->pg_type
-                           : ms ? s->mssql_type
-                                : s->sqlite_type;
-        size_t r = 0;
-        while (
-            r < rows->nrows &&
-            strcmp(sb__rows_text(rows, r, 0) ? sb__rows_text(rows, r, 0) : "",
-                   s->name) != 0)
-            r++;
-        if (r == rows->nrows) {
-            snprintf(what, sizeof what, "column %s is missing", s->name);
-            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD%s %s %s%s",
-                     bus->table, ms ? "" : " COLUMN", s->name, want,
-                     s->notnull ? " NOT NULL" : "");
-            return mismatch(bus, err, s->name, what, fix);
-        }
-        const char *type = sb__rows_text(rows, r, 1);
-        if (type == NULL || strcasecmp(type, want) != 0) {
-            snprintf(what, sizeof what, "column %s has type %s, expected %s",
-                     s->name, type ? type : "(none)", want);
-            if (pg)
-                snprintf(fix, sizeof fix,
-                         "ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s",
-                         bus->table, s->name, want, s->name, want);
-            else if (ms)
-                snprintf(fix, sizeof fix, "ALTER TABLE %s ALTER COLUMN %s %s%s",
-                         bus->table, s->name, want,
-                         s->notnull ? " NOT NULL" : " NULL");
-            else
-                snprintf(fix, sizeof fix,
-                         "recreate %s from `sqlbus schema print --backend "
-                         "sqlite` and copy the rows",
-                         bus->table);
-            return mismatch(bus, err, s->name, what, fix);
-        }
-        if (s->notnull && sb__rows_int(rows, r, 2) == 0) {
-            snprintf(what, sizeof what, "column %s allows NULL", s->name);
-            if (pg)
-                snprintf(fix, sizeof fix,
-                         "ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
-                         bus->table, s->name);
-            else if (ms)
-                snprintf(fix, sizeof fix,
-                         "ALTER TABLE %s ALTER COLUMN %s %s NOT NULL",
-                         bus->table, s->name, want);
-            else
-                snprintf(fix, sizeof fix,
-                         "recreate %s from `sqlbus schema print --backend "
-                         "sqlite` and copy the rows",
-                         bus->table);
-            return mismatch(bus, err, s->name, what, fix);
-        }
+    int rc = sb__check_columns(bus->dialect, bus->table, sb__message_columns,
+                               sb__message_column_count, rows, err);
+    if (rc != SB_OK || bus->dialect != SB_DIALECT_POSTGRES)
+        return rc;
+    /* SQL Server: any collation will do, as the seed allows for a table a
+     * migration owns: every statement compares queue with a binary
+     * collation and the padding sentinel itself (sql_mssql.c). SQLite:
+     * the dequeue index's key collation is checked (check_indexes). */
+    for (size_t r = 0; r < rows->nrows; r++) {
+        const char *name = sb__rows_text(rows, r, 0);
+        if (name == NULL || strcmp(name, "queue") != 0)
+            continue;
         const char *coll = sb__rows_text(rows, r, 3);
-        if (pg && strcmp(s->name, "queue") == 0 &&
-            (coll == NULL || strcmp(coll, "C") != 0)) {
-            snprintf(what, sizeof what,
-                     "column queue has collation \"%s\"; queue names compare "
-                     "byte-exactly only under \"C\"",
-                     coll ? coll : "");
-            snprintf(
-                fix, sizeof fix,
-                "ALTER TABLE %s ALTER COLUMN queue TYPE text COLLATE \"C\"",
-                bus->table);
-            return mismatch(bus, err, "queue", what, fix);
-        }
-        /* SQL Server: any collation will do, as the seed allows for a
-         * table a migration owns: every statement compares queue with a
-         * binary collation and the padding sentinel itself
-         * (sql_mssql.c). */
+        if (coll != NULL && strcmp(coll, "C") == 0)
+            return SB_OK;
+        char what[256], fix[256];
+        snprintf(what, sizeof what,
+                 "column queue has collation \"%s\"; queue names compare "
+                 "byte-exactly only under \"C\"",
+                 coll ? coll : "");
+        snprintf(fix, sizeof fix,
+                 "ALTER TABLE %s ALTER COLUMN queue TYPE text COLLATE \"C\"",
+                 bus->table);
+        return mismatch(bus, err, "queue", what, fix);
     }
     return SB_OK;
 }

@@ -62,16 +62,31 @@ int sb__transport_sql_new(int dialect, const char *prefix,
                           sb_transport_sql **out, sb_error *err);
 void sb__transport_sql_free(sb_transport_sql *sql);
 
-/* Expected shape of the messages table, for creation and verification. */
+/* One expected column of a table checked against the catalog: the
+ * messages table's (schema.c), the durable operations' table's
+ * (errors/operations_sql.c). Types as each backend's catalog query
+ * (sb_transport_sql.columns) spells them, compared case-insensitively. */
 typedef struct sb_column_spec {
     const char *name;
     const char *sqlite_type;
     const char *pg_type;
-    const char *mssql_type; /* as the catalog query spells it */
+    const char *mssql_type;
     int notnull;
 } sb_column_spec;
 extern const sb_column_spec sb__message_columns[];
 extern const size_t sb__message_column_count;
+
+/* Check the `n` columns of `spec` against `rows`, the catalog's rows of
+ * `table` (name, type, notnull, collation: sb_transport_sql.columns) on a
+ * backend of `dialect` (SB_DIALECT_*): each column present, of its type,
+ * NOT NULL where the spec says so. Columns the spec does not name, and
+ * collations, are left to the caller. SB_OK, or SB_SCHEMA_MISMATCH for the
+ * first column that fails, with err's field the column and its message
+ * "table T: what; fix: statement" in the dialect. All arguments are
+ * borrowed; `table` is only printed. Reads nothing shared: thread-safe. */
+int sb__check_columns(int dialect, const char *table,
+                      const sb_column_spec *spec, size_t n, const sb_rows *rows,
+                      sb_error *err);
 
 /* In-process wake-ups: a worker registers interest in its queue. */
 typedef struct sb_waker {

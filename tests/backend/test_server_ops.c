@@ -205,7 +205,8 @@ static void test_group_retry_resumes_after_conflict(void **state)
 
 /* Issue 17: the operations table is checked against the catalog at
  * start. One of another shape (a key of another type, a column missing)
- * is refused with SB_SCHEMA_MISMATCH naming the column; its rows stay. */
+ * is refused with SB_SCHEMA_MISMATCH naming the column and the fix for
+ * that table, as the messages table's check does; its rows stay. */
 static void test_operations_table_of_another_shape(void **state)
 {
     (void)state;
@@ -230,6 +231,11 @@ static void test_operations_table_of_another_shape(void **state)
     assert_string_equal(err.field, "id");
     if (strstr(err.message, "expected") == NULL)
         fail_msg("the message names no expected type: %s", err.message);
+    char table[96];
+    snprintf(table, sizeof table, "%soperations", e.prefix);
+    const char *fix = strstr(err.message, "; fix: ");
+    if (fix == NULL || strstr(fix, table) == NULL)
+        fail_msg("the message has no fix for %s: %s", table, err.message);
     assert_int_equal(scalar("SELECT count(*) FROM %soperations WHERE kind = "
                             "$1",
                             e.prefix, "retry"),
