@@ -100,3 +100,49 @@ void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                       r->m->pattern);
     json_decref(j);
 }
+
+/* ---- what http.c runs around the handler ---- */
+
+int sb__api_query(const sb_buf *text, sb_query_params **out, sb_error *err)
+{
+    *out = NULL;
+    sb_query_params *q = sb__malloc(sizeof *q);
+    int rc =
+        q == NULL ? sb__err(err, SB_NOMEM, NULL, "out of memory")
+        : text->failed
+            ? sb__err(err, SB_INVALID, "query",
+                      "the query string must be at most %d bytes", SB_QUERY_MAX)
+            : sb__query_parse(text->len ? text->data : "", q, err);
+    if (rc != SB_OK) {
+        sb__free(q);
+        return rc;
+    }
+    *out = q;
+    return SB_OK;
+}
+
+sb_api_resp *sb__api_resp_new(int64_t timeout_ms)
+{
+    sb_api_resp *out = sb__calloc(1, sizeof *out);
+    if (out == NULL)
+        return NULL;
+    sb__buf_init(&out->body, SB_API_BODY_MAX);
+    out->total = -1;
+    out->timeout_ms = timeout_ms;
+    return out;
+}
+
+void sb__api_resp_free(sb_api_resp *out)
+{
+    if (out == NULL)
+        return;
+    sb__buf_free(&out->body);
+    sb__free(out);
+}
+
+void sb__api_resp_finish(sb_api_resp *out)
+{
+    if (out->code == NULL && out->body.failed)
+        sb__api_error(out, 503, "unavailable", NULL,
+                      "the response is too large or memory ran out");
+}

@@ -62,6 +62,19 @@ typedef struct sb_api_resp {
     int64_t timeout_ms;
 } sb_api_resp;
 
+/* api.c: the query string of a routed request, as http.c rebuilt it
+ * into `text` (a failed buffer: over SB_QUERY_MAX bytes), parsed into
+ * *out (transferred, sb__free). SB_NOMEM when memory ran out (a 503),
+ * SB_INVALID naming the parameter (a 400). */
+int sb__api_query(const sb_buf *text, sb_query_params **out, sb_error *err);
+
+/* api.c: a response for a handler to fill (status 0, no Total-Count),
+ * its body capped at SB_API_BODY_MAX; `timeout_ms` as timeout_ms above.
+ * NULL when memory ran out (a 503). Free with sb__api_resp_free
+ * (NULL-safe). */
+sb_api_resp *sb__api_resp_new(int64_t timeout_ms);
+void sb__api_resp_free(sb_api_resp *out);
+
 /* api.c: run the handler of r->m->route. On a route that takes a body
  * (r->m->body) the body is parsed first — JSON, at most
  * SB_API_JSON_DEPTH deep, no duplicate names, of the declared shape —
@@ -69,6 +82,18 @@ typedef struct sb_api_resp {
  * handler runs; the handler gets it as r->json. Always fills `out` (an
  * error status on failure). */
 void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+
+/* api.c: a filled response made ready for the wire: a body that could
+ * not be written whole (memory ran out, or over SB_API_BODY_MAX) becomes
+ * a 503 "unavailable" error, never a 2xx with a cut body. */
+void sb__api_resp_finish(sb_api_resp *out);
+
+/* api_util.c: the S7 error object {"error": code, "message": text,
+ * "field": name} (field left out when empty) of an error answer with
+ * *status, written into `b` (the caller's, initialised and freed by it).
+ * Returns the text to send ("{}" when memory ran out writing it). */
+const char *sb__api_error_body(sb_buf *b, unsigned *status, const char *code,
+                               const char *message, const char *field);
 
 /* api.c, for the handlers: the response for a library failure (status by
  * result code; the library's message only for 4xx, never for a backend

@@ -73,6 +73,22 @@ int sb__api_fail(sb_api_resp *out, int rc, const sb_error *err)
     }
 }
 
+const char *sb__api_error_body(sb_buf *b, unsigned *status, const char *code,
+                               const char *message, const char *field)
+{
+    sb__buf_puts(b, "{\"error\":");
+    sb__buf_json_str(b, code);
+    sb__buf_puts(b, ",\"message\":");
+    sb__buf_json_str(b, message);
+    if (field != NULL && field[0] != '\0') {
+        sb__buf_puts(b, ",\"field\":");
+        sb__buf_json_str(b, field);
+    }
+    sb__buf_puts(b, "}");
+    (void)status;
+    return b->failed || b->data == NULL ? "{}" : b->data;
+}
+
 /* ---- JSON writers ---- */
 
 void sb__json_key(sb_buf *b, int *first, const char *name)
