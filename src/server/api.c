@@ -51,7 +51,15 @@ static json_t *parse_body(const sb_api_req *r, sb_body_kind kind,
         return NULL;
     }
     json_error_t e;
+    unsigned long fails = sb__alloc_failures();
     json_t *j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
+    if (sb__alloc_failures() != fails) {
+        /* jansson reports out of memory as a syntax error, or drops
+         * bytes it could not keep: the server's fault, not the body's. */
+        json_decref(j);
+        sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+        return NULL;
+    }
     if (j == NULL) {
         sb__api_error(out, 400, "invalid", "body",
                       "the body is not JSON: %s (line %d, column %d)", e.text,

@@ -182,6 +182,21 @@ static const char *content_type(json_t *headers)
     return NULL;
 }
 
+/* A stored message's headers parsed (NULL: none, "{}"), in *hj (NULL
+ * when they are not JSON: shown as none). 0 with the 503 in `out` when
+ * memory ran out: jansson reports that as a syntax error or drops bytes,
+ * and an answer without the headers would not be the message's. */
+static int headers_json(const char *headers, json_t **hj, sb_api_resp *out)
+{
+    unsigned long fails = sb__alloc_failures();
+    *hj = json_loads(headers ? headers : "{}", 0, NULL);
+    if (sb__alloc_failures() == fails)
+        return 1;
+    json_decref(*hj);
+    *hj = NULL;
+    return sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+}
+
 static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
 {
     sb_failed_message *m = NULL;
@@ -222,7 +237,11 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
             sb__strlcpy((char *)&s + fields[i].off, v, fields[i].cap);
     }
     const char *headers = sb_failed_headers(m);
-    json_t *hj = json_loads(headers ? headers : "{}", 0, NULL);
+    json_t *hj = NULL;
+    if (!headers_json(headers, &hj, out)) {
+        sb_failed_message_free(m);
+        return 1;
+    }
     out->status = 200;
     sb_buf *b = &out->body;
     if (!full) {
@@ -305,8 +324,11 @@ static int body(const sb_api *a, const char *id, sb_api_resp *out)
         return sb__api_fail(out, rc, &err), 1;
     size_t len = 0;
     const void *data = sb_failed_body(m, &len);
-    json_t *hj =
-        json_loads(sb_failed_headers(m) ? sb_failed_headers(m) : "{}", 0, NULL);
+    json_t *hj = NULL;
+    if (!headers_json(sb_failed_headers(m), &hj, out)) {
+        sb_failed_message_free(m);
+        return 1;
+    }
     const char *type = content_type(hj);
     if (type == NULL || !safe_type(type))
         type = sb_failed_body_text(m) != NULL && data != NULL

@@ -186,8 +186,11 @@ static int edit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
             }
         }
     }
+    /* jansson's dump drops bytes it has no memory for: any failure seen
+     * by the allocator discards the text. */
+    unsigned long fails = sb__alloc_failures();
     char *htext = ok ? json_dumps(headers, JSON_COMPACT) : NULL;
-    if (ok && htext == NULL)
+    if (ok && (htext == NULL || sb__alloc_failures() != fails))
         ok = sb__api_error(out, 503, "unavailable", NULL, "out of memory");
     if (ok) {
         int ignored = 0;

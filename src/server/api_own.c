@@ -146,6 +146,10 @@ static char *string_object(const json_t *obj, const char *field,
         obj = json_object();
     else
         json_incref((json_t *)obj);
+    if (obj == NULL) {
+        sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+        return NULL;
+    }
     if (!json_is_object(obj) || json_object_size(obj) > PUBLISH_MAX_HEADERS) {
         json_decref((json_t *)obj);
         sb__api_error(out, 400, "invalid", field,
@@ -164,8 +168,15 @@ static char *string_object(const json_t *obj, const char *field,
             return NULL;
         }
     }
+    /* jansson's dump drops bytes it has no memory for: any failure seen
+     * by the allocator discards the text. */
+    unsigned long fails = sb__alloc_failures();
     char *text = json_dumps(obj, JSON_COMPACT);
     json_decref((json_t *)obj);
+    if (text != NULL && sb__alloc_failures() != fails) {
+        sb__free(text);
+        text = NULL;
+    }
     if (text == NULL)
         sb__api_error(out, 503, "unavailable", NULL, "out of memory");
     return text;
@@ -201,7 +212,14 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         text = json_string_value(body);
         len = json_string_length(body);
     } else if (ok) {
+        /* A dump that lost bytes to an allocation failure would be
+         * published as the message: discarded (see string_object). */
+        unsigned long fails = sb__alloc_failures();
         payload = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (payload != NULL && sb__alloc_failures() != fails) {
+            sb__free(payload);
+            payload = NULL;
+        }
         text = payload;
         len = payload ? strlen(payload) : 0;
         if (payload == NULL)
@@ -247,7 +265,9 @@ static int submit(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     sb_failed_submission *s = n ? sb__calloc(n, sizeof *s) : NULL;
     char **texts = n ? sb__calloc(n, sizeof *texts) : NULL;
     int ok = 1;
-    if (n == 0 || n > SUBMIT_MAX)
+    if (arr == NULL)
+        ok = sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+    else if (n == 0 || n > SUBMIT_MAX)
         ok = sb__api_error(out, 400, "invalid", "body",
                            "send 1 to %d failed messages", SUBMIT_MAX);
     else if (s == NULL || texts == NULL)
