@@ -115,12 +115,14 @@ int sb__api_query(const sb_buf *text, sb_query_params **out, sb_error *err)
 {
     *out = NULL;
     sb_query_params *q = sb__malloc(sizeof *q);
-    int rc =
-        q == NULL ? sb__err(err, SB_NOMEM, NULL, "out of memory")
-        : text->failed
-            ? sb__err(err, SB_INVALID, "query",
-                      "the query string must be at most %d bytes", SB_QUERY_MAX)
-            : sb__query_parse(text->len ? text->data : "", q, err);
+    int rc = q == NULL || text->failed == SB_NOMEM
+                 ? sb__err(err, SB_NOMEM, NULL, "out of memory")
+             : text->failed
+                 ? sb__err(err, SB_INVALID, "query",
+                           "the query string must be at most %d "
+                           "bytes",
+                           SB_QUERY_MAX)
+                 : sb__query_parse(text->len ? text->data : "", q, err);
     if (rc != SB_OK) {
         sb__free(q);
         return rc;

@@ -63,9 +63,9 @@ typedef struct sb_api_resp {
 } sb_api_resp;
 
 /* api.c: the query string of a routed request, as http.c rebuilt it
- * into `text` (a failed buffer: over SB_QUERY_MAX bytes), parsed into
- * *out (transferred, sb__free). SB_NOMEM when memory ran out (a 503),
- * SB_INVALID naming the parameter (a 400). */
+ * into `text` (a failed buffer: SB_TOOBIG over SB_QUERY_MAX bytes, or
+ * SB_NOMEM), parsed into *out (transferred, sb__free). SB_NOMEM when
+ * memory ran out (a 503), SB_INVALID naming the parameter (a 400). */
 int sb__api_query(const sb_buf *text, sb_query_params **out, sb_error *err);
 
 /* api.c: a response for a handler to fill (status 0, no Total-Count),

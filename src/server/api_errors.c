@@ -483,9 +483,12 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                      ep ? "/api/endpoints/" : "/api/recoverability/groups/");
         sb__url_encode(&path, m->captures[0]);
         sb__buf_puts(&path, "/errors");
-        int rc =
-            list(a, r, ep ? m->captures[0] : NULL, ep ? NULL : m->captures[0],
-                 path.failed ? "" : path.data, out);
+        int rc = 1;
+        if (path.failed) /* the Link header's path */
+            sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+        else
+            rc = list(a, r, ep ? m->captures[0] : NULL,
+                      ep ? NULL : m->captures[0], path.data, out);
         sb__buf_free(&path);
         return rc;
     }

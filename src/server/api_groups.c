@@ -136,21 +136,32 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
     sb_failed_message_free(m);
     g.count = total;
     int found = 0;
-    for (int st = SB_FAILED_UNRESOLVED; !found && st <= SB_FAILED_ARCHIVED;
+    for (int st = SB_FAILED_UNRESOLVED;
+         rc == SB_OK && !found && st <= SB_FAILED_ARCHIVED;
          st += SB_FAILED_ARCHIVED) {
         sb_failure_group **all = NULL;
         size_t k = 0;
-        if (sb_errors_groups(a->store, g.type, st, &all, &k, &err) == SB_OK)
-            for (size_t i = 0; i < k && !found; i++)
-                if (strcmp(all[i]->id, id) == 0) {
-                    g = *all[i];
-                    found = 1;
-                }
+        rc = sb_errors_groups(a->store, g.type, st, &all, &k, &err);
+        for (size_t i = 0; rc == SB_OK && i < k && !found; i++)
+            if (strcmp(all[i]->id, id) == 0) {
+                g = *all[i];
+                found = 1;
+            }
         sb_free(all);
     }
     sb_group_operation op;
     op.size = sizeof op;
-    int has_op = sb_errors_group_operation(a->store, id, &op, &err) == SB_OK;
+    int has_op = 0;
+    if (rc == SB_OK) {
+        rc = sb_errors_group_operation(a->store, id, &op, &err);
+        has_op = rc == SB_OK;
+        if (rc == SB_NOTFOUND)
+            rc = SB_OK;
+    }
+    /* A read that failed is the answer's failure, not a group without
+     * its window, comment or operation. */
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
     group_json(&out->body, &g, has_op ? &op : NULL);
     out->status = 200;
     return 1;

@@ -122,7 +122,12 @@ static int peek(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     sb__buf_puts(&path, "/api/queues/");
     sb__url_encode(&path, queue);
     sb__buf_puts(&path, "/messages");
-    sb__page_headers(out, path.failed ? "" : path.data, r->q, page, per, total);
+    if (path.failed) {
+        sb__buf_free(&path);
+        sb_msg_free_array(msgs, n);
+        return sb__api_error(out, 503, "unavailable", NULL, "out of memory"), 1;
+    }
+    sb__page_headers(out, path.data, r->q, page, per, total);
     sb__buf_free(&path);
     int64_t now = sb__wall_us();
     sb__buf_puts(&out->body, "[");

@@ -96,9 +96,12 @@ void sb__page_headers(sb_api_resp *out, const char *path,
         link_one(&b, path, q, page + 1, per_page, "next");
     link_one(&b, path, q, last, per_page, "last");
     /* A Link too long for the header (long filters) is left out rather
-     * than cut. */
+     * than cut. Out of memory, the answer cannot be whole: its body is
+     * marked failed, which sb__api_resp_finish makes a 503. */
     out->link[0] = '\0';
-    if (!b.failed && b.data != NULL)
+    if (b.failed == SB_NOMEM)
+        out->body.failed = SB_NOMEM;
+    else if (!b.failed && b.data != NULL)
         sb__strlcpy(out->link, b.data, sizeof out->link);
     sb__buf_free(&b);
 }
