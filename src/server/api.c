@@ -137,6 +137,12 @@ sb_api_resp *sb__api_resp_new(int64_t timeout_ms)
     if (out == NULL)
         return NULL;
     sb__buf_init(&out->body, SB_API_BODY_MAX);
+    if (sb__buf_printf(&out->body, "%*s", (int)SB_API_BODY_RESERVE - 1, "") !=
+        SB_OK) {
+        sb__api_resp_free(out);
+        return NULL;
+    }
+    sb__buf_reset(&out->body); /* the room stays */
     out->total = -1;
     out->timeout_ms = timeout_ms;
     return out;

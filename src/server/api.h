@@ -69,9 +69,14 @@ typedef struct sb_api_resp {
 int sb__api_query(const sb_buf *text, sb_query_params **out, sb_error *err);
 
 /* api.c: a response for a handler to fill (status 0, no Total-Count),
- * its body capped at SB_API_BODY_MAX; `timeout_ms` as timeout_ms above.
- * NULL when memory ran out (a 503). Free with sb__api_resp_free
+ * its body capped at SB_API_BODY_MAX and already holding room for
+ * SB_API_BODY_RESERVE bytes, so the small answer to a change that has
+ * committed (an operation accepted, a redirect, a publish, an edit) is
+ * written without an allocation that could fail after the commit: a
+ * change is never answered with an error. `timeout_ms` as timeout_ms
+ * above. NULL when memory ran out (a 503). Free with sb__api_resp_free
  * (NULL-safe). */
+#define SB_API_BODY_RESERVE 4096
 sb_api_resp *sb__api_resp_new(int64_t timeout_ms);
 void sb__api_resp_free(sb_api_resp *out);
 
@@ -91,7 +96,9 @@ void sb__api_resp_finish(sb_api_resp *out);
 /* api_util.c: the S7 error object {"error": code, "message": text,
  * "field": name} (field left out when empty) of an error answer with
  * *status, written into `b` (the caller's, initialised and freed by it).
- * Returns the text to send ("{}" when memory ran out writing it). */
+ * Returns the text to send; when memory ran out writing it, a fixed
+ * object of a 503 "unavailable" (*status set to 503), never a body that
+ * is not the error. */
 const char *sb__api_error_body(sb_buf *b, unsigned *status, const char *code,
                                const char *message, const char *field);
 

@@ -85,8 +85,12 @@ const char *sb__api_error_body(sb_buf *b, unsigned *status, const char *code,
         sb__buf_json_str(b, field);
     }
     sb__buf_puts(b, "}");
-    (void)status;
-    return b->failed || b->data == NULL ? "{}" : b->data;
+    if (!b->failed && b->data != NULL)
+        return b->data;
+    /* No memory for the object: what out of memory is (S7), in a text
+     * that needs none. The request may be made again. */
+    *status = 503;
+    return "{\"error\":\"unavailable\",\"message\":\"out of memory\"}";
 }
 
 /* ---- JSON writers ---- */
