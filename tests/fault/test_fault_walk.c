@@ -45,78 +45,16 @@
  */
 #include "failalloc.h"
 #include "backend/harness.h"
+#include "fault/fault_db.h"
 
 #include <sqlite3.h>
 
-#include <errno.h>
-#include <execinfo.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------------ */
-/* files */
-
-static char dir[256];
-static char template_path[300], run_path[300];
-
-static void remove_db(const char *path)
-{
-    static const char *const ext[] = {"", "-wal", "-shm"};
-    char p[320];
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", path, ext[i]);
-        unlink(p);
-    }
-}
-
-static void remove_dir(void)
-{
-    remove_db(template_path);
-    remove_db(run_path);
-    rmdir(dir);
-}
-
-static void make_dir(void)
-{
-    const char *const bases[] = {"/dev/shm", "/tmp"};
-    for (size_t i = 0; i < 2 && dir[0] == '\0'; i++) {
-        snprintf(dir, sizeof dir, "%s/sqlbus-fault.XXXXXX", bases[i]);
-        if (mkdtemp(dir) == NULL)
-            dir[0] = '\0';
-    }
-    if (dir[0] == '\0') {
-        perror("mkdtemp");
-        exit(1);
-    }
-    snprintf(template_path, sizeof template_path, "%s/template.db", dir);
-    snprintf(run_path, sizeof run_path, "%s/run.db", dir);
-    atexit(remove_dir);
-}
-
-/* Copy the template (closed, so its WAL is checkpointed away) to the run
- * file; no template, no file. */
-static void copy_template(void)
-{
-    remove_db(run_path);
-    int in = open(template_path, O_RDONLY);
-    if (in < 0 && errno == ENOENT)
-        return;
-    int out = open(run_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0)
-        fail_msg("copy %s: %s", template_path, strerror(errno));
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            fail_msg("copy: %s", strerror(errno));
-    close(in);
-    close(out);
-}
 
 /* ------------------------------------------------------------------ */
 /* one walk */
@@ -158,32 +96,6 @@ typedef struct fw_case {
      * SB_OK) or a state the API can carry on from; then close all. */
     void (*check)(fw_ctx *x, int rc);
 } fw_case;
-
-/* SB_FAULT_BACKTRACE=1: the stack of each failed allocation on stderr
- * (addresses: `addr2line -f -e test_fault_walk +OFFSET` names them). */
-static void print_backtrace(long nth)
-{
-    void *frames[32];
-    int n = backtrace(frames, 32);
-    fprintf(stderr, "failed allocation N=%ld:\n", nth);
-    backtrace_symbols_fd(frames, n, 2);
-}
-
-static void quiet_log(int level, const char *component, const char *message,
-                      void *user)
-{
-    (void)level;
-    (void)component;
-    (void)message;
-    (void)user;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void start_run(const fw_case *c, fw_ctx *x, long n)
 {
