@@ -741,16 +741,22 @@ static int refresh_tx(sb_conn *c, void *vctx, sb_error *err)
     return rc;
 }
 
-int sb__errors_refresh_windows(sb_errors *e, sb_error *err)
+void sb__errors_refresh_windows(sb_errors *e)
 {
     refresh_ctx x = {e, 0};
     size_t done = 0;
+    sb_error err;
     int rc;
     do {
-        rc = sb__db_run_tx(e->bus->pool, NULL, refresh_tx, &x, err);
+        rc = sb__db_run_tx(e->bus->pool, NULL, refresh_tx, &x, &err);
         done += x.fixed;
     } while (rc == SB_OK && x.fixed == REFRESH_BATCH && done < REFRESH_MAX);
-    return rc;
+    if (rc != SB_OK)
+        sb__log(&e->bus->log, SB_LOG_WARN, "errors",
+                "the failure windows of changed groups stay marked stale "
+                "(the group views count them exactly until a later change "
+                "refreshes them): %s",
+                err.message);
 }
 
 void sb__errors_count_sql(int dialect, int item, int status, sb_buf *b)

@@ -41,8 +41,11 @@ static int refused_change(const char *stored, const char *edited, sb_error *err)
     for (size_t i = 0; rc == SB_OK && i < n; i++) {
         if (!is_locked(kv[2 * i]))
             continue;
+        unsigned long fails = sb__alloc_failures();
         char *was = sb__headers_get(stored, kv[2 * i]);
-        if (was == NULL || strcmp(was, kv[2 * i + 1]) != 0)
+        if (was == NULL && sb__alloc_failures() != fails)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+        else if (was == NULL || strcmp(was, kv[2 * i + 1]) != 0)
             rc = sb__err(err, SB_INVALID, kv[2 * i],
                          "header %s is locked: an edit may give it only "
                          "with its stored value",
@@ -210,7 +213,7 @@ int sb_errors_edit_retry(sb_errors *e, const char *unique_message_id,
     sb__uuid7_at(x.new_id, sb__wall_us() / 1000);
     rc = sb__db_run_tx(e->bus->pool, NULL, edit_tx, &x, err);
     if (rc == SB_OK && !x.ignored)
-        rc = sb__errors_refresh_windows(e, err);
+        sb__errors_refresh_windows(e);
     if (rc == SB_OK && ignored != NULL)
         *ignored = x.ignored;
     if (rc == SB_OK && new_id != NULL)

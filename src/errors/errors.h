@@ -238,7 +238,11 @@ void sb__errors_history_sql(int dialect, sb_buf *b);
 void sb__errors_counts_ddl(int dialect, const char *text_type, sb_buf *b);
 void sb__errors_counts_sql(int dialect, int k, sb_buf *b);
 int sb__errors_counts_ensure(sb_conn *c, sb_errors *e, sb_error *err);
-int sb__errors_refresh_windows(sb_errors *e, sb_error *err);
+/* Best effort, after a writer's commit: a refresh that fails (out of
+ * memory, the database gone) is logged and leaves the windows marked
+ * stale, which the group views then read exactly (and the next writer's
+ * refresh fixes); the change it follows is done and is reported so. */
+void sb__errors_refresh_windows(sb_errors *e);
 int sb__errors_count(sb_conn *c, sb_errors *e, int kind, const char *item,
                      int status, int64_t *out, sb_error *err);
 /* Their statements ({p} unsubstituted): the count of kind $1 [and item

@@ -606,8 +606,8 @@ int sb_errors_ingest(sb_errors *e, sb_ingest_stats *stats, sb_error *err)
     }
     batch_free(&x);
     sb__buf_free(&x.json);
-    if (rc == SB_OK && changed)
-        rc = sb__errors_refresh_windows(e, err);
+    if (changed) /* the batches that committed */
+        sb__errors_refresh_windows(e);
     return rc;
 }
 

@@ -61,8 +61,12 @@ static void row_info(const sb_rows *rows, size_t r, sb_operation_info *out)
 
 /* ---- the selection as JSON (the job's description) ---- */
 
+/* NULL when any allocation failed: jansson's setters drop what they have
+ * no memory for and go on, so the seam's count tells, not their results
+ * (a selection with a part missing would change other messages). */
 static char *selection_json(const sb_failed_selection *s)
 {
+    unsigned long fails = sb__alloc_failures();
     json_t *j = json_object();
     if (j == NULL)
         return NULL;
@@ -88,6 +92,10 @@ static char *selection_json(const sb_failed_selection *s)
                             json_integer(s->modified_to_us));
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
+    if (text != NULL && sb__alloc_failures() != fails) {
+        sb__free(text);
+        text = NULL;
+    }
     return text;
 }
 

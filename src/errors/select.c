@@ -372,8 +372,8 @@ static int run_walk(walk *w, int64_t *changed, sb_error *err)
         if (w->sel->progress != NULL)
             w->sel->progress(w->so_far, w->total, w->sel->progress_user);
     }
-    if (rc == SB_OK && w->so_far > 0)
-        rc = sb__errors_refresh_windows(e, err);
+    if (w->so_far > 0) /* the batches that committed */
+        sb__errors_refresh_windows(e);
     return rc;
 }
 

@@ -38,10 +38,6 @@
  *    comments, search, redirects, operations, queues) as after a run that
  *    never failed. A change that committed must be answered as such.
  *
- * Library defects the walk met (src/errors; reported, not the server's
- * to fix) are recognised by their symptoms alone (known_text below),
- * counted and printed but not failed; SB_FAULT_STRICT=1 fails them too.
- *
  * A walk visits every N up to a few hundred and then every stride-th
  * (each case says its own); the run prints each case's count and runs.
  * SQLite only, like test_fault_walk.c (tests/fault/fault_db.h holds what
@@ -80,34 +76,6 @@ static long findings;
         findings++;                                                            \
     } while (0)
 
-/* Library defects this walk found (in src/errors, which the server
- * cannot fix; reported with issue 18). Each is recognised by its symptom
- * alone, counted and printed, not failed, until the library is fixed;
- * SB_FAULT_STRICT=1 makes them findings. */
-enum { K_SELECTION, K_LOCKED, K_REFRESH, K_COUNT };
-static const char *const known_text[K_COUNT] = {
-    "src/errors/operations.c selection_json ignores jansson's allocation "
-    "failures: the operation is accepted (202) with part of its selection "
-    "dropped, and then fails or changes other messages than asked",
-    "src/errors/edit.c refused_change reads sb__headers_get's "
-    "out-of-memory NULL as a changed locked header: 400 invalid",
-    "src/errors/edit.c sb_errors_edit_retry fails (503) when the windows' "
-    "refresh after the edit's commit runs out of memory: the edit is done, "
-    "made again it is ignored",
-};
-static long known[K_COUNT];
-
-static int known_defect(int k, const char *name, long n)
-{
-    if (getenv("SB_FAULT_STRICT") != NULL)
-        return 0;
-    known[k]++;
-    if (getenv("SB_FAULT_VERBOSE") != NULL)
-        printf("  %s: N=%ld: known library defect: %s\n", name, n,
-               known_text[k]);
-    return 1;
-}
-
 /* ------------------------------------------------------------------ */
 /* the prepared store */
 
@@ -126,9 +94,8 @@ typedef struct fh_ctx {
     sb_errors *store;
     sb_operations *ops;
     sb_api api;
-    long n;                 /* the N of this run (0: counting run) */
-    int failed_ops;         /* operations that ended "failed" (fingerprint) */
-    long long newest_total; /* the newest operation's total (fingerprint) */
+    long n;         /* the N of this run (0: counting run) */
+    int failed_ops; /* operations that ended "failed" (fingerprint) */
 } fh_ctx;
 
 static sb_options bus_options(const fh_ctx *x, int verify)
@@ -366,7 +333,6 @@ static char *mask(const char *s, size_t len);
 typedef struct op_text {
     char text[8192];
     int failed;
-    long long newest_total; /* -1 while none */
 } op_text;
 
 static int op_line(const sb_operation_info *op, void *user)
@@ -375,8 +341,6 @@ static int op_line(const sb_operation_info *op, void *user)
     char *out = t->text;
     size_t len = strlen(out);
     t->failed += strcmp(op->state, "failed") == 0;
-    if (t->newest_total < 0)
-        t->newest_total = op->total;
     snprintf(out + len, 8192 - len, " op{%s %s %lld/%lld%s}", op->kind,
              op->state, (long long)op->done, (long long)op->total,
              op->group_id[0] ? " group" : "");
@@ -452,12 +416,10 @@ static void fingerprint(fh_ctx *x, char *out, size_t cap)
     if (x->ops != NULL) {
         op_text ops;
         memset(&ops, 0, sizeof ops);
-        ops.newest_total = -1;
         sbt_ok(sb_operations_list(x->ops, x->bus, 200, op_line, &ops, &err),
                &err, "operations");
         ADD("%s", ops.text);
         x->failed_ops = ops.failed;
-        x->newest_total = ops.newest_total;
     }
     /* Every queue's messages, in dequeue order: the headers and the
      * payload (its size when it is not text) of each. */
@@ -826,26 +788,20 @@ static void set_clean(const fh_case *c, const answer *a)
 /* The state after a run without failures (set by the counting run). */
 static char clean_state[65536];
 
-/* `absorbed`: the run failed an allocation and answered as a clean run. */
-static void check_state(const fh_case *c, fh_ctx *x, int absorbed)
+static void check_state(const fh_case *c, fh_ctx *x)
 {
     static char state[65536];
-    static long long clean_total;
     wait_operations(x);
     fingerprint(x, state, sizeof state);
     if (x->n == 0) {
         memcpy(clean_state, state, sizeof state);
-        clean_total = x->newest_total;
         if (x->failed_ops > 0)
             fail_msg("%s: an operation failed in the run without failures: "
                      "%s",
                      c->name, state);
         if (getenv("SB_FAULT_VERBOSE") != NULL)
             printf("  %s: clean state: %s\n", c->name, state);
-    } else if (strcmp(state, clean_state) != 0 &&
-               !(absorbed &&
-                 (x->failed_ops > 0 || x->newest_total != clean_total) &&
-                 known_defect(K_SELECTION, c->name, x->n))) {
+    } else if (strcmp(state, clean_state) != 0) {
         FINDING("%s: N=%ld: the store differs from a run without "
                 "failures:\n  %s\nwant\n  %s",
                 c->name, x->n, state, clean_state);
@@ -884,7 +840,7 @@ static void walk(const fh_case *c)
     set_clean(c, &a);
     answer_free(&a);
     if (c->writes)
-        check_state(c, &x, 0);
+        check_state(c, &x);
     close_all(&x);
     if (fa_live() != live0)
         fail_msg("%s: the run without failures leaked %ld block(s)", c->name,
@@ -915,9 +871,7 @@ static void walk(const fh_case *c)
                         c->name, n, d);
             /* Out of memory is the server's: 503, never a 2xx that is not
              * the whole answer, never a 4xx blaming the request. */
-            if ((a.status != 503 || strcmp(a.code, "unavailable") != 0) &&
-                !(a.status == 400 && strstr(a.message, " is locked") &&
-                  known_defect(K_LOCKED, c->name, n)))
+            if (a.status != 503 || strcmp(a.code, "unavailable") != 0)
                 FINDING("%s: N=%ld: answered %s, want the clean answer or "
                         "503 unavailable",
                         c->name, n, d);
@@ -931,10 +885,7 @@ static void walk(const fh_case *c)
                 serve(&x, &rq, &b);
                 char e[1024];
                 describe(&b, e, sizeof e);
-                if (!same_as_clean(&b) &&
-                    !(b.status == 202 && b.body != NULL &&
-                      strstr(b.body, "\"edit_ignored\":true") &&
-                      known_defect(K_REFRESH, c->name, n)))
+                if (!same_as_clean(&b))
                     FINDING("%s: N=%ld: made again after %s, it answered "
                             "%s, not as a run without failures",
                             c->name, n, d, e);
@@ -944,7 +895,7 @@ static void walk(const fh_case *c)
         }
         answer_free(&a);
         if (c->writes)
-            check_state(c, &x, injected && as_clean);
+            check_state(c, &x);
         close_all(&x);
         if (fa_live() != live0) {
             FINDING("%s: N=%ld (%s) leaked %ld block(s)", c->name, n, d,
@@ -1110,10 +1061,6 @@ int main(void)
         cmocka_unit_test(test_writes),
     };
     int failed = cmocka_run_group_tests_name("fault_http", tests, setup, NULL);
-    for (int k = 0; k < K_COUNT; k++)
-        if (known[k] > 0)
-            printf("known library defect, met in %ld run(s): %s\n", known[k],
-                   known_text[k]);
     if (findings > 0) {
         printf("%ld finding(s)\n", findings);
         return 1;
