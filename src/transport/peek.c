@@ -45,10 +45,11 @@ int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset, size_t limit,
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     for (; rc == SB_OK && k < n; k++) {
         rc = sb__msg_from_row(rows, k, &arr[k]);
-        if (rc == SB_NOMEM)
-            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
-        if (rc != SB_OK)
+        if (rc != SB_OK) {
+            rc = sb__err(err, rc, NULL, "could not read a queued message: %s",
+                         sb_strerror(rc));
             break;
+        }
         arr[k]->available_at_us = sb__rows_int(rows, k, 7);
         arr[k]->locked_until_us = sb__rows_int(rows, k, 8);
     }
