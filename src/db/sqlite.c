@@ -5,6 +5,7 @@
 #include "db/db.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STMT_CACHE 64
@@ -251,6 +252,17 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
      * allocated as they are read, so a small database stays small. */
     if (rc == SB_OK)
         rc = sl_exec(&c->base, "PRAGMA cache_size=-16384;", err);
+    /* Checkpoints every SB_WAL_AUTOCHECKPOINT_DEFAULT pages unless the
+     * URL says otherwise (db.h: why not SQLite's 1,000). */
+    if (rc == SB_OK) {
+        char pragma[64];
+        int64_t pages = cfg->wal_autocheckpoint > 0
+                            ? cfg->wal_autocheckpoint
+                            : SB_WAL_AUTOCHECKPOINT_DEFAULT;
+        snprintf(pragma, sizeof pragma, "PRAGMA wal_autocheckpoint=%lld;",
+                 (long long)pages);
+        rc = sl_exec(&c->base, pragma, err);
+    }
     if (rc != SB_OK) {
         sl_close(&c->base);
         return rc;

@@ -14,7 +14,28 @@ static bool has_suffix(const char *s, size_t len, const char *sfx)
     return len >= n && memcmp(s + len - n, sfx, n) == 0;
 }
 
-/* Parse "durability=normal&busy_timeout=250" options of a SQLite URL. */
+/* A URL option's decimal value in [lo, hi] (`vn` bytes at `v`), else
+ * SB_INVALID naming `field` and the range. */
+static int option_number(const char *v, size_t vn, int64_t lo, int64_t hi,
+                         const char *field, const char *unit, int64_t *out,
+                         sb_error *err)
+{
+    int64_t x = 0;
+    int ok = vn > 0 && vn <= 10;
+    for (size_t i = 0; ok && i < vn; i++) {
+        ok = v[i] >= '0' && v[i] <= '9';
+        x = x * 10 + (v[i] - '0');
+    }
+    if (!ok || x < lo || x > hi)
+        return sb__err(err, SB_INVALID, field,
+                       "%s must be a number of %s from %lld to %lld", field,
+                       unit, (long long)lo, (long long)hi);
+    *out = x;
+    return SB_OK;
+}
+
+/* Parse "durability=normal&busy_timeout=250&wal_autocheckpoint=10000"
+ * options of a SQLite URL. */
 static int sqlite_options(const char *q, sb_db_config *cfg, sb_error *err)
 {
     while (*q != '\0') {
@@ -37,21 +58,20 @@ static int sqlite_options(const char *q, sb_db_config *cfg, sb_error *err)
                 return sb__err(err, SB_INVALID, "durability",
                                "durability must be \"full\" or \"normal\"");
         } else if (kn == 12 && memcmp(q, "busy_timeout", 12) == 0) {
-            int64_t ms = 0;
-            if (vn == 0 || vn > 9)
-                return sb__err(err, SB_INVALID, "busy_timeout",
-                               "busy_timeout must be 0..999999999 ms");
-            for (size_t i = 0; i < vn; i++) {
-                if (v[i] < '0' || v[i] > '9')
-                    return sb__err(err, SB_INVALID, "busy_timeout",
-                                   "busy_timeout must be a number of ms");
-                ms = ms * 10 + (v[i] - '0');
-            }
-            cfg->busy_timeout_ms = ms;
+            int rc = option_number(v, vn, 0, 999999999, "busy_timeout", "ms",
+                                   &cfg->busy_timeout_ms, err);
+            if (rc != SB_OK)
+                return rc;
+        } else if (kn == 18 && memcmp(q, "wal_autocheckpoint", 18) == 0) {
+            int rc = option_number(
+                v, vn, SB_WAL_AUTOCHECKPOINT_MIN, SB_WAL_AUTOCHECKPOINT_MAX,
+                "wal_autocheckpoint", "pages", &cfg->wal_autocheckpoint, err);
+            if (rc != SB_OK)
+                return rc;
         } else {
             return sb__err(err, SB_INVALID, "url",
                            "unknown SQLite URL option \"%.*s\" (known: "
-                           "durability, busy_timeout)",
+                           "durability, busy_timeout, wal_autocheckpoint)",
                            (int)(kn > 60 ? 60 : kn), q);
         }
         q += n;
@@ -231,6 +251,7 @@ int sb__db_parse_url(const char *url, sb_db_config *cfg, sb_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->busy_timeout_ms = 5000;
+    cfg->wal_autocheckpoint = SB_WAL_AUTOCHECKPOINT_DEFAULT;
     if (url == NULL || url[0] == '\0')
         return sb__err(err, SB_INVALID, "url", "database URL is empty");
     size_t len = strlen(url);

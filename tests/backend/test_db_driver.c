@@ -1030,6 +1030,40 @@ static void test_pg_notices_logged(void **state)
     fx.drv->close(c);
 }
 
+/* SQLite checkpoints its WAL after SB_WAL_AUTOCHECKPOINT_DEFAULT pages
+ * (db.h), or what the URL's wal_autocheckpoint says; a value out of its
+ * range is refused naming the option, as the other URL options are. */
+static void test_sqlite_wal_autocheckpoint(void **state)
+{
+    (void)state;
+    if (fx.pg)
+        skip();
+    sb_rows *rows = query_ok(fx.c, "PRAGMA wal_autocheckpoint", NULL, 0, NULL);
+    assert_int_cell(rows, 0, 0, SB_WAL_AUTOCHECKPOINT_DEFAULT);
+    sb__rows_free(rows);
+    char url[160];
+    snprintf(url, sizeof url, "%s?wal_autocheckpoint=2000", fx.sqlite_url);
+    sb_db_config cfg;
+    sb_error err;
+    assert_int_equal(sb__db_parse_url(url, &cfg, &err), SB_OK);
+    sb_conn *c = connect_cfg(&cfg);
+    rows = query_ok(c, "PRAGMA wal_autocheckpoint", NULL, 0, NULL);
+    assert_int_cell(rows, 0, 0, 2000);
+    sb__rows_free(rows);
+    fx.drv->close(c);
+    sb__db_config_free(&cfg);
+    static const char *const bad[] = {"99", "1000001", "", "12a",
+                                      "99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(url, sizeof url, "%s?wal_autocheckpoint=%s", fx.sqlite_url,
+                 bad[i]);
+        assert_int_equal(sb__db_parse_url(url, &cfg, &err), SB_INVALID);
+        assert_string_equal(err.field, "wal_autocheckpoint");
+        assert_non_null(strstr(err.message, "100 to 1000000"));
+        sb__db_config_free(&cfg);
+    }
+}
+
 static void test_pg_search_path(void **state)
 {
     (void)state;
@@ -1173,6 +1207,7 @@ int main(void)
         cmocka_unit_test(test_exec_multi),
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_pg_notices_logged),
+        cmocka_unit_test(test_sqlite_wal_autocheckpoint),
         cmocka_unit_test(test_pg_search_path),
         cmocka_unit_test(test_pg_connect_refused),
         cmocka_unit_test(test_pg_terminated_connection),

@@ -71,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   cfg.durability == SB_DURABILITY_NORMAL);
             CHECK(cfg.busy_timeout_ms >= 0);
             CHECK(cfg.busy_timeout_ms <= 999999999);
+            CHECK(cfg.wal_autocheckpoint >= SB_WAL_AUTOCHECKPOINT_MIN);
+            CHECK(cfg.wal_autocheckpoint <= SB_WAL_AUTOCHECKPOINT_MAX);
         }
         /* the same URL parses the same way again */
         sb_db_config cfg2;
@@ -79,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strcmp(cfg2.target, cfg.target) == 0);
         CHECK(cfg2.durability == cfg.durability);
         CHECK(cfg2.busy_timeout_ms == cfg.busy_timeout_ms);
+        CHECK(cfg2.wal_autocheckpoint == cfg.wal_autocheckpoint);
         sb__db_config_free(&cfg2);
     }
     sb__db_config_free(&cfg);
