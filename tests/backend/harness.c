@@ -141,8 +141,19 @@ const char *sbt_url(void)
 
 const char *sbt_new_prefix(void)
 {
-    snprintf(prefix_buf, sizeof prefix_buf, "t%ld_%d_", (long)getpid(),
-             ++counter);
+    /* The pid alone is not unique over a suite: pid_max may be 32,768,
+     * the script tests start thousands of processes, and a test that
+     * failed leaves its tables, so a later process with the same pid
+     * would find them (a queue with rows it never published). The start
+     * time's nanoseconds tell two such processes apart. */
+    static unsigned salt;
+    if (salt == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        salt = ((unsigned)ts.tv_nsec ^ (unsigned)ts.tv_sec) % 0xfffffu + 1;
+    }
+    snprintf(prefix_buf, sizeof prefix_buf, "t%ld_%05x_%d_", (long)getpid(),
+             salt, ++counter);
     return prefix_buf;
 }
 
