@@ -185,20 +185,6 @@ static int op_finished(const sb_operation_info *op, void *user)
     return 0;
 }
 
-static long queue_depth(fh_ctx *x, const char *queue)
-{
-    sb_queue_stats **s = NULL;
-    size_t n = 0;
-    sb_error err;
-    sbt_ok(sb_queue_list(x->bus, &s, &n, &err), &err, "queue list");
-    long total = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i]->queue, queue) == 0)
-            total = (long)(s[i]->ready + s[i]->delayed + s[i]->in_flight);
-    sb_free(s);
-    return total;
-}
-
 /* Every operation finished, and its job gone from the worker's queue. */
 static void wait_operations(fh_ctx *x)
 {
@@ -210,7 +196,7 @@ static void wait_operations(fh_ctx *x)
         sbt_ok(
             sb_operations_list(x->ops, x->bus, 200, op_finished, &busy, &err),
             &err, "operations list");
-        if (busy == 0 && queue_depth(x, SB_OPERATIONS_QUEUE) == 0)
+        if (busy == 0 && sbt_count(x->bus, SB_OPERATIONS_QUEUE) == 0)
             return;
         if (tries == 10000) {
             FINDING("N=%ld: %d operation(s) still unfinished after 10 s", x->n,
@@ -357,48 +343,8 @@ static void fingerprint(fh_ctx *x, char *out, size_t cap)
 #define ADD(...)                                                               \
     len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, __VA_ARGS__)
     sb_error err;
-    sb_failed_query q;
-    memset(&q, 0, sizeof q);
-    q.size = sizeof q;
-    q.status = -1;
-    q.sort = "failed_queue";
-    q.ascending = 1;
-    q.per_page = 500;
-    sb_failed_summary **s = NULL;
+    fd_store_fingerprint(x->store, x->n, 500, 1, out, cap, &len);
     size_t n = 0;
-    int64_t total = 0;
-    sbt_ok(sb_errors_list(x->store, &q, &s, &n, &total, &err), &err, "list");
-    ADD("total %lld:", (long long)total);
-    int64_t by_status[4] = {0};
-    for (size_t i = 0; i < n; i++) {
-        sb_failed_message *m = NULL;
-        sbt_ok(sb_errors_get(x->store, s[i]->unique_id, &m, &err), &err, "get");
-        size_t body = 0;
-        sb_failed_body(m, &body);
-        ADD(" [%s %s %d %lld g%zu b%zu%s h%zu]",
-            sb_failed_field(m, "message_id"), s[i]->failed_queue, s[i]->status,
-            (long long)s[i]->attempts, sb_failed_group_count(m), body,
-            sb_failed_body_stored_externally(m) ? "x" : "",
-            sb_failed_history_count(m));
-        by_status[s[i]->status]++;
-        sb_failed_message_free(m);
-    }
-    sb_free(s);
-    int64_t counts[4];
-    sbt_ok(sb_errors_status_counts(x->store, counts, &err), &err, "counts");
-    for (int st = 0; st < 4; st++)
-        if (counts[st] != by_status[st])
-            fail_msg("N=%ld: status %d: the counts say %lld, the rows %lld",
-                     x->n, st, (long long)counts[st], (long long)by_status[st]);
-    for (int st = 0; st < 4; st += 3) {
-        sb_failure_group **g = NULL;
-        sbt_ok(sb_errors_groups(x->store, NULL, st, &g, &n, &err), &err,
-               "groups");
-        for (size_t i = 0; i < n; i++)
-            ADD(" {%s %lld \"%s\"}", g[i]->title, (long long)g[i]->count,
-                g[i]->comment);
-        sb_free(g);
-    }
     sb_failed_summary **found = NULL;
     sbt_ok(sb_errors_search(x->store, "Orders", 100, &found, &n, &err), &err,
            "search");
