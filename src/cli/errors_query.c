@@ -455,8 +455,7 @@ static void op_text(char *out, size_t cap, const sb_group_operation *op)
 }
 
 static int groups_table(sb_failure_group *const *g,
-                        const sb_group_operation *ops, const int *has_op,
-                        size_t n)
+                        const sb_group_operation *const *op_of, size_t n)
 {
     static const char *const head[] = {"ID",        "COUNT", "AGE",
                                        "OPERATION", "TITLE", "COMMENT"};
@@ -468,7 +467,7 @@ static int groups_table(sb_failure_group *const *g,
         char title[EXCEPTION_COLUMNS * 4 + 8];
         snprintf(count, sizeof count, "%lld", (long long)g[i]->count);
         cli_format_age(age, sizeof age, (now - g[i]->last_failure_us) / 1000);
-        op_text(op, sizeof op, has_op[i] ? &ops[i] : NULL);
+        op_text(op, sizeof op, op_of[i]);
         first_line(comment, sizeof comment, g[i]->comment, COMMENT_COLUMNS);
         first_line(title, sizeof title, g[i]->title, EXCEPTION_COLUMNS);
         const char *row[] = {g[i]->id, count, age, op, title, comment};
@@ -507,35 +506,41 @@ int cli_errors_groups(cli_ctx *ctx, int argc, char **argv)
     int src = sb_errors_groups(
         store, o.classifier,
         o.archived ? SB_FAILED_ARCHIVED : SB_FAILED_UNRESOLVED, &g, &n, &err);
-    sb_group_operation *ops = NULL;
-    int *has_op = NULL;
+    /* Each group's latest operation, all in one read (at most 200
+     * groups, the list's cap, under the read's 1,000). */
+    const char **ids = NULL;
+    const sb_group_operation **op_of = NULL;
+    sb_group_operation **ops = NULL;
+    size_t n_ops = 0;
     if (src == SB_OK && n > 0) {
-        ops = sb__calloc(n, sizeof *ops);
-        has_op = sb__calloc(n, sizeof *has_op);
-        if (ops == NULL || has_op == NULL)
+        ids = sb__calloc(n, sizeof *ids);
+        op_of = sb__calloc(n, sizeof *op_of);
+        if (ids == NULL || op_of == NULL)
             src = sb__err(&err, SB_NOMEM, NULL, "out of memory");
     }
-    for (size_t i = 0; src == SB_OK && i < n; i++) {
-        ops[i].size = sizeof ops[i];
-        src = sb_errors_group_operation(store, g[i]->id, &ops[i], &err);
-        has_op[i] = src == SB_OK;
-        if (src == SB_NOTFOUND)
-            src = SB_OK;
-    }
+    for (size_t i = 0; src == SB_OK && i < n; i++)
+        ids[i] = g[i]->id;
+    if (src == SB_OK && n > 0)
+        src = sb_errors_group_operations(store, ids, n, &ops, &n_ops, &err);
+    for (size_t i = 0; src == SB_OK && i < n; i++)
+        for (size_t k = 0; k < n_ops && op_of[i] == NULL; k++)
+            if (strcmp(ops[k]->group_id, g[i]->id) == 0)
+                op_of[i] = ops[k];
     if (src != SB_OK) {
         rc = cli_report(src, &err);
     } else if (o.json) {
         fputc('[', stdout);
         for (size_t i = 0; i < n; i++) {
             fputs(i == 0 ? "\n  " : ",\n  ", stdout);
-            group_json(stdout, g[i], has_op[i] ? &ops[i] : NULL);
+            group_json(stdout, g[i], op_of[i]);
         }
         fputs(n == 0 ? "]\n" : "\n]\n", stdout);
     } else {
-        rc = groups_table(g, ops, has_op, n);
+        rc = groups_table(g, op_of, n);
     }
-    sb__free(ops);
-    sb__free(has_op);
+    sb_free(ops);
+    sb__free(op_of);
+    sb__free(ids);
     sb_free(g);
     cli_errors_close(bus, store);
     return rc;

@@ -65,20 +65,23 @@ long sbe_count_mismatches(const sbe_env *e)
     return sbt_native_scalar(sql, "x");
 }
 
+/* The error store's tables, dropped by sbe_close on PostgreSQL and SQL
+ * Server (a SQLite store goes with its file). */
+static const char *const tables[] = {
+    "failed_messages",        "failed_message_groups",
+    "group_comments",         "known_endpoints",
+    "retry_claims",           "failed_imports",
+    "message_bodies",         "group_operations",
+    "message_edits",          "redirects",
+    "failed_counts",          "failed_message_history",
+    "failed_message_attempts"};
+
 void sbe_close(sbe_env *e)
 {
     sb_errors_close(e->store);
     /* E13, E23: every test ends with counts that match its rows. */
     assert_int_equal(sbe_count_mismatches(e), 0);
     if (sbt_is_pg()) {
-        static const char *const tables[] = {
-            "failed_messages",        "failed_message_groups",
-            "group_comments",         "known_endpoints",
-            "retry_claims",           "failed_imports",
-            "message_bodies",         "group_operations",
-            "message_edits",          "redirects",
-            "failed_counts",          "failed_message_history",
-            "failed_message_attempts"};
         static const char *const functions[] = {"fm_ins", "fm_upd", "fm_del",
                                                 "fg_ins", "fg_del"};
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
@@ -106,14 +109,6 @@ void sbe_close(sbe_env *e)
         /* The triggers and the full-text index go with their tables; the
          * full-text catalog refuses a transaction, so all of it runs in
          * autocommit (a catalog that will not go yet is left behind). */
-        static const char *const tables[] = {
-            "failed_messages",        "failed_message_groups",
-            "group_comments",         "known_endpoints",
-            "retry_claims",           "failed_imports",
-            "message_bodies",         "group_operations",
-            "message_edits",          "redirects",
-            "failed_counts",          "failed_message_history",
-            "failed_message_attempts"};
         char sql[4096];
         size_t len = (size_t)snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS ");
         for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
