@@ -249,9 +249,15 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     /* A page cache of up to 16 MiB a connection instead of SQLite's 2 MiB:
      * the error store's ingestion re-read B-tree pages from the OS cache
      * (8-10 % faster at 40,000 rows, docs/benchmarks.md). Pages are
-     * allocated as they are read, so a small database stays small. */
+     * allocated as they are read, so a small database stays small.
+     * Temporary storage in memory: a statement that writes many rows
+     * inside a transaction (the store's upserts, a chunk a statement)
+     * keeps a statement journal of every page it changes, and on disk
+     * that was as many bytes again as the WAL (docs/backends.md). */
     if (rc == SB_OK)
-        rc = sl_exec(&c->base, "PRAGMA cache_size=-16384;", err);
+        rc =
+            sl_exec(&c->base,
+                    "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;", err);
     /* Checkpoints every SB_WAL_AUTOCHECKPOINT_DEFAULT pages unless the
      * URL says otherwise (db.h: why not SQLite's 1,000). */
     if (rc == SB_OK) {
