@@ -73,7 +73,8 @@ format:
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-bench: test-deps build
+bench: build
+	@bash scripts/install-deps.sh --bench
 	@bash bench/run all
 
 clean:

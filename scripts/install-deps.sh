@@ -3,9 +3,12 @@
 # root (or through sudo when available).
 #   install-deps.sh          to build and to test (make check, CI)
 #   install-deps.sh --build  to build and run only (make serve, make run)
+#   install-deps.sh --bench  to test, and wrk for bench/run's HTTP passes
 set -euo pipefail
 build_only=0
 [ "${1:-}" = --build ] && build_only=1
+bench=0
+[ "${1:-}" = --bench ] && bench=1
 pkgs=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
       libmicrohttpd-dev unixodbc-dev)
@@ -14,6 +17,7 @@ pkgs=(build-essential cmake ninja-build pkg-config
 [ $build_only = 1 ] ||
     pkgs+=(clang clang-format sqlite3 curl postgresql postgresql-contrib jq python3
            odbc-postgresql tdsodbc)
+[ $bench = 0 ] || pkgs+=(wrk)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' \
