@@ -18,7 +18,10 @@ enum {
     OPT_ALLOW_EDIT,
     OPT_DEMO,
     OPT_REQUEST_TIMEOUT,
-    OPT_INGESTERS
+    OPT_INGESTERS,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_PER_IP,
+    OPT_HEADER_TIMEOUT
 };
 
 /* Ingestion threads by default: PostgreSQL (and SQL Server) runs one
@@ -149,12 +152,18 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"allow-edit", no_argument, NULL, OPT_ALLOW_EDIT},
         {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
         {"ingesters", required_argument, NULL, OPT_INGESTERS},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
+        {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
     int64_t retention_ms = SB_RETENTION_DEFAULT_MS;
     int64_t request_timeout_ms = SB_SERVER_REQUEST_TIMEOUT_MS;
     int64_t ingesters = 0;
+    int64_t max_conns = SB_SERVER_MAX_CONNECTIONS;
+    int64_t max_per_ip = SB_SERVER_MAX_PER_IP;
+    int64_t header_timeout_ms = SB_SERVER_HEADER_TIMEOUT_MS;
     int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
@@ -180,6 +189,29 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         case OPT_INGESTERS: {
             int prc = cli_parse_int(ctx, "--ingesters", optarg, 1,
                                     SB_LOOPS_MAX_INGESTERS, &ingesters);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
+        case OPT_MAX_CONNECTIONS: {
+            int prc = cli_parse_int(ctx, "--max-connections", optarg, 2,
+                                    SB_SERVER_CONNECTIONS_MAX, &max_conns);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
+        case OPT_MAX_PER_IP: {
+            int prc = cli_parse_int(ctx, "--max-connections-per-ip", optarg, 1,
+                                    SB_SERVER_CONNECTIONS_MAX, &max_per_ip);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
+        case OPT_HEADER_TIMEOUT: {
+            int prc = cli_parse_duration(ctx, "--header-timeout", optarg,
+                                         SB_SERVER_HEADER_TIMEOUT_MIN_MS,
+                                         SB_SERVER_HEADER_TIMEOUT_MAX_MS,
+                                         &header_timeout_ms);
             if (prc != CLI_OK)
                 return prc;
             break;
@@ -253,7 +285,10 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                            .log_user = ctx,
                            .api_bus = api_bus,
                            .api_store = api_store,
-                           .request_timeout_ms = request_timeout_ms};
+                           .request_timeout_ms = request_timeout_ms,
+                           .max_connections = (unsigned)max_conns,
+                           .max_per_ip = (unsigned)max_per_ip,
+                           .header_timeout_ms = header_timeout_ms};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);
@@ -271,9 +306,14 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
               "in 1 min, then hourly",
               (int)ingesters, ingesters == 1 ? "" : "s",
               (long long)(retention_ms / 3600000));
-    char url[200], limit[32];
+    char url[200], limit[32], head[32];
     listen_url(url, sizeof url, listen, sb__server_port(srv));
     cli_format_age(limit, sizeof limit, request_timeout_ms);
+    cli_format_age(head, sizeof head, header_timeout_ms);
+    cli_notef(ctx,
+              "http: at most %lld connections, %lld from one address; a "
+              "request head must arrive within %s",
+              (long long)max_conns, (long long)max_per_ip, head);
     cli_notef(ctx,
               "http: listening on port %d: %s (%s, %s, request timeout %s "
               "per statement)",

@@ -1,10 +1,12 @@
 /* http.c - the HTTP layer of `sqlbus serve` over libmicrohttpd
- * (docs/internals/server.md, "Requests"): request bodies with a cap and
- * refused on the routes that take none, routing, tokens, JSON-only
- * mutations, the security headers on every response, JSON errors, ETags
- * and 304, the health routes and the dashboard's files; every other
- * route goes to the handlers (api.c). */
+ * (docs/internals/server.md, "Requests"): the connection limits and the
+ * request-head deadline (deadline.c, "Slow clients"), request bodies
+ * with a cap and refused on the routes that take none, routing, tokens,
+ * JSON-only mutations, the security headers on every response, JSON
+ * errors, ETags and 304, the health routes and the dashboard's files;
+ * every other route goes to the handlers (api.c). */
 #include "server/api.h"
+#include "server/deadline.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/server.h"
@@ -44,6 +46,7 @@ struct sb_server {
     sb_operations *ops;
     sb_metrics *metrics;
     sb_stats *stats;
+    sb_deadline *deadline; /* slow clients: the request-head deadline */
     sb_api api;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
     size_t max_body;
@@ -53,6 +56,7 @@ struct sb_server {
 /* One request in flight: its body so far, and for the metrics its route
  * (the router's static pattern), the status sent and when it began. */
 typedef struct request {
+    sb_deadline_slot *slot; /* the connection's, NULL when not watched */
     sb_buf body;
     int too_big;
     sb_route_id route;
@@ -70,6 +74,32 @@ static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *uri)
     return strlen(uri);
 }
 
+/* Slow clients: each connection's slot in the head deadline, kept as
+ * libmicrohttpd's socket context; freed before libmicrohttpd closes the
+ * socket (it notifies first). */
+static void connection_event(void *cls, struct MHD_Connection *c,
+                             void **socket_context,
+                             enum MHD_ConnectionNotificationCode code)
+{
+    sb_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *i =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context =
+            i != NULL ? sb__deadline_open(s->deadline, i->connect_fd) : NULL;
+    } else {
+        sb__deadline_close(s->deadline, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+static sb_deadline_slot *slot_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i != NULL ? i->socket_context : NULL;
+}
+
 static void completed(void *cls, struct MHD_Connection *c, void **ctx,
                       enum MHD_RequestTerminationCode why)
 {
@@ -78,6 +108,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx,
     sb_server *s = cls;
     request *r = *ctx;
     if (r != NULL) {
+        /* A connection kept open waits for its next head from now. */
+        sb__deadline_wait(s->deadline, r->slot);
         if (r->status != 0)
             sb__metrics_http(s->metrics, r->route, r->pattern, r->status,
                              sb__mono_us() - r->start_us);
@@ -580,6 +612,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
             return MHD_NO;
         sb__buf_init(&r->body, s->max_body);
         r->start_us = sb__mono_us();
+        r->slot = slot_of(c);
+        sb__deadline_head(s->deadline, r->slot);
         *ctx = r;
         return MHD_YES;
     }
@@ -604,6 +638,7 @@ static int no_registration(const sb_registration *r, void *user)
 /* The server's parts, in reverse order of their start; NULL-safe. */
 static void release(sb_server *s)
 {
+    sb__deadline_stop(s->deadline);
     sb_operations_close(s->ops);
     sb__stats_stop(s->stats);
     sb__metrics_free(s->metrics);
@@ -660,7 +695,24 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     sb__strlcpy(s->admin, admin, sizeof s->admin);
     sb__strlcpy(s->read, read, sizeof s->read);
     s->max_body = opts->max_body ? opts->max_body : SB_SERVER_MAX_BODY;
-    rc = sb__metrics_new(&s->metrics, err);
+    unsigned threads = opts->threads ? opts->threads : 2;
+    unsigned max_conns = opts->max_connections ? opts->max_connections
+                                               : SB_SERVER_MAX_CONNECTIONS;
+    unsigned per_ip =
+        opts->max_per_ip ? opts->max_per_ip : SB_SERVER_MAX_PER_IP;
+    int64_t head_ms = opts->header_timeout_ms ? opts->header_timeout_ms
+                                              : SB_SERVER_HEADER_TIMEOUT_MS;
+    /* libmicrohttpd shares the connection limit among its threads. */
+    rc = max_conns < threads || max_conns > SB_SERVER_CONNECTIONS_MAX
+             ? sb__err(err, SB_INVALID, "max_connections",
+                       "max_connections must be %u to %d", threads,
+                       SB_SERVER_CONNECTIONS_MAX)
+         : per_ip > SB_SERVER_CONNECTIONS_MAX
+             ? sb__err(err, SB_INVALID, "max_per_ip",
+                       "max_per_ip must be 1 to %d", SB_SERVER_CONNECTIONS_MAX)
+             : sb__deadline_start(max_conns, head_ms, &s->deadline, err);
+    if (rc == SB_OK)
+        rc = sb__metrics_new(&s->metrics, err);
     sb_stats_options so = {.interval_ms = STATS_INTERVAL_MS,
                            .log = opts->log,
                            .log_user = opts->log_user};
@@ -683,7 +735,6 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                       .backend = sb_backend_name(s->api_bus),
                       .retention_ms = opts->retention_ms,
                       .edit_enabled = opts->edit_enabled};
-    unsigned threads = opts->threads ? opts->threads : 2;
     unsigned timeout = opts->timeout_s ? opts->timeout_s : 30;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (addr.ss_family == AF_INET6)
@@ -691,7 +742,9 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+        max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
         keep_escapes, NULL, MHD_OPTION_END);

@@ -21,18 +21,35 @@
 #define SB_SERVER_REQUEST_TIMEOUT_MIN_MS 10
 #define SB_SERVER_REQUEST_TIMEOUT_MAX_MS (3600LL * 1000)
 #define SB_SERVER_API_POOL 4
+/* S10, slow clients: connections at once, from one address, and the time
+ * a request head may take to arrive whole (`--max-connections`,
+ * `--max-connections-per-ip`, `--header-timeout`): defaults and limits. */
+#define SB_SERVER_MAX_CONNECTIONS 256
+#define SB_SERVER_MAX_PER_IP 32
+#define SB_SERVER_CONNECTIONS_MAX 10000
+#define SB_SERVER_HEADER_TIMEOUT_MS 10000
+#define SB_SERVER_HEADER_TIMEOUT_MIN_MS 100
+#define SB_SERVER_HEADER_TIMEOUT_MAX_MS (3600LL * 1000)
 
 typedef struct sb_server sb_server;
 
 typedef struct sb_server_options {
-    const char *listen;      /* "HOST:PORT" (NULL: SB_SERVER_LISTEN); port
+    const char *listen;        /* "HOST:PORT" (NULL: SB_SERVER_LISTEN); port
                                 0 takes a free one (sb__server_port) */
-    const char *admin_token; /* S9: NULL or "" = none */
-    const char *read_token;  /* S9: GET and HEAD only; NULL or "" = none */
-    size_t max_body;         /* S10: request body cap (0: 1 MiB) */
-    unsigned threads;        /* request threads (0: 2) */
-    unsigned timeout_s;      /* idle connection timeout (0: 30 s) */
-    sb_errors *store;        /* borrowed, optional: failed imports (S8)
+    const char *admin_token;   /* S9: NULL or "" = none */
+    const char *read_token;    /* S9: GET and HEAD only; NULL or "" = none */
+    size_t max_body;           /* S10: request body cap (0: 1 MiB) */
+    unsigned threads;          /* request threads (0: 2) */
+    unsigned timeout_s;        /* idle connection timeout (0: 30 s) */
+    unsigned max_connections;  /* at once (0: SB_SERVER_MAX_CONNECTIONS; at
+                                 least `threads`) */
+    unsigned max_per_ip;       /* at once from one address (0:
+                                 SB_SERVER_MAX_PER_IP) */
+    int64_t header_timeout_ms; /* a request head arrives whole within this
+                                  of the connection's start or its last
+                                  answer, else the connection is shut
+                                  down (0: SB_SERVER_HEADER_TIMEOUT_MS) */
+    sb_errors *store;          /* borrowed, optional: failed imports (S8)
                                 and the operations worker (S5) */
     /* S10: the bus the API's requests run on (borrowed, optional: NULL =
      * the server's bus), opened with statement_timeout_ms set so that no
