@@ -53,10 +53,13 @@ struct sb_server {
     int port;
 };
 
-/* One request in flight: its body so far, and for the metrics its route
- * (the router's static pattern), the status sent and when it began. */
+/* One request in flight: its query string as it came, its body so far,
+ * and for the metrics its route (the router's static pattern), the
+ * status sent and when it began. */
 typedef struct request {
     sb_deadline_slot *slot; /* the connection's, NULL when not watched */
+    int begun;              /* its head has reached on_request */
+    sb_buf query;
     sb_buf body;
     int too_big;
     sb_route_id route;
@@ -113,6 +116,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx,
         if (r->status != 0)
             sb__metrics_http(s->metrics, r->route, r->pattern, r->status,
                              sb__mono_us() - r->start_us);
+        sb__buf_free(&r->query);
         sb__buf_free(&r->body);
         sb__free(r);
         *ctx = NULL;
@@ -274,23 +278,6 @@ static int json_content(struct MHD_Connection *c)
         return 0;
     size_t n = strcspn(ct, "; \t");
     return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
-}
-
-/* The query string as it came (the arguments were left escaped), rebuilt
- * into the sb_buf `cls`. */
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
-                               const char *key, const char *value)
-{
-    (void)kind;
-    sb_buf *b = cls;
-    if (b->len > 0)
-        sb__buf_puts(b, "&");
-    sb__buf_puts(b, key);
-    if (value != NULL) {
-        sb__buf_puts(b, "=");
-        sb__buf_puts(b, value);
-    }
-    return MHD_YES;
 }
 
 /* A fixed JSON body: {"status": status}. */
@@ -581,12 +568,8 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                           "query string)",
                           "body", NULL);
     /* From here on as tests/fault/test_fault_http.c runs it (api.c). */
-    sb_buf qt;
-    sb__buf_init(&qt, QUERY_TEXT_MAX);
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qt);
     sb_query_params *q = NULL;
-    rc = sb__api_query(&qt, &q, &err);
-    sb__buf_free(&qt);
+    rc = sb__api_query(&r->query, &q, &err);
     enum MHD_Result res;
     if (rc == SB_NOMEM)
         res = send_error(r, c, 503, "unavailable", "out of memory", NULL, NULL);
@@ -598,6 +581,42 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
     return res;
 }
 
+/* A request of its own, or NULL when there is no memory. */
+static request *request_new(const sb_server *s)
+{
+    request *r = sb__calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    sb__buf_init(&r->query, QUERY_TEXT_MAX);
+    sb__buf_init(&r->body, s->max_body);
+    r->start_us = sb__mono_us();
+    return r;
+}
+
+/* A request begins with its request line (MHD_OPTION_URI_LOG_CALLBACK,
+ * the request's context for the other callbacks, or NULL): sqlbus keeps
+ * the query string as it came, and sb__query_parse alone reads it, with
+ * its limits (issue 20.2). libmicrohttpd would otherwise split it into
+ * its own memory for the connection right after this call, and 0.9.75
+ * stalls a connection whose arguments run that memory out (about a
+ * thousand of them) until its timeout, unanswered. So the text after the
+ * '?' is ended where it starts: libmicrohttpd finds no argument to
+ * split. `uri` is the request line in libmicrohttpd's own buffer, which
+ * it goes on to cut up in place itself; the callback is documented for
+ * "processing the URI (including the options) before it is parsed". */
+static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)c;
+    request *r = request_new(cls);
+    char *args = strchr(uri, '?');
+    if (args == NULL)
+        return r;
+    if (r != NULL)
+        sb__buf_puts(&r->query, args + 1);
+    args[1] = '\0';
+    return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -606,15 +625,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     (void)version;
     sb_server *s = cls;
     request *r = *ctx;
-    if (r == NULL) {
-        r = sb__calloc(1, sizeof *r);
-        if (r == NULL)
-            return MHD_NO;
-        sb__buf_init(&r->body, s->max_body);
-        r->start_us = sb__mono_us();
+    if (r == NULL || !r->begun) {
+        if (r == NULL) {
+            /* begin_request had no memory: its query string is lost. */
+            r = request_new(s);
+            if (r == NULL)
+                return MHD_NO;
+            r->query.failed = SB_NOMEM;
+            *ctx = r;
+        }
+        r->begun = 1;
         r->slot = slot_of(c);
         sb__deadline_head(s->deadline, r->slot);
-        *ctx = r;
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -746,8 +768,9 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
         max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-        keep_escapes, NULL, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_URI_LOG_CALLBACK,
+        begin_request, s, MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
+        MHD_OPTION_END);
     if (s->daemon == NULL) {
         release(s);
         return sb__err(err, SB_UNAVAILABLE, "listen",
