@@ -8,6 +8,7 @@
 #include "server/api.h"
 #include "server/deadline.h"
 #include "server/metrics.h"
+#include "server/rawhead.h"
 #include "server/router.h"
 #include "server/server.h"
 #include "server/stats.h"
@@ -59,6 +60,11 @@ struct sb_server {
 typedef struct request {
     sb_deadline_slot *slot; /* the connection's, NULL when not watched */
     int begun;              /* its head has reached on_request */
+    const char *target;     /* the request target in libmicrohttpd's buffer */
+    size_t target_len;      /* its length as it came */
+    int hidden_in;          /* where the head has a NUL (rawhead.h) */
+    const char *hidden;     /* in which part */
+    int head_unread;        /* no memory to look at the head for one */
     sb_buf query;
     sb_buf body;
     int too_big;
@@ -516,6 +522,30 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                                request *r)
 {
     int method = sb__http_method(method_text);
+    /* S9, issue 20.4: a head whose strings were cut at a NUL is not
+     * what it seems (a token, a path): refused before anything. */
+    if (r->head_unread)
+        return send_error(r, c, 503, "unavailable", "out of memory", NULL,
+                          NULL);
+    if (r->hidden_in != SB_HEAD_CLEAN) {
+        /* A header's name is the client's: named when it is a short
+         * token, else "header". */
+        size_t n = strlen(r->hidden);
+        int token = n > 0 && n <= 64;
+        for (size_t i = 0; token && i < n; i++)
+            token = r->hidden[i] > ' ' && r->hidden[i] < 0x7f;
+        const char *part = token ? r->hidden : "header";
+        char msg[160];
+        if (r->hidden_in == SB_HEAD_LINE)
+            snprintf(msg, sizeof msg, "the request line's %s holds a NUL byte",
+                     part);
+        else
+            snprintf(msg, sizeof msg,
+                     "the header %s holds a NUL byte, or is folded over "
+                     "lines",
+                     part);
+        return send_error(r, c, 400, "invalid", msg, part, NULL);
+    }
     sb_route_match m;
     sb_error err;
     int rc = sb__route(method_text, url, &m, &err);
@@ -598,6 +628,48 @@ static size_t declared_length(struct MHD_Connection *c)
     return n;
 }
 
+typedef struct field_list {
+    sb_head_field *f;
+    size_t n, cap;
+} field_list;
+
+static enum MHD_Result add_field(void *cls, enum MHD_ValueKind kind,
+                                 const char *key, const char *value)
+{
+    (void)kind;
+    field_list *l = cls;
+    if (l->n < l->cap)
+        l->f[l->n++] = (sb_head_field){key, value};
+    return MHD_YES;
+}
+
+/* Issue 20.4: look at the request head as libmicrohttpd left it in its
+ * buffer (`method` is its first byte) for bytes a NUL of the client's
+ * hid from the strings it handed over (rawhead.h): where, and in which
+ * part, into r->hidden_in and r->hidden. */
+static void look_at_head(struct MHD_Connection *c, const char *method,
+                         const char *version, request *r)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    int n = MHD_get_connection_values(c, MHD_HEADER_KIND, NULL, NULL);
+    field_list l = {NULL, 0, n > 0 ? (size_t)n : 0};
+    if (l.cap > 0 && (l.f = sb__calloc(l.cap, sizeof *l.f)) == NULL) {
+        r->head_unread = 1;
+        return;
+    }
+    MHD_get_connection_values(c, MHD_HEADER_KIND, add_field, &l);
+    sb_raw_head h = {.start = method,
+                     .len = i != NULL ? i->header_size : 0,
+                     .target = r->target,
+                     .target_len = r->target_len,
+                     .version = version,
+                     .fields = l.f,
+                     .n_fields = l.n};
+    r->hidden_in = sb__head_hidden(&h, &r->hidden);
+    sb__free(l.f);
+}
+
 /* A request of its own, or NULL when there is no memory. */
 static request *request_new(const sb_server *s)
 {
@@ -625,6 +697,10 @@ static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)c;
     request *r = request_new(cls);
+    if (r != NULL) {
+        r->target = uri;
+        r->target_len = strlen(uri);
+    }
     char *args = strchr(uri, '?');
     if (args == NULL)
         return r;
@@ -639,7 +715,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *version, const char *upload_data,
                                   size_t *upload_size, void **ctx)
 {
-    (void)version;
     sb_server *s = cls;
     request *r = *ctx;
     if (r == NULL || !r->begun) {
@@ -654,12 +729,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         r->begun = 1;
         r->slot = slot_of(c);
         sb__deadline_head(s->deadline, r->slot);
+        look_at_head(c, method, version, r);
         /* A body declared over the cap is refused now, not read first
-         * (issue 20.3); libmicrohttpd then discards it and closes. */
-        if (declared_length(c) > s->max_body) {
-            r->too_big = 1;
+         * (issue 20.3); libmicrohttpd then discards it and closes. So is
+         * a head with a NUL. */
+        r->too_big = declared_length(c) > s->max_body;
+        if (r->too_big || r->hidden_in != SB_HEAD_CLEAN || r->head_unread)
             return respond(s, c, url, method, r);
-        }
         return MHD_YES;
     }
     if (*upload_size > 0) {

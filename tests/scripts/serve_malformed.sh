@@ -47,6 +47,25 @@ req big_sent -m 30 -X POST -H 'Expect:' -H 'Authorization: Bearer raw-admin' \
 expect big_sent 413 .field body
 ok "issue 20.3: a body sent over the cap: 413 with its JSON"
 
+# ---- a NUL in the head: refused, not cut (issue 20.4, S9) ---------------
+# libmicrohttpd hands sqlbus C strings, so "Bearer TOKEN\0junk" used to
+# arrive as the token and pass.
+nul_case() { # NAME REQUEST FIELD
+    send "$1" "$2"
+    [ "$(first_status "$1")" = "HTTP/1.1 400 Bad Request" ] || fail "$1: $(head -c 400 "$tmp/$1.raw")"
+    json_body "$1" | jq -e --arg f "$3" '.error == "invalid" and .field == $f' >/dev/null ||
+        fail "$1: $(json_body "$1")"
+}
+close='Connection: close\r\n'
+nul_case nul_token "GET /api/errors HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer raw-admin\x00junk\r\n$close\r\n" Authorization
+nul_case nul_token_last "GET /api/errors HTTP/1.1\r\nHost: t\r\n${close}Authorization: Bearer raw-admin\x00\x01\r\n\r\n" Authorization
+nul_case nul_path "GET /api/errors\x00/../x HTTP/1.1\r\nHost: t\r\n${auth}$close\r\n" path
+nul_case nul_query "GET /api/errors?per_page=1\x00junk HTTP/1.1\r\nHost: t\r\n${auth}$close\r\n" path
+nul_case nul_header "GET /health HTTP/1.1\r\nHost: t\r\nX-Thing: a\x00b\r\n$close\r\n" X-Thing
+send token_ok "GET /api/errors HTTP/1.1\r\nHost: t\r\n${auth}$close\r\n"
+[ "$(first_status token_ok)" = "HTTP/1.1 200 OK" ] || fail "token_ok: $(head -c 400 "$tmp/token_ok.raw")"
+ok "issue 20.4: a NUL in the token, the path, the query or a header: 400 naming it; the token alone passes"
+
 # ---- libmicrohttpd answers: as documented -------------------------------
 # A Content-Length that is not a number: 400 with libmicrohttpd's HTML
 # page, and the connection closed (libmicrohttpd 0.9.75 also repeats its
