@@ -291,7 +291,9 @@ typedef struct sb_outgoing {
     const char *id;      /* optional UUID; NULL = new UUIDv7 */
     const void *payload; /* bytes, may be NULL when payload_len = 0 */
     size_t payload_len;
-    const char *headers_json; /* optional JSON object of string->string */
+    const char *headers_json; /* optional JSON object of string->string;
+                                 an sb-correlation-id (any spelling) must
+                                 pass sb_validate_correlation_id (C7) */
     int64_t delay_ms;         /* >= 0; not claimable before now + delay */
 } sb_outgoing;
 

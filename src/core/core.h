@@ -146,6 +146,11 @@ int sb__buf_json_mem(sb_buf *b, const char *s, size_t len);
 #define SB_MAX_HEADERS_BYTES (64 * 1024)
 /* Validate a JSON object of string -> string within the header limit. */
 int sb__headers_validate(const char *json, size_t len, sb_error *err);
+/* The same, and what a message being published may carry: its
+ * sb-correlation-id (any spelling of the name) a correlation id as
+ * sb_validate_correlation_id has it (rule C7), so every publisher -- the
+ * library, the CLI, the HTTP API -- is held to the one check. */
+int sb__headers_validate_outgoing(const char *json, size_t len, sb_error *err);
 /* Copy of one header's value (case-insensitive key), or NULL. */
 char *sb__headers_get(const char *json, const char *key);
 /* A new headers object: `json` (may be NULL) with each key/value pair of

@@ -36,7 +36,9 @@ static int load_object(const char *text, size_t len, json_t **out,
     return SB_OK;
 }
 
-int sb__headers_validate(const char *json, size_t len, sb_error *err)
+/* The checks of sb__headers_validate, and with `outgoing` those of a
+ * message being published. */
+static int validate(const char *json, size_t len, int outgoing, sb_error *err)
 {
     if (len > SB_MAX_HEADERS_BYTES)
         return sb__err(err, SB_INVALID, "headers",
@@ -60,9 +62,27 @@ int sb__headers_validate(const char *json, size_t len, sb_error *err)
                          "header names must not be empty");
             break;
         }
+        /* C7: what a reply will be matched by is a correlation id. */
+        sb_error e;
+        if (outgoing && strcasecmp(key, "sb-correlation-id") == 0 &&
+            sb_validate_correlation_id(json_string_value(val), &e) != SB_OK) {
+            rc = sb__err(err, SB_INVALID, "headers", "header %s: %s", key,
+                         e.message);
+            break;
+        }
     }
     json_decref(root);
     return rc;
+}
+
+int sb__headers_validate(const char *json, size_t len, sb_error *err)
+{
+    return validate(json, len, 0, err);
+}
+
+int sb__headers_validate_outgoing(const char *json, size_t len, sb_error *err)
+{
+    return validate(json, len, 1, err);
 }
 
 char *sb__headers_get(const char *json, const char *key)

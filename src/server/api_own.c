@@ -187,6 +187,20 @@ static char *string_object(const json_t *obj, const char *field,
     return text;
 }
 
+/* sb_publish names a part of the message it refuses "msgs[0].X": the
+ * request's name for it ("payload" is the request's "body"). */
+static void request_field(sb_error *err)
+{
+    static const char prefix[] = "msgs[0].";
+    if (strncmp(err->field, prefix, sizeof prefix - 1) != 0)
+        return;
+    const char *part = err->field + sizeof prefix - 1;
+    char name[sizeof err->field];
+    snprintf(name, sizeof name, "%s",
+             strcmp(part, "payload") == 0 ? "body" : part);
+    memcpy(err->field, name, sizeof name);
+}
+
 /* POST /api/queues/{q}/messages: {"body": value, "headers": {..},
  * "delay_ms": n}; the Idempotency-Key header names the message (a UUID
  * as it is, any other text through a deterministic GUID of the queue and
@@ -246,6 +260,7 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sb_error err;
         int rc = sb_publish(a->bus, NULL, queue, &o, out_id, &err);
         if (rc != SB_OK) {
+            request_field(&err);
             sb__api_fail(out, rc, &err);
         } else {
             sb__buf_puts(&out->body, "{\"id\":");

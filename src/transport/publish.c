@@ -32,8 +32,8 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
                        (long long)m->delay_ms);
     }
     if (m->headers_json != NULL) {
-        int rc =
-            sb__headers_validate(m->headers_json, strlen(m->headers_json), err);
+        int rc = sb__headers_validate_outgoing(m->headers_json,
+                                               strlen(m->headers_json), err);
         if (rc != SB_OK) {
             if (err != NULL)
                 snprintf(err->field, sizeof err->field, "msgs[%zu].headers", i);

@@ -535,6 +535,19 @@ static void test_bad_input(void **state)
     assert_string_equal(err.field, "msgs[0].headers");
     o.headers_json = "{\"a\":";
     assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
+    /* Issue 20.5, C7: a correlation id header is a correlation id, under
+     * any spelling of its name, as sb_validate_correlation_id says. */
+    static const char *const bad_corr[] = {
+        "{\"sb-correlation-id\": \"\\u0001\"}", "{\"sb-correlation-id\": \"\"}",
+        "{\"SB-Correlation-ID\": \" padded\"}",
+        "{\"a\": \"b\", \"sb-correlation-id\": \"\\u0085x\"}"};
+    for (size_t i = 0; i < sizeof bad_corr / sizeof *bad_corr; i++) {
+        o.headers_json = bad_corr[i];
+        assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err),
+                         SB_INVALID);
+        assert_string_equal(err.field, "msgs[0].headers");
+        assert_non_null(strcasestr(err.message, "sb-correlation-id"));
+    }
     o.headers_json = NULL;
     o.id = "not-a-uuid";
     assert_int_equal(sb_publish(f->bus, NULL, "q", &o, NULL, &err), SB_INVALID);
