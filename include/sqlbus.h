@@ -1544,6 +1544,11 @@ SB_API void sb_operations_close(sb_operations *ops);
  * selection are checked first (SB_INVALID naming the field; SB_TOOBIG
  * naming "ids" for a selection over 2 MiB as JSON), then the row and its
  * job are written in one transaction on `bus`, and the worker is woken.
+ * A selection that picks no message in the status the kind changes
+ * (unresolved for retry and archive, archived for unarchive, retry
+ * issued for retry_pending and resolve) writes nothing: SB_OK with
+ * `out` an operation of 0 that has no row (id "", state "completed",
+ * total and done 0).
  * `bus` (borrowed; NULL = the store's) must be on the store's database
  * and prefix: a bus of its own with statement_timeout_ms bounds the
  * caller's statements without bounding the operation's run. `out`

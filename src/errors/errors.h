@@ -165,6 +165,12 @@ int sb__errors_check_selection(const sb_failed_selection *s, sb_error *err);
  * status, then the filters). */
 void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel, int count,
                          sb_buf *b);
+/* Whether `sel` picks at least one message of `status` now (*any), read
+ * on `c`, a connection on the store's database and prefix: the walk's
+ * first page, one row long. */
+int sb__errors_selects_any(sb_errors *e, sb_conn *c,
+                           const sb_failed_selection *sel, int status, int *any,
+                           sb_error *err);
 /* A caller's record of the operation kept in step with the walk (the
  * durable operations of operations.c, S5). `start` runs in the
  * transaction that counts the selection, before the first batch, with

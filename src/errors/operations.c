@@ -30,6 +30,10 @@ struct sb_operations {
 
 static const char *const kinds[] = {"retry", "archive", "unarchive",
                                     "retry_pending", "resolve"};
+/* The status each kind changes messages from (as run_kind's calls walk). */
+static const int kind_status[] = {SB_FAILED_UNRESOLVED, SB_FAILED_UNRESOLVED,
+                                  SB_FAILED_ARCHIVED, SB_FAILED_RETRY_ISSUED,
+                                  SB_FAILED_RETRY_ISSUED};
 
 static void say(sb_operations *o, int level, const char *fmt, const char *a,
                 const char *b)
@@ -137,19 +141,27 @@ typedef struct submit_ctx {
     sb_operations *o;
     sb_bus *bus;
     const sb_operation_info *info;
+    const sb_failed_selection *sel;
+    int status; /* the kind's: what the selection must pick */
     const char *selection;
+    int none; /* out: it picked nothing, and nothing was written */
 } submit_ctx;
 
 static int submit_tx(sb_conn *c, void *arg, sb_error *err)
 {
     submit_ctx *x = arg;
     sb_operations *o = x->o;
+    int any = 0;
+    int rc = sb__errors_selects_any(o->store, c, x->sel, x->status, &any, err);
+    x->none = rc == SB_OK && !any;
+    if (rc != SB_OK || x->none)
+        return rc;
     sb_value p[5] = {sb__v_text(x->info->id), sb__v_text(x->info->kind),
                      sb__v_text(x->selection),
                      x->info->group_id[0] ? sb__v_text(x->info->group_id)
                                           : sb__v_null(),
                      sb__v_int(x->info->created_us)};
-    int rc = sb__query(c, o->sql.insert, p, 5, NULL, NULL, err);
+    rc = sb__query(c, o->sql.insert, p, 5, NULL, NULL, err);
     if (rc != SB_OK)
         return rc;
     sb_outgoing job = {x->info->id, x->info->id, strlen(x->info->id), NULL, 0};
@@ -160,8 +172,9 @@ static int submit_tx(sb_conn *c, void *arg, sb_error *err)
                           &immediate, err);
 }
 
-/* Public (sqlbus.h): check, then the row and its job in one transaction on
- * `bus`; the worker (on the store's bus) is woken in-process. */
+/* Public (sqlbus.h): check, then, in one transaction on `bus`, whether
+ * the selection picks anything and if so the row and its job; the worker
+ * (on the store's bus) is woken in-process. */
 int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
                          const sb_failed_selection *sel, sb_operation_info *out,
                          sb_error *err)
@@ -178,10 +191,11 @@ int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
         return SB_INVALID;
     if (bus == NULL)
         bus = o->bus;
-    int known = 0;
+    int status = -1;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-        known |= strcmp(kind, kinds[i]) == 0;
-    if (!known)
+        if (strcmp(kind, kinds[i]) == 0)
+            status = kind_status[i];
+    if (status < 0)
         return sb__err(err, SB_INVALID, "kind", "no operation \"%.40s\"", kind);
     int rc = sb__errors_check_selection(sel, err);
     if (rc != SB_OK)
@@ -206,12 +220,19 @@ int sb_operations_submit(sb_operations *o, sb_bus *bus, const char *kind,
         sb__strlcpy(info.group_id, sel->group_id, sizeof info.group_id);
     info.total = -1;
     info.created_us = info.updated_us = now;
-    submit_ctx x = {o, bus, &info, text};
+    submit_ctx x = {o, bus, &info, sel, status, text, 0};
     rc = sb__db_run_tx(bus->pool, NULL, submit_tx, &x, err);
     sb__free(text);
     if (rc != SB_OK)
         return rc;
-    sb__bus_wake_local(o->bus, SB_OPERATIONS_QUEUE); /* the worker's bus */
+    if (x.none) {
+        /* Nothing to change: an operation of 0, done, with no row. */
+        info.id[0] = '\0';
+        sb__strlcpy(info.state, "completed", sizeof info.state);
+        info.total = 0;
+    } else {
+        sb__bus_wake_local(o->bus, SB_OPERATIONS_QUEUE); /* the worker's */
+    }
     if (out != NULL)
         *out = info;
     return SB_OK;

@@ -377,6 +377,55 @@ static int run_walk(walk *w, int64_t *changed, sb_error *err)
     return rc;
 }
 
+/* The selection's ids as a JSON array ("" when it names none), the
+ * filter's value; transferred (sb__free), NULL when memory ran out. */
+static char *ids_json(const sb_failed_selection *sel)
+{
+    sb_buf ids;
+    sb__buf_init(&ids, (size_t)MAX_IDS * 810);
+    if (sel->n_ids > 0) {
+        sb__buf_puts(&ids, "[");
+        for (size_t i = 0; i < sel->n_ids; i++) {
+            sb__buf_puts(&ids, i ? "," : "");
+            sb__buf_json_str(&ids, sel->ids[i]);
+        }
+        sb__buf_puts(&ids, "]");
+    }
+    return sb__buf_detach(&ids); /* NULL when it failed */
+}
+
+int sb__errors_selects_any(sb_errors *e, sb_conn *c,
+                           const sb_failed_selection *sel, int status, int *any,
+                           sb_error *err)
+{
+    *any = 0;
+    char *json = ids_json(sel);
+    sb_buf b;
+    sb__buf_init(&b, 4096);
+    sb__errors_walk_sql(e->bus->dialect, sel, 0, &b);
+    int rc = json == NULL ? SB_NOMEM : b.failed;
+    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc) : NULL;
+    sb__buf_free(&b);
+    if (rc != SB_OK) {
+        sb__free(json);
+        sb__free(sql);
+        return sb__err(err, rc, NULL, "out of memory");
+    }
+    sb_value p[12];
+    p[0] = sb__v_text("");
+    p[1] = sb__v_int(1);
+    p[2] = sb__v_int(status);
+    size_t np = 3 + filters(e->bus->dialect, sel, json, NULL, p, 3);
+    sb_rows *rows = NULL;
+    rc = sb__query(c, sql, p, np, &rows, NULL, err);
+    if (rc == SB_OK)
+        *any = rows->nrows > 0;
+    sb__rows_free(rows);
+    sb__free(sql);
+    sb__free(json);
+    return rc;
+}
+
 int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
                           int status, const char *kind,
                           const sb_errors_op_hook *hook, sb_batch_fn fn,
@@ -401,17 +450,7 @@ int sb__errors_each_batch(sb_errors *e, const sb_failed_selection *sel,
     w.user = user;
     if (kind != NULL && sel->group_id != NULL)
         sb__uuid7_at(w.owner, sb__wall_us() / 1000);
-    sb_buf ids;
-    sb__buf_init(&ids, (size_t)MAX_IDS * 810);
-    if (sel->n_ids > 0) {
-        sb__buf_puts(&ids, "[");
-        for (size_t i = 0; i < sel->n_ids; i++) {
-            sb__buf_puts(&ids, i ? "," : "");
-            sb__buf_json_str(&ids, sel->ids[i]);
-        }
-        sb__buf_puts(&ids, "]");
-    }
-    char *json = ids.failed ? NULL : sb__buf_detach(&ids);
+    char *json = ids_json(sel);
     if (json == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     w.ids_json = json;

@@ -150,6 +150,9 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_groups.c: one operation's JSON (shared with the 202 answers). */
 void sb__api_op_json(sb_buf *b, const sb_operation_info *o);
+/* api_groups.c: 1 when group `id` has a message of any status; else 0
+ * with the 404 naming "id" (or the failure to read) in `out`. */
+int sb__api_group_known(const sb_api *a, const char *id, sb_api_resp *out);
 /* api_mutate.c: the error store's changes (S4, S5). */
 int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
                          sb_api_resp *out);

@@ -96,28 +96,49 @@ static int groups(const sb_api *a, const char *classifier, int status,
     return 1;
 }
 
+/* The newest message of group `id` (of any status) into *s (transferred,
+ * sb_free) and the group's size into *total (optional); 0 with the 404
+ * naming "id", or the failure, in `out`. */
+static int group_message(const sb_api *a, const char *id,
+                         sb_failed_summary ***s, int64_t *total,
+                         sb_api_resp *out)
+{
+    sb_failed_query q = {
+        .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_errors_list(a->store, &q, s, &n, total, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err);
+    if (n == 0) {
+        sb_free(*s);
+        *s = NULL;
+        return sb__api_error(out, 404, "not_found", "id",
+                             "no failure group %.100s", id);
+    }
+    return 1;
+}
+
+int sb__api_group_known(const sb_api *a, const char *id, sb_api_resp *out)
+{
+    sb_failed_summary **s = NULL;
+    int known = group_message(a, id, &s, NULL, out);
+    sb_free(s);
+    return known;
+}
+
 /* One group: its classifier and title from one of its messages, its
  * counts and window from the classifier's list when it is among the 200
  * newest, else counted. */
 static int group(const sb_api *a, const char *id, sb_api_resp *out)
 {
-    sb_failed_query q = {
-        .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
     sb_failed_summary **s = NULL;
-    size_t n = 0;
     int64_t total = 0;
+    if (!group_message(a, id, &s, &total, out))
+        return 1;
     sb_error err;
-    int rc = sb_errors_list(a->store, &q, &s, &n, &total, &err);
-    if (rc != SB_OK)
-        return sb__api_fail(out, rc, &err), 1;
-    if (n == 0) {
-        sb_free(s);
-        return sb__api_error(out, 404, "not_found", "id",
-                             "no failure group %.100s", id),
-               1;
-    }
     sb_failed_message *m = NULL;
-    rc = sb_errors_get(a->store, s[0]->unique_id, &m, &err);
+    int rc = sb_errors_get(a->store, s[0]->unique_id, &m, &err);
     sb_free(s);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
@@ -239,6 +260,9 @@ static int operation(const sb_api *a, const char *id, sb_api_resp *out)
     return 1;
 }
 
+/* A group's comment set (POST, for a group that has messages: issue
+ * 20.6, no row for a group that does not exist) or removed (DELETE,
+ * idempotent). */
 static int comment(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     const char *text = NULL;
@@ -250,6 +274,8 @@ static int comment(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                                  "bytes) is required",
                                  SB_MAX_COMMENT),
                    1;
+        if (!sb__api_group_known(a, r->m->captures[0], out))
+            return 1;
     }
     sb_error err;
     int rc = sb_errors_group_comment(a->store, r->m->captures[0], text, &err);

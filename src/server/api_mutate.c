@@ -1,8 +1,10 @@
 /* api_mutate.c - the error store's changes (S4, S5): every retry,
  * archive, unarchive, pending retry and resolve is accepted as a durable
  * operation (202 Accepted, Location: /api/operations/{id}) and run by
- * the library (sb_operations_submit); edit-and-retry of one message runs
- * at once, so a refused header is a 400 naming it. */
+ * the library (sb_operations_submit), unless it picks nothing (200 with
+ * the operation of 0, or 404 for a message or group that does not
+ * exist: issue 20.6); edit-and-retry of one message runs at once, so a
+ * refused header is a 400 naming it. */
 #include "server/api.h"
 
 #include <jansson.h>
@@ -12,15 +14,45 @@
 
 #define MAX_IDS 10000
 
-/* Accept `kind` over `sel`: 202 with the operation. */
+/* Issue 20.6: whether what `sel` names exists at all, when it picked
+ * nothing: the one message of a message's route (`one`), or the group;
+ * else 0 with the 404 naming "id" (or the failure) in `out`. */
+static int named_exists(const sb_api *a, const sb_failed_selection *sel,
+                        int one, sb_api_resp *out)
+{
+    if (sel->group_id != NULL)
+        return sb__api_group_known(a, sel->group_id, out);
+    if (!one)
+        return 1;
+    sb_failed_message *m = NULL;
+    sb_error err;
+    int rc = sb_errors_get(a->store, sel->ids[0], &m, &err);
+    sb_failed_message_free(m);
+    if (rc == SB_NOTFOUND)
+        return sb__api_error(out, 404, "not_found", "id",
+                             "no failed message %.100s", sel->ids[0]);
+    return rc == SB_OK ? 1 : sb__api_fail(out, rc, &err);
+}
+
+/* Accept `kind` over `sel`: 202 with the operation. A selection that
+ * picks nothing writes no row (issue 20.6): 404 when the message of a
+ * message's route (`one`) or the group does not exist, else 200 with the
+ * operation of 0 (no id, no Location: there is nothing to follow). */
 static int submit_op(const sb_api *a, const char *kind,
-                     const sb_failed_selection *sel, sb_api_resp *out)
+                     const sb_failed_selection *sel, int one, sb_api_resp *out)
 {
     sb_operation_info op = {.size = sizeof op};
     sb_error err;
     int rc = sb_operations_submit(a->ops, a->bus, kind, sel, &op, &err);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
+    if (op.id[0] == '\0') {
+        if (named_exists(a, sel, one, out)) {
+            sb__api_op_json(&out->body, &op);
+            out->status = 200;
+        }
+        return 1;
+    }
     snprintf(out->location, sizeof out->location, "/api/operations/%s", op.id);
     sb__api_op_json(&out->body, &op);
     out->status = 202;
@@ -69,7 +101,7 @@ static int by_ids(const sb_api *a, const sb_api_req *r, const char *kind,
     size_t n = 0;
     if (ids_of(r->json, "body", empty_status, &ids, &n, out)) {
         sb_failed_selection sel = {.size = sizeof sel, .ids = ids, .n_ids = n};
-        submit_op(a, kind, &sel, out);
+        submit_op(a, kind, &sel, 0, out);
     }
     sb__free(ids);
     return 1;
@@ -125,7 +157,7 @@ static int pending(const sb_api *a, const sb_api_req *r, const char *kind,
         sel.all = 1;
     }
     if (ok)
-        submit_op(a, kind, &sel, out);
+        submit_op(a, kind, &sel, 0, out);
     sb__free(ids);
     return 1;
 }
@@ -150,7 +182,7 @@ static int unarchive_range(const sb_api *a, const sb_route_match *m,
         return sb__api_error(out, 400, "invalid", "from",
                              "from must not be after to"),
                1;
-    return submit_op(a, "unarchive", &sel, out);
+    return submit_op(a, "unarchive", &sel, 0, out);
 }
 
 /* POST /api/edit/{id}: {"message_body": text, "message_headers": {..}}. */
@@ -225,19 +257,19 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sel.ids = one;
         sel.n_ids = 1;
         return submit_op(a, m->route == SB_R_ERROR_RETRY ? "retry" : "archive",
-                         &sel, out);
+                         &sel, 1, out);
     case SB_R_ERRORS_RETRY: return by_ids(a, r, "retry", 400, out);
     case SB_R_ERRORS_ARCHIVE: return by_ids(a, r, "archive", 422, out);
     case SB_R_ERRORS_UNARCHIVE: return by_ids(a, r, "unarchive", 400, out);
     case SB_R_ERRORS_QUEUE_RETRY:
         sel.failed_queue = m->captures[0];
-        return submit_op(a, "retry", &sel, out);
+        return submit_op(a, "retry", &sel, 0, out);
     case SB_R_ENDPOINT_RETRY_ALL:
         sel.endpoint = m->captures[0];
-        return submit_op(a, "retry", &sel, out);
+        return submit_op(a, "retry", &sel, 0, out);
     case SB_R_ERRORS_RETRY_ALL:
         sel.all = 1;
-        return submit_op(a, "retry", &sel, out);
+        return submit_op(a, "retry", &sel, 0, out);
     case SB_R_ERRORS_UNARCHIVE_RANGE: return unarchive_range(a, m, out);
     case SB_R_GROUP_RETRY:
     case SB_R_GROUP_ARCHIVE:
@@ -247,7 +279,7 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                          m->route == SB_R_GROUP_RETRY     ? "retry"
                          : m->route == SB_R_GROUP_ARCHIVE ? "archive"
                                                           : "unarchive",
-                         &sel, out);
+                         &sel, 0, out);
     case SB_R_PENDING_RETRY: return by_ids(a, r, "retry_pending", 400, out);
     case SB_R_PENDING_RESOLVE: return pending(a, r, "resolve", 0, out);
     case SB_R_PENDING_QUEUE_RETRY:

@@ -364,6 +364,71 @@ static void test_operations_public_calls(void **state)
     sbe_close(&e);
 }
 
+/* Issue 20.6: an operation over a selection that picks nothing in the
+ * status its kind changes writes nothing (no row, no job, no group
+ * record) and answers an operation of 0 with no id; one that picks
+ * something is accepted as ever. */
+static void test_empty_selection_writes_nothing(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sbe_seed_failed(&e, "qa", 2);
+    sb_operations *ops = NULL;
+    sb_error err;
+    sbt_ok(sb_operations_open(e.store, NULL, &ops, &err), &err, "open");
+    const char *nope[] = {"no-such-message", "nor-this-one"};
+    struct {
+        const char *kind;
+        sb_failed_selection sel;
+    } empty[] = {
+        {"retry",
+         {.size = sizeof(sb_failed_selection), .ids = nope, .n_ids = 2}},
+        {"archive",
+         {.size = sizeof(sb_failed_selection),
+          .group_id = "00000000-0000-0000-0000-000000000000"}},
+        {"retry", {.size = sizeof(sb_failed_selection), .failed_queue = "qb"}},
+        {"retry", {.size = sizeof(sb_failed_selection), .endpoint = "Nobody"}},
+        /* qa's messages exist, but none is archived or retry issued */
+        {"unarchive", {.size = sizeof(sb_failed_selection), .all = 1}},
+        {"retry_pending", {.size = sizeof(sb_failed_selection), .all = 1}},
+        {"resolve",
+         {.size = sizeof(sb_failed_selection), .failed_queue = "qa"}},
+        {"retry",
+         {.size = sizeof(sb_failed_selection),
+          .failed_queue = "qa",
+          .modified_to_us = 1000000}},
+    };
+    for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) {
+        sb_operation_info op = {.size = sizeof op};
+        sbt_ok(sb_operations_submit(ops, e.bus, empty[i].kind, &empty[i].sel,
+                                    &op, &err),
+               &err, "submit over nothing");
+        assert_string_equal(op.id, "");
+        assert_string_equal(op.kind, empty[i].kind);
+        assert_string_equal(op.state, "completed");
+        assert_int_equal(op.total, 0);
+        assert_int_equal(op.done, 0);
+    }
+    assert_int_equal(scalar("SELECT count(*) FROM %soperations WHERE id <> "
+                            "$1",
+                            e.prefix, ""),
+                     0);
+    assert_int_equal(sbt_count(e.bus, SB_OPERATIONS_QUEUE), 0);
+    assert_int_equal(scalar("SELECT count(*) FROM %sgroup_operations WHERE "
+                            "group_id <> $1",
+                            e.prefix, ""),
+                     0);
+    sb_failed_selection qa = {.size = sizeof qa, .failed_queue = "qa"};
+    sb_operation_info op = {.size = sizeof op};
+    sbt_ok(sb_operations_submit(ops, NULL, "archive", &qa, &op, &err), &err,
+           "submit over qa");
+    assert_string_equal(op.state, "queued");
+    assert_int_equal(ended(ops, op.id).done, 2);
+    sb_operations_close(ops);
+    sbe_close(&e);
+}
+
 int main(void)
 {
     sbt_init();
@@ -373,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_group_retry_resumes_after_conflict),
         cmocka_unit_test(test_operations_table_of_another_shape),
         cmocka_unit_test(test_operations_public_calls),
+        cmocka_unit_test(test_empty_selection_writes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
