@@ -25,6 +25,14 @@
 #   capture-header: VAR NAME      remember a response header as {{VAR}}
 #   wait-until: PATH JQ           before the request: poll GET PATH (10 s)
 #                                 until JQ is true of its body
+#   raw: TEXT                     instead of request:, send TEXT over a raw
+#                                 socket (what curl will not send: a NUL,
+#                                 a bad Content-Length, a path with ../);
+#                                 Python escapes (\r\n, \x00), {{VAR}}s
+#                                 and {{ADMIN_TOKEN}}; auth: and header:
+#                                 do not apply. Status 000: the server
+#                                 closed without an answer (within 20 s)
+#   raw-trickle: MS               with raw:, one byte every MS ms
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -68,6 +76,8 @@ done
 [ "$n" = 6 ] || fail "serve did not ingest the seed (Total-Count $n): $(cat "$tmp/api.err")"
 
 declare -A vars
+vars[ADMIN_TOKEN]=$admin_token
+raw_py="$here/lib/http_raw.py"
 
 subst() {
     local s=$1 k
@@ -89,7 +99,7 @@ wait_until() {
 
 run_case() {
     local file=$1 name method="" path="" auth=admin body="" body_file="" status=""
-    local own_ct=""
+    local own_ct="" raw="" trickle=0
     local -a hdrs=() checks=()
     name=$(basename "$file" .case)
     while IFS= read -r line || [ -n "$line" ]; do
@@ -105,6 +115,8 @@ run_case() {
             case "${line,,}" in "header: content-type:"*) own_ct=1 ;; esac
             ;;
         body:*) body=$(subst "${line#body: }") ;;
+        raw:*) raw=$(subst "${line#raw: }") ;;
+        raw-trickle:*) trickle=${line#raw-trickle: } ;;
         body-fill:*)
             head -c "${line#body-fill: }" /dev/zero | tr '\0' a >"$tmp/fill"
             body_file="$tmp/fill"
@@ -118,7 +130,24 @@ run_case() {
         *) checks+=("$line") ;;
         esac
     done <"$file"
-    [ -n "$method" ] && [ -n "$status" ] || fail "$name: needs request: and status:"
+    [ -n "$status" ] || fail "$name: needs status:"
+    if [ -n "$raw" ]; then
+        method=RAW path=
+        python3 "$raw_py" exchange "${base##*:}" "$raw" 20 "$trickle" "$tmp/$name" ||
+            fail "$name: the server neither answered nor closed within 20 s"
+    else
+        [ -n "$method" ] || fail "$name: needs request: or raw:"
+        curl_case "$name" "$method" "$path" "$auth" "$body" "$body_file" "$own_ct" "${hdrs[@]}"
+    fi
+    check_case "$name" "$method" "$path" "$status" "${checks[@]}"
+}
+
+# curl_case NAME METHOD PATH AUTH BODY BODY_FILE OWN_CT HEADER-ARGS...: the
+# request by curl, its answer in $tmp/NAME.*.
+curl_case() {
+    local name=$1 method=$2 path=$3 auth=$4 body=$5 body_file=$6 own_ct=$7
+    shift 7
+    local -a hdrs=("$@")
     local -a args=(-X "$method")
     [ "$method" = HEAD ] && args=(-I)
     case "$auth" in
@@ -135,7 +164,14 @@ run_case() {
     [ -n "$body_file" ] && args+=(--data-binary "@$body_file")
     req "$name" "${args[@]}" "${hdrs[@]}" "$base$path"
     # curl -I writes the headers as its output and reads no body.
-    [ "$method" = HEAD ] && : >"$tmp/$name.json"
+    if [ "$method" = HEAD ]; then : >"$tmp/$name.json"; fi
+}
+
+# check_case NAME METHOD PATH STATUS CHECK...: the answer against the case.
+check_case() {
+    local name=$1 method=$2 path=$3 status=$4
+    shift 4
+    local -a checks=("$@")
     local got
     got=$(cat "$tmp/$name.status")
     [ "$got" = "$status" ] ||

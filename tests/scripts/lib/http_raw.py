@@ -8,6 +8,15 @@ itself): what curl cannot send, and clients that misbehave on purpose.
       and print what came back, bytes as latin-1. Exit 0 when the server
       closed the connection, 3 on timeout.
 
+  http_raw.py exchange PORT BYTES TIMEOUT TRICKLE_MS PREFIX
+      One request/answer, as the data-driven API cases check curl's: send
+      BYTES (escapes as for send), one byte every TRICKLE_MS milliseconds
+      when that is not 0, until the server answers or closes; read the
+      answer (up to its Content-Length, or until the server closes) and
+      write its status to PREFIX.status ("000" when the server closed
+      without one), its head to PREFIX.h and its body to PREFIX.json.
+      Exit 0, or 3 when the server did neither within TIMEOUT seconds.
+
   http_raw.py trickle PORT SOURCE COUNT SECONDS
       Open COUNT connections to 127.0.0.1:PORT from the loopback address
       SOURCE (e.g. 127.0.0.2), then keep each one sending a request head
@@ -16,6 +25,8 @@ itself): what curl cannot send, and clients that misbehave on purpose.
       connections the server has ended so far (refused, shut down or
       reset).
 """
+import codecs
+import os
 import resource
 import socket
 import sys
@@ -47,6 +58,65 @@ def send(port, data, timeout):
         pass
     sys.stdout.write(out.decode("latin-1"))
     return code
+
+
+def complete(out):
+    """Whether `out` holds a whole answer: its head and Content-Length
+    bytes of body (none when it names no length: read to the close)."""
+    end = out.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    for line in out[:end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return len(out) - end - 4 >= int(value.strip())
+            except ValueError:
+                return False
+    return False
+
+
+def exchange(port, data, timeout, trickle_ms, prefix):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setblocking(False)
+    deadline = time.monotonic() + timeout
+    sent = 0
+    out = b""
+    closed = False
+    while time.monotonic() < deadline and not closed and not complete(out):
+        if sent < len(data):
+            n = 1 if trickle_ms > 0 else len(data) - sent
+            try:
+                sent += s.send(data[sent:sent + n])
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                sent = len(data)  # the server stopped reading: answer?
+        try:
+            d = s.recv(65536)
+            if d:
+                out += d
+            else:
+                closed = True
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            closed = True
+        if not closed and not complete(out):
+            time.sleep(trickle_ms / 1000.0 if trickle_ms > 0 and sent < len(data)
+                       else 0.01)
+    s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    status = "000"
+    if out.startswith(b"HTTP/"):
+        status = out.split(b" ", 2)[1].decode("latin-1")
+    with open(prefix + ".status", "w") as f:
+        f.write(status)
+    with open(prefix + ".h", "wb") as f:
+        f.write(head + b"\r\n")
+    with open(prefix + ".json", "wb") as f:
+        f.write(body)
+    return 0 if closed or complete(out) else 3
 
 
 def trickle(port, source, count, seconds):
@@ -98,10 +168,19 @@ def trickle(port, source, count, seconds):
     return 0
 
 
+def arg_bytes(a):
+    """An argument's bytes as given, with Python's escapes (\\r, \\x00 ...)
+    turned into the bytes they name."""
+    return codecs.decode(os.fsencode(a), "unicode_escape").encode("latin-1")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "send":
-        data = argv[3].encode("latin-1").decode("unicode_escape").encode("latin-1")
+        data = arg_bytes(argv[3])
         return send(int(argv[2]), data, float(argv[4]) if len(argv) > 4 else 10.0)
+    if len(argv) == 7 and argv[1] == "exchange":
+        data = arg_bytes(argv[3])
+        return exchange(int(argv[2]), data, float(argv[4]), int(argv[5]), argv[6])
     if len(argv) == 6 and argv[1] == "trickle":
         return trickle(int(argv[2]), argv[3], int(argv[4]), float(argv[5]))
     sys.stderr.write(__doc__)
