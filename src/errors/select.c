@@ -83,6 +83,7 @@ typedef struct walk {
     char *page_sql; /* this selection's statements */
     char *count_sql;
     char owner[37]; /* this run's token on its group operation */
+    int nothing;    /* it selected nothing, and no operation row was taken */
     int64_t total;  /* selected when it started */
     int64_t so_far; /* changed, including a resumed run's */
 } walk;
@@ -234,13 +235,34 @@ static int count_tx(sb_conn *c, void *vctx, sb_error *err)
     return rc == SB_OK ? hook_start(c, vctx, err) : rc;
 }
 
+/* Whether the group has an operation row (*any), read on `c`. */
+static int op_row_exists(sb_conn *c, walk *w, int *any, sb_error *err)
+{
+    sb_value p = sb__v_text(w->sel->group_id);
+    sb_rows *rows = NULL;
+    int rc = sb__query(c, w->e->sql.s[ER_OP_GET], &p, 1, &rows, NULL, err);
+    *any = rc == SB_OK && rows->nrows > 0;
+    sb__rows_free(rows);
+    return rc;
+}
+
 /* Take the group's operation row: start afresh, resume a stale one of the
- * same kind, or refuse while another is running. */
+ * same kind, or refuse while another is running. A selection of nothing
+ * of a group without a row (a group id that names no messages, issue
+ * 20.6) takes none: nothing would change, so nothing is written. A
+ * caller's record (the hook) has its row already and is kept. */
 static int op_start_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     walk *w = vctx;
     const char *group = w->sel->group_id;
     int rc = count_selected(c, w, err);
+    if (rc == SB_OK && w->total == 0 && w->hook == NULL) {
+        int any = 0;
+        rc = op_row_exists(c, w, &any, err);
+        w->nothing = rc == SB_OK && !any;
+        if (w->nothing)
+            return SB_OK;
+    }
     int64_t now = sb__wall_us();
     sb_value p[6] = {sb__v_text(group),    sb__v_text(w->kind),
                      sb__v_text(w->owner), sb__v_int(w->total),
@@ -358,7 +380,7 @@ static int run_walk(walk *w, int64_t *changed, sb_error *err)
         rc = sb__db_run_tx(e->bus->pool, NULL, op_start_tx, w, err);
     else if (w->sel->progress != NULL || w->hook != NULL)
         rc = sb__db_run_tx(e->bus->pool, NULL, count_tx, w, err);
-    if (rc != SB_OK) {
+    if (rc != SB_OK || w->nothing) {
         w->owner[0] = '\0';
         return rc;
     }

@@ -183,6 +183,18 @@ jq -e --arg g "$group" 'map(select(.id == $g))[0].operation | (.started_at | typ
     and (.finished_at | type == "string")' "$tmp/out" >/dev/null || fail "operation times: $(cat "$tmp/out")"
 ok "E19: archive --group --json {\"changed\": 1500}; the group shows its completed operation"
 
+# Issue 20.6: a group operation over a group id that names no messages
+# changes nothing and writes no operation row.
+for op in retry archive unarchive; do
+    expect_exit 0 sb errors "$op" --group no-such-group --json
+    jq -e '.changed == 0' "$tmp/out" >/dev/null || fail "$op of no group: $(cat "$tmp/out")"
+done
+if have_sql; then
+    [ "$(sql "SELECT count(*) FROM ${prefix}group_operations WHERE group_id = 'no-such-group'")" = 0 ] ||
+        fail "an operation over no messages wrote a group operation row"
+fi
+ok "issue 20.6: retry, archive, unarchive of a group with no messages write no row"
+
 if have_sql; then
     # A process that died mid-operation leaves it "running" for 60 s: a
     # retry or unarchive of the group is refused with exit 6 (E19).
