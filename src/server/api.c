@@ -6,6 +6,7 @@
 #include "server/api.h"
 
 #include <jansson.h>
+#include <string.h>
 
 /* ---- request bodies ---- */
 
@@ -61,9 +62,14 @@ static json_t *parse_body(const sb_api_req *r, sb_body_kind kind,
         return NULL;
     }
     if (j == NULL) {
+        /* jansson ends its text with the bytes it stopped at ("invalid
+         * token near 'abc'"): the body's own, which S7 keeps out of an
+         * error; the line and column say where. */
+        const char *near = strstr(e.text, " near ");
+        int len = near != NULL ? (int)(near - e.text) : (int)strlen(e.text);
         sb__api_error(out, 400, "invalid", "body",
-                      "the body is not JSON: %s (line %d, column %d)", e.text,
-                      e.line, e.column);
+                      "the body is not JSON: %.*s (line %d, column %d)", len,
+                      e.text, e.line, e.column);
         return NULL;
     }
     if (depth(j) > SB_API_JSON_DEPTH) {
