@@ -268,9 +268,11 @@ int cli_check_queue(const cli_ctx *ctx, const char *flag, const char *name);
 int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,
                              const char *id);
 
-/* The database URL: --db, else $SQLBUS_DB, else CLI_DEFAULT_DB.
- * Borrowed. */
+/* The database URL: --db (even empty), else $SQLBUS_DB unless empty,
+ * else CLI_DEFAULT_DB. Borrowed. */
 const char *cli_db_url(const cli_ctx *ctx);
+/* CLI_OK, or CLI_USAGE (printed) when --db was given empty. */
+int cli_check_db(const cli_ctx *ctx);
 
 /* The sb_options cli_open_bus uses (URL, prefix, schema_mode, the log
  * at ctx's verbosity), for a caller that sets more before sb_open. */

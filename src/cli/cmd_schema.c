@@ -81,8 +81,12 @@ static int schema_print(cli_ctx *ctx, int argc, char **argv)
     int rc = parse(ctx, argc, argv, cli_usage_schema, &backend, &statements);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
-    if (backend == NULL)
+    if (backend == NULL) {
+        rc = cli_check_db(ctx);
+        if (rc != CLI_OK)
+            return rc;
         backend = backend_of_url(cli_db_url(ctx));
+    }
     /* The transport's, the channel's, the error store's, its durable
      * operations' (the table `sqlbus serve` uses). */
     int (*const walks[])(const char *, const char *, sb_statement_fn, void *,

@@ -227,15 +227,28 @@ int cli_check_correlation_id(const cli_ctx *ctx, const char *flag,
     return CLI_OK;
 }
 
-/* The database URL: --db, $SQLBUS_DB, or the default. Borrowed. */
+/* The database URL: --db, $SQLBUS_DB, or the default. Borrowed. An
+ * empty --db stays empty (cli_check_db refuses it); an empty $SQLBUS_DB
+ * counts as unset, as shells write "SQLBUS_DB= cmd" to unset one. */
 const char *cli_db_url(const cli_ctx *ctx)
 {
-    if (ctx->db_url != NULL && ctx->db_url[0] != '\0')
+    if (ctx->db_url != NULL)
         return ctx->db_url;
     const char *env = getenv("SQLBUS_DB");
     if (env != NULL && env[0] != '\0')
         return env;
     return CLI_DEFAULT_DB;
+}
+
+/* CLI_USAGE for an empty --db, which names no database: quietly using
+ * $SQLBUS_DB or ./sqlbus.db instead would act on a database the caller
+ * did not name. */
+int cli_check_db(const cli_ctx *ctx)
+{
+    if (ctx->db_url != NULL && ctx->db_url[0] == '\0')
+        return cli_usage_error(ctx, "--db must not be empty (a database "
+                                    "URL: sqlite:PATH, postgresql://...)");
+    return CLI_OK;
 }
 
 /* Log callback of the bus: one line per message on stderr. Thread-safe. */
@@ -274,11 +287,15 @@ void cli_bus_options(const cli_ctx *ctx, int schema_mode, sb_options *o)
  * sb_close. */
 int cli_open_bus(const cli_ctx *ctx, int schema_mode, sb_bus **out)
 {
+    *out = NULL;
+    int rc = cli_check_db(ctx);
+    if (rc != CLI_OK)
+        return rc;
     sb_options o;
     cli_bus_options(ctx, schema_mode, &o);
     sb_error err;
     sb_error_clear(&err);
-    int rc = sb_open(&o, out, &err);
+    rc = sb_open(&o, out, &err);
     if (rc != SB_OK) {
         *out = NULL;
         return cli_report(rc, &err);
