@@ -178,6 +178,16 @@ int cli_header_flag_add(const cli_ctx *ctx, cli_header_flags *h,
                                "--header must be KEY=VALUE with a "
                                "non-empty key (got \"%s\")",
                                arg);
+    /* Headers are a JSON object of strings: bytes that are not UTF-8
+     * cannot be one, and the library would store a placeholder text for
+     * the value instead of refusing it. */
+    size_t key_len = (size_t)(eq - arg);
+    if (!sb__utf8_valid(arg, key_len))
+        return cli_usage_error(ctx, "--header: the name is not valid UTF-8");
+    if (!sb__utf8_valid(eq + 1, strlen(eq + 1)))
+        return cli_usage_error(ctx,
+                               "--header %.*s: the value is not valid UTF-8",
+                               (int)(key_len > 200 ? 200 : key_len), arg);
     if (max > CLI_MAX_HEADER_FLAGS)
         max = CLI_MAX_HEADER_FLAGS;
     if (h->n >= max)

@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
 # cli_bad_input.sh - input the program refuses with the exit code that
 # says what went wrong, instead of a silent substitute (issue 20, item 9;
-# docs/cli.md "Global options").
+# docs/cli.md "Global options", "sqlbus publish").
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
+
+# issue 20.9, T29: a header value that is not UTF-8 is refused, naming
+# the header, instead of being stored as a placeholder text.
+printf 'x' >"$tmp/body"
+expect_exit 2 sb publish --queue hdr --header $'bad=\xff\xfe' "$tmp/body"
+expect_err '--header bad'
+expect_err 'not valid UTF-8'
+expect_exit 2 sb publish --queue hdr --header $'b\xffd=v' "$tmp/body"
+expect_err 'not valid UTF-8'
+expect_count hdr ready 0
+expect_exit 2 sb errors edit 0190a0b0-1234-7000-8000-000000000001 \
+    --allow-edit --header $'bad=\xff'
+expect_err '--header bad'
+ok "a header value that is not UTF-8 exits 2"
 
 # issue 20.9, T29-T33 ("--db URL or SQLBUS_DB selects another
 # database"): --db '' is refused, not replaced by $SQLBUS_DB or the
