@@ -169,7 +169,9 @@ SB_API int sb_parse_duration_ms(const char *text, int64_t *out_ms,
 SB_API int sb_parse_size(const char *text, uint64_t *out_bytes, sb_error *err);
 
 /* Check a queue name against rule T3 (1-200 bytes of UTF-8, no control
- * characters, no leading or trailing white space). */
+ * characters, no leading or trailing white space, ASCII or Unicode:
+ * U+00A0, U+2000-U+200B, U+2028, U+3000, U+FEFF, ...). SB_INVALID with
+ * field "queue" otherwise. Thread-safe. */
 SB_API int sb_validate_queue_name(const char *name, sb_error *err);
 
 /* Write a new UUIDv7 in canonical text form (36 chars + NUL) into `out`. */

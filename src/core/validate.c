@@ -76,9 +76,53 @@ int sb__validate_name(const char *name, size_t max_len, const char *field,
     return SB_OK;
 }
 
+/* The code point of the valid UTF-8 sequence at s[0..n). */
+static uint32_t code_point(const unsigned char *s, size_t n)
+{
+    if (n == 1)
+        return s[0];
+    uint32_t cp = s[0] & (0x7f >> n);
+    for (size_t k = 1; k < n; k++)
+        cp = (cp << 6) | (s[k] & 0x3f);
+    return cp;
+}
+
+/* White space beyond ASCII that a name may not start or end with:
+ * Unicode's White_Space characters (U+0085, a C1 control, is refused as
+ * one before this) and the invisible U+180E, U+200B and U+FEFF (a byte
+ * order mark pasted in front of a name). */
+static bool is_unicode_space(uint32_t cp)
+{
+    return cp == 0xa0 || cp == 0x1680 || cp == 0x180e ||
+           (cp >= 0x2000 && cp <= 0x200b) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202f || cp == 0x205f || cp == 0x3000 || cp == 0xfeff;
+}
+
+/* Whether the valid, non-empty UTF-8 `name` of `len` bytes starts or ends
+ * with a character is_unicode_space names. */
+static bool unicode_space_at_ends(const char *name, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)name;
+    size_t first = p[0] < 0xc0 ? 1 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+    size_t last = len - 1;
+    while (last > 0 && (p[last] & 0xc0) == 0x80)
+        last--;
+    return is_unicode_space(code_point(p, first)) ||
+           is_unicode_space(code_point(p + last, len - last));
+}
+
 int sb_validate_queue_name(const char *name, sb_error *err)
 {
-    return sb__validate_name(name, 200, "queue", "queue name", err);
+    int rc = sb__validate_name(name, 200, "queue", "queue name", err);
+    /* T3's "no leading or trailing white space" for any white space: a
+     * name that ends in U+00A0 or U+3000 looks like its neighbour
+     * without it, and so is a second queue nobody means to make. */
+    if (rc == SB_OK && unicode_space_at_ends(name, strlen(name)))
+        return sb__err(err, SB_INVALID, "queue",
+                       "queue name must not start or end with white space "
+                       "(here Unicode white space, such as U+00A0, U+3000 "
+                       "or U+FEFF)");
+    return rc;
 }
 
 int sb_validate_correlation_id(const char *id, sb_error *err)

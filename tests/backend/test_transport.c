@@ -92,13 +92,15 @@ static void test_publish_claim_ack(void **state)
     sb_msg_free(m);
 }
 
-/* T3: queue names compare byte-exactly; "q" and "Q" and "q " differ. */
+/* T3: queue names compare byte-exactly; "q", "Q" and "q" with a soft
+ * hyphen (U+00AD, which collations may ignore) differ. (White space at
+ * an end, such as a trailing U+00A0, is refused: issue 20.9.) */
 static void test_queue_names_byte_exact(void **state)
 {
     fixture *f = *state;
     publish_text(f->bus, "orders", "a", NULL, 0, NULL);
     publish_text(f->bus, "Orders", "b", NULL, 0, NULL);
-    assert_null(claim_one(f->bus, "orders\xc2\xa0", 1000));
+    assert_null(claim_one(f->bus, "orde\xc2\xadrs", 1000));
     sb_msg *m = claim_one(f->bus, "Orders", 1000);
     assert_non_null(m);
     size_t len;

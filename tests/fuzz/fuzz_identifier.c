@@ -22,8 +22,33 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The UTF-8 encodings of the white space beyond ASCII that a queue name
+ * may not start or end with (issue 20.9): Unicode's White_Space
+ * characters but U+0085 (a C1 control, refused anyway), and U+180E,
+ * U+200B, U+FEFF. */
+static const char *const unicode_space[] = {
+    "\xc2\xa0",     "\xe1\x9a\x80", "\xe1\xa0\x8e", "\xe2\x80\x80",
+    "\xe2\x80\x81", "\xe2\x80\x82", "\xe2\x80\x83", "\xe2\x80\x84",
+    "\xe2\x80\x85", "\xe2\x80\x86", "\xe2\x80\x87", "\xe2\x80\x88",
+    "\xe2\x80\x89", "\xe2\x80\x8a", "\xe2\x80\x8b", "\xe2\x80\xa8",
+    "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80",
+    "\xef\xbb\xbf",
+};
+
+static bool ref_unicode_space_at_ends(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof unicode_space / sizeof *unicode_space; i++) {
+        size_t n = strlen(unicode_space[i]);
+        if (len >= n && (memcmp(name, unicode_space[i], n) == 0 ||
+                         memcmp(name + len - n, unicode_space[i], n) == 0))
+            return true;
+    }
+    return false;
+}
+
 /* Rule T3, from the spec text: 1-200 bytes of valid UTF-8, no control
- * characters (C0, DEL, C1), no leading or trailing white space. */
+ * characters (C0, DEL, C1), no leading or trailing white space (ASCII or
+ * Unicode). */
 static bool ref_queue_name(const char *name)
 {
     size_t len = strlen(name);
@@ -36,7 +61,8 @@ static bool ref_queue_name(const char *name)
         if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
             return false;
     }
-    return p[0] != ' ' && p[len - 1] != ' ';
+    return p[0] != ' ' && p[len - 1] != ' ' &&
+           !ref_unicode_space_at_ends(name, len);
 }
 
 static bool ref_identifier(const char *s, size_t max_len)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_bad_input.sh - input the program refuses with the exit code that
 # says what went wrong, instead of a silent substitute (issue 20, item 9;
-# docs/cli.md "Global options", "sqlbus publish").
+# docs/cli.md "Global options", "sqlbus publish"; rule T3).
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -35,3 +35,16 @@ expect_err '--db must not be empty'
 expect_err '--db must not be empty'
 [ ! -e "$tmp/cwd/sqlbus.db" ] || fail "--db '' created ./sqlbus.db"
 ok "--db '' exits 2"
+
+# issue 20.9, T3: Unicode white space at either end of a queue name is
+# refused as ASCII white space is (U+00A0, U+3000, U+2028, U+FEFF); inside
+# a name it is an ordinary character.
+for ws in $'\xc2\xa0' $'\xe3\x80\x80' $'\xe2\x80\xa8' $'\xef\xbb\xbf'; do
+    expect_exit 2 sb publish --queue "${ws}q" "$tmp/body"
+    expect_err 'must not start or end with white space'
+    expect_exit 2 sb publish --queue "q${ws}" "$tmp/body"
+    expect_err 'must not start or end with white space'
+    expect_exit 2 sb work --queue "q${ws}" --once -- true
+done
+expect_exit 0 sb publish --queue $'in\xc2\xa0side' "$tmp/body"
+ok "queue names with Unicode white space at an end exit 2"

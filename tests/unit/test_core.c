@@ -489,6 +489,43 @@ static void test_queue_name(void **state)
     expect_queue_rejected("\torders", "leading tab");
     expect_queue_rejected("orders\n", "trailing newline");
 
+    /* issue 20.9, T3: Unicode white space at either end, as ASCII's
+     * (the White_Space property, and the invisible U+200B and U+FEFF);
+     * inside a name it is an ordinary character. */
+    static const char *const unicode_space[] = {
+        "\xc2\xa0",     /* U+00A0 no-break space */
+        "\xe1\x9a\x80", /* U+1680 ogham space mark */
+        "\xe1\xa0\x8e", /* U+180E mongolian vowel separator */
+        "\xe2\x80\x80", /* U+2000 en quad */
+        "\xe2\x80\x8a", /* U+200A hair space */
+        "\xe2\x80\x8b", /* U+200B zero width space */
+        "\xe2\x80\xa8", /* U+2028 line separator */
+        "\xe2\x80\xa9", /* U+2029 paragraph separator */
+        "\xe2\x80\xaf", /* U+202F narrow no-break space */
+        "\xe2\x81\x9f", /* U+205F medium mathematical space */
+        "\xe3\x80\x80", /* U+3000 ideographic space */
+        "\xef\xbb\xbf", /* U+FEFF byte order mark */
+    };
+    for (size_t i = 0; i < sizeof unicode_space / sizeof *unicode_space; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%sq", unicode_space[i]);
+        expect_queue_rejected(name, "leading Unicode white space");
+        snprintf(name, sizeof name, "q%s", unicode_space[i]);
+        expect_queue_rejected(name, "trailing Unicode white space");
+        sb_error why = junk_error();
+        sb_validate_queue_name(name, &why);
+        assert_non_null(strstr(why.message, "white space"));
+        snprintf(name, sizeof name, "a%sb", unicode_space[i]);
+        expect_queue_ok(name);
+        expect_queue_rejected(unicode_space[i], "only Unicode white space");
+    }
+    expect_queue_ok("\xe2\x80\x8c"
+                    "q");             /* U+200C ZWNJ: not a space */
+    expect_queue_ok("q\xe2\x80\x8d"); /* U+200D ZWJ */
+    expect_queue_ok("\xe2\x80\x90q"); /* U+2010 hyphen */
+    expect_queue_ok("q\xef\xbb\xbe"); /* U+FEFE */
+    expect_queue_ok("\xe3\x80\x81q"); /* U+3001 ideographic comma */
+
     /* NULL err is fine */
     assert_int_equal(sb_validate_queue_name("x y", NULL), SB_OK);
     assert_int_equal(sb_validate_queue_name(" x", NULL), SB_INVALID);
