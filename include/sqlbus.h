@@ -1250,10 +1250,11 @@ typedef struct sb_failure_group {
 } sb_failure_group;
 
 /* E13: the groups of one classifier (e.g. "Exception Type and Stack
- * Trace"; NULL = that one) over messages of `status` (SB_FAILED_UNRESOLVED
- * for the open groups, SB_FAILED_ARCHIVED for the archived ones), newest
- * failure first, at most 200. `*out` is a transferred list ("Lists":
- * free with sb_free). */
+ * Trace"; NULL = that one) over messages of `status`
+ * (SB_FAILED_UNRESOLVED for the open groups, SB_FAILED_ARCHIVED for the
+ * archived ones), newest failure first, at most 200. A name that is none
+ * of the five classifiers is SB_INVALID, field "classifier". `*out` is a
+ * transferred list ("Lists": free with sb_free). */
 SB_API int sb_errors_groups(sb_errors *e, const char *classifier, int status,
                             sb_failure_group ***out, size_t *n_out,
                             sb_error *err);

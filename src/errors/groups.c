@@ -10,6 +10,20 @@
 
 #define MAX_GROUPS 200
 
+/* One of the five names of rule E12 (classify.h), compared exactly as
+ * the stored group types are. */
+static bool known_classifier(const char *c)
+{
+    static const char *const names[SB_CLASSIFIER_COUNT] = {
+        SB_CLASSIFIER_EXCEPTION, SB_CLASSIFIER_MESSAGE_TYPE,
+        SB_CLASSIFIER_ENDPOINT_ADDRESS, SB_CLASSIFIER_ENDPOINT_INSTANCE,
+        SB_CLASSIFIER_ENDPOINT_NAME};
+    for (size_t i = 0; i < SB_CLASSIFIER_COUNT; i++)
+        if (strcmp(c, names[i]) == 0)
+            return true;
+    return false;
+}
+
 int sb_errors_groups(sb_errors *e, const char *classifier, int status,
                      sb_failure_group ***out, size_t *n_out, sb_error *err)
 {
@@ -26,6 +40,15 @@ int sb_errors_groups(sb_errors *e, const char *classifier, int status,
                        status);
     if (classifier == NULL)
         classifier = SB_CLASSIFIER_EXCEPTION;
+    if (!known_classifier(classifier))
+        return sb__err(err, SB_INVALID, "classifier",
+                       "no classifier \"%.100s\"; the classifiers are "
+                       "\"" SB_CLASSIFIER_EXCEPTION
+                       "\", \"" SB_CLASSIFIER_MESSAGE_TYPE
+                       "\", \"" SB_CLASSIFIER_ENDPOINT_ADDRESS
+                       "\", \"" SB_CLASSIFIER_ENDPOINT_INSTANCE
+                       "\" and \"" SB_CLASSIFIER_ENDPOINT_NAME "\"",
+                       classifier);
     sb_conn *c = NULL;
     int rc = sb__pool_acquire(e->bus->pool, 5000, &c, err);
     if (rc != SB_OK)

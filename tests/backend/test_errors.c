@@ -874,6 +874,25 @@ static void test_group_views(void **state)
     assert_int_equal(sb_errors_groups(e.store, NULL, 9, &g, &n, &err),
                      SB_INVALID);
     assert_string_equal(err.field, "status");
+    /* issue 20.9, E13: a classifier that is none of the five is refused,
+     * naming them, not answered with no groups. */
+    g = (sb_failure_group **)&n; /* must be reset to NULL */
+    n = 7;
+    assert_int_equal(
+        sb_errors_groups(e.store, "bogus", SB_FAILED_UNRESOLVED, &g, &n, &err),
+        SB_INVALID);
+    assert_null(g);
+    assert_int_equal(n, 0);
+    assert_string_equal(err.field, "classifier");
+    static const char *const names[] = {"Exception Type and Stack Trace",
+                                        "Message Type", "Endpoint Address",
+                                        "Endpoint Instance", "Endpoint Name"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        assert_non_null(strstr(err.message, names[i]));
+    assert_non_null(strstr(err.message, "bogus"));
+    assert_int_equal(sb_errors_groups(e.store, "message type",
+                                      SB_FAILED_UNRESOLVED, &g, &n, &err),
+                     SB_INVALID);
     sbe_close(&e);
 }
 

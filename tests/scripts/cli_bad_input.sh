@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_bad_input.sh - input the program refuses with the exit code that
 # says what went wrong, instead of a silent substitute (issue 20, item 9;
-# docs/cli.md "Global options", "sqlbus publish"; rule T3).
+# docs/cli.md "Global options", "sqlbus publish", "errors groups"; rules
+# T3, E13).
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cli_common.bash
 . "$here/lib/cli_common.bash"
@@ -48,3 +49,14 @@ for ws in $'\xc2\xa0' $'\xe3\x80\x80' $'\xe2\x80\xa8' $'\xef\xbb\xbf'; do
 done
 expect_exit 0 sb publish --queue $'in\xc2\xa0side' "$tmp/body"
 ok "queue names with Unicode white space at an end exit 2"
+
+# issue 20.9, E13: an unknown classifier is a usage error listing the
+# classifiers (the HTTP API answers 404), not an empty table.
+expect_exit 2 sb errors groups --classifier bogus
+expect_err 'classifier'
+for c in 'Exception Type and Stack Trace' 'Message Type' 'Endpoint Address' \
+    'Endpoint Instance' 'Endpoint Name'; do
+    expect_err "$c"
+done
+expect_exit 0 sb errors groups --classifier 'Message Type'
+ok "errors groups --classifier bogus exits 2"
