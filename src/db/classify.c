@@ -103,3 +103,67 @@ int sb__classify_mssql_native(long native)
     default: return SB_OK; /* not decided by the number */
     }
 }
+
+int sb__classify_odbc_connect(const char *sqlstate)
+{
+    if (sqlstate == NULL || sqlstate[0] == '\0' || sqlstate[1] == '\0')
+        return SB_UNAVAILABLE;
+    /* IM0xx: the URL names a driver or data source that is not there.
+     * A failed connect with warnings only (01: connect_state in odbc.c
+     * looks past them) is the driver manager failing to load the driver
+     * (unixODBC: "01000 Can't open lib ... file not found"). */
+    if (is_class(sqlstate, "IM") || is_class(sqlstate, "01"))
+        return SB_INVALID;
+    /* Invalid authorization, invalid catalog name: a refused login or a
+     * database that does not exist, which retrying does not change. */
+    if (is_class(sqlstate, "28") || is_class(sqlstate, "3D"))
+        return SB_BACKEND;
+    return SB_UNAVAILABLE;
+}
+
+/* Whether `p` starts a SQLSTATE as libpq's verbose form writes it after
+ * the severity: five digits or capital letters, then ": ". */
+static bool sqlstate_at(const char *p)
+{
+    for (int i = 0; i < 5; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
+            return false;
+    return p[5] == ':' && p[6] == ' ';
+}
+
+/* The connection failure of libpq has no PGresult to ask for its
+ * SQLSTATE (PQresultErrorField), so postgres.c asks for the verbose
+ * message, where the server's error reads "FATAL:  3D000: database ...":
+ * the SQLSTATE follows the severity and its ":  " (a severity may be
+ * localised, a SQLSTATE never is). */
+void sb__pg_connect_error(const char *verbose, char state[6], char *out,
+                          size_t cap)
+{
+    state[0] = '\0';
+    size_t k = 0;
+    const char *p = verbose;
+    while (*p != '\0') {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol != NULL ? (size_t)(eol - p + 1) : strlen(p);
+        /* The server's source location, which only the verbose form
+         * adds. */
+        if (strncmp(p, "LOCATION:  ", 11) == 0) {
+            p += n;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (i >= 3 && p[i - 3] == ':' && p[i - 2] == ' ' &&
+                p[i - 1] == ' ' && i + 7 <= n && sqlstate_at(p + i)) {
+                memcpy(state, p + i, 5);
+                state[5] = '\0';
+                i += 6;
+                continue;
+            }
+            if (k + 1 < cap)
+                out[k++] = p[i];
+        }
+        p += n;
+    }
+    if (cap > 0)
+        out[k] = '\0';
+}

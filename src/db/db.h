@@ -121,6 +121,11 @@ typedef struct sb_db_config {
  */
 int sb__db_parse_url(const char *url, sb_db_config *cfg, sb_error *err);
 void sb__db_config_free(sb_db_config *cfg);
+/* Check a libpq "port" value (one port, or a comma-separated list, one
+ * per host; an empty entry is the default port) as libpq reads it: each
+ * a decimal integer 1 to 65535, white space around it allowed. SB_OK, or
+ * SB_INVALID with field "url" naming the port. Pure; thread-safe. */
+int sb__pg_check_ports(const char *ports, sb_error *err);
 
 typedef struct sb_conn sb_conn;
 
@@ -292,5 +297,20 @@ int sb__classify_sqlstate(const char *sqlstate);
  * look on that dialect; exposed for tests): SB_OK when the number
  * decides nothing. */
 int sb__classify_mssql_native(long native);
+/* The result of a failed ODBC connect from its SQLSTATE: class IM (the
+ * driver manager knows no such driver or data source) and 01 (only
+ * warnings: the driver could not be loaded) SB_INVALID, class
+ * 28 (the login was refused) and 3D (no such database) SB_BACKEND, as
+ * they stay so; anything else, including no SQLSTATE, SB_UNAVAILABLE.
+ * Pure; thread-safe. */
+int sb__classify_odbc_connect(const char *sqlstate);
+/* Read a libpq connection failure message written with PQERRORS_VERBOSE
+ * (what the server sent is "SEVERITY:  SQLSTATE: message", then a
+ * "LOCATION:  " line): the last SQLSTATE into `state` ("" when the
+ * server never answered), and the message without the SQLSTATEs and the
+ * LOCATION lines into `out` (cut to `cap`, always NUL-terminated). Pure;
+ * thread-safe. */
+void sb__pg_connect_error(const char *verbose, char state[6], char *out,
+                          size_t cap);
 
 #endif

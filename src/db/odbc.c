@@ -129,6 +129,27 @@ static int fail(odbc_conn *c, SQLSMALLINT type, SQLHANDLE h, sb_error *err,
     return rc;
 }
 
+/* The SQLSTATE that says why SQLDriverConnect failed, into `state`: the
+ * first diagnostic record's that is not a warning (class 01: unixODBC
+ * reports "01000 Can't open lib" before the IM002 or IM003 that names
+ * the cause), else the first record's ("" without any). */
+static void connect_state(odbc_conn *c, char state[6])
+{
+    state[0] = '\0';
+    for (SQLSMALLINT i = 1; i <= 8; i++) {
+        SQLCHAR s[6] = "";
+        SQLINTEGER native = 0;
+        SQLSMALLINT len = 0;
+        if (!SQL_SUCCEEDED(SQLGetDiagRec(SQL_HANDLE_DBC, c->dbc, i, s, &native,
+                                         NULL, 0, &len)))
+            return;
+        if (i == 1 || strncmp((const char *)s, "01", 2) != 0)
+            memcpy(state, s, 6);
+        if (strncmp((const char *)s, "01", 2) != 0)
+            return;
+    }
+}
+
 /* The informational records of a statement that succeeded with info
  * (PostgreSQL's notices, SQL Server's PRINT), logged at INFO. */
 static void log_info(odbc_conn *c, SQLHSTMT st)
@@ -389,18 +410,19 @@ static int odbc_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
                                    NULL, 0, NULL, SQL_DRIVER_NOPROMPT);
     sb__buf_free(&cs);
     if (!SQL_SUCCEEDED(r)) {
-        fail(c, SQL_HANDLE_DBC, c->dbc, err, "cannot connect");
-        /* IM0xx: the driver manager found no such driver or data source
-         * (the URL is wrong); anything else is the database being
-         * unavailable, as libpq's failures to connect are. */
-        rc = err != NULL && strncmp(err->sqlstate, "IM", 2) == 0
-                 ? SB_INVALID
-                 : SB_UNAVAILABLE;
-        if (err != NULL) {
-            err->code = rc;
-            if (rc == SB_INVALID)
-                sb__strlcpy(err->field, "url", sizeof err->field);
-        }
+        sb_error mine;
+        sb_error *e = err != NULL ? err : &mine;
+        fail(c, SQL_HANDLE_DBC, c->dbc, e, "cannot connect");
+        /* By the SQLSTATE's class, as libpq's failures to connect are: a
+         * wrong URL (IM), a refused login (28) or database (3D), else the
+         * database being unavailable (classify.c). */
+        char state[6];
+        connect_state(c, state);
+        rc = sb__classify_odbc_connect(state);
+        sb__strlcpy(e->sqlstate, state, sizeof e->sqlstate);
+        e->code = rc;
+        if (rc == SB_INVALID)
+            sb__strlcpy(e->field, "url", sizeof e->field);
         odbc_close(&c->base);
         return rc;
     }

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,131 @@ static int set_search_path(pg_conn *pc, const char *schema, sb_error *err)
     return rc;
 }
 
+/* libpq's own reading of the URL, which makes no connection: a URL it
+ * cannot parse, an option it does not know and a port that is not one
+ * are the caller's to fix (SB_INVALID, field "url"). Without this they
+ * surface from the connect, looking like a server that is down. */
+static int check_target(const char *target, sb_error *err)
+{
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(target, &why);
+    if (opts == NULL) {
+        if (why == NULL)
+            return sb__err(err, SB_NOMEM, NULL, "out of memory");
+        int rc = sb__err(err, SB_INVALID, "url", "invalid PostgreSQL URL: %.*s",
+                         trimmed_len(why), why);
+        PQfreemem(why);
+        flatten_message(err);
+        return rc;
+    }
+    int rc = SB_OK;
+    for (const PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "port") == 0 && o->val != NULL)
+            rc = sb__pg_check_ports(o->val, err);
+    PQconninfoFree(opts);
+    return rc;
+}
+
+/* The connection's connect_timeout in seconds as libpq applies it (a
+ * positive value under 2 is 2; 0, negative or unset: none), from the
+ * URL or PGCONNECT_TIMEOUT. */
+static int connect_timeout_s(PGconn *pg)
+{
+    PQconninfoOption *opts = PQconninfo(pg);
+    long s = 0;
+    for (const PQconninfoOption *o = opts; o != NULL && o->keyword != NULL;
+         o++) {
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL) {
+            char *end = NULL;
+            errno = 0;
+            s = strtol(o->val, &end, 10);
+            if (errno != 0 || end == o->val || s < 0 || s > INT_MAX)
+                s = 0;
+        }
+    }
+    PQconninfoFree(opts);
+    return s > 0 && s < 2 ? 2 : (int)s;
+}
+
+/*
+ * Drive a connection PQconnectStartParams began until it is made or has
+ * failed, waiting on its socket as PQconnectPoll asks, as libpq's own
+ * PQconnectdbParams does (which cannot be used: the verbosity that
+ * carries the server's SQLSTATE must be set on the connection before the
+ * server answers). connect_timeout bounds the wait for each host; when it
+ * passes the attempt ends, where libpq would go on to the URL's next host
+ * (its state for that is internal). Returns 1 when PQconnectPoll
+ * decided, 0 on the timeout, -1 when waiting failed.
+ */
+static int finish_connect(PGconn *pg)
+{
+    int timeout_s = connect_timeout_s(pg);
+    const char *host = NULL, *port = NULL;
+    int64_t deadline_us = 0;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    while (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING) {
+        if (timeout_s > 0 && (PQhost(pg) != host || PQport(pg) != port)) {
+            host = PQhost(pg);
+            port = PQport(pg);
+            deadline_us = sb__mono_us() + (int64_t)timeout_s * 1000000;
+        }
+        struct pollfd p = {.fd = PQsocket(pg),
+                           .events =
+                               st == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+        int ms = -1;
+        if (deadline_us != 0) {
+            int64_t left = deadline_us - sb__mono_us();
+            if (left <= 0)
+                return 0;
+            ms = left / 1000 + 1 > INT_MAX ? INT_MAX : (int)(left / 1000 + 1);
+        }
+        int n = poll(&p, 1, ms);
+        if (n < 0 && errno != EINTR)
+            return -1;
+        if (n > 0)
+            st = PQconnectPoll(pg);
+    }
+    return 1;
+}
+
+/*
+ * The error of a connection that was not made. When the server answered,
+ * its SQLSTATE decides (sb__classify_sqlstate): an unknown database
+ * (3D000), role or password (28000, 28P01) is permanent, SB_BACKEND;
+ * too_many_connections (53300) or a server starting up (57P03)
+ * transient. Without an answer the server is down or unreachable
+ * (SB_UNAVAILABLE), unless libpq refused the URL's options before trying
+ * (PQPING_NO_ATTEMPT: sslmode=bogus and the like), which makes it
+ * SB_INVALID. `waited`: finish_connect's result.
+ */
+static int connect_failed(PGconn *pg, int waited, bool failed_at_start,
+                          const char *const *keys, const char *const *vals,
+                          sb_error *err)
+{
+    char state[6], text[sizeof err->message];
+    sb__pg_connect_error(PQerrorMessage(pg), state, text, sizeof text);
+    int rc = state[0] != '\0' ? sb__classify_sqlstate(state) : SB_UNAVAILABLE;
+    if (state[0] == '\0' && failed_at_start &&
+        PQpingParams(keys, vals, 1) == PQPING_NO_ATTEMPT)
+        rc = SB_INVALID;
+    if (waited == 0)
+        sb__err(err, rc, NULL,
+                "cannot connect to PostgreSQL: no answer from %s port %s "
+                "within connect_timeout (%d s)",
+                PQhost(pg), PQport(pg), connect_timeout_s(pg));
+    else if (waited < 0)
+        sb__err(err, rc, NULL,
+                "cannot connect to PostgreSQL: waiting on the connection's "
+                "socket failed");
+    else
+        sb__err(err, rc, rc == SB_INVALID ? "url" : NULL,
+                "cannot connect to PostgreSQL: %.*s", trimmed_len(text), text);
+    flatten_message(err);
+    if (err != NULL)
+        sb__strlcpy(err->sqlstate, state, sizeof err->sqlstate);
+    return rc;
+}
+
 static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
 {
     *out = NULL;
@@ -269,6 +395,11 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     pc->base.opened_us = sb__mono_us();
     pc->log = cfg->log;
 
+    int rc = check_target(cfg->target, err);
+    if (rc != SB_OK) {
+        sb__free(pc);
+        return rc;
+    }
     /* The target is a URI or key=value string (expand_dbname). Parameters
      * after dbname override what it expands to, so client_encoding is
      * always UTF8 (sqlbus text is UTF-8); fallback_application_name names
@@ -276,24 +407,26 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     const char *const keys[] = {"dbname", "fallback_application_name",
                                 "client_encoding", NULL};
     const char *const vals[] = {cfg->target, "sqlbus", "UTF8", NULL};
-    pc->pg = PQconnectdbParams(keys, vals, 1);
+    pc->pg = PQconnectStartParams(keys, vals, 1);
     if (pc->pg == NULL) {
         sb__free(pc);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
+    /* Before the server is heard from, which is in PQconnectPoll: its
+     * errors then carry their SQLSTATE (connect_failed). */
+    PQsetErrorVerbosity(pc->pg, PQERRORS_VERBOSE);
+    bool failed_at_start = PQstatus(pc->pg) == CONNECTION_BAD;
+    int waited = failed_at_start ? 1 : finish_connect(pc->pg);
     if (PQstatus(pc->pg) != CONNECTION_OK) {
-        const char *m = PQerrorMessage(pc->pg);
-        int rc =
-            sb__err(err, SB_UNAVAILABLE, NULL,
-                    "cannot connect to PostgreSQL: %.*s", trimmed_len(m), m);
-        flatten_message(err);
+        rc = connect_failed(pc->pg, waited, failed_at_start, keys, vals, err);
         pg_close(&pc->base);
         return rc;
     }
+    PQsetErrorVerbosity(pc->pg, PQERRORS_DEFAULT);
     PQsetNoticeProcessor(pc->pg, on_notice, pc);
 
     if (cfg->schema != NULL && cfg->schema[0] != '\0') {
-        int rc = set_search_path(pc, cfg->schema, err);
+        rc = set_search_path(pc, cfg->schema, err);
         if (rc != SB_OK) {
             pg_close(&pc->base);
             return rc;
@@ -306,7 +439,7 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
         char sql[64];
         snprintf(sql, sizeof sql, "SET statement_timeout = %lld",
                  (long long)cfg->statement_timeout_ms);
-        int rc = run_simple(pc, sql, NULL, err);
+        rc = run_simple(pc, sql, NULL, err);
         if (rc != SB_OK) {
             pg_close(&pc->base);
             return rc;

@@ -4,6 +4,7 @@
  * with statement_timeout_ms a per-statement deadline (S10). */
 #include "db/db.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -213,6 +214,47 @@ static int busy_wait(void *arg, int count)
     return 1;
 }
 
+/* Why the file could not be opened, from the system's errno: SQLite's
+ * own text is "unable to open database file" whatever the cause. NULL
+ * for an errno without a sentence here. */
+static const char *open_reason(int sys_errno)
+{
+    switch (sys_errno) {
+    case ENOENT:
+        return "no such file or directory (sqlbus creates the file, not its "
+               "directory)";
+    case EISDIR: return "it is a directory";
+    case EACCES:
+    case EPERM: return "permission denied";
+    case EROFS: return "read-only file system";
+    default: return NULL;
+    }
+}
+
+/* The error of an open that failed. A file that cannot be opened (SQLite's
+ * CANTOPEN: no directory, a directory, no permission) stays so until
+ * someone changes the path or the file system, so it is SB_BACKEND, not
+ * the SB_UNAVAILABLE of an outage that callers retry; BUSY and NOMEM keep
+ * their classes. Field "url"; the SQLite code in `native`. */
+static int open_failed(sqlite_conn *c, const char *path, int xrc, sb_error *err)
+{
+    int rc = classify(xrc);
+    if (err == NULL)
+        return rc;
+    int sys = c->db != NULL ? sqlite3_system_errno(c->db) : 0;
+    const char *why = open_reason(sys);
+    char other[32] = "";
+    if (why == NULL && sys != 0) {
+        snprintf(other, sizeof other, "system error %d", sys);
+        why = other;
+    }
+    sb__err(err, rc, "url", "cannot open the SQLite database %.300s: %s%s%s",
+            path, c->db != NULL ? sqlite3_errmsg(c->db) : sqlite3_errstr(xrc),
+            why != NULL ? ": " : "", why != NULL ? why : "");
+    err->native = xrc;
+    return rc;
+}
+
 static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
 {
     *out = NULL;
@@ -225,11 +267,9 @@ static int sl_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
         cfg->target, &c->db,
         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (xrc != SQLITE_OK) {
-        int rc = fail(c, xrc, err, "open");
-        if (err != NULL)
-            sb__strlcpy(err->field, "url", sizeof err->field);
+        int rc = open_failed(c, cfg->target, xrc, err);
         sl_close(&c->base);
-        return rc == SB_BUSY ? rc : SB_UNAVAILABLE;
+        return rc;
     }
     sqlite3_extended_result_codes(c->db, 1);
     c->busy_timeout_us = cfg->busy_timeout_ms * 1000;

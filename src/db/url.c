@@ -289,6 +289,40 @@ int sb__db_parse_url(const char *url, sb_db_config *cfg, sb_error *err)
     return rc;
 }
 
+/* libpq reads each port with strtol and then wants 1 to 65535; it says
+ * so only when it connects, as if the server were down, so the driver
+ * asks here first. */
+int sb__pg_check_ports(const char *ports, sb_error *err)
+{
+    const char *p = ports;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        size_t a = 0, b = n;
+        while (a < b && (p[a] == ' ' || p[a] == '\t' || p[a] == '\n'))
+            a++;
+        while (b > a &&
+               (p[b - 1] == ' ' || p[b - 1] == '\t' || p[b - 1] == '\n'))
+            b--;
+        /* An empty entry is the default port (5432). */
+        uint32_t v = 0;
+        bool ok = true;
+        for (size_t i = a; ok && i < b; i++) {
+            ok = p[i] >= '0' && p[i] <= '9';
+            v = v * 10 + (uint32_t)(p[i] - '0');
+            ok = ok && v <= 65535;
+        }
+        if (a < b && (!ok || v == 0))
+            return sb__err(err, SB_INVALID, "url",
+                           "the PostgreSQL URL's port must be 1 to 65535 "
+                           "(got \"%.*s\")",
+                           (int)(b - a > 40 ? 40 : b - a), p + a);
+        if (end == NULL)
+            return SB_OK;
+        p = end + 1;
+    }
+}
+
 void sb__db_config_free(sb_db_config *cfg)
 {
     if (cfg == NULL)

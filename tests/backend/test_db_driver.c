@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db/db.h"
@@ -1064,6 +1065,152 @@ static void test_sqlite_wal_autocheckpoint(void **state)
     }
 }
 
+/* issue 20.7: a SQLite file that cannot be opened is a permanent error
+ * (SB_BACKEND: exit 1), not SB_UNAVAILABLE, which callers retry: a
+ * missing directory and a directory stay so. The message names the path
+ * and the system's reason; the SQLite code is kept. */
+static void test_sqlite_open_failures(void **state)
+{
+    (void)state;
+    if (fx.pg)
+        skip();
+    char dir[sizeof fx.path + 8];
+    snprintf(dir, sizeof dir, "%s.dir", fx.path);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    char missing[sizeof dir + 32], is_dir[sizeof dir + 16];
+    snprintf(missing, sizeof missing, "sqlite:%s/no/such/x.db", dir);
+    snprintf(is_dir, sizeof is_dir, "sqlite:%s", dir);
+    const struct {
+        const char *url, *why;
+    } cases[] = {{missing, "no such file or directory"},
+                 {is_dir, "it is a directory"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sb_db_config cfg;
+        sb_error err;
+        sb_error_clear(&err);
+        assert_int_equal(sb__db_parse_url(cases[i].url, &cfg, &err), SB_OK);
+        sb_conn *c = fx.c; /* must be reset to NULL */
+        int rc = fx.drv->connect(&cfg, &c, &err);
+        assert_int_equal(rc, SB_BACKEND);
+        assert_false(sb_is_transient(rc));
+        assert_null(c);
+        assert_int_equal(err.code, SB_BACKEND);
+        assert_int_equal(err.native, 14); /* SQLITE_CANTOPEN */
+        assert_string_equal(err.field, "url");
+        assert_non_null(strstr(err.message, cases[i].url + 7));
+        if (strstr(err.message, cases[i].why) == NULL)
+            fail_msg("no \"%s\" in: %s", cases[i].why, err.message);
+        sb__db_config_free(&cfg);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* issue 20.7: a URL libpq cannot use is SB_INVALID naming "url", found
+ * before any connection: a port out of range, an unknown option, a URI
+ * cut short, an option value libpq refuses. */
+static void test_pg_connect_invalid_url(void **state)
+{
+    (void)state;
+    if (!fx.pg || fx.odbc)
+        skip();
+    static const struct {
+        const char *url, *says;
+    } cases[] = {
+        {"postgresql://127.0.0.1:99999/x", "port must be 1 to 65535"},
+        {"postgresql://127.0.0.1:0/x", "port must be 1 to 65535"},
+        {"host=127.0.0.1 port=5432x", "port must be 1 to 65535"},
+        {"postgresql://a:5432,b:70000/x", "(got \"70000\")"},
+        {"host=127.0.0.1 bogus=1", "invalid connection option \"bogus\""},
+        {"postgresql://[::1", "IPv6"},
+        {"host=127.0.0.1 sslmode=bogus", "sslmode"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sb_db_config cfg;
+        sb_error err;
+        sb_error_clear(&err);
+        assert_int_equal(sb__db_parse_url(cases[i].url, &cfg, &err), SB_OK);
+        sb_conn *c = fx.c;
+        int rc = fx.drv->connect(&cfg, &c, &err);
+        if (rc != SB_INVALID || strstr(err.message, cases[i].says) == NULL)
+            fail_msg("%s: %s (%s)", cases[i].url, sb_result_name(rc),
+                     err.message);
+        assert_null(c);
+        assert_string_equal(err.field, "url");
+        assert_null(strchr(err.message, '\n'));
+        sb__db_config_free(&cfg);
+    }
+}
+
+/* issue 20.7: when the server answers and refuses, its SQLSTATE decides
+ * and is kept: an unknown database (3D000) or role (28000) is
+ * permanent, never SB_UNAVAILABLE; the message is libpq's, without the
+ * SQLSTATE and LOCATION lines of the verbose form it is read from. */
+static void test_pg_connect_refused_by_server(void **state)
+{
+    (void)state;
+    if (!fx.pg || fx.odbc)
+        skip();
+    char base[512], url[600];
+    snprintf(base, sizeof base, "%s", fx.url);
+    char *slash = strrchr(base, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    snprintf(url, sizeof url, "%s/sqlbus_no_such_db", base);
+    sb_db_config cfg;
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__db_parse_url(url, &cfg, &err), SB_OK);
+    sb_conn *c = fx.c;
+    assert_int_equal(fx.drv->connect(&cfg, &c, &err), SB_BACKEND);
+    assert_null(c);
+    assert_string_equal(err.sqlstate, "3D000");
+    assert_non_null(
+        strstr(err.message, "\"sqlbus_no_such_db\" does not exist"));
+    assert_null(strstr(err.message, "3D000"));
+    assert_null(strstr(err.message, "LOCATION"));
+    sb__db_config_free(&cfg);
+
+    char role[600];
+    const char *at = strchr(fx.url, '@');
+    const char *scheme = strstr(fx.url, "://");
+    if (at == NULL || scheme == NULL)
+        skip();
+    snprintf(role, sizeof role, "%.*ssqlbus_no_such_role%s",
+             (int)(scheme + 3 - fx.url), fx.url, at);
+    sb_error_clear(&err);
+    assert_int_equal(sb__db_parse_url(role, &cfg, &err), SB_OK);
+    assert_int_equal(fx.drv->connect(&cfg, &c, &err), SB_BACKEND);
+    assert_string_equal(err.sqlstate, "28000");
+    assert_non_null(strstr(err.message, "\"sqlbus_no_such_role\""));
+    sb__db_config_free(&cfg);
+}
+
+/* issue 20.7: through ODBC, a driver that is not installed (unixODBC
+ * reports it as a warning, 01000) or a data source that does not exist
+ * (IM002) is the URL at fault: SB_INVALID naming "url". */
+static void test_odbc_connect_no_driver(void **state)
+{
+    (void)state;
+    if (!fx.odbc)
+        skip();
+    static const char *const urls[] = {
+        "odbc+postgresql:Driver={sqlbus no such driver};Server=127.0.0.1",
+        "odbc+postgresql:DSN=sqlbus_no_such_dsn"};
+    for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
+        sb_db_config cfg;
+        sb_error err;
+        sb_error_clear(&err);
+        assert_int_equal(sb__db_parse_url(urls[i], &cfg, &err), SB_OK);
+        sb_conn *c = fx.c;
+        int rc = fx.drv->connect(&cfg, &c, &err);
+        if (rc != SB_INVALID)
+            fail_msg("%s: %s (%s)", urls[i], sb_result_name(rc), err.message);
+        assert_null(c);
+        assert_string_equal(err.field, "url");
+        sb__db_config_free(&cfg);
+    }
+}
+
 static void test_pg_search_path(void **state)
 {
     (void)state;
@@ -1208,8 +1355,12 @@ int main(void)
         cmocka_unit_test(test_statement_cache),
         cmocka_unit_test(test_pg_notices_logged),
         cmocka_unit_test(test_sqlite_wal_autocheckpoint),
+        cmocka_unit_test(test_sqlite_open_failures),
         cmocka_unit_test(test_pg_search_path),
         cmocka_unit_test(test_pg_connect_refused),
+        cmocka_unit_test(test_pg_connect_invalid_url),
+        cmocka_unit_test(test_pg_connect_refused_by_server),
+        cmocka_unit_test(test_odbc_connect_no_driver),
         cmocka_unit_test(test_pg_terminated_connection),
     };
     return cmocka_run_group_tests_name(fx.odbc ? "db_driver.odbc-postgresql"

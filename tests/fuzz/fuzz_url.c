@@ -7,8 +7,10 @@
  * target is a prefix-free path taken from the URL, with durability and
  * busy_timeout in range; an ODBC target is the string after odbc: or
  * odbc+postgresql:, or for mssql:// a connection string naming its driver
- * and database. Freeing twice is safe.
+ * and database. Freeing twice is safe. sb__pg_check_ports on the same
+ * bytes agrees with a reference reading of a libpq port list.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +90,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(cfg.target == NULL && cfg.schema == NULL);
     sb__db_config_free(&cfg); /* twice is safe */
     sb__db_config_free(NULL);
+
+    /* The same bytes as a libpq port list (issue 20.7): accepted exactly
+     * when every comma-separated entry is empty or, white space around
+     * it aside, a decimal 1 to 65535. */
+    memset(&err, 0, sizeof err);
+    rc = sb__pg_check_ports(url, &err);
+    CHECK(rc == SB_OK || rc == SB_INVALID);
+    bool ports_ok = true;
+    for (const char *p = url; ports_ok;) {
+        const char *end = strchr(p, ',');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        size_t a = strspn(p, " \t\n");
+        if (a > n)
+            a = n;
+        size_t b = n;
+        while (b > a && strchr(" \t\n", p[b - 1]) != NULL)
+            b--;
+        if (a < b) {
+            size_t digits = strspn(p + a, "0123456789");
+            long v =
+                digits == b - a && digits <= 5 ? strtol(p + a, NULL, 10) : 0;
+            ports_ok = v >= 1 && v <= 65535;
+        }
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    CHECK((rc == SB_OK) == ports_ok);
+    if (rc != SB_OK)
+        CHECK(strcmp(err.field, "url") == 0);
     free(url);
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -134,6 +135,114 @@ static void test_mssql_native(void **state)
     assert_true(sb_is_transient(sb__classify_mssql_native(51222)));
 }
 
+/* issue 20.7: ODBC's connect failures by SQLSTATE class: a URL naming no
+ * driver or data source is the caller's to fix, a refused login or an
+ * unknown database stays so, anything else is an outage. */
+static void test_odbc_connect(void **state)
+{
+    (void)state;
+    static const mapping m[] = {
+        {"IM002", SB_INVALID},     {"IM003", SB_INVALID},
+        {"01000", SB_INVALID},     {"28000", SB_BACKEND},
+        {"28P01", SB_BACKEND},     {"3D000", SB_BACKEND},
+        {"08001", SB_UNAVAILABLE}, {"08S01", SB_UNAVAILABLE},
+        {"HYT00", SB_UNAVAILABLE}, {"", SB_UNAVAILABLE},
+        {NULL, SB_UNAVAILABLE},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        int got = sb__classify_odbc_connect(m[i].state);
+        if (got != m[i].code)
+            fail_msg("ODBC connect SQLSTATE %s: got %d, want %d",
+                     m[i].state ? m[i].state : "(null)", got, m[i].code);
+    }
+}
+
+/* issue 20.7: the SQLSTATE of a libpq connection failure, read from the
+ * verbose message (libpq has no result to ask); the text keeps the
+ * message and drops the SQLSTATE and the LOCATION line. */
+static void test_pg_connect_error(void **state)
+{
+    (void)state;
+    char st[6], msg[256];
+    sb__pg_connect_error("connection to server at \"127.0.0.1\", port 5432 "
+                         "failed: FATAL:  3D000: database \"nope\" does not "
+                         "exist\nLOCATION:  InitPostgres, postinit.c:941\n",
+                         st, msg, sizeof msg);
+    assert_string_equal(st, "3D000");
+    assert_string_equal(msg, "connection to server at \"127.0.0.1\", port "
+                             "5432 failed: FATAL:  database \"nope\" does "
+                             "not exist\n");
+    /* Localised severities and messages: the SQLSTATE is not. */
+    sb__pg_connect_error(
+        "... failed: FATAL:  28P01: Passwort-Authentifizierung "
+        "fehlgeschlagen\nORT:  auth_failed, auth.c:326\n",
+        st, msg, sizeof msg);
+    assert_string_equal(st, "28P01");
+    assert_null(strstr(msg, "28P01"));
+    /* No server answer: no SQLSTATE, the message unchanged. */
+    const char *refused =
+        "connection to server at \"127.0.0.1\", port 1 failed: Connection "
+        "refused\n\tIs the server running on that host and accepting TCP/IP "
+        "connections?\n";
+    sb__pg_connect_error(refused, st, msg, sizeof msg);
+    assert_string_equal(st, "");
+    assert_string_equal(msg, refused);
+    /* Several hosts: the last answer decides. */
+    sb__pg_connect_error("connection to server at \"a\" failed: FATAL:  53300: "
+                         "sorry, too many clients already\nLOCATION:  x\n"
+                         "connection to server at \"b\" failed: FATAL:  "
+                         "57P03: the database system is starting up\n",
+                         st, msg, sizeof msg);
+    assert_string_equal(st, "57P03");
+    assert_null(strstr(msg, "53300"));
+    assert_null(strstr(msg, "LOCATION"));
+    assert_non_null(strstr(msg, "too many clients"));
+    /* Not a SQLSTATE: five characters of the wrong kind, or cut short. */
+    sb__pg_connect_error("failed: FATAL:  3d000: x", st, msg, sizeof msg);
+    assert_string_equal(st, "");
+    sb__pg_connect_error("failed: FATAL:  3D00", st, msg, sizeof msg);
+    assert_string_equal(st, "");
+    assert_string_equal(msg, "failed: FATAL:  3D00");
+    /* Cut to the buffer, still terminated. */
+    char small[8];
+    sb__pg_connect_error("failed: FATAL:  3D000: database", st, small,
+                         sizeof small);
+    assert_string_equal(st, "3D000");
+    assert_string_equal(small, "failed:");
+    sb__pg_connect_error("", st, msg, sizeof msg);
+    assert_string_equal(st, "");
+    assert_string_equal(msg, "");
+}
+
+/* issue 20.7: libpq's port values (one, or one per host), refused before
+ * connecting when libpq would refuse them at connect time. */
+static void test_pg_ports(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "5432", "1", "65535", "", "5432,5433", " 5432 ", ",5433", "5432,,1"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        sb_error err;
+        if (sb__pg_check_ports(good[i], &err) != SB_OK)
+            fail_msg("port \"%s\" refused: %s", good[i], err.message);
+    }
+    static const char *const bad[] = {
+        "0",  "65536", "99999",  "x",         "5432x",
+        "-1", "54 32", "5432,0", "1,2,99999", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sb_error err;
+        sb_error_clear(&err);
+        if (sb__pg_check_ports(bad[i], &err) != SB_INVALID)
+            fail_msg("port \"%s\" accepted", bad[i]);
+        assert_string_equal(err.field, "url");
+        assert_non_null(strstr(err.message, "port must be 1 to 65535"));
+    }
+    sb_error err;
+    sb__pg_check_ports("5432,99999", &err);
+    assert_non_null(strstr(err.message, "(got \"99999\")"));
+    assert_int_equal(sb__pg_check_ports("0", NULL), SB_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +253,9 @@ int main(void)
         cmocka_unit_test(test_missing_sqlstate),
         cmocka_unit_test(test_transient_helper_agrees),
         cmocka_unit_test(test_mssql_native),
+        cmocka_unit_test(test_odbc_connect),
+        cmocka_unit_test(test_pg_connect_error),
+        cmocka_unit_test(test_pg_ports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
