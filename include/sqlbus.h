@@ -250,8 +250,12 @@ typedef struct sb_options {
  * Open a bus. Connects once to check the URL and (per schema_mode) creates
  * and verifies the schema under a cross-process lock. On success `*out` is
  * a new handle the caller closes with sb_close. Result codes: SB_INVALID
- * (bad URL or option; err->field names it), SB_UNAVAILABLE, SB_SCHEMA,
- * SB_BACKEND, SB_NOMEM.
+ * (bad URL or option; err->field names it), SB_UNAVAILABLE (the database
+ * could not be reached: refused or lost connections are retried first,
+ * as in every transaction, six attempts over up to about 0.3 s),
+ * SB_SCHEMA, SB_BACKEND (among others a database that refuses the login:
+ * unknown database, role or password, err->sqlstate saying which; a
+ * SQLite file that cannot be opened), SB_NOMEM.
  */
 SB_API int sb_open(const sb_options *opts, sb_bus **out, sb_error *err);
 

@@ -269,6 +269,17 @@ typedef struct sb_retry_policy {
 int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
                   void *ctx, sb_error *err);
 
+/*
+ * Open one connection of `pool` and give it back (kept idle), retrying a
+ * transient failure (a refused or lost connection, SQLite BUSY) as
+ * sb__db_run_tx does: with `policy` (NULL for the defaults: 6 attempts,
+ * 10 ms doubling, jittered, about 0.3 s in all), each retry logged at
+ * DEBUG. A permanent failure (a bad URL, a refused login) returns at
+ * once. Thread-safe as the pool is.
+ */
+int sb__pool_connect(sb_pool *pool, const sb_retry_policy *policy,
+                     sb_error *err);
+
 /* ---- notifications (notify_postgres.c) ---- */
 typedef struct sb_listener sb_listener;
 /* Open a dedicated connection that LISTENs on `channel` (PostgreSQL

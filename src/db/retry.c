@@ -1,21 +1,50 @@
 /* retry.c - run a unit of work in a transaction, retrying transient
  * faults (busy, deadlock, serialization failure, lost connection) with
- * bounded, jittered exponential back-off. */
+ * bounded, jittered exponential back-off; and the first connection of a
+ * bus, retried the same way. */
 #include "db/db.h"
+
+/* The back-off of one policy (NULL: the defaults). */
+typedef struct backoff {
+    int max_attempts;
+    int64_t delay_us, max_delay_us;
+} backoff;
+
+static backoff backoff_of(const sb_retry_policy *policy)
+{
+    backoff b = {6, 10000, 1000000};
+    if (policy != NULL && policy->max_attempts)
+        b.max_attempts = policy->max_attempts;
+    if (policy != NULL && policy->first_delay_us)
+        b.delay_us = policy->first_delay_us;
+    if (policy != NULL && policy->max_delay_us)
+        b.max_delay_us = policy->max_delay_us;
+    return b;
+}
+
+/* After failed attempt `attempt` with `rc`: true (having slept the
+ * jittered delay and logged why) when another attempt is due. */
+static bool again(sb_pool *pool, backoff *b, int attempt, int rc,
+                  const sb_error *err)
+{
+    if (!sb_is_transient(rc) || attempt >= b->max_attempts)
+        return false;
+    sb__log(&sb__pool_config(pool)->log, SB_LOG_DEBUG, "db",
+            "transient failure (%s), retry %d of %d",
+            err ? err->message : sb_strerror(rc), attempt, b->max_attempts - 1);
+    sb__sleep_us(sb__jitter_us(b->delay_us));
+    b->delay_us =
+        b->delay_us * 2 > b->max_delay_us ? b->max_delay_us : b->delay_us * 2;
+    return true;
+}
 
 int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
                   void *ctx, sb_error *err)
 {
-    int max_attempts =
-        policy && policy->max_attempts ? policy->max_attempts : 6;
-    int64_t delay =
-        policy && policy->first_delay_us ? policy->first_delay_us : 10000;
-    int64_t max_delay =
-        policy && policy->max_delay_us ? policy->max_delay_us : 1000000;
-    int rc = SB_ERROR;
+    backoff b = backoff_of(policy);
     for (int attempt = 1;; attempt++) {
         sb_conn *c = NULL;
-        rc = sb__pool_acquire(pool, 30000, &c, err);
+        int rc = sb__pool_acquire(pool, 30000, &c, err);
         if (rc == SB_OK) {
             sb__pool_write_lock(pool);
             rc = sb__begin(c, err);
@@ -29,13 +58,20 @@ int sb__db_run_tx(sb_pool *pool, const sb_retry_policy *policy, sb_tx_fn fn,
             sb__pool_write_unlock(pool);
             sb__pool_release(pool, c);
         }
-        if (rc == SB_OK || !sb_is_transient(rc) || attempt >= max_attempts)
+        if (rc == SB_OK || !again(pool, &b, attempt, rc, err))
             return rc;
-        sb__log(&sb__pool_config(pool)->log, SB_LOG_DEBUG, "db",
-                "transient failure (%s), retry %d of %d",
-                err ? err->message : sb_strerror(rc), attempt,
-                max_attempts - 1);
-        sb__sleep_us(sb__jitter_us(delay));
-        delay = delay * 2 > max_delay ? max_delay : delay * 2;
+    }
+}
+
+int sb__pool_connect(sb_pool *pool, const sb_retry_policy *policy,
+                     sb_error *err)
+{
+    backoff b = backoff_of(policy);
+    for (int attempt = 1;; attempt++) {
+        sb_conn *c = NULL;
+        int rc = sb__pool_acquire(pool, 30000, &c, err);
+        sb__pool_release(pool, c);
+        if (rc == SB_OK || !again(pool, &b, attempt, rc, err))
+            return rc;
     }
 }

@@ -142,12 +142,11 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
     sb__db_config_free(&cfg);
     if (rc == SB_OK)
         rc = sb__transport_sql_new(bus->dialect, bus->prefix, &bus->sql, err);
-    if (rc == SB_OK) {
-        /* Connect once now so a bad URL fails here, not in a worker. */
-        sb_conn *c = NULL;
-        rc = sb__pool_acquire(bus->pool, 30000, &c, err);
-        sb__pool_release(bus->pool, c);
-    }
+    /* Connect once now so a bad URL fails here, not in a worker; a
+     * transient failure is retried first, as every transaction's is, so
+     * SB_UNAVAILABLE from sb_open means the retries ran out. */
+    if (rc == SB_OK)
+        rc = sb__pool_connect(bus->pool, NULL, err);
     if (rc == SB_OK && bus->schema_mode != SB_SCHEMA_NONE) {
         rc = sb__bus_ensure_schema(bus, err);
         /* A missing table under VERIFY is re-checked on the next use (T7). */

@@ -662,6 +662,72 @@ static void test_schema_verification(void **state)
     sb_close(bus);
 }
 
+/* Counts the retry lines sb_open logs. */
+static void count_retries(int level, const char *component, const char *message,
+                          void *user)
+{
+    (void)level;
+    (void)component;
+    if (strstr(message, "transient failure") != NULL)
+        (*(int *)user)++;
+}
+
+/* issue 20.7: sb_open retries a refused connection as a transaction
+ * would (five retries, logged at DEBUG) before SB_UNAVAILABLE, so the
+ * CLI's exit 5 means the retries ran out; a permanent failure returns
+ * at once, without a retry. */
+static void test_open_connect_retries(void **state)
+{
+    (void)state;
+    if (sbt_is_mssql())
+        skip();
+    char refused[600];
+    if (strcmp(sbt_backend(), "sqlite") == 0)
+        snprintf(refused, sizeof refused, "postgresql://127.0.0.1:1/x");
+    else if (strcmp(sbt_backend(), "odbc-postgresql") == 0)
+        sbt_odbc_url_of("postgresql://postgres@127.0.0.1:1/x", refused,
+                        sizeof refused);
+    else
+        snprintf(refused, sizeof refused, "postgresql://127.0.0.1:1/x");
+    int retries = 0;
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.url = refused;
+    o.log = count_retries;
+    o.log_user = &retries;
+    o.log_level = SB_LOG_DEBUG;
+    sb_bus *bus = NULL;
+    sb_error err;
+    assert_int_equal(sb_open(&o, &bus, &err), SB_UNAVAILABLE);
+    assert_null(bus);
+    assert_int_equal(retries, 5);
+
+    /* Permanent: a SQLite file whose directory is missing; on the
+     * PostgreSQL backends a database that does not exist (not through
+     * psqlODBC, which reports that as 08001 like an outage). */
+    char permanent[700];
+    if (sbt_is_pg() && strcmp(sbt_backend(), "odbc-postgresql") == 0)
+        skip();
+    if (sbt_is_pg()) {
+        snprintf(permanent, sizeof permanent, "%s", sbt_pg_url());
+        char *slash = strrchr(permanent, '/');
+        assert_non_null(slash);
+        snprintf(slash, sizeof permanent - (size_t)(slash - permanent),
+                 "/sqlbus_no_such_db");
+    } else {
+        snprintf(permanent, sizeof permanent,
+                 "sqlite:/sqlbus-no-such-directory/%d/x.db", (int)getpid());
+    }
+    retries = 0;
+    o.url = permanent;
+    assert_int_equal(sb_open(&o, &bus, &err), SB_BACKEND);
+    assert_null(bus);
+    assert_int_equal(retries, 0);
+    if (sbt_is_pg())
+        assert_string_equal(err.sqlstate, "3D000");
+}
+
 /* T32: list, requeue (to the original queue, original id, attempts reset)
  * and purge dead letters with filters; T25: retention pruning. */
 static void test_dlq_operations(void **state)
@@ -841,6 +907,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dead_letter_atomic_under_failure,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test(test_open_connect_retries),
         cmocka_unit_test_setup_teardown(test_schema_verification, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dlq_operations, setup, teardown),

@@ -23,6 +23,13 @@ expect_exit 2 "$SQLBUS" --db 'host=127.0.0.1 bogus=1' queues
 expect_err 'invalid connection option "bogus"'
 ok "malformed database URLs exit 2"
 
+# issue 20.7, exit code 5: a refused connection is transient, and exits
+# 5 only after the library's retries (six attempts), which -vv logs.
+expect_exit 5 "$SQLBUS" -vv --db 'postgresql://127.0.0.1:1/x' queues
+expect_err 'retry 5 of 5'
+expect_err 'Connection refused'
+ok "a refused connection exits 5 after the retries"
+
 if [ "$backend" = postgresql ]; then
     # issue 20.7, exit code 1: the server answered and refused us for
     # good (3D000 invalid_catalog_name, 28000 invalid_authorization):
