@@ -635,11 +635,17 @@ typedef void (*sb_statement_fn)(const char *name, const char *sql, void *user);
 SB_API int sb_schema_statements(const char *backend, const char *table_prefix,
                                 sb_statement_fn fn, void *user, sb_error *err);
 
-/* Verify the schema against the catalog now. SB_SCHEMA_MISMATCH names the
- * column or index and err->message carries the statement that fixes it. */
+/* Verify the transport's schema against the catalog now: the messages
+ * table's columns, key and indexes, and the columns of {prefix}counts
+ * when it exists. SB_SCHEMA_MISMATCH names the column or index (a
+ * column the table lacks before one of another type) and err->message
+ * carries the statement that fixes it. */
 SB_API int sb_schema_verify(sb_bus *bus, sb_error *err);
 
-/* Create missing objects under the cross-process lock, then verify. */
+/* Create missing objects under the cross-process lock, then verify. When
+ * the creation fails on a table of another shape (an index over a column
+ * the table lacks), the verification's SB_SCHEMA_MISMATCH is returned,
+ * not the database's error. */
 SB_API int sb_schema_migrate(sb_bus *bus, sb_error *err);
 
 /* ------------------------------------------------------------------------

@@ -24,11 +24,17 @@ static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
                               sb_error *err)
 {
+    if (bus->schema_mode == SB_SCHEMA_NONE)
+        return SB_OK;
+    sb_error ddl_err;
     int rc = SB_OK;
     if (bus->schema_mode == SB_SCHEMA_AUTO)
-        rc = sb__db_run_tx(bus->pool, NULL, create_tx, (void *)sql, err);
-    if (rc == SB_OK && bus->dialect == SB_DIALECT_MSSQL &&
-        bus->schema_mode != SB_SCHEMA_NONE)
+        rc = sb__db_run_tx(bus->pool, NULL, create_tx, (void *)sql, &ddl_err);
+    /* T7 on every backend: each column the DDL declares is there (a table
+     * of another shape is named with the fix, not left to a statement's
+     * "no such column"); on SQL Server then types, collations, keys. */
+    rc = sb__schema_after_ddl(bus, sql->ddl, rc, &ddl_err, err);
+    if (rc == SB_OK && bus->dialect == SB_DIALECT_MSSQL)
         rc = sb__channel_verify(bus, err);
     return rc;
 }

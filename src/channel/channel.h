@@ -296,8 +296,10 @@ int sb__channel_sql_new(int dialect, const char *prefix, sb_channel_sql *out,
 void sb__channel_sql_free(sb_channel_sql *sql);
 
 /* Create the channel's tables (under the schema lock) when the bus creates
- * its schema (SB_SCHEMA_AUTO); on SQL Server then verify them (unless the
- * schema mode is NONE). */
+ * its schema (SB_SCHEMA_AUTO); then, unless the schema mode is NONE,
+ * check each column their DDL declares is there (sb__schema_after_ddl:
+ * SB_SCHEMA_MISMATCH naming it and the fix) and on SQL Server verify
+ * types, collations and keys (verify.c). */
 int sb__channel_ensure_schema(sb_bus *bus, const sb_channel_sql *sql,
                               sb_error *err);
 /* verify.c: SQL Server's query of the ack sequence's shape ($1 name). */

@@ -1,6 +1,7 @@
-/* store.c - opening and closing the error store and creating its tables
- * (under the transport's cross-process schema lock); on SQL Server also
- * the full-text catalog and index, outside any transaction. */
+/* store.c - opening and closing the error store, creating its tables
+ * (under the transport's cross-process schema lock) and checking their
+ * columns; on SQL Server also the full-text catalog and index, outside
+ * any transaction. */
 #include "errors/errors.h"
 
 #include <string.h>
@@ -117,8 +118,16 @@ int sb_errors_open(sb_bus *bus, const sb_errors_options *opts, sb_errors **out,
     e->max_body = o->max_body_size ? o->max_body_size : DEFAULT_BODY;
     e->allow_edit = o->allow_edit != 0;
     rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);
-    if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO)
-        rc = sb__db_run_tx(bus->pool, NULL, create_tx, e, err);
+    if (rc == SB_OK && bus->schema_mode != SB_SCHEMA_NONE) {
+        sb_error ddl_err;
+        int ddl_rc =
+            bus->schema_mode == SB_SCHEMA_AUTO
+                ? sb__db_run_tx(bus->pool, NULL, create_tx, e, &ddl_err)
+                : SB_OK;
+        /* T7: each column the store's DDL declares is there, so a table
+         * of another shape is named with its fix at open. */
+        rc = sb__schema_after_ddl(bus, e->sql.s[ER_DDL], ddl_rc, &ddl_err, err);
+    }
     if (rc == SB_OK && bus->schema_mode == SB_SCHEMA_AUTO &&
         bus->dialect == SB_DIALECT_MSSQL)
         create_fulltext(e);

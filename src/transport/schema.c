@@ -1,7 +1,8 @@
 /* schema.c - creation under a cross-process lock (T6) and verification
  * against the catalog (T7): column types (with length and scale on SQL
  * Server) and nullability through columns.c, then the primary key, the
- * dequeue index's key and the byte-exact collation of `queue`. */
+ * dequeue index's key and the byte-exact collation of `queue`; the
+ * columns of the DDL's other tables (the counts) by name. */
 #include "transport/transport.h"
 
 #include <stdio.h>
@@ -174,6 +175,9 @@ int sb_schema_verify(sb_bus *bus, sb_error *err)
     sb__rows_free(cols);
     sb__rows_free(idx);
     sb__pool_release(bus->pool, c);
+    /* The other tables of the DDL ({prefix}counts): their columns. */
+    if (rc == SB_OK)
+        rc = sb__check_ddl_tables(bus, bus->sql->ddl, err);
     if (rc == SB_OK)
         atomic_store(&bus->schema_ok, 1);
     return rc;
@@ -183,10 +187,25 @@ int sb_schema_migrate(sb_bus *bus, sb_error *err)
 {
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
-    int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, err);
+    sb_error ddl_err;
+    int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, &ddl_err);
     if (rc == SB_OK && bus->sql->index_ddl != NULL)
-        rc = sb__db_run_tx(bus->pool, NULL, index_tx, bus, err);
-    return rc == SB_OK ? sb_schema_verify(bus, err) : rc;
+        rc = sb__db_run_tx(bus->pool, NULL, index_tx, bus, &ddl_err);
+    if (rc == SB_OK)
+        return sb_schema_verify(bus, err);
+    /* A table of another shape fails the DDL first (the dequeue index
+     * names a column it lacks), in the database's words: the catalog's
+     * account of it names the column and the fix. */
+    sb_error why;
+    int vrc = sb_schema_verify(bus, &why);
+    if ((vrc & 0xff) == SB_SCHEMA && vrc != SB_SCHEMA_MISSING) {
+        if (err != NULL)
+            *err = why;
+        return vrc;
+    }
+    if (err != NULL)
+        *err = ddl_err;
+    return rc;
 }
 
 int sb__bus_ensure_schema(sb_bus *bus, sb_error *err)

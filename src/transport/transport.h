@@ -88,6 +88,42 @@ int sb__check_columns(int dialect, const char *table,
                       const sb_column_spec *spec, size_t n, const sb_rows *rows,
                       sb_error *err);
 
+/* One column a CREATE TABLE of a DDL text declares: slices of that text
+ * (borrowed from it, not NUL-terminated). */
+typedef struct sb_ddl_column {
+    const char *table; /* the table's name, `table_len` bytes */
+    size_t table_len;
+    const char *def; /* the column's definition, its name first */
+    size_t def_len;
+    size_t name_len; /* of the name at `def` */
+} sb_ddl_column;
+
+/* The columns of every CREATE TABLE in `ddl` (any dialect's: IF NOT
+ * EXISTS, T-SQL's IF OBJECT_ID guards, quoted strings and nested
+ * parentheses; table constraints skipped; CREATE VIRTUAL TABLE is not a
+ * table), in order, into a new array (`*out`, sb__free; slices of
+ * `ddl`). SB_OK or SB_NOMEM. Pure: no I/O; thread-safe. */
+int sb__ddl_columns(const char *ddl, sb_ddl_column **out, size_t *n_out);
+
+/* T7 for every table `ddl` creates (sb__ddl_columns): each column the DDL
+ * declares must be in the catalog (bus->sql->columns). SB_OK, or
+ * SB_SCHEMA_MISMATCH for the first that is not, err's field the column
+ * and its message "table T: column C is missing; fix: ALTER TABLE T ADD
+ * COLUMN <its definition>" (on SQLite, where ADD COLUMN cannot add a key
+ * or a NOT NULL column without a default: recreate the table). A table
+ * that does not exist is skipped: under SB_SCHEMA_VERIFY it is reported
+ * by its first use. Types are not compared (sb__check_columns does, for
+ * the tables that list them). Takes a pooled connection of `bus`. */
+int sb__check_ddl_tables(sb_bus *bus, const char *ddl, sb_error *err);
+
+/* After running `ddl` (`ddl_rc`, its error in `ddl_err`): check its
+ * tables (sb__check_ddl_tables). A table of another shape makes the DDL
+ * itself fail (an index over a column it lacks, in the database's own
+ * words), so a mismatch found is the error reported; otherwise the
+ * DDL's error, or the check's result when the DDL succeeded. */
+int sb__schema_after_ddl(sb_bus *bus, const char *ddl, int ddl_rc,
+                         const sb_error *ddl_err, sb_error *err);
+
 /* In-process wake-ups: a worker registers interest in its queue. */
 typedef struct sb_waker {
     const char *queue;

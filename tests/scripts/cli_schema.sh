@@ -113,3 +113,44 @@ if [ "$backend" = postgresql ]; then
     psql -q "$SQLBUS_DB" -c "DROP TABLE ${bad}messages" || true
 fi
 ok "schema verify: wrong shape exits 3 with the fix"
+
+# issue 20.8, T7: a table sqlbus uses that lacks columns is a schema
+# error (exit 3) naming the table, the column and the fix, found at open
+# on every backend by every command, not the database's "no such column"
+# from the first statement (or the index the migration builds) that
+# names it.
+m8="${prefix}m8_"
+if [ "$backend" = sqlite ]; then
+    # The issue's table: SQLite columns without a declared type.
+    sql "CREATE TABLE ${m8}messages (id, queue)"
+    says="table ${m8}messages: column payload is missing; fix: recreate"
+else
+    sql "CREATE TABLE ${m8}messages (id uuid, queue text)"
+    says="table ${m8}messages: column payload is missing; fix: ALTER TABLE ${m8}messages ADD COLUMN payload bytea NOT NULL"
+fi
+printf 'x' >"$tmp/body"
+for cmd in "publish --queue q $tmp/body" "work --queue q --once -- true" \
+    queues "errors list" "schema migrate" "schema verify"; do
+    # shellcheck disable=SC2086 # the words of $cmd are its arguments
+    expect_exit 3 "$SQLBUS" --prefix "$m8" $cmd
+    expect_err "$says"
+done
+expect_exit 3 timeout 60 "$SQLBUS" --prefix "$m8" serve --listen 127.0.0.1:0
+expect_err "$says"
+ok "a messages table lacking columns exits 3 for every command"
+
+# The same for the other tables: the transport's counts, the channel's,
+# the error store's.
+c8="${prefix}c8_"
+sql "CREATE TABLE ${c8}counts (queue text PRIMARY KEY)"
+expect_exit 3 "$SQLBUS" --prefix "$c8" queues
+expect_err "table ${c8}counts: column published is missing; fix: "
+r8="${prefix}r8_"
+sql "CREATE TABLE ${r8}recovery_state (correlation_id text, registration_id text)"
+expect_exit 3 "$SQLBUS" --prefix "$r8" wait --correlation-id c1 --timeout 1s
+expect_err "table ${r8}recovery_state: column handler is missing; fix: "
+e8="${prefix}e8_"
+sql "CREATE TABLE ${e8}known_endpoints (id text PRIMARY KEY)"
+expect_exit 3 "$SQLBUS" --prefix "$e8" errors list
+expect_err "table ${e8}known_endpoints: column name is missing; fix: "
+ok "counts, channel and error store tables lacking columns exit 3"
