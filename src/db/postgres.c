@@ -301,6 +301,20 @@ static int connect_timeout_s(PGconn *pg)
     return s > 0 && s < 2 ? 2 : (int)s;
 }
 
+/* Whether the connection's URL names more than one host. */
+static bool several_hosts(PGconn *pg)
+{
+    PQconninfoOption *opts = PQconninfo(pg);
+    bool several = false;
+    for (const PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+        if ((strcmp(o->keyword, "host") == 0 ||
+             strcmp(o->keyword, "hostaddr") == 0) &&
+            o->val != NULL && strchr(o->val, ',') != NULL)
+            several = true;
+    PQconninfoFree(opts);
+    return several;
+}
+
 /*
  * Drive a connection PQconnectStartParams began until it is made or has
  * failed, waiting on its socket as PQconnectPoll asks, as libpq's own
@@ -308,7 +322,9 @@ static int connect_timeout_s(PGconn *pg)
  * carries the server's SQLSTATE must be set on the connection before the
  * server answers). connect_timeout bounds the wait for each host; when it
  * passes the attempt ends, where libpq would go on to the URL's next host
- * (its state for that is internal). Returns 1 when PQconnectPoll
+ * (its state for that is internal): a URL of several hosts with a
+ * connect_timeout is left to PQconnectdbParams (pg_connect). Returns 1
+ * when PQconnectPoll
  * decided, 0 on the timeout, -1 when waiting failed.
  */
 static int finish_connect(PGconn *pg)
@@ -416,7 +432,21 @@ static int pg_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
      * errors then carry their SQLSTATE (connect_failed). */
     PQsetErrorVerbosity(pc->pg, PQERRORS_VERBOSE);
     bool failed_at_start = PQstatus(pc->pg) == CONNECTION_BAD;
-    int waited = failed_at_start ? 1 : finish_connect(pc->pg);
+    int waited = 1;
+    if (!failed_at_start && connect_timeout_s(pc->pg) > 0 &&
+        several_hosts(pc->pg)) {
+        /* Failover first: only libpq's own loop moves on to the next
+         * host when one does not answer within connect_timeout. Its
+         * errors carry no SQLSTATE, so a refusal counts as transient. */
+        PQfinish(pc->pg);
+        pc->pg = PQconnectdbParams(keys, vals, 1);
+        if (pc->pg == NULL) {
+            sb__free(pc);
+            return sb__err(err, SB_NOMEM, NULL, "out of memory");
+        }
+    } else if (!failed_at_start) {
+        waited = finish_connect(pc->pg);
+    }
     if (PQstatus(pc->pg) != CONNECTION_OK) {
         rc = connect_failed(pc->pg, waited, failed_at_start, keys, vals, err);
         pg_close(&pc->base);

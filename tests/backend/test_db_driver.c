@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1263,6 +1266,50 @@ static void test_pg_connect_refused(void **state)
     sb__db_config_free(&cfg);
 }
 
+/* issue 20.7: a URL of several hosts with a connect_timeout keeps
+ * libpq's failover. The first host accepts the connection and never
+ * answers (a socket that listens and is never accepted from); after its
+ * 2 s the second, the test's server, is connected. */
+static void test_pg_connect_failover(void **state)
+{
+    (void)state;
+    if (!fx.pg || fx.odbc)
+        skip();
+    const char *at = strchr(fx.url, '@');
+    const char *scheme = strstr(fx.url, "://");
+    const char *path = at != NULL ? strchr(at, '/') : NULL;
+    if (at == NULL || scheme == NULL || path == NULL)
+        skip();
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    char url[1024];
+    snprintf(url, sizeof url, "%.*s127.0.0.1:%d,%.*s%s%sconnect_timeout=2",
+             (int)(at + 1 - fx.url), fx.url, ntohs(a.sin_port),
+             (int)(path - at - 1), at + 1, path,
+             strchr(path, '?') != NULL ? "&" : "?");
+    sb_db_config cfg;
+    sb_error err;
+    sb_error_clear(&err);
+    assert_int_equal(sb__db_parse_url(url, &cfg, &err), SB_OK);
+    sb_conn *c = NULL;
+    int rc = fx.drv->connect(&cfg, &c, &err);
+    if (rc != SB_OK)
+        print_message("connect: %s\n", err.message);
+    assert_int_equal(rc, SB_OK);
+    assert_non_null(c);
+    fx.drv->close(c);
+    sb__db_config_free(&cfg);
+    close(fd);
+}
+
 static void test_pg_terminated_connection(void **state)
 {
     (void)state;
@@ -1360,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_pg_connect_refused),
         cmocka_unit_test(test_pg_connect_invalid_url),
         cmocka_unit_test(test_pg_connect_refused_by_server),
+        cmocka_unit_test(test_pg_connect_failover),
         cmocka_unit_test(test_odbc_connect_no_driver),
         cmocka_unit_test(test_pg_terminated_connection),
     };
