@@ -88,11 +88,15 @@ start_server defaults
 grep -q 'at most 256 connections, 32 from one address; a request head must arrive within 10.0s' \
     "$tmp/defaults.err" || fail "the startup lines do not name the limits: $(cat "$tmp/defaults.err")"
 trickle many 127.0.0.2 1100
+# (fewer where the hard limit of open files is lower: http_raw.py says
+# how many it opened, still far more than the limits)
+opened=$(sed -n 's/^opened //p' "$tmp/many.out" | head -n1)
+[ "${opened:-0}" -gt 300 ] || fail "only ${opened:-0} trickling connections opened"
 health many_health
-# Beyond 32 from one address each is closed at once (1,068 of them).
-within 30 "1,068 connections closed" closed_at_least 1068 many
+# Beyond 32 from one address each is closed at once.
+within 30 "$((opened - 32)) connections closed" closed_at_least "$((opened - 32))" many
 stop_trickles
-ok "issue 20.1: 1,100 trickling connections from one address; /health answers from another"
+ok "issue 20.1: $opened trickling connections from one address; /health answers from another"
 kill "$pid"
 wait "$pid" 2>/dev/null || true
 

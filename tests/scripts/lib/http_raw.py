@@ -124,6 +124,11 @@ def trickle(port, source, count, seconds):
     want = count + 64
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    # A machine whose hard limit is lower opens what it may; the "opened"
+    # line says how many, and the callers ask for far more than the
+    # server's limits, so the test still shows them.
+    if hard != resource.RLIM_INFINITY and hard < want:
+        count = max(hard - 64, 1)
     start = time.monotonic()
     conns = []
     closed = 0
