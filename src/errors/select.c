@@ -187,24 +187,41 @@ void sb__errors_walk_sql(int dialect, const sb_failed_selection *sel, int count,
                         : " ORDER BY unique_message_id LIMIT $2");
 }
 
-/* Both statements of the walk: a page after the keyset cursor ($1, limit
- * $2, status $3), and the count of the whole selection (status $1). */
-static int build_sql(walk *w, sb_error *err)
+/* One statement of the walk for `sel` with the store's prefix (see
+ * sb__errors_walk_sql); transferred, NULL with *rc set when memory ran
+ * out. */
+static char *walk_statement(sb_errors *e, const sb_failed_selection *sel,
+                            int count, int *rc)
 {
-    const char *prefix = w->e->bus->prefix;
     sb_buf b;
     sb__buf_init(&b, 4096);
-    sb__errors_walk_sql(w->e->bus->dialect, w->sel, 0, &b);
-    int rc = b.failed;
-    if (rc == SB_OK)
-        w->page_sql = sb__sql_subst(b.data, prefix, &rc);
-    sb__buf_reset(&b);
-    sb__errors_walk_sql(w->e->bus->dialect, w->sel, 1, &b);
-    if (rc == SB_OK)
-        rc = b.failed;
-    if (rc == SB_OK)
-        w->count_sql = sb__sql_subst(b.data, prefix, &rc);
+    sb__errors_walk_sql(e->bus->dialect, sel, count, &b);
+    *rc = b.failed;
+    char *sql = *rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, rc) : NULL;
     sb__buf_free(&b);
+    return sql;
+}
+
+/* The page statement's parameters into `p` (12 long): the keyset cursor
+ * $1, the limit $2, the status $3, then the filters'; returns how many. */
+static size_t page_params(sb_errors *e, const sb_failed_selection *sel,
+                          const char *ids, const char *after, int64_t limit,
+                          int status, sb_value *p)
+{
+    p[0] = sb__v_text(after);
+    p[1] = sb__v_int(limit);
+    p[2] = sb__v_int(status);
+    return 3 + filters(e->bus->dialect, sel, ids, NULL, p, 3);
+}
+
+/* Both statements of the walk: a page after the keyset cursor, and the
+ * count of the whole selection (status $1). */
+static int build_sql(walk *w, sb_error *err)
+{
+    int rc = SB_OK;
+    w->page_sql = walk_statement(w->e, w->sel, 0, &rc);
+    if (rc == SB_OK)
+        w->count_sql = walk_statement(w->e, w->sel, 1, &rc);
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
 
@@ -340,11 +357,8 @@ static int walk_tx(sb_conn *c, void *vctx, sb_error *err)
     memcpy(w->batch_after, w->after, sizeof w->after);
     w->batch_changed = 0;
     sb_value p[12];
-    p[0] = sb__v_text(w->after);
-    p[1] = sb__v_int(BATCH);
-    p[2] = sb__v_int(w->status);
     size_t np =
-        3 + filters(w->e->bus->dialect, w->sel, w->ids_json, NULL, p, 3);
+        page_params(w->e, w->sel, w->ids_json, w->after, BATCH, w->status, p);
     sb_rows *rows = NULL;
     int rc = sb__query(c, w->page_sql, p, np, &rows, NULL, err);
     size_t n = rc == SB_OK ? rows->nrows : 0;
@@ -422,22 +436,15 @@ int sb__errors_selects_any(sb_errors *e, sb_conn *c,
 {
     *any = 0;
     char *json = ids_json(sel);
-    sb_buf b;
-    sb__buf_init(&b, 4096);
-    sb__errors_walk_sql(e->bus->dialect, sel, 0, &b);
-    int rc = json == NULL ? SB_NOMEM : b.failed;
-    char *sql = rc == SB_OK ? sb__sql_subst(b.data, e->bus->prefix, &rc) : NULL;
-    sb__buf_free(&b);
+    int rc = json == NULL ? SB_NOMEM : SB_OK;
+    char *sql = rc == SB_OK ? walk_statement(e, sel, 0, &rc) : NULL;
     if (rc != SB_OK) {
         sb__free(json);
         sb__free(sql);
         return sb__err(err, rc, NULL, "out of memory");
     }
     sb_value p[12];
-    p[0] = sb__v_text("");
-    p[1] = sb__v_int(1);
-    p[2] = sb__v_int(status);
-    size_t np = 3 + filters(e->bus->dialect, sel, json, NULL, p, 3);
+    size_t np = page_params(e, sel, json, "", 1, status, p);
     sb_rows *rows = NULL;
     rc = sb__query(c, sql, p, np, &rows, NULL, err);
     if (rc == SB_OK)
