@@ -731,10 +731,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         sb__deadline_head(s->deadline, r->slot);
         look_at_head(c, method, version, r);
         /* A body declared over the cap is refused now, not read first
-         * (issue 20.3); libmicrohttpd then discards it and closes. So is
-         * a head with a NUL. */
+         * (issue 20.3), when the client waits for leave to send it
+         * (Expect: 100-continue); libmicrohttpd then closes. A client
+         * already sending it has it read and dropped, then gets the same
+         * 413: closing on a body in flight resets the connection, and
+         * the reset can reach the client before the answer does. A head
+         * with a NUL is refused now too. */
+        const char *expect =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+        int waits = expect != NULL && strcasecmp(expect, "100-continue") == 0;
         r->too_big = declared_length(c) > s->max_body;
-        if (r->too_big || r->hidden_in != SB_HEAD_CLEAN || r->head_unread)
+        if ((r->too_big && waits) || r->hidden_in != SB_HEAD_CLEAN ||
+            r->head_unread)
             return respond(s, c, url, method, r);
         return MHD_YES;
     }

@@ -30,9 +30,10 @@ first_status() { head -n1 "$tmp/$1.raw" | tr -d '\r'; }
 json_body() { tr -d '\r' <"$tmp/$1.raw" | sed '1,/^$/d'; }
 
 # ---- sqlbus answers: one status line, its JSON error ---------------------
-# A body declared over the cap is refused before it is sent (it used to
-# be waited for: this request sends none).
-send big_declared "POST /api/errors/retry HTTP/1.1\r\nHost: t\r\n${auth}Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n"
+# A body declared over the cap is refused before it is sent when the
+# client waits for leave to send it (it used to be waited for: this
+# request sends none).
+send big_declared "POST /api/errors/retry HTTP/1.1\r\nHost: t\r\n${auth}Content-Type: application/json\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n"
 [ "$(first_status big_declared)" = "HTTP/1.1 413 Content Too Large" ] ||
     fail "big_declared: $(head -c 300 "$tmp/big_declared.raw")"
 [ "$(status_lines big_declared)" = 1 ] || fail "big_declared: answered twice: $(cat "$tmp/big_declared.raw")"
@@ -40,7 +41,8 @@ json_body big_declared | jq -e '.error == "too_large" and .field == "body" and (
     >/dev/null || fail "big_declared: $(json_body big_declared)"
 ok "issue 20.3: a Content-Length over the cap: one 413 with its JSON, at once"
 
-# ... and when the client sends the body anyway (no Expect: 100-continue).
+# ... and when the client sends the body anyway (no Expect: 100-continue):
+# read and dropped, then the 413, so the answer is never lost to a reset.
 head -c 1100000 /dev/zero | tr '\0' a >"$tmp/fill"
 req big_sent -m 30 -X POST -H 'Expect:' -H 'Authorization: Bearer raw-admin' \
     -H 'Content-Type: application/json' --data-binary "@$tmp/fill" "$base/api/errors/retry"
