@@ -393,13 +393,19 @@ static int odbc_connect(const sb_db_config *cfg, sb_conn **out, sb_error *err)
     SQLSetConnectAttr(c->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)30, 0);
     /* psqlODBC: an error aborts the transaction as libpq's does (7.4-0:
      * no savepoint per statement, no rollback by the driver), and
-     * booleans are bits. Appended: the first value of a key wins, so a
-     * URL that sets them keeps its own. */
+     * booleans are bits. And the client encoding is named, so the driver
+     * does not derive it from the locale: psqlODBC 13 does that with
+     * setlocale(LC_CTYPE, ""), which changes the whole process's locale
+     * and frees the name another thread's connect is reading (a
+     * use-after-free ASan caught with two connects at once). Appended:
+     * the first value of a key wins, so a URL that sets them keeps its
+     * own. */
     sb_buf cs;
     sb__buf_init(&cs, 16384);
     sb__buf_puts(&cs, cfg->target);
     if (cfg->dialect == SB_DIALECT_POSTGRES)
-        sb__buf_puts(&cs, ";Protocol=7.4-0;BoolsAsChar=0");
+        sb__buf_puts(&cs, ";Protocol=7.4-0;BoolsAsChar=0;"
+                          "ConnSettings={set client_encoding to UTF8}");
     if (cs.failed) {
         sb__buf_free(&cs);
         odbc_close(&c->base);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1214,6 +1215,32 @@ static void test_odbc_connect_no_driver(void **state)
     }
 }
 
+/* A connect leaves the process's locale alone: psqlODBC derives its
+ * client encoding with setlocale(LC_CTYPE, "") unless told the encoding,
+ * which changes the locale under every thread and, with two connects at
+ * once, frees the name the other is reading. */
+static void test_odbc_connect_keeps_locale(void **state)
+{
+    (void)state;
+    if (!fx.odbc)
+        skip();
+    const char *before = setlocale(LC_CTYPE, NULL);
+    assert_string_equal(before, "C");
+    assert_int_equal(setenv("LC_ALL", "C.UTF-8", 1), 0);
+    sb_conn *c = NULL;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = fx.drv->connect(&fx.cfg, &c, &err);
+    char after[64];
+    snprintf(after, sizeof after, "%s", setlocale(LC_CTYPE, NULL));
+    setlocale(LC_CTYPE, "C");
+    unsetenv("LC_ALL");
+    if (rc != SB_OK)
+        fail_msg("connect: %s", err.message);
+    fx.drv->close(c);
+    assert_string_equal(after, "C");
+}
+
 static void test_pg_search_path(void **state)
 {
     (void)state;
@@ -1387,6 +1414,7 @@ int main(void)
         cmocka_unit_test(test_value_roundtrip),
         cmocka_unit_test(test_text_utf16),
         cmocka_unit_test(test_odbc_invalid_utf8),
+        cmocka_unit_test(test_odbc_connect_keeps_locale),
         cmocka_unit_test(test_pg_types),
         cmocka_unit_test(test_placeholders),
         cmocka_unit_test(test_placeholders_dense),
