@@ -113,16 +113,16 @@ static const sb_ops_templates tsql = {
 };
 
 const sb_column_spec sb__ops_columns[] = {
-    {"id", "TEXT", "text", "nvarchar(36)", 1},
-    {"kind", "TEXT", "text", "nvarchar(20)", 1},
-    {"selection", "TEXT", "text", "nvarchar(max)", 1},
-    {"state", "TEXT", "text", "nvarchar(20)", 1},
-    {"group_id", "TEXT", "text", "nvarchar(400)", 0},
-    {"total", "BIGINT", "bigint", "bigint", 1},
-    {"done", "BIGINT", "bigint", "bigint", 1},
-    {"created_at", "BIGINT", "bigint", "datetime2(7)", 1},
-    {"updated_at", "BIGINT", "bigint", "datetime2(7)", 1},
-    {"error", "TEXT", "text", "nvarchar(max)", 0},
+    {"id", "TEXT", "text", "nvarchar(36)", 1, NULL},
+    {"kind", "TEXT", "text", "nvarchar(20)", 1, NULL},
+    {"selection", "TEXT", "text", "nvarchar(max)", 1, NULL},
+    {"state", "TEXT", "text", "nvarchar(20)", 1, NULL},
+    {"group_id", "TEXT", "text", "nvarchar(400)", 0, NULL},
+    {"total", "BIGINT", "bigint", "bigint", 1, NULL},
+    {"done", "BIGINT", "bigint", "bigint", 1, NULL},
+    {"created_at", "BIGINT", "bigint", "datetime2(7)", 1, NULL},
+    {"updated_at", "BIGINT", "bigint", "datetime2(7)", 1, NULL},
+    {"error", "TEXT", "text", "nvarchar(max)", 0, NULL},
 };
 const size_t sb__ops_n_columns =
     sizeof sb__ops_columns / sizeof sb__ops_columns[0];

@@ -60,12 +60,14 @@ int sb__check_columns(int dialect, const char *table,
         const char *want = pg   ? s->pg_type
                            : ms ? s->mssql_type
                                 : s->sqlite_type;
-        if (!pg && !ms && s->notnull)
+        if (!pg && !ms && s->notnull && s->dflt == NULL)
             sqlite_fix(fix, sizeof fix, table);
         else
-            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD%s %s %s%s", table,
+            snprintf(fix, sizeof fix, "ALTER TABLE %s ADD%s %s %s%s%s%s", table,
                      ms ? "" : " COLUMN", s->name, want,
-                     s->notnull ? " NOT NULL" : "");
+                     s->notnull ? " NOT NULL" : "",
+                     s->dflt != NULL ? " DEFAULT " : "",
+                     s->dflt != NULL ? s->dflt : "");
         return missing(table, s->name, fix, err);
     }
     for (size_t i = 0; i < n; i++) {
@@ -275,8 +277,9 @@ int sb__ddl_columns(const char *ddl, sb_ddl_column **out, size_t *n_out)
 
 /* The fix for column `c` of `table` missing: its definition from the DDL
  * added; on SQLite, where ADD COLUMN takes no key, no UNIQUE and no NOT
- * NULL without a default, the table recreated instead. */
-static void ddl_fix(int dialect, const char *table, const sb_ddl_column *c,
+ * NULL without a default, the table recreated instead. Returns whether
+ * the fix is that ALTER TABLE (a statement that can run as it is). */
+static bool ddl_fix(int dialect, const char *table, const sb_ddl_column *c,
                     char *fix, size_t cap)
 {
     char def[256];
@@ -296,11 +299,106 @@ static void ddl_fix(int dialect, const char *table, const sb_ddl_column *c,
         not_null = not_null || keyword(def + i, "NOT");
         has_default = has_default || keyword(def + i, "DEFAULT");
     }
-    if (dialect == SB_DIALECT_SQLITE && (key || (not_null && !has_default)))
-        sqlite_fix(fix, cap, table);
-    else
+    if (key || (not_null && !has_default)) {
+        if (dialect == SB_DIALECT_SQLITE) {
+            sqlite_fix(fix, cap, table);
+            return false;
+        }
         snprintf(fix, cap, "ALTER TABLE %s ADD%s %s", table,
                  dialect == SB_DIALECT_MSSQL ? "" : " COLUMN", def);
+        return false;
+    }
+    snprintf(fix, cap, "ALTER TABLE %s ADD%s %s", table,
+             dialect == SB_DIALECT_MSSQL ? "" : " COLUMN", def);
+    return true;
+}
+
+/* For each table of `cols` that exists, in runs of one table: `fn` on
+ * each declared column the catalog lacks, until one fails. */
+typedef int (*absent_fn)(const char *table, const sb_ddl_column *col,
+                         void *user, sb_error *err);
+
+static int each_absent(sb_conn *c, const char *columns_sql,
+                       const sb_ddl_column *cols, size_t n, absent_fn fn,
+                       void *user, sb_error *err)
+{
+    int rc = SB_OK;
+    for (size_t i = 0; rc == SB_OK && i < n;) {
+        size_t end = i;
+        while (end < n && cols[end].table_len == cols[i].table_len &&
+               memcmp(cols[end].table, cols[i].table, cols[i].table_len) == 0)
+            end++;
+        char table[SB_MAX_PREFIX_LEN + 64];
+        snprintf(table, sizeof table, "%.*s", (int)cols[i].table_len,
+                 cols[i].table);
+        sb_value p = sb__v_text(table);
+        sb_rows *rows = NULL;
+        rc = sb__query(c, columns_sql, &p, 1, &rows, NULL, err);
+        /* An absent table is not yet migrated (T7): its next use says so. */
+        for (size_t k = i; rc == SB_OK && rows->nrows > 0 && k < end; k++)
+            if (find_column(rows, cols[k].def, cols[k].name_len) == rows->nrows)
+                rc = fn(table, &cols[k], user, err);
+        sb__rows_free(rows);
+        i = end;
+    }
+    return rc;
+}
+
+typedef struct absent_ctx {
+    int dialect;
+    sb_conn *c;
+    const char *const *later; /* the columns an upgrade may add */
+    int added;
+} absent_ctx;
+
+static bool added_later(const absent_ctx *x, const sb_ddl_column *col)
+{
+    for (const char *const *n = x->later; n != NULL && *n != NULL; n++)
+        if (strlen(*n) == col->name_len &&
+            memcmp(*n, col->def, col->name_len) == 0)
+            return true;
+    return false;
+}
+
+static int report_absent(const char *table, const sb_ddl_column *col,
+                         void *user, sb_error *err)
+{
+    absent_ctx *x = user;
+    char name[64], fix[400];
+    snprintf(name, sizeof name, "%.*s", (int)col->name_len, col->def);
+    ddl_fix(x->dialect, table, col, fix, sizeof fix);
+    return missing(table, name, fix, err);
+}
+
+static int add_absent(const char *table, const sb_ddl_column *col, void *user,
+                      sb_error *err)
+{
+    absent_ctx *x = user;
+    char fix[400];
+    if (!added_later(x, col) ||
+        !ddl_fix(x->dialect, table, col, fix, sizeof fix))
+        return report_absent(table, col, user, err);
+    int rc = sb__exec(x->c, fix, err);
+    if (rc == SB_OK)
+        x->added++;
+    return rc;
+}
+
+int sb__ddl_add_missing(sb_conn *c, int dialect, const char *columns_sql,
+                        const char *ddl, const char *const *later, int *added,
+                        sb_error *err)
+{
+    *added = 0;
+    sb_ddl_column *cols = NULL;
+    size_t n = 0;
+    int rc = sb__ddl_columns(ddl, &cols, &n);
+    if (rc != SB_OK)
+        return sb__err(err, rc, NULL, "out of memory");
+    absent_ctx x = {dialect, c, later, 0};
+    rc = each_absent(c, columns_sql, cols, n, add_absent, &x, err);
+    sb__free(cols);
+    *added = x.added;
+    return rc;
 }
 
 int sb__check_ddl_tables(sb_bus *bus, const char *ddl, sb_error *err)
@@ -313,30 +411,9 @@ int sb__check_ddl_tables(sb_bus *bus, const char *ddl, sb_error *err)
     sb_conn *c = NULL;
     if (n > 0)
         rc = sb__pool_acquire(bus->pool, 30000, &c, err);
-    for (size_t i = 0; rc == SB_OK && i < n;) {
-        size_t end = i;
-        while (end < n && cols[end].table_len == cols[i].table_len &&
-               memcmp(cols[end].table, cols[i].table, cols[i].table_len) == 0)
-            end++;
-        char table[SB_MAX_PREFIX_LEN + 64];
-        snprintf(table, sizeof table, "%.*s", (int)cols[i].table_len,
-                 cols[i].table);
-        sb_value p = sb__v_text(table);
-        sb_rows *rows = NULL;
-        rc = sb__query(c, bus->sql->columns, &p, 1, &rows, NULL, err);
-        /* An absent table is not yet migrated (T7): its next use says so. */
-        for (size_t k = i; rc == SB_OK && rows->nrows > 0 && k < end; k++) {
-            if (find_column(rows, cols[k].def, cols[k].name_len) < rows->nrows)
-                continue;
-            char name[64], fix[400];
-            snprintf(name, sizeof name, "%.*s", (int)cols[k].name_len,
-                     cols[k].def);
-            ddl_fix(bus->dialect, table, &cols[k], fix, sizeof fix);
-            rc = missing(table, name, fix, err);
-        }
-        sb__rows_free(rows);
-        i = end;
-    }
+    absent_ctx x = {bus->dialect, c, NULL, 0};
+    if (rc == SB_OK)
+        rc = each_absent(c, bus->sql->columns, cols, n, report_absent, &x, err);
     if (c != NULL)
         sb__pool_release(bus->pool, c);
     sb__free(cols);

@@ -9,17 +9,27 @@
 #include <string.h>
 
 const sb_column_spec sb__message_columns[] = {
-    {"id", "TEXT", "uuid", "uniqueidentifier", 1},
-    {"queue", "TEXT", "text", "nvarchar(200)", 1},
-    {"payload", "BLOB", "bytea", "varbinary(max)", 1},
-    {"headers", "TEXT", "text", "nvarchar(max)", 1},
-    {"created_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1},
-    {"available_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1},
-    {"locked_until", "INTEGER", "timestamp with time zone", "datetime2(7)", 0},
-    {"lock_id", "TEXT", "uuid", "uniqueidentifier", 0},
-    {"attempts", "INTEGER", "integer", "int", 1},
-    {"last_error", "TEXT", "text", "nvarchar(max)", 0},
-    {"dead_letter_reason", "TEXT", "text", "nvarchar(max)", 0},
+    {"id", "TEXT", "uuid", "uniqueidentifier", 1, NULL},
+    {"queue", "TEXT", "text", "nvarchar(200)", 1, NULL},
+    {"payload", "BLOB", "bytea", "varbinary(max)", 1, NULL},
+    {"headers", "TEXT", "text", "nvarchar(max)", 1, NULL},
+    {"created_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1,
+     NULL},
+    {"available_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1,
+     NULL},
+    {"locked_until", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
+     NULL},
+    {"lock_id", "TEXT", "uuid", "uniqueidentifier", 0, NULL},
+    {"attempts", "INTEGER", "integer", "int", 1, NULL},
+    {"last_error", "TEXT", "text", "nvarchar(max)", 0, NULL},
+    {"dead_letter_reason", "TEXT", "text", "nvarchar(max)", 0, NULL},
+    {"priority", "INTEGER", "integer", "int", 1, "0"},
+    {"unique_key", "TEXT", "text", "nvarchar(255)", 0, NULL},
+    {"expires_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
+     NULL},
+    {"cancelled_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
+     NULL},
+    {"progress", "TEXT", "text", "nvarchar(max)", 0, NULL},
 };
 const size_t sb__message_column_count =
     sizeof sb__message_columns / sizeof sb__message_columns[0];
@@ -111,7 +121,7 @@ static int check_indexes(sb_bus *bus, const sb_rows *rows, sb_error *err)
         key_names(keys, names, sizeof names);
         if (sb__rows_int(rows, r, 1) && strcmp(names, "id") == 0)
             have_pk = true;
-        if (strcmp(names, "queue,available_at,created_at") == 0) {
+        if (strcmp(names, "queue,priority,available_at,created_at") == 0) {
             /* SQLite reports each key's collation: queue must be BINARY. */
             if (bus->dialect == SB_DIALECT_SQLITE &&
                 strncmp(keys, "queue BINARY,", 13) != 0)
@@ -132,12 +142,12 @@ static int check_indexes(sb_bus *bus, const sb_rows *rows, sb_error *err)
     }
     if (!have_ready) {
         snprintf(fix, sizeof fix,
-                 "CREATE INDEX %s_ready_idx ON %s (queue, available_at, "
-                 "created_at)",
+                 "CREATE INDEX %s_claim_idx ON %s (queue, priority DESC, "
+                 "available_at, created_at)",
                  bus->table, bus->table);
         return mismatch(bus, err, "queue",
-                        "the dequeue index on (queue, available_at, "
-                        "created_at) is missing",
+                        "the dequeue index on (queue, priority DESC, "
+                        "available_at, created_at) is missing",
                         fix);
     }
     if (!have_created) {
@@ -183,29 +193,73 @@ int sb_schema_verify(sb_bus *bus, sb_error *err)
     return rc;
 }
 
+/* The columns of the messages table added since its first release
+ * (issue 21): a store without them is upgraded by an AUTO open. */
+static const char *const added_later[] = {
+    "priority", "unique_key", "expires_at", "cancelled_at", "progress", NULL};
+
+/* A store made by an earlier version: the columns it lacks added, and
+ * what the upgrade statement removes, under the schema lock. */
+static int upgrade_tx(sb_conn *c, void *ctx, sb_error *err)
+{
+    sb_bus *bus = ctx;
+    int rc = SB_OK, added = 0;
+    if (bus->sql->lock != NULL)
+        rc = bus->dialect == SB_DIALECT_MSSQL
+                 ? sb__exec(c, bus->sql->lock, err)
+                 : sb__query(c, bus->sql->lock, NULL, 0, NULL, NULL, err);
+    if (rc == SB_OK)
+        rc = sb__ddl_add_missing(c, bus->dialect, bus->sql->columns,
+                                 bus->sql->ddl, added_later, &added, err);
+    if (rc == SB_OK && added > 0 && bus->sql->upgrade != NULL)
+        rc = sb__exec(c, bus->sql->upgrade, err);
+    return rc;
+}
+
+static int create_all(sb_bus *bus, sb_error *err)
+{
+    int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, err);
+    if (rc == SB_OK && bus->sql->index_ddl != NULL)
+        rc = sb__db_run_tx(bus->pool, NULL, index_tx, bus, err);
+    return rc;
+}
+
 int sb_schema_migrate(sb_bus *bus, sb_error *err)
 {
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
     sb_error ddl_err;
-    int rc = sb__db_run_tx(bus->pool, NULL, create_tx, bus, &ddl_err);
-    if (rc == SB_OK && bus->sql->index_ddl != NULL)
-        rc = sb__db_run_tx(bus->pool, NULL, index_tx, bus, &ddl_err);
-    if (rc == SB_OK)
-        return sb_schema_verify(bus, err);
-    /* A table of another shape fails the DDL first (the dequeue index
-     * names a column it lacks), in the database's words: the catalog's
-     * account of it names the column and the fix. */
+    int rc = create_all(bus, &ddl_err);
+    if (rc == SB_OK) {
+        rc = sb_schema_verify(bus, err);
+        if (rc != SB_SCHEMA_MISMATCH)
+            return rc;
+    }
+    /* A table of another shape fails the DDL first (the claim index names
+     * a column it lacks), in the database's words. A store an earlier
+     * version made lacks only columns the DDL can add: added, the DDL
+     * runs again (T7). */
     sb_error why;
     int vrc = sb_schema_verify(bus, &why);
+    if (vrc == SB_SCHEMA_MISMATCH) {
+        int urc = sb__db_run_tx(bus->pool, NULL, upgrade_tx, bus, &why);
+        if (urc == SB_OK) {
+            rc = create_all(bus, &ddl_err);
+            vrc = sb_schema_verify(bus, &why);
+        } else if (urc != SB_SCHEMA_MISMATCH) {
+            vrc = urc;
+        }
+    }
+    if (vrc == SB_OK)
+        return SB_OK;
     if ((vrc & 0xff) == SB_SCHEMA && vrc != SB_SCHEMA_MISSING) {
         if (err != NULL)
             *err = why;
         return vrc;
     }
     if (err != NULL)
-        *err = ddl_err;
-    return rc;
+        *err = rc != SB_OK ? ddl_err : why;
+    return rc != SB_OK ? rc : vrc;
 }
 
 int sb__bus_ensure_schema(sb_bus *bus, sb_error *err)

@@ -41,24 +41,28 @@ static char *subst_built(sb_buf *b, const char *prefix, int *rc)
     return s;
 }
 
-/* An insert of `rows` rows: $1 queue, $2 now; then 4 per row. */
-static char *multi_insert(const sb_sql_templates *t, const char *prefix,
-                          int rows, int *rc)
+/* An insert of `rows` rows: $1 queue, $2 now; then `width` per row (4,
+ * or 5 with a priority: the _ex templates). */
+static char *multi_insert(const char *head, const char *row, const char *tail,
+                          int width, const char *prefix, int rows, int *rc)
 {
-    if (*rc != SB_OK)
+    if (*rc != SB_OK || head == NULL)
         return NULL;
     sb_buf b;
     sb__buf_init(&b, 1 << 20);
-    sb__buf_puts(&b, t->insert_head);
+    sb__buf_puts(&b, head);
     for (int i = 0; i < rows; i++) {
-        int base = 3 + 4 * i;
+        int base = 3 + width * i;
         if (i > 0)
             sb__buf_puts(&b, ", ");
         /* The row's ordinal follows for dialects that dedupe in SQL. */
-        sb__buf_printf(&b, t->insert_row, base, base + 1, base + 2, base + 3,
-                       i);
+        if (width == 4)
+            sb__buf_printf(&b, row, base, base + 1, base + 2, base + 3, i);
+        else
+            sb__buf_printf(&b, row, base, base + 1, base + 2, base + 3,
+                           base + 4, i);
     }
-    sb__buf_puts(&b, t->insert_tail);
+    sb__buf_puts(&b, tail);
     return subst_built(&b, prefix, rc);
 }
 
@@ -101,10 +105,23 @@ int sb__transport_sql_new(int dialect, const char *prefix,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     int rc = SB_OK;
     s->ddl = sb__sql_subst(t->ddl, prefix, &rc);
+    s->upgrade = sb__sql_subst(t->upgrade, prefix, &rc);
     s->lock = sb__sql_subst(t->lock, prefix, &rc);
     s->index_ddl = index_ddl(t, prefix, &rc);
-    for (int i = 0; i < 3; i++)
-        s->insert[i] = multi_insert(t, prefix, insert_rows[i], &rc);
+    for (int i = 0; i < 3; i++) {
+        s->insert[i] =
+            multi_insert(t->insert_head, t->insert_row, t->insert_tail, 4,
+                         prefix, insert_rows[i], &rc);
+        s->insert_ex[i] =
+            multi_insert(t->insert_head_ex, t->insert_row_ex,
+                         t->insert_tail_ex ? t->insert_tail_ex : t->insert_tail,
+                         5, prefix, insert_rows[i], &rc);
+    }
+    s->claim_prio = sb__sql_subst(t->claim_prio, prefix, &rc);
+    s->mark_prioritized = sb__sql_subst(t->mark_prioritized, prefix, &rc);
+    s->settings_get = sb__sql_subst(t->settings_get, prefix, &rc);
+    s->settings_list = sb__sql_subst(t->settings_list, prefix, &rc);
+    s->settings_pause = sb__sql_subst(t->settings_pause, prefix, &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
     s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
@@ -144,11 +161,20 @@ void sb__transport_sql_free(sb_transport_sql *s)
     if (s == NULL)
         return;
     char **all[] = {&s->ddl,
+                    &s->upgrade,
                     &s->lock,
                     &s->index_ddl,
                     &s->insert[0],
                     &s->insert[1],
                     &s->insert[2],
+                    &s->insert_ex[0],
+                    &s->insert_ex[1],
+                    &s->insert_ex[2],
+                    &s->claim_prio,
+                    &s->mark_prioritized,
+                    &s->settings_get,
+                    &s->settings_list,
+                    &s->settings_pause,
                     &s->claim,
                     &s->claim_delete,
                     &s->claim_from,

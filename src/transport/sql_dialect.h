@@ -9,11 +9,24 @@
 
 typedef struct sb_sql_templates {
     const char *ddl, *lock;
+    /* What a store made by an earlier version needs besides its missing
+     * columns (schema.c): the dequeue index without priority dropped. */
+    const char *upgrade;
     /* Index builds in a transaction of their own under `index_lock`, or
      * NULL when `ddl` creates the indexes too (SQL Server's run apart:
      * their run time grows with the table). */
     const char *ddl_indexes, *index_lock;
     const char *insert_head, *insert_row, *insert_tail;
+    /* The insert with a priority per row (5 parameters a row); the tail
+     * is insert_tail where insert_tail_ex is NULL. */
+    const char *insert_head_ex, *insert_row_ex, *insert_tail_ex;
+    /* The claim of a prioritized queue: highest priority first (T34). */
+    const char *claim_prio;
+    /* {p}queue_settings (T34, T35): $1 queue, $2 now_us flags a queue
+     * prioritized; its settings by $1; every queue's; paused set to $2
+     * at $3 now_us. */
+    const char *mark_prioritized, *settings_get, *settings_list;
+    const char *settings_pause;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     /* The claim with a lower bound on available_at ($6, microseconds
      * since the epoch), returning available_at as an eighth column; NULL

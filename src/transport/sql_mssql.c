@@ -24,11 +24,27 @@
  * moves available_at to the lease's end, so leased rows leave the front
  * of the dequeue index and the next claim's seek stops at the first ready
  * row instead of walking every message in flight. */
-#define CLAIMABLE                                                              \
+#define CLAIMABLE_AS(prio, order)                                              \
     "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "           \
     "attempts, locked_until, lock_id, created_at, available_at, queue FROM "   \
     "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE " SAME_QUEUE(         \
-        "queue", "$1") " AND " READY " ORDER BY available_at, created_at) "
+        "queue", "$1") " AND " prio READY " ORDER BY " order ") "
+/* A queue without priorities claims priority 0 only: the claim index's
+ * seek on (queue, priority); a prioritized queue orders by priority
+ * first (T34). */
+#define CLAIMABLE CLAIMABLE_AS("priority = 0 AND ", "available_at, created_at")
+#define CLAIM_UPDATE                                                           \
+    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS(           \
+        "$3") ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT "       \
+                                                "inserted.id, "                \
+                                                "inserted.payload, "           \
+                                                "inserted.headers, "           \
+                                                "inserted.attempts, "          \
+                                                "inserted.lock_id, "           \
+                                                "inserted.created_at, "        \
+                                                "inserted.queue, "             \
+                                                "deleted.available_at INTO "   \
+                                                "@claimed; "
 #define CLAIMED_TABLE                                                          \
     "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "    \
     "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "          \
@@ -76,7 +92,12 @@
     "  lock_id uniqueidentifier NULL,\n"                                       \
     "  attempts int NOT NULL DEFAULT 0,\n"                                     \
     "  last_error nvarchar(max) NULL,\n"                                       \
-    "  dead_letter_reason nvarchar(max) NULL\n"                                \
+    "  dead_letter_reason nvarchar(max) NULL,\n"                               \
+    "  priority int NOT NULL DEFAULT 0,\n"                                     \
+    "  unique_key nvarchar(255) NULL,\n"                                       \
+    "  expires_at datetime2(7) NULL,\n"                                        \
+    "  cancelled_at datetime2(7) NULL,\n"                                      \
+    "  progress nvarchar(max) NULL\n"                                          \
     ");\n"                                                                     \
     "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n"                               \
     "CREATE TABLE {p}counts (\n"                                               \
@@ -87,12 +108,29 @@
     "  naked bigint NOT NULL DEFAULT 0,\n"                                     \
     "  dead_lettered bigint NOT NULL DEFAULT 0,\n"                             \
     "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}queue_settings', N'U') IS NULL\n"                       \
+    "CREATE TABLE {p}queue_settings (\n"                                       \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL "          \
+    "PRIMARY KEY,\n"                                                           \
+    "  paused int NOT NULL DEFAULT 0,\n"                                       \
+    "  prioritized int NOT NULL DEFAULT 0,\n"                                  \
+    "  max_running int NULL,\n"                                                \
+    "  rate_limit int NULL,\n"                                                 \
+    "  rate_interval_ms bigint NULL,\n"                                        \
+    "  rate_tokens float NULL,\n"                                              \
+    "  rate_at datetime2(7) NULL,\n"                                           \
+    "  ttl_ms bigint NULL,\n"                                                  \
+    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
     ");\n"
+/* The claim index: queue, then priority (highest first), then readiness.
+ * A store made before priorities had the same index without priority
+ * (messages_ready_idx); the upgrade drops it (.upgrade). */
 #define INDEXES                                                                \
     "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
-    "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_ready_idx')\n"   \
-    "CREATE INDEX {p}messages_ready_idx\n"                                     \
-    "  ON {p}messages (queue, available_at, created_at);\n"                    \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = N'{p}messages_claim_idx')\n"   \
+    "CREATE INDEX {p}messages_claim_idx\n"                                     \
+    "  ON {p}messages (queue, priority DESC, available_at, created_at);\n"     \
     "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
     "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
     "N'{p}messages_created_idx')\n"                                            \
@@ -108,6 +146,10 @@
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,
+    .upgrade = "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "
+               "OBJECT_ID(N'{p}messages', N'U') AND name = "
+               "N'{p}messages_ready_idx')\n"
+               "DROP INDEX {p}messages_ready_idx ON {p}messages;\n",
     .ddl_indexes = INDEXES,
     .lock = SB_TSQL_SCHEMA_LOCK,
     /* Table-scoped, for the index builds in their own transaction, so
@@ -137,12 +179,24 @@ const sb_sql_templates sb__sql_mssql = {
         ") AS x (id, payload, headers, delay_ms, ord)) AS v WHERE v.rn = 1 "
         "AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH (UPDLOCK, "
         "HOLDLOCK) WHERE m.id = v.id)",
-    .claim = CLAIMED_TABLE CLAIMABLE
-    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3") ", available_at = " PLUS_MS(
-        "$3") ", lock_id = $4 OUTPUT "
-              "inserted.id, inserted.payload, inserted.headers, inserted.attempts, "
-              "inserted.lock_id, inserted.created_at, inserted.queue, "
-              "deleted.available_at INTO @claimed; " CLAIMED_ROWS,
+    .insert_head_ex =
+        "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
+        "available_at, attempts, priority) SELECT v.id, $1, v.payload, "
+        "v.headers, " NOW ", " PLUS_MS(
+            "v.delay_ms") ", 0, v.priority FROM (SELECT "
+                          "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
+                          "x.delay_ms, CAST(x.priority AS int) AS priority, "
+                          "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
+                          "AS rn FROM (VALUES ",
+    .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, %d)",
+    .insert_tail_ex =
+        ") AS x (id, payload, headers, delay_ms, priority, ord)) AS v WHERE "
+        "v.rn = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH "
+        "(UPDLOCK, HOLDLOCK) WHERE m.id = v.id)",
+    .claim = CLAIMED_TABLE CLAIMABLE CLAIM_UPDATE CLAIMED_ROWS,
+    .claim_prio = CLAIMED_TABLE CLAIMABLE_AS(
+        "", "priority DESC, available_at, created_at")
+        CLAIM_UPDATE CLAIMED_ROWS,
     .claim_delete = CLAIMED_TABLE CLAIMABLE
     "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
     "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
@@ -231,6 +285,35 @@ const sb_sql_templates sb__sql_mssql = {
         "i.is_disabled = 0 AND i.has_filter = 0 GROUP BY i.index_id, i.name, "
         "i.is_primary_key",
     .notify = NULL,
+    /* Set once: a queue flagged already is only read. */
+    .mark_prioritized =
+        "IF NOT EXISTS (SELECT 1 FROM {p}queue_settings WHERE " SAME_QUEUE(
+            "queue",
+            "$1") " AND prioritized = 1) "
+                  "MERGE {p}queue_settings WITH (HOLDLOCK) AS s USING (SELECT "
+                  "CAST($1 AS nvarchar(200)) AS queue) AS x ON " SAME_QUEUE(
+                      "s.queue",
+                      "x.queue") " WHEN MATCHED THEN UPDATE SET prioritized = 1, "
+                                 "updated_at = " NOW
+                                 " WHEN NOT MATCHED THEN INSERT (queue, prioritized, "
+                                 "updated_at) VALUES (x.queue, 1, " NOW ");",
+    .settings_get =
+        "SELECT paused, prioritized, max_running, rate_limit, "
+        "rate_interval_ms, ttl_ms FROM {p}queue_settings WHERE " SAME_QUEUE(
+            "queue", "$1"),
+    .settings_list = "SELECT queue, paused, prioritized, max_running, "
+                     "rate_limit, rate_interval_ms, ttl_ms FROM "
+                     "{p}queue_settings ORDER BY queue",
+    .settings_pause =
+        "MERGE {p}queue_settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 "
+        "AS nvarchar(200)) AS queue, CAST($2 AS int) AS paused) AS x "
+        "ON " SAME_QUEUE(
+            "s.queue",
+            "x.queue") " WHEN MATCHED THEN UPDATE SET paused = x.paused, "
+                       "updated_at = " NOW
+                       " WHEN NOT MATCHED THEN INSERT (queue, "
+                       "paused, updated_at) VALUES (x.queue, x.paused, " NOW
+                       ");",
     .counts_add =
         "MERGE {p}counts WITH (HOLDLOCK) AS c USING (SELECT CAST($1 AS "
         "nvarchar(200)) AS queue, CAST($2 AS bigint) AS published, CAST($3 "

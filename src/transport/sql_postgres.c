@@ -20,10 +20,16 @@ const sb_sql_templates sb__sql_postgres = {
            "  lock_id uuid,\n"
            "  attempts integer NOT NULL DEFAULT 0,\n"
            "  last_error text,\n"
-           "  dead_letter_reason text\n"
+           "  dead_letter_reason text,\n"
+           "  priority integer NOT NULL DEFAULT 0,\n"
+           "  unique_key text,\n"
+           "  expires_at timestamptz,\n"
+           "  cancelled_at timestamptz,\n"
+           "  progress text\n"
            ") WITH (fillfactor = 50);\n"
-           "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
-           "  ON {p}messages (queue, available_at, created_at);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_claim_idx\n"
+           "  ON {p}messages (queue, priority DESC, available_at, "
+           "created_at);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
            "  ON {p}messages (created_at);\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
@@ -33,7 +39,20 @@ const sb_sql_templates sb__sql_postgres = {
            "  naked bigint NOT NULL DEFAULT 0,\n"
            "  dead_lettered bigint NOT NULL DEFAULT 0,\n"
            "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}queue_settings (\n"
+           "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+           "  paused integer NOT NULL DEFAULT 0,\n"
+           "  prioritized integer NOT NULL DEFAULT 0,\n"
+           "  max_running integer,\n"
+           "  rate_limit integer,\n"
+           "  rate_interval_ms bigint,\n"
+           "  rate_tokens double precision,\n"
+           "  rate_at timestamptz,\n"
+           "  ttl_ms bigint,\n"
+           "  updated_at timestamptz NOT NULL DEFAULT now()\n"
            ");\n",
+    .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",
     .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
@@ -41,6 +60,10 @@ const sb_sql_templates sb__sql_postgres = {
     .insert_row =
         "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS ", 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
+    .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
+                      "created_at, available_at, attempts, priority) VALUES ",
+    .insert_row_ex = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
+                     ", 0, $%d::int4)",
 /* The claimed rows are found again by their tuple ids (ctid), which
      * the subquery's row locks keep in place until the statement writes
      * them: a TID scan, the one plan that does not depend on the
@@ -50,23 +73,30 @@ const sb_sql_templates sb__sql_postgres = {
      * messages a second: docs/internals/transport.md); joined with a
      * CTE, the statistics a held xmin leaves (a few live rows in a table
      * of dead ones) walked the whole primary key. */
-#define READY(bound)                                                           \
-    "SELECT ctid FROM {p}messages WHERE queue = $1 " bound                     \
+/* A queue without priorities claims priority 0 only, which keeps the
+ * claim index's seek on (queue, priority) and its stop at the first row
+ * not yet available; a prioritized queue (T34) orders by priority first. */
+#define PLAIN "AND priority = 0 "
+#define BY_TIME "ORDER BY available_at, created_at "
+#define BY_PRIORITY "ORDER BY priority DESC, available_at, created_at "
+#define READY_AS(bound, prio, order)                                           \
+    "SELECT ctid FROM {p}messages WHERE queue = $1 " prio bound                \
     "AND available_at <= now() AND (locked_until IS NULL OR "                  \
-    "locked_until <= now()) ORDER BY available_at, created_at "                \
-    "LIMIT $5 FOR UPDATE SKIP LOCKED"
+    "locked_until <= now()) " order "LIMIT $5 FOR UPDATE SKIP LOCKED"
+#define READY(bound) READY_AS(bound, PLAIN, BY_TIME)
 /* The bound of the claims through a cursor (claim.c): $6 microseconds
  * since the epoch. */
 #define FROM_US                                                                \
     "AND available_at >= 'epoch'::timestamptz + $6::int8 * "                   \
     "interval '1 microsecond' "
-#define CLAIM_UPDATE(bound)                                                    \
+#define CLAIM_SET                                                              \
     "UPDATE {p}messages m SET attempts = m.attempts + 1, "                     \
     "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "              \
-    "WHERE m.ctid = ANY (ARRAY(" READY(                                        \
-        bound) ")) "                                                           \
-               "RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, " \
-               "m.created_at, m.queue, m.available_at"
+    "WHERE m.ctid = ANY (ARRAY("
+#define CLAIM_RETURNING                                                        \
+    ")) RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "         \
+    "m.created_at, m.queue, m.available_at"
+#define CLAIM_UPDATE(bound) CLAIM_SET READY(bound) CLAIM_RETURNING
 #define CLAIM_DELETE(bound)                                                          \
     "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(                    \
         bound) ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, " \
@@ -77,6 +107,7 @@ const sb_sql_templates sb__sql_postgres = {
      * first entry: the entries of rows deleted or claimed before it are
      * not walked (claim.c). */
     .claim_from = CLAIM_UPDATE(FROM_US),
+    .claim_prio = CLAIM_SET READY_AS("", "", BY_PRIORITY) CLAIM_RETURNING,
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
     /* $2 maps each id to its lock id as a JSON object: a keyed lookup
      * per row (array_position per row was quadratic in the batch), and no
@@ -159,6 +190,23 @@ const sb_sql_templates sb__sql_postgres = {
                "a.attnum = k.attnum) FROM pg_index i JOIN pg_class ic ON "
                "ic.oid = i.indexrelid WHERE i.indrelid = to_regclass($1)",
     .notify = "SELECT pg_notify($1, $2)",
+    /* Set once: a queue flagged already takes no row lock here. */
+    .mark_prioritized =
+        "INSERT INTO {p}queue_settings (queue, prioritized, updated_at) "
+        "SELECT $1, 1, now() WHERE NOT EXISTS (SELECT 1 FROM "
+        "{p}queue_settings WHERE queue = $1 AND prioritized = 1) "
+        "ON CONFLICT (queue) DO UPDATE SET prioritized = 1, updated_at = "
+        "excluded.updated_at",
+    .settings_get = "SELECT paused, prioritized, max_running, rate_limit, "
+                    "rate_interval_ms, ttl_ms FROM {p}queue_settings WHERE "
+                    "queue = $1",
+    .settings_list = "SELECT queue, paused, prioritized, max_running, "
+                     "rate_limit, rate_interval_ms, ttl_ms FROM "
+                     "{p}queue_settings ORDER BY queue",
+    .settings_pause =
+        "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
+        "($1, $2, now()) ON CONFLICT (queue) DO UPDATE SET paused = "
+        "excluded.paused, updated_at = excluded.updated_at",
     .counts_add =
         "INSERT INTO {p}counts AS c (queue, published, acked, naked, "
         "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "

@@ -6,6 +6,23 @@
 
 #include <stddef.h>
 
+/* A queue without priorities claims priority 0 only, which keeps the
+ * claim index's seek on (queue, priority) and its stop at the first row
+ * not yet available; a prioritized queue (T34) orders by priority first. */
+#define PLAIN "AND priority = 0 "
+#define BY_TIME "ORDER BY available_at, created_at "
+#define BY_PRIORITY "ORDER BY priority DESC, available_at, created_at "
+#define READY(prio, order)                                                           \
+    "SELECT id FROM {p}messages WHERE queue = $1 " prio                              \
+    "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) " order \
+    "LIMIT $5"
+#define CLAIM_SET                                                              \
+    "UPDATE {p}messages SET attempts = attempts + 1, "                         \
+    "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "           \
+    "lock_id = $4 WHERE id IN ("
+#define CLAIM_RETURNING                                                        \
+    ") RETURNING id, payload, headers, attempts, lock_id, created_at, queue"
+
 const sb_sql_templates sb__sql_sqlite = {
     .ddl = "CREATE TABLE IF NOT EXISTS {p}messages (\n"
            "  id TEXT NOT NULL PRIMARY KEY,\n"
@@ -18,10 +35,16 @@ const sb_sql_templates sb__sql_sqlite = {
            "  lock_id TEXT,\n"
            "  attempts INTEGER NOT NULL DEFAULT 0,\n"
            "  last_error TEXT,\n"
-           "  dead_letter_reason TEXT\n"
+           "  dead_letter_reason TEXT,\n"
+           "  priority INTEGER NOT NULL DEFAULT 0,\n"
+           "  unique_key TEXT,\n"
+           "  expires_at INTEGER,\n"
+           "  cancelled_at INTEGER,\n"
+           "  progress TEXT\n"
            ");\n"
-           "CREATE INDEX IF NOT EXISTS {p}messages_ready_idx\n"
-           "  ON {p}messages (queue, available_at, created_at);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_claim_idx\n"
+           "  ON {p}messages (queue, priority DESC, available_at, "
+           "created_at);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
            "  ON {p}messages (created_at);\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
@@ -31,26 +54,34 @@ const sb_sql_templates sb__sql_sqlite = {
            "  naked INTEGER NOT NULL DEFAULT 0,\n"
            "  dead_lettered INTEGER NOT NULL DEFAULT 0,\n"
            "  updated_at INTEGER NOT NULL\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}queue_settings (\n"
+           "  queue TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  paused INTEGER NOT NULL DEFAULT 0,\n"
+           "  prioritized INTEGER NOT NULL DEFAULT 0,\n"
+           "  max_running INTEGER,\n"
+           "  rate_limit INTEGER,\n"
+           "  rate_interval_ms INTEGER,\n"
+           "  rate_tokens REAL,\n"
+           "  rate_at INTEGER,\n"
+           "  ttl_ms INTEGER,\n"
+           "  updated_at INTEGER NOT NULL DEFAULT 0\n"
            ");\n",
+    .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */
     .insert_head = "INSERT INTO {p}messages (id, queue, payload, headers, "
                    "created_at, available_at, attempts) VALUES ",
     .insert_row = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
-    .claim =
-        "UPDATE {p}messages SET attempts = attempts + 1, "
-        "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "
-        "lock_id = $4 "
-        "WHERE id IN (SELECT id FROM {p}messages WHERE queue = $1 "
-        "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
-        "ORDER BY available_at, created_at LIMIT $5) "
-        "RETURNING id, payload, headers, attempts, lock_id, created_at, queue",
-    .claim_delete =
-        "DELETE FROM {p}messages "
-        "WHERE id IN (SELECT id FROM {p}messages WHERE queue = $1 "
-        "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
-        "ORDER BY available_at, created_at LIMIT $5) "
-        "RETURNING id, payload, headers, attempts + 1, $4, created_at, queue",
+    .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
+                      "created_at, available_at, attempts, priority) VALUES ",
+    .insert_row_ex = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d)",
+    .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
+    .claim_prio = CLAIM_SET READY("", BY_PRIORITY) CLAIM_RETURNING,
+    .claim_delete = "DELETE FROM {p}messages WHERE id IN (" READY(
+        PLAIN,
+        BY_TIME) ") "
+                 "RETURNING id, payload, headers, attempts + 1, $4, created_at, queue",
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2",
     .ack_many = NULL, /* statements cost no round trip in-process */
     .renew_many = NULL,
@@ -111,6 +142,22 @@ const sb_sql_templates sb__sql_sqlite = {
                "pragma_index_xinfo(il.name) WHERE key = 1 ORDER BY seqno) x) "
                "FROM pragma_index_list($1) il",
     .notify = NULL,
+    .mark_prioritized =
+        "INSERT INTO {p}queue_settings (queue, prioritized, updated_at) "
+        "SELECT $1, 1, $2 WHERE NOT EXISTS (SELECT 1 FROM "
+        "{p}queue_settings WHERE queue = $1 AND prioritized = 1) "
+        "ON CONFLICT (queue) DO UPDATE SET prioritized = 1, updated_at = "
+        "excluded.updated_at",
+    .settings_get = "SELECT paused, prioritized, max_running, rate_limit, "
+                    "rate_interval_ms, ttl_ms FROM {p}queue_settings WHERE "
+                    "queue = $1",
+    .settings_list = "SELECT queue, paused, prioritized, max_running, "
+                     "rate_limit, rate_interval_ms, ttl_ms FROM "
+                     "{p}queue_settings ORDER BY queue",
+    .settings_pause =
+        "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
+        "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET paused = "
+        "excluded.paused, updated_at = excluded.updated_at",
     .counts_add =
         "INSERT INTO {p}counts (queue, published, acked, naked, "
         "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, $6) "

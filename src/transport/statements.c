@@ -19,12 +19,17 @@ static const struct {
 #f, offsetof(sb_transport_sql, f)                                      \
     }
     F(ddl),
+    F(upgrade),
     F(lock),
     F(index_ddl),
     {"insert_1", offsetof(sb_transport_sql, insert[0])},
     {"insert_10", offsetof(sb_transport_sql, insert[1])},
     {"insert_100", offsetof(sb_transport_sql, insert[2])},
+    {"insert_ex_1", offsetof(sb_transport_sql, insert_ex[0])},
+    {"insert_ex_10", offsetof(sb_transport_sql, insert_ex[1])},
+    {"insert_ex_100", offsetof(sb_transport_sql, insert_ex[2])},
     F(claim),
+    F(claim_prio),
     F(claim_delete),
     F(claim_from),
     F(xmin_holder),
@@ -50,6 +55,10 @@ static const struct {
     F(counts_add),
     F(counts_list),
     F(counts_prune),
+    F(mark_prioritized),
+    F(settings_get),
+    F(settings_list),
+    F(settings_pause),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

@@ -15,12 +15,19 @@
 /* The statements of the transport for one backend, with the table prefix
  * already substituted (see sql.c). `$N` placeholders throughout. */
 typedef struct sb_transport_sql {
-    char *ddl;       /* CREATE ... IF NOT EXISTS, all objects */
-    char *lock;      /* schema lock inside the DDL transaction, or NULL */
-    char *index_ddl; /* the index builds under their own lock in a
+    char *ddl;          /* CREATE ... IF NOT EXISTS, all objects */
+    char *upgrade;      /* an earlier version's leftovers removed (schema.c) */
+    char *lock;         /* schema lock inside the DDL transaction, or NULL */
+    char *index_ddl;    /* the index builds under their own lock in a
                            transaction of their own, or NULL */
-    char *insert[3]; /* multi-row publish of 1, 10, 100 rows */
-    char *claim;     /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
+    char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
+    char *insert_ex[3]; /* the same with a priority per row */
+    char *claim_prio;   /* the claim of a prioritized queue (T34) */
+    char *mark_prioritized; /* $1 queue, $2 now_us */
+    char *settings_get;     /* $1 queue: queue_settings' values */
+    char *settings_list;    /* every queue's settings */
+    char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
+    char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
     char *xmin_holder;  /* xmin.c, or NULL */
@@ -72,6 +79,9 @@ typedef struct sb_column_spec {
     const char *pg_type;
     const char *mssql_type;
     int notnull;
+    /* The default a NOT NULL column added to an existing table takes
+     * (so ADD COLUMN can add it), or NULL. */
+    const char *dflt;
 } sb_column_spec;
 extern const sb_column_spec sb__message_columns[];
 extern const size_t sb__message_column_count;
@@ -115,6 +125,19 @@ int sb__ddl_columns(const char *ddl, sb_ddl_column **out, size_t *n_out);
  * by its first use. Types are not compared (sb__check_columns does, for
  * the tables that list them). Takes a pooled connection of `bus`. */
 int sb__check_ddl_tables(sb_bus *bus, const char *ddl, sb_error *err);
+
+/* A store made by an earlier version: on `c`, inside the caller's
+ * transaction, add each column of `later` (a NULL-terminated list of the
+ * columns added to the DDL since its first release) that the tables of
+ * `ddl` declare and the catalog (`columns_sql`) lacks, with its
+ * definition from `ddl` (ALTER TABLE ... ADD COLUMN). Any other column
+ * missing (a table of another shape: issue 20.8) fails with
+ * SB_SCHEMA_MISMATCH naming it and the fix, as sb__check_ddl_tables
+ * reports it, and so does one of `later` that cannot be added so.
+ * Absent tables are left to the DDL. `*added` counts the columns added. */
+int sb__ddl_add_missing(sb_conn *c, int dialect, const char *columns_sql,
+                        const char *ddl, const char *const *later, int *added,
+                        sb_error *err);
 
 /* After running `ddl` (`ddl_rc`, its error in `ddl_err`): check its
  * tables (sb__check_ddl_tables). A table of another shape makes the DDL

@@ -194,12 +194,12 @@ void sbt_drop(sb_bus *bus, const char *prefix)
     /* The same text is T-SQL (SQL Server 2016 and later). */
     if ((!pg && !mssql) || bus == NULL)
         return;
-    char sql[512];
+    char sql[640];
     snprintf(sql, sizeof sql,
-             "DROP TABLE IF EXISTS %smessages, %scounts, "
+             "DROP TABLE IF EXISTS %smessages, %scounts, %squeue_settings, "
              "%schannel_messages, %schannel_subscribers, %srecovery_state; "
              "DROP SEQUENCE IF EXISTS %schannel_ack_seq",
-             prefix, prefix, prefix, prefix, prefix, prefix);
+             prefix, prefix, prefix, prefix, prefix, prefix, prefix);
     sbt_exec(bus, sql);
 }
 

@@ -603,13 +603,101 @@ static void test_bad_input(void **state)
 
 /* T7: a wrong column type and a missing index are reported, naming the
  * column and printing the fix; T6: migrate creates what is missing. */
+/* The number of indexes named `name` (prefix included) in the catalog. */
+static long index_count(const char *name)
+{
+    return sbt_native_scalar(
+        sbt_is_mssql() ? "SELECT count(*) FROM sys.indexes WHERE name = $1"
+        : sbt_is_pg()  ? "SELECT count(*) FROM pg_indexes WHERE indexname = $1"
+                       : "SELECT count(*) FROM sqlite_master WHERE type = "
+                         "'index' AND name = $1",
+        name);
+}
+
+/* T7, T34: a store made before issue 21 (no priority, unique key,
+ * expiry, cancellation or progress columns; the dequeue index without
+ * priority) is upgraded by an AUTO open: the columns added, the old index
+ * replaced by the claim index, its messages kept and claimable. A VERIFY
+ * open names the first missing column and its fix instead. */
+static void test_schema_upgrade(void **state)
+{
+    (void)state;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", sbt_new_prefix());
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char ids[2][37];
+    sbt_publish_n(bus, "old", 2, ids);
+    /* Back to the earlier shape. */
+    char sql[2048];
+    int k = 0;
+    if (sbt_is_mssql())
+        k += snprintf(sql + k, sizeof sql - (size_t)k,
+                      "DROP INDEX %smessages_claim_idx ON %smessages; "
+                      "DECLARE @n sysname = (SELECT d.name FROM "
+                      "sys.default_constraints d WHERE d.parent_object_id = "
+                      "OBJECT_ID(N'%smessages') AND d.parent_column_id = "
+                      "COLUMNPROPERTY(OBJECT_ID(N'%smessages'), 'priority', "
+                      "'ColumnId')); EXEC(N'ALTER TABLE %smessages DROP "
+                      "CONSTRAINT ' + @n); ",
+                      prefix, prefix, prefix, prefix, prefix);
+    else
+        k += snprintf(sql + k, sizeof sql - (size_t)k,
+                      "DROP INDEX %smessages_claim_idx; ", prefix);
+    static const char *const later[] = {"priority", "unique_key", "expires_at",
+                                        "cancelled_at", "progress"};
+    for (size_t i = 0; i < 5; i++)
+        k += snprintf(sql + k, sizeof sql - (size_t)k,
+                      "ALTER TABLE %smessages DROP COLUMN %s; ", prefix,
+                      later[i]);
+    snprintf(sql + k, sizeof sql - (size_t)k,
+             "CREATE INDEX %smessages_ready_idx ON %smessages (queue, "
+             "available_at, created_at)",
+             prefix, prefix);
+    if (sbt_is_pg() || sbt_is_mssql())
+        sbt_native_exec(sql);
+    else
+        sbt_exec(bus, sql);
+    sb_close(bus);
+    char name[96];
+    snprintf(name, sizeof name, "%smessages_ready_idx", prefix);
+    assert_int_equal(index_count(name), 1);
+
+    sb_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.url = sbt_url();
+    o.table_prefix = prefix;
+    o.schema_mode = SB_SCHEMA_VERIFY;
+    sb_error err;
+    assert_int_equal(sb_open(&o, &bus, &err), SB_SCHEMA_MISMATCH);
+    assert_string_equal(err.field, "priority");
+    assert_non_null(strstr(err.message, "ADD COLUMN priority"));
+
+    bus = sbt_open(prefix, NULL); /* AUTO */
+    sbt_ok(sb_schema_verify(bus, &err), &err, "verify after the upgrade");
+    assert_int_equal(index_count(name), 0);
+    snprintf(name, sizeof name, "%smessages_claim_idx", prefix);
+    assert_int_equal(index_count(name), 1);
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sbt_ok(sb_claim(bus, "old", 10, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 2);
+    sb_msg_free_array(got, n);
+    /* Opening again changes nothing. */
+    sb_close(bus);
+    bus = sbt_open(prefix, NULL);
+    sbt_ok(sb_schema_verify(bus, &err), &err, "verify again");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 static void test_schema_verification(void **state)
 {
     fixture *f = *state;
     sb_error err;
     sbt_ok(sb_schema_verify(f->bus, &err), &err, "verify");
     char sql[300];
-    snprintf(sql, sizeof sql, "DROP INDEX %smessages_ready_idx%s%s%s",
+    snprintf(sql, sizeof sql, "DROP INDEX %smessages_claim_idx%s%s%s",
              f->prefix, sbt_is_mssql() ? " ON " : "",
              sbt_is_mssql() ? f->prefix : "", sbt_is_mssql() ? "messages" : "");
     sbt_exec(f->bus, sql);
@@ -970,6 +1058,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test(test_open_connect_retries),
+        cmocka_unit_test(test_schema_upgrade),
         cmocka_unit_test_setup_teardown(test_schema_verification, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dlq_operations, setup, teardown),

@@ -37,7 +37,7 @@ ok "schema print"
 expect_exit 0 sb schema print --backend mssql
 for want in "CREATE TABLE ${prefix}messages" 'datetime2(7)' \
     'nvarchar(200) COLLATE Latin1_General_100_BIN2' 'PRIMARY KEY NONCLUSTERED' \
-    "${prefix}messages_ready_idx" "ON ${prefix}messages (queue, available_at, created_at)" \
+    "${prefix}messages_claim_idx" "ON ${prefix}messages (queue, priority DESC, available_at, created_at)" \
     "CREATE TABLE ${prefix}counts" "CREATE SEQUENCE ${prefix}channel_ack_seq AS bigint" \
     "CREATE TABLE ${prefix}channel_messages" "CREATE TABLE ${prefix}channel_subscribers" \
     "CREATE TABLE ${prefix}recovery_state" "CREATE TABLE ${prefix}failed_messages" \

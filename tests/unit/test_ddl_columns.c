@@ -132,7 +132,8 @@ static void test_module_ddl(void **state)
         sb_error err;
         sb_transport_sql *t = NULL;
         assert_int_equal(sb__transport_sql_new(dialect, "x_", &t, &err), SB_OK);
-        expect_tables("transport", t->ddl, "x_messages/11 x_counts/6");
+        expect_tables("transport", t->ddl,
+                      "x_messages/16 x_counts/6 x_queue_settings/10");
         /* The messages table declares the typed check's columns, in its
          * order (schema.c). */
         sb_ddl_column *c = NULL;

@@ -34,7 +34,7 @@ static sb_transport_sql *build(void)
     return s;
 }
 
-static size_t all_of(const sb_transport_sql *s, named out[40])
+static size_t all_of(const sb_transport_sql *s, named out[64])
 {
     const named all[] = {
         {"ddl", s->ddl},
@@ -63,6 +63,15 @@ static size_t all_of(const sb_transport_sql *s, named out[40])
         {"counts_add", s->counts_add},
         {"counts_list", s->counts_list},
         {"counts_prune", s->counts_prune},
+        {"upgrade", s->upgrade},
+        {"insert_ex1", s->insert_ex[0]},
+        {"insert_ex10", s->insert_ex[1]},
+        {"insert_ex100", s->insert_ex[2]},
+        {"claim_prio", s->claim_prio},
+        {"mark_prioritized", s->mark_prioritized},
+        {"settings_get", s->settings_get},
+        {"settings_list", s->settings_list},
+        {"settings_pause", s->settings_pause},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -99,13 +108,47 @@ static void test_claim_shape(void **state)
     sb__transport_sql_free(s);
 }
 
+/* T34: a queue without priorities claims priority 0 in time order (the
+ * claim index's seek); a prioritized one orders by priority first. The
+ * publish with priorities inserts each row's priority, deduplicated by id
+ * as the plain insert is; the queue is flagged once, in the publish's
+ * transaction; pausing is an upsert (T35). */
+static void test_priority_shape(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    sbt_has("claim", s->claim, "AND priority = 0 AND available_at <= ");
+    sbt_has("claim_delete", s->claim_delete, "AND priority = 0 AND ");
+    sbt_lacks("claim_prio", s->claim_prio, "priority = 0");
+    sbt_has("claim_prio", s->claim_prio,
+            "ORDER BY priority DESC, available_at, created_at)");
+    sbt_has("claim_prio", s->claim_prio, "WITH (UPDLOCK, ROWLOCK, READPAST)");
+    sbt_has("claim_prio", s->claim_prio, "lock_id = $4 OUTPUT");
+    sbt_has("insert_ex1", s->insert_ex[0],
+            "attempts, priority) SELECT v.id, $1, v.payload");
+    sbt_has("insert_ex1", s->insert_ex[0], "($3, $4, $5, $6, $7, 0)");
+    sbt_has("insert_ex10", s->insert_ex[1], "($48, $49, $50, $51, $52, 9)");
+    sbt_has("insert_ex1", s->insert_ex[0],
+            "AS x (id, payload, headers, delay_ms, priority, ord)");
+    sbt_has("insert_ex1", s->insert_ex[0], "WHERE v.rn = 1 AND NOT EXISTS");
+    sbt_has("mark_prioritized", s->mark_prioritized,
+            "IF NOT EXISTS (SELECT 1 FROM t_queue_settings WHERE queue = $1");
+    sbt_has("mark_prioritized", s->mark_prioritized,
+            "MERGE t_queue_settings WITH (HOLDLOCK)");
+    sbt_has("settings_pause", s->settings_pause,
+            "WHEN MATCHED THEN UPDATE SET paused = x.paused");
+    sbt_has("upgrade", s->upgrade,
+            "DROP INDEX t_messages_ready_idx ON t_messages");
+    sb__transport_sql_free(s);
+}
+
 /* Every comparison of queue with a value carries the padding sentinel
  * after the plain (index-seeking) one. */
 static void test_queue_sentinel_everywhere(void **state)
 {
     (void)state;
     sb_transport_sql *s = build();
-    named all[40];
+    named all[64];
     size_t n = all_of(s, all);
     for (size_t i = 0; i < n; i++) {
         const char *p = all[i].sql;
@@ -214,7 +257,7 @@ static void test_schema_and_locks(void **state)
     sbt_has("index_ddl", s->index_ddl, "SET LOCK_TIMEOUT 10000;");
     sbt_has("index_ddl", s->index_ddl, "SCHEMA_NAME() + N'.t_messages'");
     sbt_has("index_ddl", s->index_ddl,
-            "ON t_messages (queue, available_at, created_at)");
+            "ON t_messages (queue, priority DESC, available_at, created_at)");
     sbt_has("index_ddl", s->index_ddl, "ON t_messages (created_at)");
     sbt_has("index_ddl", s->index_ddl,
             "BEGIN CATCH\nSET LOCK_TIMEOUT -1;\nTHROW;");
@@ -222,7 +265,7 @@ static void test_schema_and_locks(void **state)
     sbt_applock_checked("index_ddl", s->index_ddl);
     /* The script for DBAs: tables and indexes, no locks. */
     sbt_lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
-    sbt_has("schema", sb__sql_mssql_schema, "{p}messages_ready_idx");
+    sbt_has("schema", sb__sql_mssql_schema, "{p}messages_claim_idx");
     sb__transport_sql_free(s);
 }
 
@@ -231,7 +274,7 @@ static void test_no_foreign_dialect(void **state)
 {
     (void)state;
     sb_transport_sql *s = build();
-    named all[40];
+    named all[64];
     size_t n = all_of(s, all);
     static const char *const bad[] = {
         "::",      "now()",         " LIMIT ",     "RETURNING", "ON CONFLICT",
@@ -422,7 +465,7 @@ static void test_lock_timeout_reset(void **state)
                         "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; "
                         "SET LOCK_TIMEOUT -1");
     sb_transport_sql *s = build();
-    named all[40];
+    named all[64];
     size_t n = all_of(s, all);
     for (size_t i = 0; i < n; i++) {
         size_t set = sbt_count(all[i].sql, "SET LOCK_TIMEOUT ");
@@ -440,6 +483,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_shape),
+        cmocka_unit_test(test_priority_shape),
         cmocka_unit_test(test_queue_sentinel_everywhere),
         cmocka_unit_test(test_fences_count_by_rowcount),
         cmocka_unit_test(test_publish_insert_if_absent),
