@@ -321,6 +321,28 @@ SB_API int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
 SB_API int sb_publish(sb_bus *bus, sb_tx *tx, const char *queue,
                       const sb_outgoing *msg, char id_out[37], sb_error *err);
 
+/* A message with the options of the queue features (docs/transport.md,
+ * "Queue features"). `size` is sizeof(sb_outgoing_ex) of the caller's
+ * build and the stride of an array of them: members added later are read
+ * only when `size` covers them. */
+#define SB_PRIORITY_MIN (-32768)
+#define SB_PRIORITY_MAX 32767
+typedef struct sb_outgoing_ex {
+    size_t size;
+    sb_outgoing msg; /* id, payload, headers, delay, as for sb_publish */
+    int priority;    /* T34: claimed highest first within a queue;
+                        -32768 to 32767, default 0 */
+} sb_outgoing_ex;
+
+/* sb_publish_batch for messages with options: the same rules (T9-T12),
+ * all or nothing. A message with a priority other than 0 marks the queue
+ * prioritized in the same transaction (T34). Result codes as
+ * sb_publish_batch; SB_INVALID names `msgs[i].size` or the option and its
+ * limit. Everything is borrowed. Thread-safe. */
+SB_API int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
+                         const sb_outgoing_ex *msgs, size_t n,
+                         char (*ids_out)[37], sb_error *err);
+
 /* ------------------------------------------------------------------------
  * Claim and settle (rules T14-T22)
  * ---------------------------------------------------------------------- */
@@ -448,12 +470,28 @@ typedef struct sb_queue_stats {
     int64_t in_flight;
     int64_t dead_lettered; /* rows in the DLQ whose sb-failed-queue is this */
     int64_t oldest_ready_age_ms; /* -1 when nothing is ready */
+    /* The queue's settings (T34, T35): 0 where it has none. */
+    int paused;      /* claims stopped (sb_queue_pause) */
+    int prioritized; /* some message had a priority other than 0 */
 } sb_queue_stats;
 
-/* List every queue. `*out` is a transferred list ("Lists" above: free
- * with sb_free). */
+/* List every queue: those with rows, and those with settings (a paused
+ * queue with no messages too). `*out` is a transferred list ("Lists"
+ * above: free with sb_free). */
 SB_API int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
                          sb_error *err);
+
+/* Pause a queue (T35): every worker of it, in any process, stops claiming
+ * within SB_SETTINGS_REFRESH_MS; messages it holds run and settle;
+ * publishes are still accepted; sb_claim returns nothing. Idempotent.
+ * SB_INVALID (queue), transient and backend codes. Thread-safe. */
+SB_API int sb_queue_pause(sb_bus *bus, const char *queue, sb_error *err);
+/* Resume a paused queue (T35): claims start again within
+ * SB_SETTINGS_REFRESH_MS. Resuming a queue that is not paused changes
+ * nothing. */
+SB_API int sb_queue_resume(sb_bus *bus, const char *queue, sb_error *err);
+/* How often a worker reads its queue's settings (pause, priorities). */
+#define SB_SETTINGS_REFRESH_MS 1000
 
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
  * Other processes on the same database count their own: these are not

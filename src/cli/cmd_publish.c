@@ -18,6 +18,7 @@ typedef struct pub_opts {
     const char *queue;
     const char *id;
     int64_t delay_ms;
+    int64_t priority;
     int lines;
     int json;
     const char *file;
@@ -28,6 +29,7 @@ enum {
     OPT_QUEUE = CLI_OPT_FIRST_LOCAL,
     OPT_ID,
     OPT_DELAY,
+    OPT_PRIORITY,
     OPT_HEADER,
     OPT_LINES,
     OPT_JSON
@@ -39,6 +41,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         {"queue", required_argument, NULL, OPT_QUEUE},
         {"id", required_argument, NULL, OPT_ID},
         {"delay", required_argument, NULL, OPT_DELAY},
+        {"priority", required_argument, NULL, OPT_PRIORITY},
         {"header", required_argument, NULL, OPT_HEADER},
         {"lines", no_argument, NULL, OPT_LINES},
         {"json", no_argument, NULL, OPT_JSON},
@@ -62,6 +65,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         case OPT_DELAY:
             rc = cli_parse_duration(ctx, "--delay", optarg, 0,
                                     3650LL * 86400000, &o->delay_ms);
+            break;
+        case OPT_PRIORITY:
+            rc = cli_parse_int(ctx, "--priority", optarg, SB_PRIORITY_MIN,
+                               SB_PRIORITY_MAX, &o->priority);
             break;
         case OPT_HEADER:
             rc = cli_header_flag_add(ctx, &o->headers, optarg,
@@ -153,15 +160,17 @@ static int publish_one(sb_bus *bus, const pub_opts *o, const char *headers,
         sb__buf_free(&body);
         return rc;
     }
-    sb_outgoing m = {.id = o->id,
-                     .payload = body.data,
-                     .payload_len = body.len,
-                     .headers_json = headers,
-                     .delay_ms = o->delay_ms};
+    sb_outgoing_ex m = {.size = sizeof m,
+                        .msg = {.id = o->id,
+                                .payload = body.data,
+                                .payload_len = body.len,
+                                .headers_json = headers,
+                                .delay_ms = o->delay_ms},
+                        .priority = (int)o->priority};
     char id[1][37];
     sb_error err;
     sb_error_clear(&err);
-    int src = sb_publish(bus, NULL, o->queue, &m, id[0], &err);
+    int src = sb_publish_ex(bus, NULL, o->queue, &m, 1, id, &err);
     sb__buf_free(&body);
     if (src != SB_OK)
         return cli_report(src, &err);
@@ -175,7 +184,7 @@ typedef struct batch {
     size_t off[BATCH_MAX];
     size_t len[BATCH_MAX];
     size_t n;
-    sb_outgoing msgs[BATCH_MAX];
+    sb_outgoing_ex msgs[BATCH_MAX];
     char ids[BATCH_MAX][37];
 } batch;
 
@@ -187,13 +196,15 @@ static int flush(sb_bus *bus, const pub_opts *o, const char *headers, batch *b,
     /* data is NULL when every line so far was empty */
     const char *base = b->bytes.data != NULL ? b->bytes.data : "";
     for (size_t i = 0; i < b->n; i++)
-        b->msgs[i] = (sb_outgoing){.payload = base + b->off[i],
-                                   .payload_len = b->len[i],
-                                   .headers_json = headers,
-                                   .delay_ms = o->delay_ms};
+        b->msgs[i] = (sb_outgoing_ex){.size = sizeof b->msgs[i],
+                                      .msg = {.payload = base + b->off[i],
+                                              .payload_len = b->len[i],
+                                              .headers_json = headers,
+                                              .delay_ms = o->delay_ms},
+                                      .priority = (int)o->priority};
     sb_error err;
     sb_error_clear(&err);
-    int rc = sb_publish_batch(bus, NULL, o->queue, b->msgs, b->n, b->ids, &err);
+    int rc = sb_publish_ex(bus, NULL, o->queue, b->msgs, b->n, b->ids, &err);
     if (rc != SB_OK)
         return cli_report(rc, &err);
     print_ids(o, b->ids, b->n, printed);

@@ -1,4 +1,5 @@
-/* cmd_queues.c - `sqlbus queues`: every queue with its counts (T31). */
+/* cmd_queues.c - `sqlbus queues`: every queue with its counts (T31);
+ * `queues pause|resume QUEUE` (T35). */
 #include "cli.h"
 
 #include <string.h>
@@ -16,20 +17,23 @@ static void print_json(sb_queue_stats *const *q, size_t n)
                (long long)q[i]->ready, (long long)q[i]->delayed,
                (long long)q[i]->in_flight, (long long)q[i]->dead_lettered);
         if (q[i]->oldest_ready_age_ms < 0)
-            fputs("null}", stdout);
+            fputs("null", stdout);
         else
-            printf("%lld}", (long long)q[i]->oldest_ready_age_ms);
+            printf("%lld", (long long)q[i]->oldest_ready_age_ms);
+        printf(", \"paused\": %s, \"prioritized\": %s}",
+               q[i]->paused ? "true" : "false",
+               q[i]->prioritized ? "true" : "false");
     }
     fputs(n == 0 ? "]\n" : "\n]\n", stdout);
 }
 
 static int print_table(sb_queue_stats *const *q, size_t n)
 {
-    static const char *const head[] = {"QUEUE",         "READY",
-                                       "DELAYED",       "IN-FLIGHT",
-                                       "DEAD-LETTERED", "OLDEST-READY"};
+    static const char *const head[] = {
+        "QUEUE",         "READY",        "DELAYED", "IN-FLIGHT",
+        "DEAD-LETTERED", "OLDEST-READY", "STATE"};
     cli_table t;
-    cli_table_init(&t, 6, head, 0x3e); /* numbers right-aligned */
+    cli_table_init(&t, 7, head, 0x3e); /* numbers right-aligned */
     for (size_t i = 0; i < n; i++) {
         char ready[24], delayed[24], inflight[24], dead[24], age[32];
         snprintf(ready, sizeof ready, "%lld", (long long)q[i]->ready);
@@ -37,7 +41,13 @@ static int print_table(sb_queue_stats *const *q, size_t n)
         snprintf(inflight, sizeof inflight, "%lld", (long long)q[i]->in_flight);
         snprintf(dead, sizeof dead, "%lld", (long long)q[i]->dead_lettered);
         cli_format_age(age, sizeof age, q[i]->oldest_ready_age_ms);
-        const char *row[] = {q[i]->queue, ready, delayed, inflight, dead, age};
+        const char *row[] = {q[i]->queue,
+                             ready,
+                             delayed,
+                             inflight,
+                             dead,
+                             age,
+                             q[i]->paused ? "paused" : "active"};
         cli_table_add(&t, row);
     }
     int rc = cli_table_print(&t, stdout);
@@ -45,9 +55,55 @@ static int print_table(sb_queue_stats *const *q, size_t n)
     return rc;
 }
 
+/* `sqlbus queues pause|resume QUEUE` (T35), argv[0] the verb. */
+static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
+{
+    static const struct option longopts[] = {CLI_GLOBAL_LONGOPTS,
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        if (c == 'h') {
+            fputs(cli_usage_queues, stdout);
+            return CLI_OK;
+        }
+        return cli_bad_option(ctx, c, argv);
+    }
+    if (optind >= argc)
+        return cli_usage_error(ctx, "queues %s needs the QUEUE to %s", argv[0],
+                               argv[0]);
+    const char *queue = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
+    int rc = cli_check_queue(ctx, "QUEUE", queue);
+    if (rc != CLI_OK)
+        return rc;
+    sb_bus *bus = NULL;
+    rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = pause ? sb_queue_pause(bus, queue, &err)
+                    : sb_queue_resume(bus, queue, &err);
+    if (src != SB_OK)
+        rc = cli_report(src, &err);
+    else
+        printf("queue %s %s\n", queue, pause ? "paused" : "resumed");
+    sb_close(bus);
+    return rc;
+}
+
 /* `sqlbus queues [--json]` (T31): returns an exit code. */
 int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
 {
+    if (argc > 1 &&
+        (strcmp(argv[1], "pause") == 0 || strcmp(argv[1], "resume") == 0))
+        return set_paused(ctx, argc - 1, argv + 1, argv[1][0] == 'p');
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
         CLI_GLOBAL_LONGOPTS,

@@ -33,6 +33,8 @@ const char cli_usage_publish[] =
     "                   again changes nothing (default: a new UUIDv7)\n"
     "  --delay D        not deliverable before D from now (e.g. 10s, 5m;\n"
     "                   default 0)\n"
+    "  --priority N     claimed before lower priorities of the queue,\n"
+    "                   -32768..32767 (default 0)\n"
     "  --header K=V     add a header; repeat for more\n"
     "  --lines          one message per line (newline removed), committed\n"
     "                   in batches of 1000\n"
@@ -81,9 +83,15 @@ const char cli_usage_work[] =
 
 const char cli_usage_queues[] =
     "Usage: sqlbus queues [--json]\n"
+    "       sqlbus queues pause QUEUE\n"
+    "       sqlbus queues resume QUEUE\n"
     "\n"
-    "List every queue: ready, delayed, in-flight and dead-lettered counts\n"
-    "and the age of the oldest ready message.\n"
+    "List every queue: ready, delayed, in-flight and dead-lettered counts,\n"
+    "the age of the oldest ready message and whether it is paused.\n"
+    "\n"
+    "pause stops every worker of QUEUE, on any host, from claiming within\n"
+    "a second; messages being handled finish; publishes are still\n"
+    "accepted. resume lets them claim again.\n"
     "\n"
     "  --json           print a JSON array of objects\n"
     "\n" GLOBALS;

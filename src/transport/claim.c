@@ -3,14 +3,57 @@
  * consumer's claims start that scan at its cursor (sb__claim_next_on). */
 #include "transport/transport.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+typedef struct by_priority {
+    int64_t priority, created_at;
+    size_t row;
+} by_priority;
+
+static int priority_first(const void *a, const void *b)
+{
+    const by_priority *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    if (x->created_at != y->created_at)
+        return x->created_at < y->created_at ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* A prioritized claim's rows (a ninth column: the priority) in the order
+ * they were claimed in: highest priority first, then oldest. RETURNING
+ * promises no order. SB_NOMEM. */
+static int sort_claimed(sb_msg **arr, const sb_rows *rows)
+{
+    by_priority *k = sb__calloc(rows->nrows, sizeof *k);
+    sb_msg **tmp = sb__calloc(rows->nrows, sizeof *tmp);
+    if (k == NULL || tmp == NULL) {
+        sb__free(k);
+        sb__free(tmp);
+        return SB_NOMEM;
+    }
+    for (size_t r = 0; r < rows->nrows; r++) {
+        k[r].priority = sb__rows_int(rows, r, 8);
+        k[r].created_at = sb__rows_int(rows, r, 5);
+        k[r].row = r;
+        tmp[r] = arr[r];
+    }
+    qsort(k, rows->nrows, sizeof *k, priority_first);
+    for (size_t r = 0; r < rows->nrows; r++)
+        arr[r] = tmp[k[r].row];
+    sb__free(k);
+    sb__free(tmp);
+    return SB_OK;
+}
 
 /* Append the claimed rows to *out; the newest available_at among them
  * goes to *newest_us when the statement returns it (the PostgreSQL
- * forms' eighth column). */
+ * forms' eighth column); a prioritized claim's are sorted. */
 static int take_rows(const sb_rows *rows, int64_t *newest_us, sb_msg ***out,
                      size_t *n_out, sb_error *err)
 {
+    size_t first = *n_out;
     if (rows->nrows == 0)
         return SB_OK;
     sb_msg **arr = sb__realloc(*out, (*n_out + rows->nrows) * sizeof *arr);
@@ -30,15 +73,18 @@ static int take_rows(const sb_rows *rows, int64_t *newest_us, sb_msg ***out,
                 *newest_us = at;
         }
     }
+    if (rc == SB_OK && rows->ncols > 8 && *n_out - first == rows->nrows &&
+        sort_claimed(*out + first, rows) != SB_OK)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     return rc;
 }
 
 /* A claim statement's parameters; `from_us` >= 0 selects the bounded
  * form (which only claims: no consumer through a cursor deletes as it
- * claims). */
+ * claims); `prio` the prioritized one (T34: unbounded, never deleting). */
 static void claim_params(sb_bus *bus, const char *queue, int max,
                          int64_t lease_ms, int delete_now, int64_t from_us,
-                         sb_claim_call *cc, sb_call *call)
+                         int prio, sb_claim_call *cc, sb_call *call)
 {
     sb__uuid7_at(cc->lock_id, sb__wall_us() / 1000);
     cc->p[0] = sb__v_text(queue);
@@ -50,20 +96,25 @@ static void claim_params(sb_bus *bus, const char *queue, int max,
     cc->rows = NULL;
     cc->t0 = sb__mono_us();
     const char *sql = delete_now ? bus->sql->claim_delete : bus->sql->claim;
-    if (from_us >= 0)
+    if (prio) {
+        sql = bus->sql->claim_prio;
+        from_us = -1;
+    } else if (from_us >= 0) {
         sql = bus->sql->claim_from;
+    }
     *call = (sb_call){sql, cc->p, from_us >= 0 ? 6 : 5, &cc->rows, NULL};
 }
 
 /* One claim statement, run at once. */
 static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
                      int64_t lease_ms, int delete_now, int64_t from_us,
-                     int64_t *newest_us, sb_msg ***out, size_t *n_out,
+                     int prio, int64_t *newest_us, sb_msg ***out, size_t *n_out,
                      sb_error *err)
 {
     sb_claim_call cc;
     sb_call call;
-    claim_params(bus, queue, max, lease_ms, delete_now, from_us, &cc, &call);
+    claim_params(bus, queue, max, lease_ms, delete_now, from_us, prio, &cc,
+                 &call);
     int rc =
         sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL, err);
     sb__count_claim(bus, cc.t0, rc);
@@ -78,8 +129,8 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
                  sb_error *err)
 {
     int64_t newest = 0;
-    return claim_run(bus, c, queue, max, lease_ms, delete_now, -1, &newest, out,
-                     n_out, err);
+    return claim_run(bus, c, queue, max, lease_ms, delete_now, -1, 0, &newest,
+                     out, n_out, err);
 }
 
 /* Why a cursor: an ack deletes its row and a claim updates it, and while
@@ -100,8 +151,8 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
 /* Whether the cursor's next claim may start at its bound. */
 static int use_bound(const sb_bus *bus, const sb_claim_cursor *cur, int64_t now)
 {
-    return bus->sql->claim_from != NULL && cur->floor_us > 0 &&
-           now - cur->full_at_us < SB_CLAIM_FULL_EVERY_US;
+    return bus->sql->claim_from != NULL && !cur->prioritized &&
+           cur->floor_us > 0 && now - cur->full_at_us < SB_CLAIM_FULL_EVERY_US;
 }
 
 /* After an empty bounded claim: an idle consumer looks below the bound
@@ -146,8 +197,8 @@ static int claim_full(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
     int64_t now = sb__mono_us();
     size_t before = *n_out;
     cur->full_at_us = now;
-    int rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, &cur->floor_us, out,
-                       n_out, err);
+    int rc = claim_run(bus, c, queue, max, lease_ms, 0, -1, cur->prioritized,
+                       &cur->floor_us, out, n_out, err);
     return full_done(bus, c, cur, queue, pending, *n_out - before, now, rc,
                      err);
 }
@@ -161,7 +212,7 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
         size_t before = *n_out;
         int64_t from = cur->floor_us - SB_CLAIM_SLACK_US;
         int rc = claim_run(bus, c, queue, max, lease_ms, 0, from > 0 ? from : 0,
-                           &cur->floor_us, out, n_out, err);
+                           0, &cur->floor_us, out, n_out, err);
         if (rc != SB_OK || *n_out > before ||
             !full_after_empty(cur, pending, now))
             return rc;
@@ -180,7 +231,8 @@ void sb__claim_prepare(sb_bus *bus, sb_claim_cursor *cur, const char *queue,
     if (cc->full)
         cur->full_at_us = now;
     claim_params(bus, queue, max, lease_ms, 0,
-                 cc->full ? -1 : (from > 0 ? from : 0), cc, call);
+                 cc->full ? -1 : (from > 0 ? from : 0), cur->prioritized, cc,
+                 call);
 }
 
 int sb__claim_finish(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
@@ -221,8 +273,14 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_msg_free_array(x->msgs, x->n);
     x->msgs = NULL;
     x->n = 0;
-    return sb__claim_on(x->bus, c, x->queue, x->max, x->lease_ms, 0, &x->msgs,
-                        &x->n, err);
+    /* The queue's settings as this transaction sees them (T34, T35). */
+    sb_settings st;
+    int rc = sb__settings_get_on(x->bus, c, x->queue, &st, err);
+    if (rc != SB_OK || st.paused)
+        return rc;
+    int64_t newest = 0;
+    return claim_run(x->bus, c, x->queue, x->max, x->lease_ms, 0, -1,
+                     st.prioritized, &newest, &x->msgs, &x->n, err);
 }
 
 int sb_claim(sb_bus *bus, const char *queue, int max, int64_t lease_ms,

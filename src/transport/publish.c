@@ -3,6 +3,7 @@
  * input never leaves a partial batch. */
 #include "transport/transport.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,19 +58,26 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
 
 /* `self_woken`: the caller wakes this bus's workers itself after the
  * commit, so the NOTIFY names this bus as its origin and their listeners
- * skip it. `commit`: the transaction is this publish's own. */
+ * skip it. `commit`: the transaction is this publish's own. `prio`: each
+ * message's priority (T34), or NULL when every one is 0. */
 static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
-                     const sb_outgoing *msgs, size_t n, char (*ids)[37],
-                     int *any_immediate, int self_woken, int commit,
-                     sb_error *err)
+                     const sb_outgoing *msgs, const int *prio, size_t n,
+                     char (*ids)[37], int *any_immediate, int self_woken,
+                     int commit, sb_error *err)
 {
     /* insert[] holds 1-, 10- and 100-row statements; use the largest that
      * fits, so at most 9 + 9 small statements follow the 100-row ones. */
     static const size_t chunk[3] = {100, 10, 1};
-    sb_value stack_params[2 + 4 * 100];
+    const size_t width = prio != NULL ? 5 : 4;
+    sb_value stack_params[2 + 5 * 100];
     const int64_t now_us = sb__bus_now_us(bus);
     size_t done = 0;
     int rc = SB_OK;
+    /* The queue is flagged prioritized in the publish's transaction, so
+     * no claim that sees the rows orders them by time alone. */
+    sb_value mp[2] = {sb__v_text(queue), sb__v_int(now_us)};
+    if (prio != NULL)
+        rc = sb__query(c, bus->sql->mark_prioritized, mp, 2, NULL, NULL, err);
     while (rc == SB_OK && done < n) {
         /* Up to PUBLISH_PIPE chunks, the last group with the wake-up and
          * the commit, each group one round trip on PostgreSQL. */
@@ -80,7 +88,7 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
             while (n - at < chunk[k])
                 k++;
             kind[nch++] = k;
-            nvals += 2 + 4 * chunk[k];
+            nvals += 2 + width * chunk[k];
             at += chunk[k];
         }
         sb_value *params = stack_params;
@@ -94,8 +102,9 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
         size_t row = done;
         for (size_t i = 0; i < nch; i++) {
             size_t rows = chunk[kind[i]];
-            calls[i] = (sb_call){bus->sql->insert[2 - kind[i]], p, 2 + 4 * rows,
-                                 NULL, NULL};
+            const char *sql = prio != NULL ? bus->sql->insert_ex[2 - kind[i]]
+                                           : bus->sql->insert[2 - kind[i]];
+            calls[i] = (sb_call){sql, p, 2 + width * rows, NULL, NULL};
             *p++ = sb__v_text(queue);
             *p++ = sb__v_int(now_us);
             for (size_t j = 0; j < rows; j++, row++) {
@@ -104,6 +113,8 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
                 *p++ = sb__v_blob(m->payload ? m->payload : "", m->payload_len);
                 *p++ = sb__v_text(m->headers_json ? m->headers_json : "{}");
                 *p++ = sb__v_int(m->delay_ms);
+                if (prio != NULL)
+                    *p++ = sb__v_int(prio[row]);
                 if (m->delay_ms == 0)
                     *any_immediate = 1;
             }
@@ -143,13 +154,14 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
 {
     return sb__count(
         bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
-        insert_on(bus, c, queue, msgs, n, ids, any_immediate, 0, 0, err));
+        insert_on(bus, c, queue, msgs, NULL, n, ids, any_immediate, 0, 0, err));
 }
 
 typedef struct publish_ctx {
     sb_bus *bus;
     const char *queue;
     const sb_outgoing *msgs;
+    const int *prio;
     size_t n;
     char (*ids)[37];
     int any_immediate;
@@ -160,7 +172,7 @@ static int publish_tx(sb_conn *c, void *vctx, sb_error *err)
     publish_ctx *x = vctx;
     x->any_immediate = 0;
     /* Its own transaction: the last statements carry the commit. */
-    return insert_on(x->bus, c, x->queue, x->msgs, x->n, x->ids,
+    return insert_on(x->bus, c, x->queue, x->msgs, x->prio, x->n, x->ids,
                      &x->any_immediate, 1, 1, err);
 }
 
@@ -179,18 +191,16 @@ static void tx_note_queue(sb_tx *tx, const char *queue)
     tx->wake_all = 1;
 }
 
-int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
-                     const sb_outgoing *msgs, size_t n, char (*ids_out)[37],
-                     sb_error *err)
+/* The checks every publish makes before it looks at a message. */
+static int check_call(sb_bus *bus, sb_tx *tx, const char *queue,
+                      const void *msgs, size_t n, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
     int rc = sb_validate_queue_name(queue, err);
-    if (rc != SB_OK)
+    if (rc != SB_OK || n == 0)
         return rc;
-    if (n == 0)
-        return SB_OK;
     if (msgs == NULL)
         return sb__err(err, SB_INVALID, "msgs", "msgs must not be NULL");
     if (n > MAX_BATCH)
@@ -200,6 +210,15 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
     if (tx != NULL && tx->bus != bus)
         return sb__err(err, SB_MISUSE, "tx",
                        "the transaction belongs to another bus");
+    return SB_OK;
+}
+
+/* After check_call: `n` >= 1 messages, `prio` NULL or one per message. */
+static int publish_all(sb_bus *bus, sb_tx *tx, const char *queue,
+                       const sb_outgoing *msgs, const int *prio, size_t n,
+                       char (*ids_out)[37], sb_error *err)
+{
+    int rc = SB_OK;
     char(*ids)[37] = ids_out;
     if (ids == NULL) {
         ids = sb__calloc(n, sizeof *ids);
@@ -212,13 +231,13 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
         rc = sb__bus_ensure_schema(bus, err);
     if (rc == SB_OK && tx != NULL) {
         int immediate = 0;
-        rc = insert_on(bus, tx->conn, queue, msgs, n, ids, &immediate, 1, 0,
-                       err);
+        rc = insert_on(bus, tx->conn, queue, msgs, prio, n, ids, &immediate, 1,
+                       0, err);
         rc = sb__count_tx(tx, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
         if (rc == SB_OK && immediate)
             tx_note_queue(tx, queue);
     } else if (rc == SB_OK) {
-        publish_ctx x = {bus, queue, msgs, n, ids, 0};
+        publish_ctx x = {bus, queue, msgs, prio, n, ids, 0};
         rc = sb__db_run_tx(bus->pool, NULL, publish_tx, &x, err);
         rc = sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
         if (rc == SB_OK && x.any_immediate)
@@ -226,6 +245,68 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
     }
     if (ids != ids_out)
         sb__free(ids);
+    return rc;
+}
+
+int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
+                     const sb_outgoing *msgs, size_t n, char (*ids_out)[37],
+                     sb_error *err)
+{
+    int rc = check_call(bus, tx, queue, msgs, n, err);
+    if (rc != SB_OK || n == 0)
+        return rc;
+    return publish_all(bus, tx, queue, msgs, NULL, n, ids_out, err);
+}
+
+/* The smallest sb_outgoing_ex a caller may pass: through `priority`. */
+#define EX_MIN_SIZE (offsetof(sb_outgoing_ex, priority) + sizeof(int))
+
+int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
+                  const sb_outgoing_ex *msgs, size_t n, char (*ids_out)[37],
+                  sb_error *err)
+{
+    int rc = check_call(bus, tx, queue, msgs, n, err);
+    if (rc != SB_OK || n == 0)
+        return rc;
+    size_t stride = msgs[0].size;
+    if (stride < EX_MIN_SIZE || stride > 4096)
+        return sb__err(err, SB_INVALID, "msgs[0].size",
+                       "size must be sizeof(sb_outgoing_ex) (%zu to 4096; "
+                       "got %zu)",
+                       EX_MIN_SIZE, stride);
+    sb_outgoing *plain = sb__calloc(n, sizeof *plain);
+    int *prio = sb__calloc(n, sizeof *prio);
+    if (plain == NULL || prio == NULL)
+        rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+    int any = 0;
+    char field[64];
+    for (size_t i = 0; rc == SB_OK && i < n; i++) {
+        const sb_outgoing_ex *m =
+            (const sb_outgoing_ex *)(const void *)((const char *)msgs +
+                                                   i * stride);
+        if (m->size != stride) {
+            snprintf(field, sizeof field, "msgs[%zu].size", i);
+            rc = sb__err(err, SB_INVALID, field,
+                         "every message of a batch has the same size (%zu; "
+                         "got %zu)",
+                         stride, m->size);
+            break;
+        }
+        plain[i] = m->msg;
+        prio[i] = m->priority;
+        if (prio[i] < SB_PRIORITY_MIN || prio[i] > SB_PRIORITY_MAX) {
+            snprintf(field, sizeof field, "msgs[%zu].priority", i);
+            rc = sb__err(err, SB_INVALID, field,
+                         "priority must be %d to %d (got %d)", SB_PRIORITY_MIN,
+                         SB_PRIORITY_MAX, prio[i]);
+        }
+        any = any || prio[i] != 0;
+    }
+    if (rc == SB_OK)
+        rc = publish_all(bus, tx, queue, plain, any ? prio : NULL, n, ids_out,
+                         err);
+    sb__free(plain);
+    sb__free(prio);
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * (T31), and the "anything left?" probe of `work --once`. */
 #include "transport/transport.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int sb__pending_on(sb_bus *bus, sb_conn *c, const char *queue, int *pending,
@@ -33,6 +34,31 @@ static sb_queue_stats *find_or_add(sb_queue_stats **arr, size_t *n,
     return s;
 }
 
+static int by_queue(const void *a, const void *b)
+{
+    return strcmp(((const sb_queue_stats *)a)->queue,
+                  ((const sb_queue_stats *)b)->queue);
+}
+
+typedef struct list_acc {
+    sb_queue_stats *arr;
+    size_t n;
+} list_acc;
+
+/* A queue's settings into its entry (T34, T35): a paused queue without
+ * messages is listed too. */
+static int add_settings(const char *queue, const sb_settings *st, void *user,
+                        sb_error *err)
+{
+    list_acc *a = user;
+    sb_queue_stats *s = find_or_add(&a->arr, &a->n, queue);
+    if (s == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    s->paused = st->paused;
+    s->prioritized = st->prioritized;
+    return SB_OK;
+}
+
 int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
                   sb_error *err)
 {
@@ -54,9 +80,12 @@ int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
     rc = sb__query(c, bus->sql->stats, &now, 1, &rows, NULL, err);
     if (rc == SB_OK)
         rc = sb__query(c, bus->sql->dlq_stats, &dlq, 1, &dead, NULL, err);
+    list_acc acc = {NULL, 0};
+    if (rc == SB_OK)
+        rc = sb__settings_list_on(bus, c, add_settings, &acc, err);
     sb__pool_release(bus->pool, c);
-    sb_queue_stats *arr = NULL;
-    size_t n = 0;
+    sb_queue_stats *arr = acc.arr;
+    size_t n = acc.n;
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         sb_queue_stats *s = find_or_add(&arr, &n, sb__rows_text(rows, r, 0));
         if (s == NULL) {
@@ -81,6 +110,8 @@ int sb_queue_list(sb_bus *bus, sb_queue_stats ***out, size_t *n_out,
     }
     sb__rows_free(rows);
     sb__rows_free(dead);
+    if (n > 1)
+        qsort(arr, n, sizeof *arr, by_queue);
     sb_queue_stats **list = NULL;
     if (rc == SB_OK && n > 0) {
         SB__LIST_NEW(list, n);

@@ -26,25 +26,24 @@
  * row instead of walking every message in flight. */
 #define CLAIMABLE_AS(prio, order)                                              \
     "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "           \
-    "attempts, locked_until, lock_id, created_at, available_at, queue FROM "   \
-    "{p}messages WITH (UPDLOCK, ROWLOCK, READPAST) WHERE " SAME_QUEUE(         \
-        "queue", "$1") " AND " prio READY " ORDER BY " order ") "
+    "attempts, locked_until, lock_id, created_at, available_at, queue, "       \
+    "priority FROM {p}messages WITH (UPDLOCK, ROWLOCK, READPAST) "             \
+    "WHERE " SAME_QUEUE("queue", "$1") " AND " prio READY " ORDER BY " order   \
+                                       ") "
 /* A queue without priorities claims priority 0 only: the claim index's
  * seek on (queue, priority); a prioritized queue orders by priority
  * first (T34). */
 #define CLAIMABLE CLAIMABLE_AS("priority = 0 AND ", "available_at, created_at")
-#define CLAIM_UPDATE                                                           \
-    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS(           \
-        "$3") ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT "       \
-                                                "inserted.id, "                \
-                                                "inserted.payload, "           \
-                                                "inserted.headers, "           \
-                                                "inserted.attempts, "          \
-                                                "inserted.lock_id, "           \
-                                                "inserted.created_at, "        \
-                                                "inserted.queue, "             \
-                                                "deleted.available_at INTO "   \
-                                                "@claimed; "
+/* The claim's update; `more` adds output columns (the prioritized
+ * claim's priority). */
+#define CLAIM_UPDATE_AS(more)                                                                             \
+    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS(                                      \
+        "$3") ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT inserted.id, "                     \
+                                                "inserted.payload, inserted.headers, inserted.attempts, " \
+                                                "inserted.lock_id, inserted.created_at, inserted.queue, " \
+                                                "deleted.available_at" more                               \
+                                                " INTO @claimed; "
+#define CLAIM_UPDATE CLAIM_UPDATE_AS("")
 #define CLAIMED_TABLE                                                          \
     "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "    \
     "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "          \
@@ -194,9 +193,20 @@ const sb_sql_templates sb__sql_mssql = {
         "v.rn = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH "
         "(UPDLOCK, HOLDLOCK) WHERE m.id = v.id)",
     .claim = CLAIMED_TABLE CLAIMABLE CLAIM_UPDATE CLAIMED_ROWS,
-    .claim_prio = CLAIMED_TABLE CLAIMABLE_AS(
-        "", "priority DESC, available_at, created_at")
-        CLAIM_UPDATE CLAIMED_ROWS,
+    /* The priority kept beside each claimed row and returned (a ninth
+     * column, as the other backends do), in the claim's order. */
+    .claim_prio =
+        "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "
+        "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "
+        "created_at datetime2, queue nvarchar(200), available_at datetime2, "
+        "priority int); " CLAIMABLE_AS("", "priority DESC, available_at, "
+                                           "created_at")
+            CLAIM_UPDATE_AS(
+                ", "
+                "deleted."
+                "priority") "SELECT id, payload, headers, attempts, lock_id, created_at, queue, "
+                            "available_at, priority FROM @claimed ORDER BY priority DESC, "
+                            "available_at, created_at",
     .claim_delete = CLAIMED_TABLE CLAIMABLE
     "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
     "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "

@@ -107,7 +107,10 @@ const sb_sql_templates sb__sql_postgres = {
      * first entry: the entries of rows deleted or claimed before it are
      * not walked (claim.c). */
     .claim_from = CLAIM_UPDATE(FROM_US),
-    .claim_prio = CLAIM_SET READY_AS("", "", BY_PRIORITY) CLAIM_RETURNING,
+    /* RETURNING gives no order: the priority comes back (a ninth column)
+     * for claim.c to sort by. */
+    .claim_prio =
+        CLAIM_SET READY_AS("", "", BY_PRIORITY) CLAIM_RETURNING ", m.priority",
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
     /* $2 maps each id to its lock id as a JSON object: a keyed lookup
      * per row (array_position per row was quadratic in the batch), and no

@@ -77,7 +77,10 @@ const sb_sql_templates sb__sql_sqlite = {
                       "created_at, available_at, attempts, priority) VALUES ",
     .insert_row_ex = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d)",
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
-    .claim_prio = CLAIM_SET READY("", BY_PRIORITY) CLAIM_RETURNING,
+    /* RETURNING gives no order: available_at and the priority come back
+     * (eighth and ninth columns) for claim.c to sort by. */
+    .claim_prio = CLAIM_SET READY("", BY_PRIORITY) CLAIM_RETURNING
+    ", available_at, priority",
     .claim_delete = "DELETE FROM {p}messages WHERE id IN (" READY(
         PLAIN,
         BY_TIME) ") "

@@ -234,6 +234,27 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    const sb_outgoing *msgs, size_t n, char (*ids)[37],
                    int *any_immediate, sb_error *err);
 
+/* A queue's settings (settings.c): all 0 when it has no row. */
+typedef struct sb_settings {
+    int found;       /* it has a row */
+    int paused;      /* T35 */
+    int prioritized; /* T34: claims order by priority */
+    int max_running, rate_limit;
+    int64_t rate_interval_ms, ttl_ms;
+} sb_settings;
+
+/* The settings of `queue`, on an open transaction or in one of their own.
+ * Transient and backend codes. */
+int sb__settings_get_on(sb_bus *bus, sb_conn *c, const char *queue,
+                        sb_settings *out, sb_error *err);
+int sb__settings_get(sb_bus *bus, const char *queue, sb_settings *out,
+                     sb_error *err);
+/* `fn` for every queue with settings, in queue order, until one fails. */
+typedef int (*sb_settings_fn)(const char *queue, const sb_settings *s,
+                              void *user, sb_error *err);
+int sb__settings_list_on(sb_bus *bus, sb_conn *c, sb_settings_fn fn, void *user,
+                         sb_error *err);
+
 /* Claim on an open transaction. Appends to *out (array grown as needed).
  * `delete_now` deletes the claimed rows in the same statement (the error
  * store's ingestion, whose transaction writes them elsewhere). */
@@ -245,6 +266,7 @@ int sb__claim_on(sb_bus *bus, sb_conn *c, const char *queue, int max,
  * it claimed (database clock, microseconds since the epoch; 0 = none
  * yet) and when it last scanned the queue from its first entry. */
 typedef struct sb_claim_cursor {
+    int prioritized; /* the queue's claims order by priority (T34) */
     int64_t floor_us;
     int64_t full_at_us;   /* sb__mono_us() of the last full scan */
     int64_t full_cost_us; /* how long it took */

@@ -103,6 +103,11 @@ struct sb_worker {
     sb_waker waker;
     atomic_llong acked, naked, dead, lost, handed_back;
     sb_count_slot *counts; /* the queue's in sb_bus_metrics */
+    /* The queue's settings (T34, T35), read every SB_SETTINGS_REFRESH_MS
+     * by one lane at a time; each lane copies `prioritized` into its own
+     * claim cursor before a cycle. */
+    int paused, prioritized, settings_reading, settings_read;
+    int64_t settings_next_us;
 };
 
 /* ---- helpers ---- */
@@ -782,6 +787,46 @@ static void pump_wait(sb_worker *w, int64_t until)
         sb__cond_wait_until(&w->pump_cv, &w->mu, until);
 }
 
+/* Read the queue's settings (called with w->mu held; released during the
+ * read). A failed read keeps the settings known before (none, the first
+ * time: a worker whose settings cannot be read still works): the next
+ * cycle's database error, if any, is the one reported. No lane claims
+ * before the first read has ended. */
+static void refresh_settings(sb_worker *w)
+{
+    w->settings_reading = 1;
+    pthread_mutex_unlock(&w->mu);
+    sb_settings st;
+    sb_error err;
+    int rc = sb__settings_get(w->bus, w->queue, &st, &err);
+    pthread_mutex_lock(&w->mu);
+    w->settings_reading = 0;
+    w->settings_read = 1;
+    w->settings_next_us = sb__mono_us() + SB_SETTINGS_REFRESH_MS * 1000LL;
+    pthread_cond_broadcast(&w->pump_cv); /* the other lane waits for it */
+    if (rc != SB_OK) {
+        sb__log(&w->bus->log, SB_LOG_WARN, "worker",
+                "queue %s: reading its settings failed (%s)", w->queue,
+                err.message);
+        return;
+    }
+    if (w->paused && !st.paused)
+        w->next_poll_us = 0; /* resumed: claim at once */
+    w->paused = st.paused;
+    w->prioritized = st.prioritized;
+    /* Paused, a worker with nothing in hand has nothing it may run. */
+    if (w->paused && w->held == 0 && w->claiming == 0) {
+        w->idle = 1;
+        pthread_cond_broadcast(&w->idle_cv);
+    }
+}
+
+/* The queue's settings let this worker claim (T35). */
+static int may_claim(const sb_worker *w)
+{
+    return w->settings_read && !w->paused;
+}
+
 static void *pump_main(void *arg)
 {
     cycle *x = arg;
@@ -789,6 +834,11 @@ static void *pump_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         int64_t now = sb__mono_us();
+        if (!w->stopping && !w->settings_reading &&
+            now >= w->settings_next_us) {
+            refresh_settings(w);
+            continue;
+        }
         /* Early-ack: the drain's last quarter is kept for dead letters. */
         int64_t cut =
             w->stop_deadline_us - (w->early ? w->o.drain_timeout_ms * 250 : 0);
@@ -841,12 +891,16 @@ static void *pump_main(void *arg)
         int limit = held_limit(w);
         int settled = count_settled(w);
         int free_slots = limit - w->held - w->claiming + settled;
-        int want_claim = !w->stopping && free_slots > 0 &&
+        int want_claim = !w->stopping && may_claim(w) && free_slots > 0 &&
                          now >= w->next_poll_us && claim_worthwhile(w, limit);
         if (settled == 0 && x->n_renew == 0 && !want_claim && x->n_start == 0) {
             int64_t until = next_renew;
-            if (!w->stopping && free_slots > 0 && claim_worthwhile(w, limit) &&
-                w->next_poll_us < until)
+            /* While the other lane reads them, its broadcast wakes us. */
+            if (!w->stopping && !w->settings_reading &&
+                w->settings_next_us < until)
+                until = w->settings_next_us;
+            if (!w->stopping && may_claim(w) && free_slots > 0 &&
+                claim_worthwhile(w, limit) && w->next_poll_us < until)
                 until = w->next_poll_us;
             /* A deadline already past is waited for by signal, not by a
              * spin that would starve sb_worker_stop of the lock. */
@@ -870,12 +924,13 @@ static void *pump_main(void *arg)
             while (!w->stopping && !want_claim && sb__mono_us() < until) {
                 sb__cond_wait_until(&w->pump_cv, &w->mu, until);
                 free_slots = limit - w->held - w->claiming + count_settled(w);
-                want_claim = !w->stopping && free_slots > 0 &&
+                want_claim = !w->stopping && may_claim(w) && free_slots > 0 &&
                              sb__mono_us() >= w->next_poll_us &&
                              claim_worthwhile(w, limit);
             }
         }
         x->settle = take_settled(w);
+        x->cursor.prioritized = w->prioritized;
         x->claim_max = want_claim ? claim_size(w, limit, free_slots) : 0;
         w->claiming += x->claim_max;
         x->probe = want_claim && w->held == 0;

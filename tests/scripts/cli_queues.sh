@@ -43,10 +43,10 @@ ok "queues --json"
 
 # T31: the table has a header and one aligned row per queue.
 sb queues >"$tmp/q.txt"
-head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY$' ||
+head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY  *STATE$' ||
     fail "table header: $(head -n1 "$tmp/q.txt")"
-grep -Eq '^qa +2 +1 +0 +0 +[0-9]' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
-grep -Eq '^qb +0 +0 +0 +1 +-$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
+grep -Eq '^qa +2 +1 +0 +0 +[0-9][^ ]* +active$' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
+grep -Eq '^qb +0 +0 +0 +1 +- +active$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
 # Every row is as wide as the header up to the last column's start.
 col=$(head -n1 "$tmp/q.txt" | awk '{print index($0, "OLDEST-READY")}')
 awk -v c="$col" 'NR > 1 && substr($0, c - 2, 2) != "  " { exit 1 }' "$tmp/q.txt" ||
@@ -56,3 +56,57 @@ ok "queues table"
 kill -TERM "$pid"
 wait_exit "$pid" 30
 [ $wait_rc -eq 0 ] || fail "worker exited $wait_rc after SIGTERM"
+
+# T35: pause and resume. A paused queue is listed paused (an empty one
+# too), accepts publishes, and gives nothing to `work --once`, which exits
+# since nothing may run; resumed, the same command takes its messages.
+expect_exit 0 sb queues pause qa
+[ "$(cat "$tmp/out")" = "queue qa paused" ] || fail "pause said: $(cat "$tmp/out")"
+expect_exit 0 sb queues pause qempty
+jq -e '.[] | select(.queue == "qempty") | .paused == true and .ready == 0' \
+    <(sb queues --json) >/dev/null || fail "an empty paused queue is not listed"
+printf '4' | sb publish --queue qa >/dev/null
+sb queues >"$tmp/q.txt"
+grep -Eq '^qa +3 +1 +0 +0 +[0-9][^ ]* +paused$' "$tmp/q.txt" || fail "qa paused row: $(cat "$tmp/q.txt")"
+handler record 'cat >>"$SQLBUS_TEST_LOG"; echo >>"$SQLBUS_TEST_LOG"'
+export SQLBUS_TEST_LOG=$tmp/handled.log
+: >"$SQLBUS_TEST_LOG"
+expect_exit 0 timeout 60 "$SQLBUS" --prefix "$prefix" work --queue qa --once -- "$tmp/record"
+[ ! -s "$SQLBUS_TEST_LOG" ] || fail "a paused queue ran: $(cat "$SQLBUS_TEST_LOG")"
+jq -e '.[] | select(.queue == "qa") | .paused == true and .ready == 3' \
+    <(sb queues --json) >/dev/null || fail "qa after work on a paused queue: $(sb queues --json)"
+expect_exit 0 sb queues resume qa
+[ "$(cat "$tmp/out")" = "queue qa resumed" ] || fail "resume said: $(cat "$tmp/out")"
+expect_exit 0 timeout 60 "$SQLBUS" --prefix "$prefix" work --queue qa --once -- "$tmp/record"
+[ "$(grep -c . "$SQLBUS_TEST_LOG")" -eq 3 ] || fail "resumed: handled $(cat "$SQLBUS_TEST_LOG")"
+ok "queues pause / resume (T35)"
+
+# T35: bad input names the argument; nothing changes.
+expect_exit 2 sb queues pause
+expect_err "queues pause needs the QUEUE"
+expect_exit 2 sb queues resume qa qb
+expect_err 'unexpected argument "qb"'
+expect_exit 2 sb queues pause "$(printf 'a\tb')"
+expect_err "QUEUE"
+jq -e '[.[] | select(.paused)] | map(.queue) == ["qempty"]' <(sb queues --json) >/dev/null ||
+    fail "paused queues after bad input: $(sb queues --json)"
+ok "queues pause / resume input errors"
+
+# T34: publish --priority: one worker takes the highest first; the queue
+# is listed prioritized.
+printf 'low' | sb publish --queue qp --priority -5 >/dev/null
+printf 'mid' | sb publish --queue qp >/dev/null
+printf 'high' | sb publish --queue qp --priority 7 >/dev/null
+printf 'top\n' | sb publish --queue qp --priority 9 --lines >/dev/null
+printf 'top2' | sb publish --queue qp --priority 8 >/dev/null
+jq -e '.[] | select(.queue == "qp") | .prioritized == true' <(sb queues --json) >/dev/null ||
+    fail "qp not prioritized: $(sb queues --json)"
+: >"$SQLBUS_TEST_LOG"
+expect_exit 0 timeout 60 "$SQLBUS" --prefix "$prefix" work --queue qp --once --concurrency 1 -- "$tmp/record"
+[ "$(tr '\n' ' ' <"$SQLBUS_TEST_LOG")" = "top top2 high mid low " ] ||
+    fail "priority order: $(tr '\n' ' ' <"$SQLBUS_TEST_LOG")"
+expect_exit 2 sb publish --queue qp --priority 32768 /dev/null
+expect_err "--priority must be -32768..32767 (got 32768)"
+expect_exit 2 sb publish --queue qp --priority high /dev/null
+expect_err "--priority"
+ok "publish --priority (T34)"

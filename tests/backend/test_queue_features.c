@@ -1,0 +1,354 @@
+/*
+ * test_queue_features.c - the queue features of issue 21 on every
+ * backend (docs/transport.md, "Queue features"): priorities (T34) and
+ * pause/resume (T35). Each test names the rules it proves.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Publish one message with `priority`; its payload is `text`. */
+static void publish_prio(sb_bus *bus, const char *queue, const char *text,
+                         int priority)
+{
+    sb_outgoing_ex m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    m.msg.payload = text;
+    m.msg.payload_len = strlen(text);
+    m.priority = priority;
+    sb_error err;
+    sbt_ok(sb_publish_ex(bus, NULL, queue, &m, 1, NULL, &err), &err,
+           "publish_ex");
+}
+
+/* The payloads of up to `max` claimed messages, in claim order, joined by
+ * spaces into `out`; the messages are acked. */
+static void claim_order(sb_bus *bus, const char *queue, int max, char *out,
+                        size_t cap)
+{
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, queue, max, 30000, &got, &n, &err), &err, "claim");
+    size_t k = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *p = sb_msg_payload(got[i], &len);
+        k += (size_t)snprintf(out + k, cap - k, "%s%.*s", i ? " " : "",
+                              (int)len, p);
+        sbt_ok(sb_ack(bus, NULL, got[i], &err), &err, "ack");
+    }
+    sb_msg_free_array(got, n);
+}
+
+static const sb_queue_stats *find_queue(sb_queue_stats **s, size_t n,
+                                        const char *queue)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i]->queue, queue) == 0)
+            return s[i];
+    return NULL;
+}
+
+/* Whether `queue` is listed prioritized (-1: not listed). */
+static int listed_prioritized(sb_bus *bus, const char *queue)
+{
+    sb_queue_stats **s = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "queue list");
+    const sb_queue_stats *q = find_queue(s, n, queue);
+    int r = q == NULL ? -1 : q->prioritized;
+    sb_free(s);
+    return r;
+}
+
+/* T34: within a queue, higher priorities are claimed first, equal ones in
+ * time order; negative priorities after 0. A queue none of whose messages
+ * had a priority is not flagged, and claims in time order. */
+static void test_priority_order(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    publish_prio(bus, "plain", "a", 0);
+    publish_prio(bus, "plain", "b", 0);
+    assert_int_equal(listed_prioritized(bus, "plain"), 0);
+    char got[256];
+    claim_order(bus, "plain", 10, got, sizeof got);
+    assert_string_equal(got, "a b");
+
+    static const struct {
+        const char *text;
+        int prio;
+    } in[] = {{"p0", 0},
+              {"p5a", 5},
+              {"n1", -1},
+              {"p5b", 5},
+              {"p10", 10},
+              {"p0b", 0},
+              {"max", SB_PRIORITY_MAX}};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        publish_prio(bus, "jobs", in[i].text, in[i].prio);
+    assert_int_equal(listed_prioritized(bus, "jobs"), 1);
+    claim_order(bus, "jobs", 3, got, sizeof got);
+    assert_string_equal(got, "max p10 p5a");
+    claim_order(bus, "jobs", 10, got, sizeof got);
+    assert_string_equal(got, "p5b p0 p0b n1");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T34, T9, T11: the publish checks every priority and size before it
+ * writes anything; a batch is all or nothing; an id published again is
+ * success and changes nothing, its priority included. */
+static void test_priority_input(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_outgoing_ex m[2];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 2; i++) {
+        m[i].size = sizeof m[i];
+        m[i].msg.payload = "x";
+        m[i].msg.payload_len = 1;
+    }
+    m[1].priority = SB_PRIORITY_MAX + 1;
+    sb_error err;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].priority");
+    assert_non_null(strstr(err.message, "32767"));
+    m[1].priority = SB_PRIORITY_MIN - 1;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    m[1].priority = 3;
+    m[1].size = sizeof m[1] + 8;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].size");
+    m[0].size = 4;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 1, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[0].size");
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    assert_int_equal(listed_prioritized(bus, "q"), -1);
+
+    /* Published again by id: one row, its first priority. */
+    m[0].size = m[1].size = sizeof m[0];
+    m[0].msg.id = "0190a0a0-0000-7000-8000-000000000001";
+    m[0].priority = 7;
+    char ids[1][37];
+    sbt_ok(sb_publish_ex(bus, NULL, "q", m, 1, ids, &err), &err, "first");
+    m[0].priority = -7;
+    sbt_ok(sb_publish_ex(bus, NULL, "q", m, 1, ids, &err), &err, "again");
+    assert_string_equal(ids[0], m[0].msg.id);
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    publish_prio(bus, "q", "other", 0);
+    char got[128];
+    claim_order(bus, "q", 10, got, sizeof got);
+    assert_string_equal(got, "x other");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T34, T12: a priority published in the caller's transaction exists, and
+ * flags the queue, only if the transaction commits. */
+static void test_priority_in_transaction(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_outgoing_ex m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    m.msg.payload = "t";
+    m.msg.payload_len = 1;
+    m.priority = 2;
+    sb_error err;
+    sb_tx *tx = NULL;
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin");
+    sbt_ok(sb_publish_ex(bus, tx, "q", &m, 1, NULL, &err), &err, "publish");
+    sb_tx_rollback(tx);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    assert_int_equal(listed_prioritized(bus, "q"), -1);
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin");
+    sbt_ok(sb_publish_ex(bus, tx, "q", &m, 1, NULL, &err), &err, "publish");
+    sbt_ok(sb_tx_commit(tx, &err), &err, "commit");
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    assert_int_equal(listed_prioritized(bus, "q"), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+typedef struct order_log {
+    pthread_mutex_t mu;
+    char text[512];
+    size_t len;
+    int handled;
+} order_log;
+
+static int logging_handler(sb_delivery *d, void *user)
+{
+    order_log *l = user;
+    size_t len = 0;
+    const char *p = sb_msg_payload(sb_delivery_msg(d), &len);
+    pthread_mutex_lock(&l->mu);
+    l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len,
+                               "%s%.*s", l->len ? " " : "", (int)len, p);
+    l->handled++;
+    pthread_mutex_unlock(&l->mu);
+    return SB_OK;
+}
+
+static int handled(order_log *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = l->handled;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+static sb_worker *start_worker(sb_bus *bus, const char *queue, order_log *l)
+{
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = queue;
+    o.handler = logging_handler;
+    o.user = l;
+    o.concurrency = 1;
+    o.prefetch = -1;
+    o.max_poll_ms = 100;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
+    return w;
+}
+
+/* T34 through the worker runtime: one handler takes a prioritized
+ * queue's messages highest first. */
+static void test_priority_worker(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    publish_prio(bus, "q", "low", -3);
+    publish_prio(bus, "q", "mid", 0);
+    publish_prio(bus, "q", "high", 9);
+    order_log l = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0};
+    sb_worker *w = start_worker(bus, "q", &l);
+    assert_int_equal(sb_worker_wait_idle(w, 60000), SB_OK);
+    sb_error err;
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    assert_string_equal(l.text, "high mid low");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T35: a paused queue accepts publishes and gives nothing to sb_claim or
+ * to any worker; a worker with nothing in hand is idle (`work --once`
+ * exits); resumed, the worker takes the messages without a restart. The
+ * settings are per queue, and listed. */
+static void test_pause_resume(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    assert_int_equal(sb_queue_pause(bus, "bad\nname", &err), SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    sbt_ok(sb_queue_pause(bus, "q", &err), &err, "pause");
+    sbt_ok(sb_queue_pause(bus, "q", &err), &err, "pause again");
+    sb_queue_stats **s = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "list");
+    const sb_queue_stats *q = find_queue(s, n, "q");
+    assert_non_null(q); /* listed with no messages */
+    assert_int_equal(q->paused, 1);
+    assert_int_equal(q->ready, 0);
+    sb_free(s);
+
+    sbt_publish_n(bus, "q", 3, NULL);
+    sbt_publish_n(bus, "other", 1, NULL);
+    sb_msg **got = NULL;
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 0);
+    sb_msg_free_array(got, n);
+    char text[64];
+    claim_order(bus, "other", 10, text, sizeof text);
+    assert_string_equal(text, "m0");
+
+    order_log l = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0};
+    sb_worker *w = start_worker(bus, "q", &l);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sbt_sleep_ms(SB_SETTINGS_REFRESH_MS + 500);
+    assert_int_equal(handled(&l), 0);
+    assert_int_equal(sbt_count(bus, "q"), 3);
+
+    sbt_ok(sb_queue_resume(bus, "q", &err), &err, "resume");
+    for (int i = 0; i < 600 && handled(&l) < 3; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(handled(&l), 3);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "list");
+    q = find_queue(s, n, "q");
+    assert_non_null(q);
+    assert_int_equal(q->paused, 0);
+    sb_free(s);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T35 while a worker runs: pausing stops its claims within a settings
+ * refresh; the message it holds finishes and is acked. */
+static void test_pause_running_worker(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    order_log l = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0};
+    sb_worker *w = start_worker(bus, "q", &l);
+    sbt_publish_n(bus, "q", 1, NULL);
+    for (int i = 0; i < 600 && handled(&l) < 1; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(handled(&l), 1);
+    sb_error err;
+    sbt_ok(sb_queue_pause(bus, "q", &err), &err, "pause");
+    sbt_sleep_ms(SB_SETTINGS_REFRESH_MS + 500);
+    sbt_publish_n(bus, "q", 2, NULL);
+    sbt_sleep_ms(1000);
+    assert_int_equal(handled(&l), 1);
+    assert_int_equal(sbt_count(bus, "q"), 2);
+    sbt_ok(sb_queue_resume(bus, "q", &err), &err, "resume");
+    for (int i = 0; i < 600 && handled(&l) < 3; i++)
+        sbt_sleep_ms(50);
+    assert_int_equal(handled(&l), 3);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+int main(void)
+{
+    sbt_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_priority_order),
+        cmocka_unit_test(test_priority_input),
+        cmocka_unit_test(test_priority_in_transaction),
+        cmocka_unit_test(test_priority_worker),
+        cmocka_unit_test(test_pause_resume),
+        cmocka_unit_test(test_pause_running_worker),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
