@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,6 +16,19 @@
  * when the stop found the database unavailable, and otherwise. */
 #define CLOSE_BOUND_DOWN_MS 2000
 #define CLOSE_BOUND_MS 10000
+
+/* Retry back-off (T37). The defaults are the library's (worker.c,
+ * apply_defaults): 5 s fixed, 1 s doubling to 5 min exponential. They are
+ * passed explicitly so the limits checked here are the ones that apply. */
+#define BACKOFF_FIXED_DEFAULT_MS 5000
+#define BACKOFF_EXP_DEFAULT_MS 1000
+#define BACKOFF_MAX_DEFAULT_MS 300000
+#define BACKOFF_FACTOR_DEFAULT 2.0
+#define BACKOFF_FACTOR_MIN 1.1
+#define BACKOFF_FACTOR_MAX 10.0
+#define BACKOFF_LIMIT_MS (7LL * 86400000)
+
+enum { BACKOFF_UNSET = -1, BACKOFF_FIXED = 0, BACKOFF_EXPONENTIAL = 1 };
 
 /* What is closed after the stop (close_all, on a bounded thread). */
 typedef struct closing {
@@ -37,8 +51,13 @@ typedef struct work_opts {
     int64_t max_attempts;
     int64_t timeout_ms;
     int64_t lease_ms;
-    int64_t delay_ms;
-    int64_t prefetch; /* -1 = the library's default; 0 = none */
+    int64_t delay_ms;                 /* --delay; -1 = not given */
+    int backoff;                      /* BACKOFF_*; BACKOFF_UNSET = not given */
+    int64_t base_ms;                  /* --backoff-base; -1 = not given */
+    int64_t max_ms;                   /* --backoff-max; -1 = not given */
+    double factor;                    /* --backoff-factor; 0 = not given */
+    const char *base_text, *max_text; /* as given, for messages */
+    int64_t prefetch;                 /* -1 = the library's default; 0 = none */
     int once;
     const char *endpoint; /* sb-processing-endpoint; NULL = the queue */
     char **argv;          /* the handler command */
@@ -53,8 +72,94 @@ enum {
     OPT_DELAY,
     OPT_ONCE,
     OPT_ENDPOINT,
-    OPT_PREFETCH
+    OPT_PREFETCH,
+    OPT_BACKOFF,
+    OPT_BACKOFF_BASE,
+    OPT_BACKOFF_MAX,
+    OPT_BACKOFF_FACTOR
 };
+
+/* --backoff-factor: a decimal number within the limits, nothing after it. */
+static int parse_factor(cli_ctx *ctx, const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double f = strtod(text, &end);
+    /* Only plain decimals: strtod would take "inf", "nan" and hex too. */
+    int plain = text[0] >= '0' && text[0] <= '9';
+    for (const char *p = text; plain && *p != '\0'; p++)
+        plain = (*p >= '0' && *p <= '9') || *p == '.';
+    if (!plain || end == text || *end != '\0' || errno != 0 || !isfinite(f) ||
+        f < BACKOFF_FACTOR_MIN || f > BACKOFF_FACTOR_MAX)
+        return cli_usage_error(ctx,
+                               "--backoff-factor must be %.1f..%.0f (got %s)",
+                               BACKOFF_FACTOR_MIN, BACKOFF_FACTOR_MAX, text);
+    *out = f;
+    return CLI_OK;
+}
+
+/* Settle --delay and the --backoff flags into one back-off (T37), or
+ * refuse a contradiction naming both flags. --delay D is the fixed
+ * back-off: the same as --backoff fixed --backoff-base D. */
+static int resolve_backoff(cli_ctx *ctx, work_opts *o)
+{
+    if (o->delay_ms >= 0) {
+        if (o->backoff == BACKOFF_EXPONENTIAL)
+            return cli_usage_error(
+                ctx, "--delay and --backoff exponential cannot be combined: "
+                     "--delay D is --backoff fixed --backoff-base D (give "
+                     "--backoff-base for the exponential back-off)");
+        if (o->base_ms >= 0)
+            return cli_usage_error(
+                ctx, "--delay and --backoff-base cannot be combined: "
+                     "--delay D is --backoff fixed --backoff-base D");
+        if (o->max_ms >= 0 || o->factor > 0)
+            return cli_usage_error(
+                ctx,
+                "--delay and %s cannot be combined: --delay is the fixed "
+                "back-off; %s belongs to --backoff exponential",
+                o->max_ms >= 0 ? "--backoff-max" : "--backoff-factor",
+                o->max_ms >= 0 ? "--backoff-max" : "--backoff-factor");
+        o->backoff = BACKOFF_FIXED;
+        o->base_ms = o->delay_ms;
+    }
+    if (o->backoff != BACKOFF_EXPONENTIAL) {
+        if (o->max_ms >= 0 || o->factor > 0)
+            return cli_usage_error(
+                ctx,
+                "%s needs --backoff exponential (a fixed back-off, "
+                "the default, waits --backoff-base every time)",
+                o->max_ms >= 0 ? "--backoff-max" : "--backoff-factor");
+        o->backoff = BACKOFF_FIXED;
+        if (o->base_ms < 0)
+            o->base_ms = BACKOFF_FIXED_DEFAULT_MS;
+        return CLI_OK;
+    }
+    if (o->base_ms == 0)
+        return cli_usage_error(
+            ctx,
+            "--backoff-base must be 1ms..7d with --backoff exponential "
+            "(got %s)",
+            o->base_text);
+    if (o->factor <= 0)
+        o->factor = BACKOFF_FACTOR_DEFAULT;
+    char base[32], max[32];
+    int64_t b = o->base_ms >= 0 ? o->base_ms : BACKOFF_EXP_DEFAULT_MS;
+    int64_t m = o->max_ms >= 0 ? o->max_ms : BACKOFF_MAX_DEFAULT_MS;
+    if (b > m) {
+        cli_format_age(base, sizeof base, b);
+        cli_format_age(max, sizeof max, m);
+        return cli_usage_error(
+            ctx, "--backoff-base (%s%s) must not exceed --backoff-max (%s%s)",
+            o->base_ms >= 0 ? o->base_text : base,
+            o->base_ms >= 0 ? "" : ", the default",
+            o->max_ms >= 0 ? o->max_text : max,
+            o->max_ms >= 0 ? "" : ", the default");
+    }
+    o->base_ms = b;
+    o->max_ms = m;
+    return CLI_OK;
+}
 
 static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
 {
@@ -68,6 +173,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         {"once", no_argument, NULL, OPT_ONCE},
         {"endpoint", required_argument, NULL, OPT_ENDPOINT},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
+        {"backoff", required_argument, NULL, OPT_BACKOFF},
+        {"backoff-base", required_argument, NULL, OPT_BACKOFF_BASE},
+        {"backoff-max", required_argument, NULL, OPT_BACKOFF_MAX},
+        {"backoff-factor", required_argument, NULL, OPT_BACKOFF_FACTOR},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, rc = CLI_OK;
@@ -102,8 +211,31 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
                                     &o->lease_ms);
             break;
         case OPT_DELAY:
-            rc = cli_parse_duration(ctx, "--delay", optarg, 0, 7LL * 86400000,
+            rc = cli_parse_duration(ctx, "--delay", optarg, 0, BACKOFF_LIMIT_MS,
                                     &o->delay_ms);
+            break;
+        case OPT_BACKOFF:
+            if (strcmp(optarg, "fixed") == 0)
+                o->backoff = BACKOFF_FIXED;
+            else if (strcmp(optarg, "exponential") == 0)
+                o->backoff = BACKOFF_EXPONENTIAL;
+            else
+                rc = cli_usage_error(
+                    ctx, "--backoff must be fixed or exponential (got %s)",
+                    optarg);
+            break;
+        case OPT_BACKOFF_BASE:
+            o->base_text = optarg;
+            rc = cli_parse_duration(ctx, "--backoff-base", optarg, 0,
+                                    BACKOFF_LIMIT_MS, &o->base_ms);
+            break;
+        case OPT_BACKOFF_MAX:
+            o->max_text = optarg;
+            rc = cli_parse_duration(ctx, "--backoff-max", optarg, 1,
+                                    BACKOFF_LIMIT_MS, &o->max_ms);
+            break;
+        case OPT_BACKOFF_FACTOR:
+            rc = parse_factor(ctx, optarg, &o->factor);
             break;
         case OPT_ONCE: o->once = 1; break;
         case OPT_PREFETCH:
@@ -126,6 +258,9 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         return rc;
     if (o->queue == NULL)
         return cli_usage_error(ctx, "--queue is required");
+    rc = resolve_backoff(ctx, o);
+    if (rc != CLI_OK)
+        return rc;
     if (optind >= argc)
         return cli_usage_error(ctx,
                                "give the command to run after --, e.g. "
@@ -205,7 +340,10 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
                    .max_attempts = 5,
                    .timeout_ms = 30000,
                    .lease_ms = 30000,
-                   .delay_ms = 5000,
+                   .delay_ms = -1,
+                   .backoff = BACKOFF_UNSET,
+                   .base_ms = -1,
+                   .max_ms = -1,
                    .prefetch = -1};
     int rc = parse(ctx, argc, argv, &o);
     if (rc != CLI_OK)
@@ -263,8 +401,13 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
     wo.concurrency = (int)o.concurrency;
     wo.lease_ms = o.lease_ms;
     wo.max_attempts = o.max_attempts == 0 ? -1 : (int)o.max_attempts;
-    /* In the options 0 means "the default"; -1 means "at once". */
-    wo.redelivery_delay_ms = o.delay_ms == 0 ? -1 : o.delay_ms;
+    /* T37: the library's back-off, as resolve_backoff settled it. In the
+     * options a delay of 0 means "the default"; -1 means "at once". */
+    wo.redelivery_delay_ms = o.base_ms == 0 ? -1 : o.base_ms;
+    if (o.backoff == BACKOFF_EXPONENTIAL) {
+        wo.redelivery_factor = o.factor;
+        wo.redelivery_max_ms = o.max_ms;
+    }
     wo.prefetch = o.prefetch < 0    ? 0
                   : o.prefetch == 0 ? SB_PREFETCH_NONE
                                     : (int)o.prefetch;
@@ -284,9 +427,22 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         cli_keeper_stop(keeper_fd, keeper);
         return rc;
     }
-    if (ctx->verbosity >= 1)
-        cli_notef(ctx, "work: consuming %s with %lld handler(s)", o.queue,
-                  (long long)o.concurrency);
+    if (ctx->verbosity >= 1) {
+        char base[32], max[32];
+        cli_format_age(base, sizeof base, o.base_ms);
+        cli_format_age(max, sizeof max, o.max_ms);
+        if (o.backoff == BACKOFF_EXPONENTIAL)
+            cli_notef(ctx,
+                      "work: consuming %s with %lld handler(s); a failed "
+                      "message waits %s times %g per attempt, at most %s, "
+                      "jittered",
+                      o.queue, (long long)o.concurrency, base, o.factor, max);
+        else
+            cli_notef(ctx,
+                      "work: consuming %s with %lld handler(s); a failed "
+                      "message waits %s",
+                      o.queue, (long long)o.concurrency, base);
+    }
 
     if (o.once) {
         src = wait_idle_or_signal(w);

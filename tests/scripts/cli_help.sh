@@ -34,7 +34,8 @@ done
 [ ! -e "$tmp/never.db" ] || fail "--help opened the database"
 # Every flag of work is documented in its help.
 "$SQLBUS" work --help >"$tmp/work.txt"
-for flag in --queue --concurrency --max-attempts --timeout --lease --once --delay; do
+for flag in --queue --concurrency --max-attempts --timeout --lease --once --delay \
+    --backoff --backoff-base --backoff-max --backoff-factor; do
     grep -q -- "$flag" "$tmp/work.txt" || fail "work --help does not mention $flag"
 done
 ok "--help for every command"

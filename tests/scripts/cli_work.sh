@@ -143,3 +143,94 @@ printf 'x' | sb publish --queue summary >/dev/null
 sb work --queue summary --once -- true 2>"$tmp/summary"
 grep -q '1 acked' "$tmp/summary" || fail "summary: $(cat "$tmp/summary")"
 ok "summary line"
+
+# T37 (retry back-off from the CLI): the delay a failed message gets is
+# read from its row (available_at) after each attempt, then the row is
+# made ready at once so the next attempt runs without waiting.
+have_sql || fail "T37 reads available_at with the backend's client (sqlite3, psql)"
+# wait_ms QUEUE: milliseconds until the queue's one row is available, by
+# the clock that wrote it (PostgreSQL's now(); on SQLite the library's
+# wall clock, in microseconds).
+wait_ms() {
+    if [ "$backend" = sqlite ]; then
+        sql "SELECT (available_at - CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)) / 1000 FROM ${prefix}messages WHERE queue = '$1'"
+    else
+        sql "SELECT floor(extract(epoch FROM available_at - now()) * 1000)::bigint FROM ${prefix}messages WHERE queue = '$1'"
+    fi
+}
+ready_now() {
+    if [ "$backend" = sqlite ]; then
+        sql "UPDATE ${prefix}messages SET available_at = 0 WHERE queue = '$1'"
+    else
+        sql "UPDATE ${prefix}messages SET available_at = now() - interval '1 second' WHERE queue = '$1'"
+    fi
+}
+# expect_delays QUEUE "LO:HI ..." WORK-FLAGS...: one failing attempt per
+# LO:HI pair (milliseconds); after each the row must wait LO..HI, less
+# up to 5 s for the time between the nak and the reading.
+handler always_fails "echo \"\$SQLBUS_ATTEMPT\" >> \"$tmp/\$SQLBUS_QUEUE.attempts\"; exit 1"
+expect_delays() {
+    local q=$1 ranges=$2 n=0 got lo hi
+    shift 2
+    printf 'x' | sb publish --queue "$q" >/dev/null
+    for r in $ranges; do
+        n=$((n + 1))
+        lo=${r%:*} hi=${r#*:}
+        sb work --queue "$q" --once --max-attempts 0 "$@" -- "$tmp/always_fails" 2>>"$tmp/$q.stderr"
+        expect_count "$q" delayed 1
+        got=$(wait_ms "$q")
+        [ "$got" -ge $((lo - 5000)) ] && [ "$got" -le $((hi + 100)) ] ||
+            fail "$q: after attempt $n ($*) the message waits ${got} ms, expected ${lo}..${hi}"
+        ready_now "$q"
+    done
+    [ "$(wc -l <"$tmp/$q.attempts")" = "$n" ] && [ "$(tail -n1 "$tmp/$q.attempts")" = "$n" ] ||
+        fail "$q: attempts $(tr '\n' ' ' <"$tmp/$q.attempts")"
+}
+# Exponential, factor 2: 40 s, 80 s, 160 s, then the 5 min cap, each drawn
+# between half and all of it (the library's jitter); a fixed delay would
+# stay at 40 s and fail the third attempt.
+expect_delays expo "20000:40000 40000:80000 80000:160000 150000:300000 150000:300000" \
+    --backoff exponential --backoff-base 40s --backoff-max 5m
+ok "T37: --backoff exponential doubles the delay per attempt up to --backoff-max, with jitter"
+expect_delays expo3 "5000:10000 15000:30000 45000:90000" \
+    --backoff exponential --backoff-base 10s --backoff-factor 3 --backoff-max 1h
+ok "T37: --backoff-factor 3"
+# The default exponential base is the library's 1 s.
+expect_delays expo_default "500:1000 1000:2000 2000:4000" --backoff exponential
+ok "T37: --backoff exponential defaults to a 1 s base"
+# Fixed: --delay D and --backoff fixed --backoff-base D wait exactly D.
+expect_delays fixed_delay "30000:30000 30000:30000 30000:30000" --delay 30s
+expect_delays fixed_base "30000:30000 30000:30000" --backoff fixed --backoff-base 30s
+expect_delays fixed_base_only "20000:20000 20000:20000" --backoff-base 20s
+expect_delays fixed_default "5000:5000 5000:5000"
+ok "T37: --delay D is --backoff fixed --backoff-base D: no growth, no jitter"
+
+# T37: bad or contradictory back-off flags are usage errors naming the
+# flags and the limit, before anything runs.
+bad_backoff() {
+    local want=$1
+    shift
+    expect_exit 2 sb work --queue badbackoff --once "$@" -- "$tmp/always_fails"
+    expect_err "$want"
+}
+printf 'x' | sb publish --queue badbackoff >/dev/null
+bad_backoff "--backoff must be fixed or exponential (got linear)" --backoff linear
+bad_backoff "--backoff-base (10m) must not exceed --backoff-max (5m00s, the default)" \
+    --backoff exponential --backoff-base 10m
+bad_backoff "--backoff-base (2m) must not exceed --backoff-max (1m)" \
+    --backoff exponential --backoff-base 2m --backoff-max 1m
+bad_backoff "--backoff-max must be 1ms..7d00h (got 8d)" --backoff exponential --backoff-max 8d
+bad_backoff "--backoff-base must be 0ms..7d00h (got 8d)" --backoff-base 8d
+bad_backoff "--backoff-base must be 1ms..7d with --backoff exponential (got 0s)" \
+    --backoff exponential --backoff-base 0s
+bad_backoff "--backoff-factor must be 1.1..10 (got 11)" --backoff exponential --backoff-factor 11
+bad_backoff "--backoff-factor must be 1.1..10 (got 1)" --backoff exponential --backoff-factor 1
+bad_backoff "--backoff-factor must be 1.1..10 (got inf)" --backoff exponential --backoff-factor inf
+bad_backoff "--delay and --backoff exponential cannot be combined" --delay 1s --backoff exponential
+bad_backoff "--delay and --backoff-base cannot be combined" --delay 1s --backoff-base 2s
+bad_backoff "--delay and --backoff-max cannot be combined" --delay 1s --backoff-max 2s
+bad_backoff "--backoff-max needs --backoff exponential" --backoff-max 1m
+bad_backoff "--backoff-factor needs --backoff exponential" --backoff fixed --backoff-factor 3
+[ ! -e "$tmp/badbackoff.attempts" ] || fail "a refused back-off ran the handler"
+expect_count badbackoff ready 1
+ok "T37: bad back-off flags exit 2 naming the flag and the limit"
