@@ -540,6 +540,39 @@ typedef struct sb_bus_counters {
  * instant: counters move while it is read. */
 SB_API int sb_bus_metrics(sb_bus *bus, sb_bus_counters *out, sb_error *err);
 
+/* The same counts by queue and message type (docs/metrics.md). A
+ * message's type is its sb-message-type header, else the first type of
+ * NServiceBus.EnclosedMessageTypes without its assembly (what the error
+ * store records). Each queue counts its first SB_METRICS_TYPES types by
+ * name; later ones, and types longer than 200 bytes, are summed in the
+ * queue's `other` entry. */
+#define SB_METRICS_TYPES 100
+
+typedef struct sb_type_counts {
+    size_t size;     /* filled by the library ("Lists" above) */
+    char queue[201]; /* "" for the queues past the first SB_METRICS_QUEUES,
+                        summed (sb_bus_counters.other) */
+    char type[201];  /* the message type; "" for messages without one, and
+                        for `other` */
+    int other;       /* 1: this queue's types past its first
+                        SB_METRICS_TYPES, summed */
+    int64_t published;
+    int64_t acked;
+    int64_t naked;
+    int64_t dead_lettered;
+    sb_latency_histogram handler; /* this type's worker handler calls */
+} sb_type_counts;
+
+/* This process's counts on `bus` by queue and message type: a transferred
+ * list ("Lists" above: free with sb_free), queues in order of first use,
+ * and in each the messages without a type, then the named types in order
+ * of first use, then `other`; an entry that counted nothing is left out.
+ * Counted with the per-queue counters, at the same moments; a queue that
+ * sees no typed message has only its untyped entry. SB_INVALID for NULL
+ * arguments, SB_NOMEM. Thread-safe; not one instant, like sb_bus_metrics. */
+SB_API int sb_bus_metrics_by_type(sb_bus *bus, sb_type_counts ***out,
+                                  size_t *n_out, sb_error *err);
+
 /* Count `bus`'s traffic in `owner`'s counters from now on instead of its
  * own, so that sb_bus_metrics of either reports both and one flush writes
  * them to {p}counts: a process with two buses on one database and prefix

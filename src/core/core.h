@@ -166,6 +166,21 @@ int sb__headers_without(const char *json, const char *const *keys, size_t n,
 int sb__headers_parse(const char *json, char ***kv, size_t *n);
 void sb__headers_free(char **kv, size_t n);
 
+/* ---- the message type of a headers object (msgtype.c) ---- */
+enum {
+    SB_MTYPE_NONE = 0,    /* no type (or headers that are not an object) */
+    SB_MTYPE_FOUND = 1,   /* the type is in `out` */
+    SB_MTYPE_TOO_LONG = 2 /* a type of `cap` bytes or more */
+};
+/* The message type of `json` (may be NULL) into `out` (`cap` bytes):
+ * sb-message-type, else NServiceBus.EnclosedMessageTypes (keys in any
+ * case, the first non-empty one), cut at its first ';' or ',' without
+ * trailing blanks -- the type the error store records. One pass over the
+ * text and no allocation unless a key or the value chosen holds an
+ * escape or the text is not a plain object of strings (then a full
+ * parse). `out` is "" unless SB_MTYPE_FOUND. Pure; thread-safe. */
+int sb__headers_message_type(const char *json, char *out, size_t cap);
+
 /* ---- JSON paths (json_path.c) ---- */
 #define SB_JSON_PATH_MAX 512  /* bytes of one path */
 #define SB_JSON_PATH_STEPS 64 /* member names and indexes of one path */

@@ -163,6 +163,13 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
     c->size = sizeof *c;
     if (sb_bus_metrics(bus, c, &e) == SB_OK)
         s.counters = c;
+    sb_type_counts **types = NULL;
+    size_t n_types = 0;
+    if (s.counters != NULL &&
+        sb_bus_metrics_by_type(bus, &types, &n_types, &e) == SB_OK) {
+        s.types = types;
+        s.n_types = n_types;
+    }
 
     sb_queue_stats **queues = NULL;
     size_t n_queues = 0;
@@ -207,6 +214,7 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
     int rc = sb__metrics_text(&s, out);
     sb_free(queues);
     sb_free(totals);
+    sb_free(types);
     sb__free(c);
     sb__free(disp);
     sb__free(http);

@@ -102,18 +102,23 @@ static void sample_seconds(sb_buf *b, const char *name, const char *k1,
 }
 
 /* Cumulative buckets ending in +Inf, then _sum and _count; _count is the
- * +Inf bucket, so the two agree whatever the snapshot says. */
-static void histogram(sb_buf *b, const char *name, const char *k, const char *v,
-                      const sb_latency_histogram *h)
+ * +Inf bucket, so the two agree whatever the snapshot says. Labels k/v and
+ * k2/v2 when set (k NULL: none; k2 NULL: one). */
+static void histogram2(sb_buf *b, const char *name, const char *k,
+                       const char *v, const char *k2, const char *v2,
+                       const sb_latency_histogram *h)
 {
     int64_t cum = 0;
     for (int i = 0; i < SB_METRICS_BUCKETS; i++) {
         cum += h->counts[i];
         int inf = i == SB_METRICS_BUCKETS - 1 || h->le_us[i] == INT64_MAX;
         sb__buf_printf(b, "%s_bucket{", name);
-        if (k != NULL) {
-            sb__buf_printf(b, "%s=\"", k);
-            sb__prom_label_value(b, v);
+        for (int j = 0; j < 2; j++) {
+            const char *key = j == 0 ? k : k2, *val = j == 0 ? v : v2;
+            if (key == NULL || (j == 1 && k == NULL))
+                continue;
+            sb__buf_printf(b, "%s=\"", key);
+            sb__prom_label_value(b, val);
             sb__buf_puts(b, "\",");
         }
         sb__buf_puts(b, "le=\"");
@@ -125,12 +130,20 @@ static void histogram(sb_buf *b, const char *name, const char *k, const char *v,
         if (inf)
             break;
     }
-    series(b, name, "_sum", k, v, NULL, NULL);
+    if (k == NULL)
+        k2 = NULL;
+    series(b, name, "_sum", k, v, k2, v2);
     sb__buf_puts(b, " ");
     put_seconds(b, h->sum_us);
     sb__buf_puts(b, "\n");
-    series(b, name, "_count", k, v, NULL, NULL);
+    series(b, name, "_count", k, v, k2, v2);
     sb__buf_printf(b, " %lld\n", (long long)cum);
+}
+
+static void histogram(sb_buf *b, const char *name, const char *k, const char *v,
+                      const sb_latency_histogram *h)
+{
+    histogram2(b, name, k, v, NULL, NULL, h);
 }
 
 /* ---- the families ---- */
@@ -237,6 +250,47 @@ static void counters(sb_buf *b, const sb_metrics_snapshot *s)
     if (c != NULL)
         sample_seconds(b, "sqlbus_metrics_start_time_seconds", NULL, NULL,
                        c->opened_at_us);
+}
+
+/* This process's counts by queue and message type (sb_bus_metrics_by_type):
+ * "(other)" for the queues past the first 64 and for a queue's types past
+ * its first 100; "" for messages without a type. */
+static void by_type(sb_buf *b, const sb_metrics_snapshot *s)
+{
+    static const char *const kind[] = {"published", "acked", "naked",
+                                       "dead_lettered"};
+    static const char *const what[] = {
+        "Messages published by this process, by queue and message type.",
+        "Messages acked by this process, by queue and message type.",
+        "Messages released for redelivery by this process, by queue and "
+        "message type.",
+        "Messages dead-lettered by this process, by failed queue and "
+        "message type."};
+    for (int k = 0; k < 4; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "sqlbus_messages_%s_by_type_total",
+                 kind[k]);
+        family(b, name, "counter", what[k]);
+        for (size_t i = 0; i < s->n_types; i++) {
+            const sb_type_counts *t = s->types[i];
+            int64_t v = k == 0   ? t->published
+                        : k == 1 ? t->acked
+                        : k == 2 ? t->naked
+                                 : t->dead_lettered;
+            sample(b, name, "queue", t->queue[0] ? t->queue : "(other)", "type",
+                   t->other ? "(other)" : t->type, v);
+        }
+    }
+    family(b, "sqlbus_handler_duration_by_type_seconds", "histogram",
+           "Duration of this process's worker handler calls, by queue and "
+           "message type.");
+    for (size_t i = 0; i < s->n_types; i++) {
+        const sb_type_counts *t = s->types[i];
+        if (t->handler.count > 0)
+            histogram2(b, "sqlbus_handler_duration_by_type_seconds", "queue",
+                       t->queue[0] ? t->queue : "(other)", "type",
+                       t->other ? "(other)" : t->type, &t->handler);
+    }
 }
 
 /* Every process's counts, from the database's counts table. */
@@ -387,6 +441,7 @@ int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
 {
     depth(out, s);
     counters(out, s);
+    by_type(out, s);
     totals(out, s);
     ingestion(out, s);
     failed(out, s);

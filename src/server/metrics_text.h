@@ -41,6 +41,9 @@ typedef struct sb_metrics_snapshot {
     int lag_ok;
     int64_t lag_ms;                  /* the oldest dead letter's age */
     const sb_bus_counters *counters; /* NULL: none */
+    sb_type_counts *const *types;    /* by queue and message type (a list:
+                                        sb_bus_metrics_by_type) */
+    size_t n_types;
     int totals_ok;
     const sb_queue_counts *totals; /* every process's (sb_counts_list) */
     size_t n_totals;

@@ -152,9 +152,9 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    const sb_outgoing *msgs, size_t n, char (*ids)[37],
                    int *any_immediate, sb_error *err)
 {
-    return sb__count(
-        bus, queue, SB_COUNT_PUBLISHED, (int64_t)n,
-        insert_on(bus, c, queue, msgs, NULL, n, ids, any_immediate, 0, 0, err));
+    return sb__count_publish(bus, NULL, queue, msgs, n,
+                             insert_on(bus, c, queue, msgs, NULL, n, ids,
+                                       any_immediate, 0, 0, err));
 }
 
 typedef struct publish_ctx {
@@ -233,13 +233,13 @@ static int publish_all(sb_bus *bus, sb_tx *tx, const char *queue,
         int immediate = 0;
         rc = insert_on(bus, tx->conn, queue, msgs, prio, n, ids, &immediate, 1,
                        0, err);
-        rc = sb__count_tx(tx, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
+        rc = sb__count_publish(bus, tx, queue, msgs, n, rc);
         if (rc == SB_OK && immediate)
             tx_note_queue(tx, queue);
     } else if (rc == SB_OK) {
         publish_ctx x = {bus, queue, msgs, prio, n, ids, 0};
         rc = sb__db_run_tx(bus->pool, NULL, publish_tx, &x, err);
-        rc = sb__count(bus, queue, SB_COUNT_PUBLISHED, (int64_t)n, rc);
+        rc = sb__count_publish(bus, NULL, queue, msgs, n, rc);
         if (rc == SB_OK && x.any_immediate)
             sb__bus_wake_local(bus, queue);
     }

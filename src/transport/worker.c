@@ -48,6 +48,7 @@ struct sb_delivery {
     int running;
     int removed; /* early-ack: its row is deleted, it runs from memory */
     int outcome;
+    sb_type_slot *type; /* its message type's counters, once looked up */
     int64_t delay_ms;
     char *exc_type, *exc_msg, *exc_detail, *dl_reason;
     int dl_asked; /* sb_delivery_dead_letter, even if dl_reason is NULL */
@@ -508,6 +509,17 @@ static int count_kind(int outcome)
     }
 }
 
+/* The counters of the delivery's message type, looked up once (on its
+ * handler thread, before the handler runs, for every delivery that
+ * starts). */
+static sb_type_slot *delivery_type(sb_worker *w, sb_delivery *d)
+{
+    if (d->type == NULL)
+        d->type =
+            sb__counters_type(w->bus->counters, w->counts, d->msg->headers);
+    return d->type;
+}
+
 /* Called with the lock held once a cycle committed. */
 static void after_commit(sb_worker *w, cycle *x)
 {
@@ -515,7 +527,10 @@ static void after_commit(sb_worker *w, cycle *x)
     sb_delivery *d = x->settle;
     while (d != NULL) {
         sb_delivery *next = d->next;
-        sb__counters_add(w->counts, count_kind(d->outcome), 1);
+        int kind = count_kind(d->outcome);
+        sb__counters_add(w->counts, kind, 1);
+        if (kind != SB_COUNT_NONE)
+            sb__type_add(delivery_type(w, d), kind, 1);
         switch (d->outcome) {
         case OUT_ACK: atomic_fetch_add(&w->acked, 1); break;
         case OUT_NAK: atomic_fetch_add(&w->naked, 1); break;
@@ -1164,6 +1179,7 @@ static void *handler_main(void *arg)
 
         int max = w->o.max_attempts;
         int outcome;
+        sb_type_slot *type = delivery_type(w, d);
         if (!w->early && max > 0 && d->msg->attempts > max) {
             /* A previous attempt died with its process (T20). */
             char reason[128];
@@ -1175,7 +1191,8 @@ static void *handler_main(void *arg)
             outcome = finish(w, d, SB_ERROR);
         } else {
             outcome = finish(
-                w, d, sb__count_handler(w->bus, w->o.handler, d, w->o.user));
+                w, d,
+                sb__count_handler(w->bus, type, w->o.handler, d, w->o.user));
         }
         outcome = send_reply(w, d, outcome);
 
@@ -1575,6 +1592,7 @@ static void write_late_dead_letters(sb_worker *w)
         if (rc == SB_OK) {
             atomic_fetch_add(&w->dead, 1);
             sb__counters_add(w->counts, SB_COUNT_DEAD, 1);
+            sb__type_add(delivery_type(w, d), SB_COUNT_DEAD, 1);
         } else {
             sb__log(&w->bus->log, SB_LOG_ERROR, "worker",
                     "message %s failed after it was acknowledged and its "

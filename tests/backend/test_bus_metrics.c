@@ -5,7 +5,8 @@
  * a worker's settlements), its claim and handler latency histograms hold
  * exactly one observation per claim statement and per handler call, and
  * queues past the cap share the "other" bucket, also under concurrent
- * first use. Then the server's side over the same database: the /metrics
+ * first use; the same counts by message type, a worker handling two
+ * types showing both. Then the server's side over the same database: the /metrics
  * scrape (src/server/metrics.c) shows the depth gauges, the counters, the
  * error store's statuses, the ingestion, channel waiters and HTTP counts;
  * and the /api/stats sampler (src/server/stats.c, S6) records depth and
@@ -366,6 +367,191 @@ static void wait_ingested(sb_loops *loops, int64_t rows)
         sbt_sleep_ms(10);
     }
     fail_msg("ingestion did not reach %lld rows", (long long)rows);
+}
+
+/* ---- by message type ---- */
+
+static void publish_typed(sb_bus *bus, sb_tx *tx, const char *q,
+                          const char *body, const char *headers)
+{
+    sb_outgoing o = {NULL, body, strlen(body), headers, 0};
+    sb_error err;
+    sbt_ok(sb_publish(bus, tx, q, &o, NULL, &err), &err, "publish typed");
+}
+
+static const sb_type_counts *by_type(sb_type_counts **list, size_t n,
+                                     const char *q, const char *type)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i]->queue, q) == 0 &&
+            strcmp(list[i]->type, type) == 0 && !list[i]->other)
+            return list[i];
+    return NULL;
+}
+
+static void expect_type(sb_type_counts **list, size_t n, const char *q,
+                        const char *type, int64_t published, int64_t acked,
+                        int64_t naked, int64_t dead, int64_t handled)
+{
+    const sb_type_counts *t = by_type(list, n, q, type);
+    if (t == NULL)
+        fail_msg("queue %s type \"%s\" not counted", q, type);
+    if (t->published != published || t->acked != acked || t->naked != naked ||
+        t->dead_lettered != dead || t->handler.count != handled)
+        fail_msg("queue %s type \"%s\": published %lld acked %lld naked "
+                 "%lld dead %lld handled %lld, want %lld %lld %lld %lld %lld",
+                 q, type, (long long)t->published, (long long)t->acked,
+                 (long long)t->naked, (long long)t->dead_lettered,
+                 (long long)t->handler.count, (long long)published,
+                 (long long)acked, (long long)naked, (long long)dead,
+                 (long long)handled);
+}
+
+static const char k_order[] = "{\"sb-message-type\":\"Shop.OrderPlaced\"}";
+/* NServiceBus's header: the first type, without its assembly. */
+static const char k_payment[] =
+    "{\"NServiceBus.EnclosedMessageTypes\":\"Shop.Messages."
+    "PaymentRequested, Shop.Messages, Version=1.0.0.0, Culture=neutral;"
+    "Shop.Messages.IPayment, Shop.Messages\",\"x\":\"y\"}";
+
+/* S8 by message type: a worker handling two types (and untyped messages)
+ * counts each type's publishes, acks, naks, dead letters and handler
+ * calls, their sum is the queue's; one-shot acks and caller transactions
+ * count by type too (at commit, never on rollback); the scrape shows the
+ * per-type series beside the unchanged per-queue ones. */
+static void test_by_type(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    sb_type_counts **list = NULL;
+    size_t n = 99;
+    sbt_ok(sb_bus_metrics_by_type(bus, &list, &n, &err), &err, "by type 0");
+    assert_int_equal(n, 0);
+    assert_null(list);
+
+    for (int i = 0; i < 4; i++)
+        publish_typed(bus, NULL, "typed", i == 3 ? "fail" : "ok", k_order);
+    publish_typed(bus, NULL, "typed", "ok", k_payment);
+    publish_typed(bus, NULL, "typed", "slow", k_payment);
+    publish_typed(bus, NULL, "typed", "ok", k_payment);
+    publish(bus, NULL, "typed", "ok"); /* no type */
+    sb_tx *tx = NULL;
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin");
+    publish_typed(bus, tx, "typed", "ok", k_order);
+    sbt_ok(sb_bus_metrics_by_type(bus, &list, &n, &err), &err, "by type 1");
+    expect_type(list, n, "typed", "Shop.OrderPlaced", 4, 0, 0, 0, 0);
+    sb_free(list);
+    sbt_ok(sb_tx_commit(tx, &err), &err, "commit");
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin 2");
+    publish_typed(bus, tx, "typed", "ok",
+                  "{\"sb-message-type\":\"Shop.RolledBack\"}");
+    sb_tx_rollback(tx);
+
+    calls c = {0};
+    sb_worker *w = start_worker(bus, "typed", &c);
+    assert_int_equal(sb_worker_wait_idle(w, 60000), SB_OK);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+
+    /* One-shot acks, one in a caller's transaction. */
+    publish_typed(bus, NULL, "oneshot", "a", k_order);
+    publish_typed(bus, NULL, "oneshot", "b", k_order);
+    sb_msg **m = NULL;
+    size_t nm = 0;
+    sbt_ok(sb_claim(bus, "oneshot", 2, 30000, &m, &nm, &err), &err, "claim");
+    assert_int_equal(nm, 2);
+    sbt_ok(sb_ack(bus, NULL, m[0], &err), &err, "ack");
+    sbt_ok(sb_tx_begin(bus, &tx, &err), &err, "begin 3");
+    sbt_ok(sb_ack(bus, tx, m[1], &err), &err, "tx ack");
+    sbt_ok(sb_tx_commit(tx, &err), &err, "commit 3");
+    sb_msg_free_array(m, nm);
+
+    sbt_ok(sb_bus_metrics_by_type(bus, &list, &n, &err), &err, "by type 2");
+    /* 5 orders: 4 acked, the failing one naked then dead at attempt 2
+     * (6 handler calls); 3 payments acked; 1 untyped acked. */
+    expect_type(list, n, "typed", "Shop.OrderPlaced", 5, 4, 1, 1, 6);
+    expect_type(list, n, "typed", "Shop.Messages.PaymentRequested", 3, 3, 0, 0,
+                3);
+    expect_type(list, n, "typed", "", 1, 1, 0, 0, 1);
+    expect_type(list, n, "oneshot", "Shop.OrderPlaced", 2, 2, 0, 0, 0);
+    /* The slow payment (30 ms) is in the payments' histogram. */
+    const sb_type_counts *pay =
+        by_type(list, n, "typed", "Shop.Messages.PaymentRequested");
+    assert_true(sum_from(&pay->handler, 50000) >= 1);
+    assert_true(pay->handler.sum_us >= 30000);
+    /* Rolled back: looked up, never counted, so not listed; dead letters
+     * are not publishes to the dead-letter queue. */
+    assert_null(by_type(list, n, "typed", "Shop.RolledBack"));
+    assert_null(by_type(list, n, "deadletter", "Shop.OrderPlaced"));
+    /* Every count of the queue is in exactly one type. */
+    sb_bus_counters *k = snapshot(bus);
+    expect_counts(k, "typed", 9, 8, 1, 1);
+    int64_t sums[5] = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(list[i]->size, sizeof(sb_type_counts));
+        if (strcmp(list[i]->queue, "typed") != 0)
+            continue;
+        sums[0] += list[i]->published;
+        sums[1] += list[i]->acked;
+        sums[2] += list[i]->naked;
+        sums[3] += list[i]->dead_lettered;
+        sums[4] += list[i]->handler.count;
+    }
+    assert_int_equal(sums[0], 9);
+    assert_int_equal(sums[1], 8);
+    assert_int_equal(sums[2], 1);
+    assert_int_equal(sums[3], 1);
+    assert_int_equal(sums[4], 10);
+    assert_int_equal(k->handler.count, 10);
+    free(k);
+    sb_free(list);
+
+    /* The scrape: both types' series, the per-queue ones unchanged. */
+    sb_buf b;
+    sb__buf_init(&b, 4 << 20);
+    sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err), &err,
+           "render");
+    const char *t = b.data;
+    expect_sample(t, "sqlbus_messages_acked_total{queue=\"typed\"}", "8");
+    expect_sample(t,
+                  "sqlbus_messages_acked_by_type_total{queue=\"typed\","
+                  "type=\"Shop.OrderPlaced\"}",
+                  "4");
+    expect_sample(t,
+                  "sqlbus_messages_acked_by_type_total{queue=\"typed\","
+                  "type=\"Shop.Messages.PaymentRequested\"}",
+                  "3");
+    expect_sample(t,
+                  "sqlbus_messages_acked_by_type_total{queue=\"typed\","
+                  "type=\"\"}",
+                  "1");
+    expect_sample(t,
+                  "sqlbus_messages_dead_lettered_by_type_total{queue="
+                  "\"typed\",type=\"Shop.OrderPlaced\"}",
+                  "1");
+    expect_sample(t,
+                  "sqlbus_messages_published_by_type_total{queue="
+                  "\"oneshot\",type=\"Shop.OrderPlaced\"}",
+                  "2");
+    expect_sample(t,
+                  "sqlbus_handler_duration_by_type_seconds_count{queue="
+                  "\"typed\",type=\"Shop.OrderPlaced\"}",
+                  "6");
+    expect_sample(t,
+                  "sqlbus_handler_duration_by_type_seconds_bucket{queue="
+                  "\"typed\",type=\"Shop.Messages.PaymentRequested\","
+                  "le=\"+Inf\"}",
+                  "3");
+    sb__buf_free(&b);
+
+    assert_int_equal(sb_bus_metrics_by_type(NULL, &list, &n, &err), SB_INVALID);
+    assert_int_equal(sb_bus_metrics_by_type(bus, NULL, &n, &err), SB_INVALID);
+    assert_int_equal(sb_bus_metrics_by_type(bus, &list, NULL, &err),
+                     SB_INVALID);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
 }
 
 /* S8: GET /metrics as the server renders it. */
@@ -761,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_calls_are_counted),
         cmocka_unit_test(test_worker_is_counted),
         cmocka_unit_test(test_queue_cap_and_races),
+        cmocka_unit_test(test_by_type),
         cmocka_unit_test(test_scrape),
         cmocka_unit_test(test_stats_sampler),
         cmocka_unit_test(test_xmin_holder_is_named),

@@ -10,7 +10,10 @@
  * values just set, case-insensitively; invalid UTF-8 values are replaced,
  * never stored. Every pair sb__headers_parse returns is found by
  * sb__headers_get, and removing all of them with sb__headers_without
- * leaves no string-valued header.
+ * leaves no string-valued header. sb__headers_message_type answers one
+ * of its three codes, a found type is non-empty, shorter than the buffer,
+ * holds no ';' or ',' and does not end in a blank, and a smaller buffer
+ * finds the same type or calls it too long.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -149,6 +152,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(rest == NULL);
         }
         sb__headers_free(pairs, npairs);
+    }
+
+    char type[201], small[8];
+    int trc = sb__headers_message_type(text, type, sizeof type);
+    CHECK(trc == SB_MTYPE_NONE || trc == SB_MTYPE_FOUND ||
+          trc == SB_MTYPE_TOO_LONG);
+    if (trc == SB_MTYPE_FOUND) {
+        size_t tn = strlen(type);
+        CHECK(tn > 0 && tn < sizeof type);
+        CHECK(strpbrk(type, ";,") == NULL);
+        CHECK(type[tn - 1] != ' ' && type[tn - 1] != '\t');
+        int src = sb__headers_message_type(text, small, sizeof small);
+        CHECK(src == (tn < sizeof small ? SB_MTYPE_FOUND : SB_MTYPE_TOO_LONG));
+        if (src == SB_MTYPE_FOUND)
+            CHECK(strcmp(small, type) == 0);
+    } else {
+        CHECK(type[0] == '\0');
     }
 
     free(raw);

@@ -7,6 +7,9 @@
  * label values are escaped, histogram buckets are cumulative and end in
  * +Inf equal to _count; a source that could not be read keeps its
  * families without samples and says so in sqlbus_scrape_source_up.
+ * The per-type counters: the message type read from headers, the cap of
+ * SB_METRICS_TYPES types a queue with its "other" entry, and their
+ * families with two escaped labels.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -561,6 +564,269 @@ static void test_buffer_cap(void **state)
     sb__buf_free(&b);
 }
 
+/* The message type the per-type metrics read from a headers object: the
+ * error store's (sb-message-type, else the first enclosed NServiceBus
+ * type without its assembly), keys in any case, whatever the JSON looks
+ * like (the one-pass scan and the full parse it falls back to agree). */
+static void test_message_type(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        int rc;
+        const char *type;
+    } cases[] = {
+        {NULL, SB_MTYPE_NONE, ""},
+        {"", SB_MTYPE_NONE, ""},
+        {"{}", SB_MTYPE_NONE, ""},
+        {" { } ", SB_MTYPE_NONE, ""},
+        {"{\"a\":\"b\"}", SB_MTYPE_NONE, ""},
+        {"{\"sb-message-type\":\"Shop.OrderPlaced\"}", SB_MTYPE_FOUND,
+         "Shop.OrderPlaced"},
+        {" {\n \"x\" : \"y\" ,\"SB-Message-TYPE\" : \"A.B\" } ", SB_MTYPE_FOUND,
+         "A.B"},
+        {"{\"NServiceBus.EnclosedMessageTypes\":\"Shop.Messages.PlaceOrder, "
+         "Shop.Messages, Version=1.0.0.0, Culture=neutral;Shop.IOrder, "
+         "Shop\"}",
+         SB_MTYPE_FOUND, "Shop.Messages.PlaceOrder"},
+        {"{\"nservicebus.enclosedmessagetypes\":\"T1 ;T2\"}", SB_MTYPE_FOUND,
+         "T1"},
+        /* sb-message-type first, wherever it is; an empty one does not
+         * count */
+        {"{\"NServiceBus.EnclosedMessageTypes\":\"N\",\"sb-message-type\":"
+         "\"S\"}",
+         SB_MTYPE_FOUND, "S"},
+        {"{\"sb-message-type\":\"\",\"NServiceBus.EnclosedMessageTypes\":"
+         "\"N, Asm\"}",
+         SB_MTYPE_FOUND, "N"},
+        {"{\"sb-message-type\":\" ;x\"}", SB_MTYPE_NONE, ""},
+        {"{\"sb-message-type\":\"\"}", SB_MTYPE_NONE, ""},
+        /* escapes and values that are not strings: the full parse */
+        {"{\"sb-message-type\":\"a\\\"b\\\\c\\nd\"}", SB_MTYPE_FOUND,
+         "a\"b\\c\nd"},
+        {"{\"sb-message-typ\\u0065\":\"Esc\"}", SB_MTYPE_FOUND, "Esc"},
+        {"{\"n\":1,\"sb-message-type\":\"AfterNumber\"}", SB_MTYPE_FOUND,
+         "AfterNumber"},
+        {"{\"x\":\"q\\\"uote\",\"sb-message-type\":\"T\"}", SB_MTYPE_FOUND,
+         "T"},
+        /* not JSON, not an object */
+        {"{", SB_MTYPE_NONE, ""},
+        {"{\"sb-message-type\":\"unterminated", SB_MTYPE_NONE, ""},
+        {"[\"sb-message-type\",\"X\"]", SB_MTYPE_NONE, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[201];
+        int rc = sb__headers_message_type(cases[i].json, out, sizeof out);
+        if (rc != cases[i].rc || strcmp(out, cases[i].type) != 0)
+            fail_msg("case %zu (%s): rc %d type \"%s\", want %d \"%s\"", i,
+                     cases[i].json ? cases[i].json : "NULL", rc, out,
+                     cases[i].rc, cases[i].type);
+    }
+    /* A type of cap bytes or more is too long (counted as other). */
+    char json[400], out[201];
+    snprintf(json, sizeof json, "{\"sb-message-type\":\"%0201d\"}", 7);
+    assert_int_equal(sb__headers_message_type(json, out, sizeof out),
+                     SB_MTYPE_TOO_LONG);
+    assert_string_equal(out, "");
+    snprintf(json, sizeof json, "{\"sb-message-type\":\"%0201d, Asm\"}", 7);
+    assert_int_equal(sb__headers_message_type(json, out, sizeof out),
+                     SB_MTYPE_TOO_LONG);
+    snprintf(json, sizeof json, "{\"sb-message-type\":\"%0200d, Asm\"}", 7);
+    assert_int_equal(sb__headers_message_type(json, out, sizeof out),
+                     SB_MTYPE_FOUND);
+    assert_int_equal(strlen(out), 200);
+}
+
+static const sb_type_counts *type_entry(sb_type_counts **list, size_t n,
+                                        const char *queue, const char *type,
+                                        int other)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i]->queue, queue) == 0 &&
+            strcmp(list[i]->type, type) == 0 && list[i]->other == other)
+            return list[i];
+    return NULL;
+}
+
+/* The per-type cap: a queue's first SB_METRICS_TYPES types by name, the
+ * rest (and over-long ones) in its "other" entry, untyped messages under
+ * ""; queues past SB_METRICS_QUEUES keep types too, under queue "". An
+ * entry that counted nothing is left out of the list. */
+static void test_type_cap(void **state)
+{
+    (void)state;
+    sb_counters *c = NULL;
+    assert_int_equal(sb__counters_new("deadletter", &c, NULL), SB_OK);
+    sb_type_counts **list = NULL;
+    size_t n = 99;
+    assert_int_equal(sb__counters_types(c, &list, &n), SB_OK);
+    assert_int_equal(n, 0);
+    assert_null(list);
+
+    sb_count_slot *q = sb__counters_slot(c, "orders");
+    char json[300];
+    sb_type_slot *first[SB_METRICS_TYPES + 20];
+    for (int i = 0; i < SB_METRICS_TYPES + 20; i++) {
+        snprintf(json, sizeof json, "{\"sb-message-type\":\"T%03d\"}", i);
+        first[i] = sb__counters_type(c, q, json);
+        assert_non_null(first[i]);
+        sb__type_add(first[i], SB_COUNT_ACKED, 1);
+        /* Found again, lock-free, as the same slot. */
+        assert_ptr_equal(sb__counters_type(c, q, json), first[i]);
+    }
+    for (int i = 0; i < SB_METRICS_TYPES + 20; i++)
+        for (int j = 0; j < i; j++)
+            if (i < SB_METRICS_TYPES)
+                assert_ptr_not_equal(first[i], first[j]);
+    /* Past the cap: one shared slot, also for an over-long type. */
+    for (int i = SB_METRICS_TYPES + 1; i < SB_METRICS_TYPES + 20; i++)
+        assert_ptr_equal(first[i], first[SB_METRICS_TYPES]);
+    snprintf(json, sizeof json, "{\"sb-message-type\":\"%0250d\"}", 1);
+    assert_ptr_equal(sb__counters_type(c, q, json), first[SB_METRICS_TYPES]);
+    /* No type, and kind NONE or a NULL slot count nothing. */
+    sb_type_slot *none = sb__counters_type(c, q, "{\"x\":\"y\"}");
+    assert_ptr_equal(sb__counters_type(c, q, NULL), none);
+    sb__type_add(none, SB_COUNT_PUBLISHED, 5);
+    sb__type_add(none, SB_COUNT_NONE, 5);
+    sb__type_add(NULL, SB_COUNT_ACKED, 5);
+    assert_null(sb__counters_type(NULL, q, json));
+    assert_null(sb__counters_type(c, NULL, json));
+
+    /* Queues past the cap share one slot, and its types. */
+    for (int i = 0; i < SB_METRICS_QUEUES; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "q%02d", i);
+        (void)sb__counters_slot(c, name);
+    }
+    sb_count_slot *over = sb__counters_slot(c, "one-too-many");
+    sb_type_slot *ot =
+        sb__counters_type(c, over, "{\"sb-message-type\":\"Late\"}");
+    sb__type_add(ot, SB_COUNT_DEAD, 2);
+    /* A type looked up but never counted is left out. */
+    sb_count_slot *quiet = sb__counters_slot(c, "q05");
+    (void)sb__counters_type(c, quiet, "{\"sb-message-type\":\"Idle\"}");
+
+    assert_int_equal(sb__counters_types(c, &list, &n), SB_OK);
+    /* orders: "" + 100 named + other; (other): Late. */
+    assert_int_equal(n, 1 + SB_METRICS_TYPES + 1 + 1);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(list[i]->size, sizeof(sb_type_counts));
+    const sb_type_counts *e = type_entry(list, n, "orders", "", 0);
+    assert_non_null(e);
+    assert_int_equal(e->published, 5);
+    assert_int_equal(e->acked, 0);
+    assert_ptr_equal(list[0], e); /* untyped first */
+    e = type_entry(list, n, "orders", "T000", 0);
+    assert_ptr_equal(list[1], e);
+    assert_int_equal(e->acked, 1);
+    e = type_entry(list, n, "orders", "T099", 0);
+    assert_non_null(e);
+    assert_int_equal(e->acked, 1);
+    assert_null(type_entry(list, n, "orders", "T100", 0));
+    e = type_entry(list, n, "orders", "", 1);
+    assert_non_null(e);
+    assert_int_equal(e->acked, 20);
+    e = type_entry(list, n, "", "Late", 0);
+    assert_non_null(e);
+    assert_int_equal(e->dead_lettered, 2);
+    assert_ptr_equal(list[n - 1], e);
+    assert_null(type_entry(list, n, "q05", "Idle", 0));
+    sb_free(list);
+    sb__counters_free(c);
+}
+
+/* The per-type families in the exposition: two labels, escaped; "(other)"
+ * for the other queue and the other types, "" for untyped messages; a
+ * handler histogram only for entries that ran a handler. */
+static void test_type_exposition(void **state)
+{
+    (void)state;
+    static sb_type_counts t[4];
+    memset(t, 0, sizeof t);
+    snprintf(t[0].queue, sizeof t[0].queue, "orders");
+    snprintf(t[0].type, sizeof t[0].type, "Shop.OrderPlaced");
+    t[0].published = 4;
+    t[0].acked = 3;
+    fill_histogram(&t[0].handler, 2);
+    snprintf(t[1].queue, sizeof t[1].queue, "orders");
+    snprintf(t[1].type, sizeof t[1].type, "we\"ird\\type\nx");
+    t[1].naked = 2;
+    snprintf(t[2].queue, sizeof t[2].queue, "orders");
+    t[2].other = 1;
+    t[2].dead_lettered = 7;
+    t[3].published = 9; /* queue "": past the queue cap; type "": none */
+    fill_histogram(&t[3].handler, 1);
+    sb_type_counts *list[4] = {&t[0], &t[1], &t[2], &t[3]};
+    static sb_bus_counters c;
+    memset(&c, 0, sizeof c);
+    c.size = sizeof c;
+    fill_histogram(&c.claim, 1);
+    fill_histogram(&c.handler, 1);
+    sb_metrics_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.counters = &c;
+    s.types = list;
+    s.n_types = 4;
+    sb_buf b;
+    sb__buf_init(&b, 1 << 20);
+    assert_int_equal(sb__metrics_text(&s, &b), SB_OK);
+    parsed p;
+    check_exposition(b.data, &p);
+    const char *x = b.data;
+    assert_string_equal(
+        value_of(x, "sqlbus_messages_acked_by_type_total{queue=\"orders\","
+                    "type=\"Shop.OrderPlaced\"}"),
+        "3");
+    assert_string_equal(
+        value_of(x, "sqlbus_messages_naked_by_type_total{queue=\"orders\","
+                    "type=\"we\\\"ird\\\\type\\nx\"}"),
+        "2");
+    assert_string_equal(
+        value_of(x, "sqlbus_messages_dead_lettered_by_type_total{queue="
+                    "\"orders\",type=\"(other)\"}"),
+        "7");
+    assert_string_equal(
+        value_of(x, "sqlbus_messages_published_by_type_total{queue="
+                    "\"(other)\",type=\"\"}"),
+        "9");
+    char want[32];
+    snprintf(want, sizeof want, "%lld", (long long)t[0].handler.count);
+    assert_string_equal(
+        value_of(x, "sqlbus_handler_duration_by_type_seconds_count{queue="
+                    "\"orders\",type=\"Shop.OrderPlaced\"}"),
+        want);
+    assert_string_equal(
+        value_of(x, "sqlbus_handler_duration_by_type_seconds_bucket{queue="
+                    "\"orders\",type=\"Shop.OrderPlaced\",le=\"+Inf\"}"),
+        want);
+    assert_non_null(value_of(x, "sqlbus_handler_duration_by_type_seconds_sum{"
+                                "queue=\"(other)\",type=\"\"}"));
+    /* No handler ran for the naked type's entry: no histogram series. */
+    assert_null(strstr(x, "sqlbus_handler_duration_by_type_seconds_count{"
+                          "queue=\"orders\",type=\"we"));
+    family *f = find_family(&p, "sqlbus_messages_acked_by_type_total");
+    assert_non_null(f);
+    assert_int_equal(f->samples, 4);
+    assert_string_equal(f->type, "counter");
+    f = find_family(&p, "sqlbus_handler_duration_by_type_seconds");
+    assert_non_null(f);
+    assert_string_equal(f->type, "histogram");
+    /* The per-queue series are untouched by the per-type ones. */
+    assert_null(strstr(x, "sqlbus_messages_acked_total{queue=\"orders\""));
+    sb__buf_free(&b);
+
+    /* No types: the families are there without samples. */
+    s.n_types = 0;
+    sb__buf_init(&b, 1 << 20);
+    assert_int_equal(sb__metrics_text(&s, &b), SB_OK);
+    check_exposition(b.data, &p);
+    assert_int_equal(
+        find_family(&p, "sqlbus_messages_published_by_type_total")->samples, 0);
+    assert_int_equal(
+        find_family(&p, "sqlbus_handler_duration_by_type_seconds")->samples, 0);
+    sb__buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +836,9 @@ int main(void)
         cmocka_unit_test(test_sources_down),
         cmocka_unit_test(test_queue_labels_capped),
         cmocka_unit_test(test_buffer_cap),
+        cmocka_unit_test(test_message_type),
+        cmocka_unit_test(test_type_cap),
+        cmocka_unit_test(test_type_exposition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
