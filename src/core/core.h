@@ -1,7 +1,8 @@
 /*
  * core.h - internal services shared by every module: allocation, errors,
  * logging, clocks, randomness, UUIDs, MD5, capped buffers, JSON headers,
- * JSON paths, validation and UTF-16. Nothing here touches a database.
+ * JSON paths, validation, UTF-16 and time zones. Nothing here touches a
+ * database.
  */
 #ifndef SB_CORE_H
 #define SB_CORE_H
@@ -82,6 +83,8 @@ void sb__sleep_us(int64_t us);
 /* Days from 1970-01-01 to year-month-day in the proleptic Gregorian
  * calendar (negative before 1970); the date is not checked. */
 int64_t sb__days_from_civil(int64_t y, int64_t m, int64_t d);
+/* The inverse: the date `days` after 1970-01-01 (month 1-12, day 1-31). */
+void sb__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
 /* ---- condition variables on the monotonic clock (sync.c) ---- */
 void sb__cond_init_monotonic(pthread_cond_t *cv);
@@ -257,5 +260,51 @@ int sb__utf8_to_utf16(const char *s, size_t len, uint16_t **out, size_t *units);
  * (transferred, sb__free), *len bytes without the NUL. An unpaired
  * surrogate becomes U+FFFD. SB_NOMEM. */
 int sb__utf16_to_utf8(const uint16_t *u, size_t units, char **out, size_t *len);
+
+/* ---- time zones (tzif.c, tzrule.c; the loader tzload.c) ----
+ * A zone maps UTC to local wall time and back without the process's TZ,
+ * tzset or localtime (process-wide state, not thread-safe): the
+ * transitions of a TZif file (RFC 8536) and, after the last one, the
+ * POSIX TZ rule of its footer. Instants and wall times are seconds since
+ * the Unix epoch (a wall time counts local seconds as if they were UTC);
+ * offsets are seconds east of UTC. A zone is immutable once built, so
+ * threads may share one. docs/internals/cron.md has the rules. */
+typedef struct sb_tz sb_tz;
+#define SB_TZIF_MAX (256 * 1024) /* bytes of one TZif file */
+#define SB_TZ_RULE_MAX 128       /* bytes of one POSIX TZ string */
+#define SB_TZ_NAME_MAX 128       /* bytes of one zone name */
+#define SB_TZ_OFFSET_MAX 93599   /* |offset| < 26 h, as RFC 8536 bounds it */
+#define SB_TZ_DIR "/usr/share/zoneinfo"
+/* A zone from the `len` bytes of a TZif file (versions 1 to 4) at `data`
+ * (borrowed). *out is transferred (sb__tz_free). SB_INVALID naming "tzif"
+ * (a malformed file, leap-second records, an offset of 26 h or more, a
+ * footer that is not a POSIX TZ string), SB_TOOBIG (over SB_TZIF_MAX),
+ * SB_NOMEM. Pure. */
+int sb__tzif_parse(const void *data, size_t len, sb_tz **out, sb_error *err);
+/* A zone from a POSIX TZ string alone ("UTC0", "CET-1CEST,M3.5.0,M10.5.0/3",
+ * "<+0330>-3:30"), as a TZif footer has it. *out is transferred.
+ * SB_INVALID naming "tz_rule", SB_NOMEM. Pure. */
+int sb__tz_from_rule(const char *rule, sb_tz **out, sb_error *err);
+/* NULL-safe. */
+void sb__tz_free(sb_tz *tz);
+/* The offset in effect at the instant `utc`; *next_change (may be NULL)
+ * gets the first instant after `utc` at which the zone may change it, or
+ * INT64_MAX. Thread-safe. */
+int32_t sb__tz_offset(const sb_tz *tz, int64_t utc, int64_t *next_change);
+/* The instant of wall time `wall`: the first instant whose wall time is
+ * `wall` or later. So a wall time that occurs twice (the clock falls back)
+ * is its first occurrence, and one that never occurs (the clock jumps
+ * forward over it) is the first instant after the gap. Thread-safe. */
+int64_t sb__tz_resolve(const sb_tz *tz, int64_t wall);
+/* A zone name as sb__tz_load takes it: 1 to SB_TZ_NAME_MAX bytes of
+ * [A-Za-z0-9_+-/], not starting with '/', no empty component, no "..".
+ * SB_INVALID naming "time_zone". */
+int sb__tz_name_check(const char *name, sb_error *err);
+/* The zone `name` ("Europe/Berlin") read from `dir`/`name` (dir NULL =
+ * SB_TZ_DIR). "UTC" and "Etc/UTC" are built in and need no file. *out is
+ * transferred. SB_INVALID naming "time_zone" (a bad name, not a TZif
+ * file), SB_NOTFOUND (no such zone), SB_ERROR (the file could not be
+ * read), SB_NOMEM. Reads the file; the parsing is sb__tzif_parse's. */
+int sb__tz_load(const char *dir, const char *name, sb_tz **out, sb_error *err);
 
 #endif
