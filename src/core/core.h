@@ -1,8 +1,8 @@
 /*
  * core.h - internal services shared by every module: allocation, errors,
  * logging, clocks, randomness, UUIDs, MD5, capped buffers, JSON headers,
- * JSON paths, validation, UTF-16 and time zones. Nothing here touches a
- * database.
+ * JSON paths, validation, UTF-16, time zones and schedules (cron
+ * expressions, intervals). Nothing here touches a database.
  */
 #ifndef SB_CORE_H
 #define SB_CORE_H
@@ -306,5 +306,102 @@ int sb__tz_name_check(const char *name, sb_error *err);
  * file), SB_NOTFOUND (no such zone), SB_ERROR (the file could not be
  * read), SB_NOMEM. Reads the file; the parsing is sb__tzif_parse's. */
 int sb__tz_load(const char *dir, const char *name, sb_tz **out, sb_error *err);
+
+/* ---- cron expressions (cron.c) ---- */
+/* A parsed 5-field expression, a value (no allocation): the set bits are
+ * the values each field matches. */
+typedef struct sb_cron {
+    uint64_t minutes; /* bits 0-59 */
+    uint32_t hours;   /* bits 0-23 */
+    uint32_t mdays;   /* bits 1-31 */
+    uint16_t months;  /* bits 1-12 */
+    uint8_t wdays;    /* bits 0-6, Sunday 0 */
+    /* The field started with '*' ("*", or "*" with a step): unrestricted
+     * for the day rule. When both days fields are restricted a day matches
+     * if either does (Vixie cron), else both must. */
+    bool mday_star, wday_star;
+} sb_cron;
+#define SB_CRON_MAX 256         /* bytes of one expression */
+#define SB_CRON_SEARCH_YEARS 50 /* sb__cron_next's search horizon */
+/* Parse "minute hour day-of-month month day-of-week" (`*`, lists, ranges,
+ * steps, JAN-DEC and SUN-SAT in any case, 0 and 7 both Sunday) or a macro
+ * (@hourly @daily @midnight @weekly @monthly @yearly @annually) into *out.
+ * SB_INVALID naming "cron", its message naming the field ("cron: field 2
+ * (hour): 24 is out of range 0-23"), also for an expression that never
+ * occurs ("0 0 30 2 *"); *out is untouched then. Pure. */
+int sb__cron_parse(const char *expr, sb_cron *out, sb_error *err);
+/* Whether wall time `wall` (seconds, any second of the minute) matches. */
+bool sb__cron_matches(const sb_cron *c, int64_t wall);
+/* The first occurrence strictly after `after_us` (microseconds since the
+ * epoch, UTC) of `c` read in zone `tz` (borrowed; NULL = UTC): a matching
+ * wall time resolved as sb__tz_resolve does, so a time skipped by a jump
+ * forward runs at the first instant after the gap, and a repeated one
+ * runs once, at its first occurrence. SB_INVALID naming "cron" when none
+ * comes within SB_CRON_SEARCH_YEARS or before the year 10000 ("never
+ * occurs"), or `after_us` is outside years 1 to 9999. Pure, thread-safe. */
+int sb__cron_next(const sb_cron *c, const sb_tz *tz, int64_t after_us,
+                  int64_t *next_us, sb_error *err);
+
+/* ---- schedules: intervals and missed occurrences (schedule.c) ---- */
+#define SB_EVERY_MIN_US 1000000LL                   /* 1 s */
+#define SB_EVERY_MAX_US (366LL * 86400 * 1000000LL) /* 366 days */
+/* Instants the schedules accept: years 1 to 9999, in microseconds. */
+#define SB_SCHED_MIN_US (-62135596800LL * 1000000)
+#define SB_SCHED_MAX_US (253402300799LL * 1000000 + 999999)
+/* One schedule (a value; the pointers are borrowed): a cron expression
+ * read in a zone, or a fixed interval `every_us` whose occurrences are
+ * anchor_us + k * every_us for k >= 0 (UTC durations: "every 1d" is
+ * 86400 s, whatever the zone's clocks do). */
+typedef struct sb_schedule {
+    const sb_cron *cron; /* NULL for an interval */
+    const sb_tz *tz;     /* the cron's zone, NULL = UTC */
+    int64_t every_us;    /* SB_EVERY_MIN_US..SB_EVERY_MAX_US */
+    int64_t anchor_us;
+} sb_schedule;
+/* SB_INVALID naming "every" unless every_us is SB_EVERY_MIN_US to
+ * SB_EVERY_MAX_US and anchor_us an accepted instant. */
+int sb__every_check(int64_t every_us, int64_t anchor_us, sb_error *err);
+/* The first occurrence of `s` strictly after `after_us`. SB_INVALID as
+ * sb__cron_next or sb__every_check say. Pure, thread-safe. */
+int sb__schedule_next(const sb_schedule *s, int64_t after_us, int64_t *next_us,
+                      sb_error *err);
+/* The last occurrence at or before `at_us`: SB_NOTFOUND when there is
+ * none (before an interval's anchor, or a cron's search horizon). */
+int sb__schedule_prev(const sb_schedule *s, int64_t at_us, int64_t *prev_us,
+                      sb_error *err);
+
+/* What to do with occurrences that were due while nothing ran them. */
+typedef enum sb_missed {
+    SB_MISSED_SKIP, /* publish none of them; continue from now on */
+    SB_MISSED_ONCE  /* publish one occurrence for all of them */
+} sb_missed;
+/* "skip" or "once"; SB_INVALID naming "missed". */
+int sb__missed_parse(const char *text, sb_missed *out, sb_error *err);
+/* The answer of sb__schedule_due. Every instant is an occurrence of the
+ * schedule, in microseconds UTC; `occurrence_us` is the input of the
+ * published message's key, the same for every scheduler that has seen
+ * the same `last_us`, so two of them publish an occurrence once. */
+typedef struct sb_due {
+    bool publish;          /* publish one message now, for occurrence_us */
+    int64_t occurrence_us; /* (publish) the occurrence, or, folding
+                              missed ones (once), the first of them */
+    bool has_last;         /* record last_us as the last occurrence run */
+    int64_t last_us;       /* every occurrence up to it is settled */
+    int64_t next_us;       /* call again then; at once when <= now_us */
+    bool missed;           /* occurrences older than the grace were */
+    int64_t missed_first_us, missed_last_us; /* ... folded or dropped */
+} sb_due;
+/* What is due at `now_us` for schedule `s` whose last occurrence run is
+ * *last_us (NULL: none yet; nothing before now_us - grace_us is due then).
+ * An occurrence is on time up to `grace_us` (0 to SB_EVERY_MAX_US) late
+ * and missed after that. The earliest on-time occurrence is published;
+ * missed ones, under SB_MISSED_SKIP, are dropped, and under
+ * SB_MISSED_ONCE, folded into one publish keyed by the first of them.
+ * One publish a call: the caller publishes, records `last_us` (in the
+ * same transaction) and calls again when `next_us` comes. SB_INVALID
+ * naming the input at fault. Pure, thread-safe. */
+int sb__schedule_due(const sb_schedule *s, sb_missed policy,
+                     const int64_t *last_us, int64_t now_us, int64_t grace_us,
+                     sb_due *out, sb_error *err);
 
 #endif
