@@ -152,9 +152,9 @@ int sb__publish_on(sb_bus *bus, sb_conn *c, const char *queue,
                    const sb_outgoing *msgs, size_t n, char (*ids)[37],
                    int *any_immediate, sb_error *err)
 {
-    return sb__count_publish(bus, NULL, queue, msgs, n,
-                             insert_on(bus, c, queue, msgs, NULL, n, ids,
-                                       any_immediate, 0, 0, err));
+    return sb__count_publish(
+        bus, NULL, queue, msgs, n,
+        insert_on(bus, c, queue, msgs, NULL, n, ids, any_immediate, 0, 0, err));
 }
 
 typedef struct publish_ctx {

@@ -414,7 +414,7 @@ static const char k_payment[] =
     "PaymentRequested, Shop.Messages, Version=1.0.0.0, Culture=neutral;"
     "Shop.Messages.IPayment, Shop.Messages\",\"x\":\"y\"}";
 
-/* S8 by message type: a worker handling two types (and untyped messages)
+/* T43, S8 by message type: a worker handling two types (and untyped messages)
  * counts each type's publishes, acks, naks, dead letters and handler
  * calls, their sum is the queue's; one-shot acks and caller transactions
  * count by type too (at commit, never on rollback); the scrape shows the

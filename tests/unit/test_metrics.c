@@ -564,7 +564,7 @@ static void test_buffer_cap(void **state)
     sb__buf_free(&b);
 }
 
-/* The message type the per-type metrics read from a headers object: the
+/* T43: the message type the per-type metrics read from a headers object: the
  * error store's (sb-message-type, else the first enclosed NServiceBus
  * type without its assembly), keys in any case, whatever the JSON looks
  * like (the one-pass scan and the full parse it falls back to agree). */
@@ -648,7 +648,7 @@ static const sb_type_counts *type_entry(sb_type_counts **list, size_t n,
     return NULL;
 }
 
-/* The per-type cap: a queue's first SB_METRICS_TYPES types by name, the
+/* T43: the per-type cap: a queue's first SB_METRICS_TYPES types by name, the
  * rest (and over-long ones) in its "other" entry, untyped messages under
  * ""; queues past SB_METRICS_QUEUES keep types too, under queue "". An
  * entry that counted nothing is left out of the list. */
@@ -735,7 +735,7 @@ static void test_type_cap(void **state)
     sb__counters_free(c);
 }
 
-/* The per-type families in the exposition: two labels, escaped; "(other)"
+/* T43: the per-type families in the exposition: two labels, escaped; "(other)"
  * for the other queue and the other types, "" for untyped messages; a
  * handler histogram only for entries that ran a handler. */
 static void test_type_exposition(void **state)
