@@ -44,6 +44,8 @@ static int queues(const sb_api *a, sb_api_resp *out)
         if (q[i]->oldest_ready_age_ms >= 0)
             sb__json_int_m(b, &f, "oldest_ready_age_ms",
                            q[i]->oldest_ready_age_ms);
+        sb__json_bool_m(b, &f, "paused", q[i]->paused);
+        sb__json_bool_m(b, &f, "prioritized", q[i]->prioritized);
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
@@ -202,12 +204,14 @@ static void request_field(sb_error *err)
 }
 
 /* POST /api/queues/{q}/messages: {"body": value, "headers": {..},
- * "delay_ms": n}; the Idempotency-Key header names the message (a UUID
- * as it is, any other text through a deterministic GUID of the queue and
- * the key), so the same request twice publishes once (T9). */
+ * "delay_ms": n, "priority": n}; the Idempotency-Key header names the
+ * message (a UUID as it is, any other text through a deterministic GUID
+ * of the queue and the key), so the same request twice publishes once
+ * (T9). */
 static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
-    static const char *const known[] = {"body", "headers", "delay_ms", NULL};
+    static const char *const known[] = {"body", "headers", "delay_ms",
+                                        "priority", NULL};
     const char *queue = r->m->captures[0];
     const json_t *j = r->json;
     char *headers = NULL, *payload = NULL;
@@ -222,6 +226,13 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         (!json_is_integer(delay) || json_integer_value(delay) < 0))
         ok = sb__api_error(out, 400, "invalid", "delay_ms",
                            "delay_ms must be a whole number >= 0");
+    json_t *prio = ok ? json_object_get(j, "priority") : NULL;
+    if (ok && prio != NULL &&
+        (!json_is_integer(prio) || json_integer_value(prio) < SB_PRIORITY_MIN ||
+         json_integer_value(prio) > SB_PRIORITY_MAX))
+        ok = sb__api_error(out, 400, "invalid", "priority",
+                           "priority must be a whole number %d to %d",
+                           SB_PRIORITY_MIN, SB_PRIORITY_MAX);
     if (ok)
         ok = (headers = string_object(json_object_get(j, "headers"), "headers",
                                       out)) != NULL;
@@ -254,17 +265,19 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
             sb_deterministic_guid(queue, key, id);
     }
     if (ok) {
-        sb_outgoing o = {id[0] ? id : NULL, text, len, headers,
-                         delay ? json_integer_value(delay) : 0};
-        char out_id[37];
+        sb_outgoing_ex o = {sizeof o,
+                            {id[0] ? id : NULL, text, len, headers,
+                             delay ? json_integer_value(delay) : 0},
+                            prio ? (int)json_integer_value(prio) : 0};
+        char out_id[1][37];
         sb_error err;
-        int rc = sb_publish(a->bus, NULL, queue, &o, out_id, &err);
+        int rc = sb_publish_ex(a->bus, NULL, queue, &o, 1, out_id, &err);
         if (rc != SB_OK) {
             request_field(&err);
             sb__api_fail(out, rc, &err);
         } else {
             sb__buf_puts(&out->body, "{\"id\":");
-            sb__buf_json_str(&out->body, out_id);
+            sb__buf_json_str(&out->body, out_id[0]);
             sb__buf_puts(&out->body, "}");
             out->status = 201;
         }
@@ -395,12 +408,34 @@ static int recovery(const sb_api *a, sb_api_resp *out)
     return 1;
 }
 
+/* POST /api/queues/{q}/pause and /resume (T35): the queue's state as
+ * it is now stored. */
+static int set_paused(const sb_api *a, const sb_api_req *r, int pause,
+                      sb_api_resp *out)
+{
+    const char *queue = r->m->captures[0];
+    sb_error err;
+    int rc = pause ? sb_queue_pause(a->bus, queue, &err)
+                   : sb_queue_resume(a->bus, queue, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int f = 1;
+    sb__buf_puts(&out->body, "{");
+    sb__json_str_m(&out->body, &f, "name", queue);
+    sb__json_bool_m(&out->body, &f, "paused", pause);
+    sb__buf_puts(&out->body, "}");
+    out->status = 200;
+    return 1;
+}
+
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     switch (r->m->route) {
     case SB_R_QUEUES: return queues(a, out);
     case SB_R_QUEUE_MESSAGES:
         return r->method == SB_HTTP_POST ? publish(a, r, out) : peek(a, r, out);
+    case SB_R_QUEUE_PAUSE: return set_paused(a, r, 1, out);
+    case SB_R_QUEUE_RESUME: return set_paused(a, r, 0, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

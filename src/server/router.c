@@ -85,6 +85,8 @@ static const route routes[] = {
     {GET_, "/api/queues", SB_R_QUEUES, NO_BODY},
     {GET_ | SB_HTTP_POST, "/api/queues/{q}/messages", SB_R_QUEUE_MESSAGES,
      BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/queues/{q}/pause", SB_R_QUEUE_PAUSE, NO_BODY},
+    {SB_HTTP_POST, "/api/queues/{q}/resume", SB_R_QUEUE_RESUME, NO_BODY},
     {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES,
      BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
     {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},

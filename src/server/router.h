@@ -72,6 +72,8 @@ typedef enum sb_route_id {
     SB_R_CONFIGURATION,         /* GET /api/configuration */
     SB_R_QUEUES,                /* GET /api/queues */
     SB_R_QUEUE_MESSAGES,        /* GET|POST /api/queues/{q}/messages */
+    SB_R_QUEUE_PAUSE,           /* POST /api/queues/{q}/pause (T35) */
+    SB_R_QUEUE_RESUME,          /* POST /api/queues/{q}/resume (T35) */
     SB_R_FAILED_MESSAGES,       /* POST /api/failed-messages */
     SB_R_RECOVERY,              /* GET /api/recovery */
     SB_R_STATS,                 /* GET /api/stats */

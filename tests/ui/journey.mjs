@@ -258,6 +258,20 @@ async function journey() {
     await until('the detail again', async () => (await text('.status-line .badge')) === 'Retry pending');
   });
 
+  await step('queues: pause and resume a queue from its page (T35)', async () => {
+    await page.goto(base + '/#/queues/orders');
+    await until('the state card', async () => (await card('State')) === 'Active');
+    await page.locator('button[data-key="pause"]').click();
+    await until('paused', async () => (await card('State')) === 'Paused');
+    await page.goto(base + '/#/queues');
+    await until('the paused badge in the list', async () =>
+      (await page.locator('tr[data-row="orders"] .badge.paused').count()) === 1, 12000);
+    await page.goto(base + '/#/queues/orders');
+    await until('the resume button', async () => (await page.locator('button[data-action="resume"]').count()) === 1);
+    await page.locator('button[data-action="resume"]').click();
+    await until('active again', async () => (await card('State')) === 'Active');
+  });
+
   await step('empty and error states read well', async () => {
     await page.goto(base + '/#/failed?q=nothing-matches-this-zq');
     await until('the empty search', async () => /Nothing matches/.test(await text('main .empty')));

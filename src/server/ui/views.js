@@ -190,7 +190,8 @@ SB.common = (function () {
         C.th('Oldest', 'n opt')],
       list.slice(0, 10).map(function (q) {
         return h('tr', {dataset: {row: q.name}},
-          C.cell(D.link('#/queues/' + SB.api.seg(q.name), q.name, {dataset: {primary: '1', key: 'q-' + q.name}})),
+          C.cell(D.link('#/queues/' + SB.api.seg(q.name), q.name, {dataset: {primary: '1', key: 'q-' + q.name}}),
+            q.paused ? h('span.badge.paused', 'paused') : null),
           C.cell(D.num(q.ready), 'n'), C.cell(D.num(q.in_flight), 'n'),
           C.cell(D.num(q.dead_lettered), 'n' + (q.dead_lettered ? ' bad' : '')),
           C.cell(q.oldest_ready_age_ms !== undefined ? D.ago(q.oldest_ready_age_ms) : '—', 'n opt'));
@@ -238,6 +239,12 @@ SB.common = (function () {
 
   /* -------------------------------------------------------------- Queues */
 
+  /* A queue's state (T35), and whether it orders by priority (T34). */
+  function stateBadge(q) {
+    return h('span', h('span.badge.' + (q.paused ? 'paused' : 'active'), q.paused ? 'paused' : 'active'),
+      q.prioritized ? h('span.badge.prioritized', {title: 'Claims take higher priorities first'}, 'priorities') : null);
+  }
+
   SB.views.queues = function (root) {
     var filter = h('input', {type: 'search', placeholder: 'Filter queues', 'aria-label': 'Filter queues',
       on: {input: function () { if (last) D.replace(list.body, content(last)); }}});
@@ -254,11 +261,12 @@ SB.common = (function () {
           '/api/queues/QUEUE/messages) and its queue shows here.');
       }
       if (!data.length) return D.empty('No queue matches “' + filter.value + '”');
-      return D.table('', [C.th('Queue'), C.th('Ready', 'n'), C.th('Delayed', 'n'),
+      return D.table('', [C.th('Queue'), C.th('State'), C.th('Ready', 'n'), C.th('Delayed', 'n'),
         C.th('In flight', 'n'), C.th('Dead-lettered', 'n'), C.th('Oldest ready', 'n opt')],
       data.map(function (q) {
         return h('tr', {dataset: {row: q.name}},
           C.cell(D.link('#/queues/' + SB.api.seg(q.name), q.name, {dataset: {primary: '1', key: 'q-' + q.name}})),
+          C.cell(stateBadge(q)),
           C.cell(D.num(q.ready), 'n'), C.cell(D.num(q.delayed), 'n'), C.cell(D.num(q.in_flight), 'n'),
           C.cell(q.dead_lettered ? D.link(SB.app.href('/failed', {queue: q.name}), D.num(q.dead_lettered)) : '0',
             'n' + (q.dead_lettered ? ' bad' : '')),
@@ -288,10 +296,32 @@ SB.common = (function () {
       screenHead('Queue ' + name, 'A peek at the queue: nothing is claimed or changed.'),
       h('div.grid', counts.el, peek.el)]);
 
+    /* Paused or not as this page last set it: GET /api/queues is a sample
+     * up to 5 s old (docs/http-api.md). */
+    var pausedNow = null;
+
+    function pauseButton(q) {
+      var paused = pausedNow !== null ? pausedNow : q.paused;
+      var verb = paused ? 'resume' : 'pause';
+      return D.button(paused ? 'Resume' : 'Pause', async function () {
+        try {
+          var res = await SB.api.post('/api/queues/' + SB.api.seg(name) + '/' + verb);
+          pausedNow = !!(res.data && res.data.paused);
+          D.toast('Queue ' + name + (pausedNow ? ' paused: workers stop claiming within a second'
+            : ' resumed'), 'good');
+          SB.app.refresh(true);
+        } catch (e) {
+          D.toast((paused ? 'Resume' : 'Pause') + ' failed: ' + e.message, 'bad');
+        }
+      }, paused ? 'primary' : '', {dataset: {key: 'pause', action: verb}});
+    }
+
     function countsBody(r) {
       var q = (r.data || []).find(function (x) { return x.name === name; });
       if (!q) return D.empty('No queue named “' + name + '”', 'It has no messages, or it was never used.');
+      var paused = pausedNow !== null ? pausedNow : q.paused;
       return h('div.cards',
+        D.card('State', paused ? 'Paused' : 'Active', h('span', pauseButton(q)), paused ? 'warn' : 'good'),
         D.card('Ready', D.num(q.ready), q.oldest_ready_age_ms !== undefined ? 'oldest ' + D.ago(q.oldest_ready_age_ms) : ''),
         D.card('Delayed', D.num(q.delayed), ''), D.card('In flight', D.num(q.in_flight), ''),
         D.card('Dead-lettered', D.num(q.dead_lettered), q.dead_lettered ? 'see the failed messages' : 'none',
