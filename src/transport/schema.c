@@ -23,7 +23,7 @@ const sb_column_spec sb__message_columns[] = {
     {"attempts", "INTEGER", "integer", "int", 1, NULL},
     {"last_error", "TEXT", "text", "nvarchar(max)", 0, NULL},
     {"dead_letter_reason", "TEXT", "text", "nvarchar(max)", 0, NULL},
-    {"priority", "INTEGER", "integer", "int", 1, "0"},
+    {"priority", "INTEGER", "smallint", "smallint", 1, "0"},
     {"unique_key", "TEXT", "text", "nvarchar(255)", 0, NULL},
     {"expires_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
      NULL},

@@ -92,7 +92,7 @@
     "  attempts int NOT NULL DEFAULT 0,\n"                                     \
     "  last_error nvarchar(max) NULL,\n"                                       \
     "  dead_letter_reason nvarchar(max) NULL,\n"                               \
-    "  priority int NOT NULL DEFAULT 0,\n"                                     \
+    "  priority smallint NOT NULL DEFAULT 0,\n"                                \
     "  unique_key nvarchar(255) NULL,\n"                                       \
     "  expires_at datetime2(7) NULL,\n"                                        \
     "  cancelled_at datetime2(7) NULL,\n"                                      \
@@ -184,7 +184,7 @@ const sb_sql_templates sb__sql_mssql = {
         "v.headers, " NOW ", " PLUS_MS(
             "v.delay_ms") ", 0, v.priority FROM (SELECT "
                           "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
-                          "x.delay_ms, CAST(x.priority AS int) AS priority, "
+                          "x.delay_ms, CAST(x.priority AS smallint) AS priority, "
                           "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
                           "AS rn FROM (VALUES ",
     .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, %d)",
@@ -199,7 +199,7 @@ const sb_sql_templates sb__sql_mssql = {
         "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "
         "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "
         "created_at datetime2, queue nvarchar(200), available_at datetime2, "
-        "priority int); " CLAIMABLE_AS("", "priority DESC, available_at, "
+        "priority smallint); " CLAIMABLE_AS("", "priority DESC, available_at, "
                                            "created_at")
             CLAIM_UPDATE_AS(
                 ", "

@@ -21,7 +21,7 @@ const sb_sql_templates sb__sql_postgres = {
            "  attempts integer NOT NULL DEFAULT 0,\n"
            "  last_error text,\n"
            "  dead_letter_reason text,\n"
-           "  priority integer NOT NULL DEFAULT 0,\n"
+           "  priority smallint NOT NULL DEFAULT 0,\n"
            "  unique_key text,\n"
            "  expires_at timestamptz,\n"
            "  cancelled_at timestamptz,\n"
@@ -63,7 +63,7 @@ const sb_sql_templates sb__sql_postgres = {
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
                       "created_at, available_at, attempts, priority) VALUES ",
     .insert_row_ex = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
-                     ", 0, $%d::int4)",
+                     ", 0, $%d::int2)",
 /* The claimed rows are found again by their tuple ids (ctid), which
      * the subquery's row locks keep in place until the statement writes
      * them: a TID scan, the one plan that does not depend on the

@@ -139,6 +139,9 @@ static void test_priority_shape(void **state)
             "WHEN MATCHED THEN UPDATE SET paused = x.paused");
     sbt_has("upgrade", s->upgrade,
             "DROP INDEX t_messages_ready_idx ON t_messages");
+    /* The range of T34 exactly, and no wider an index entry. */
+    sbt_has("ddl", s->ddl, "priority smallint NOT NULL DEFAULT 0");
+    sbt_has("insert_ex1", s->insert_ex[0], "CAST(x.priority AS smallint)");
     sb__transport_sql_free(s);
 }
 
