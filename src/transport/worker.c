@@ -858,7 +858,10 @@ static void *pump_main(void *arg)
         int64_t cut =
             w->stop_deadline_us - (w->early ? w->o.drain_timeout_ms * 250 : 0);
         if (w->stopping) {
-            if (!w->early)
+            /* Not while a claim is under way: rows handed back now would
+             * be claimed by it and handed back again. Its cycle's commit
+             * brings its lane back here. */
+            if (!w->early && w->claiming == 0)
                 hand_back_unstarted(w);
             else if (now >= cut)
                 dead_letter_unstarted(w);
