@@ -200,7 +200,7 @@ const sb_sql_templates sb__sql_mssql = {
         "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "
         "created_at datetime2, queue nvarchar(200), available_at datetime2, "
         "priority smallint); " CLAIMABLE_AS("", "priority DESC, available_at, "
-                                           "created_at")
+                                                "created_at")
             CLAIM_UPDATE_AS(
                 ", "
                 "deleted."
