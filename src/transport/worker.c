@@ -861,9 +861,10 @@ static void *pump_main(void *arg)
             /* Not while a claim is under way: rows handed back now would
              * be claimed by it and handed back again. Its cycle's commit
              * brings its lane back here. */
-            if (!w->early && w->claiming == 0)
-                hand_back_unstarted(w);
-            else if (now >= cut)
+            if (!w->early) {
+                if (w->claiming == 0)
+                    hand_back_unstarted(w);
+            } else if (now >= cut)
                 dead_letter_unstarted(w);
             if ((w->held == 0 && w->live_handlers == 0) || w->abandon)
                 break;
