@@ -493,6 +493,23 @@ SB_API int sb_queue_resume(sb_bus *bus, const char *queue, sb_error *err);
 /* How often a worker reads its queue's settings (pause, priorities). */
 #define SB_SETTINGS_REFRESH_MS 1000
 
+/* What sb_cancel found (T39). */
+enum {
+    SB_CANCEL_WAITING = 1, /* ready or delayed: no consumer had it */
+    SB_CANCEL_RUNNING = 2  /* a consumer held its lease */
+};
+
+/* T39: cancel message `id` of `queue`: it is dead-lettered at once with
+ * reason "cancelled", in one transaction (never dropped). A consumer that
+ * held it (*outcome SB_CANCEL_RUNNING; else SB_CANCEL_WAITING) finds its
+ * lease gone at its next renewal, so its handler's sb_delivery_cancelled
+ * turns true, and its ack is refused (SB_LOST_LEASE). SB_NOTFOUND when
+ * the queue has no message `id` (already settled, or never there); the
+ * dead-letter queue's own messages are not cancelled (SB_INVALID, field
+ * "queue"). `outcome` may be NULL. */
+SB_API int sb_cancel(sb_bus *bus, const char *queue, const char *id,
+                     int *outcome, sb_error *err);
+
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
  * Other processes on the same database count their own: these are not
  * totals of the database (sb_counts_list gives those). */

@@ -1,5 +1,5 @@
 /* cmd_queues.c - `sqlbus queues`: every queue with its counts (T31);
- * `queues pause|resume QUEUE` (T35). */
+ * `queues pause|resume QUEUE` (T35); `queues cancel QUEUE ID...` (T39). */
 #include "cli.h"
 
 #include <string.h>
@@ -55,8 +55,10 @@ static int print_table(sb_queue_stats *const *q, size_t n)
     return rc;
 }
 
-/* `sqlbus queues pause|resume QUEUE` (T35), argv[0] the verb. */
-static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
+/* The global options of a `queues` verb (argv[0]) and its QUEUE; then
+ * optind is at the arguments after QUEUE. CLI_OK, or an exit code (-1:
+ * --help was printed, exit 0). */
+static int verb_args(cli_ctx *ctx, int argc, char **argv, const char **queue)
 {
     static const struct option longopts[] = {CLI_GLOBAL_LONGOPTS,
                                              {NULL, 0, NULL, 0}};
@@ -69,19 +71,63 @@ static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
             continue;
         if (c == 'h') {
             fputs(cli_usage_queues, stdout);
-            return CLI_OK;
+            return -1;
         }
         return cli_bad_option(ctx, c, argv);
     }
     if (optind >= argc)
         return cli_usage_error(ctx, "queues %s needs the QUEUE to %s", argv[0],
                                argv[0]);
-    const char *queue = argv[optind++];
-    if (optind < argc)
-        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
-    int rc = cli_check_queue(ctx, "QUEUE", queue);
+    *queue = argv[optind++];
+    return cli_check_queue(ctx, "QUEUE", *queue);
+}
+
+/* `sqlbus queues cancel QUEUE ID...` (T39). */
+static int cancel(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *queue = NULL;
+    int rc = verb_args(ctx, argc, argv, &queue);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    if (optind >= argc)
+        return cli_usage_error(ctx, "queues cancel needs the ID of at least "
+                                    "one message");
+    int first = optind;
+    sb_bus *bus = NULL;
+    rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
     if (rc != CLI_OK)
         return rc;
+    for (int i = first; i < argc; i++) {
+        sb_error err;
+        sb_error_clear(&err);
+        int outcome = 0;
+        int src = sb_cancel(bus, queue, argv[i], &outcome, &err);
+        if (src != SB_OK) {
+            int code = cli_report(src, &err);
+            if (rc == CLI_OK)
+                rc = code;
+            if (src != SB_NOTFOUND)
+                break; /* not about this ID: the next would fail alike */
+            continue;
+        }
+        printf("message %s cancelled (%s): dead-lettered with reason "
+               "\"cancelled\"\n",
+               argv[i],
+               outcome == SB_CANCEL_RUNNING ? "a consumer held it" : "waiting");
+    }
+    sb_close(bus);
+    return rc;
+}
+
+/* `sqlbus queues pause|resume QUEUE` (T35), argv[0] the verb. */
+static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
+{
+    const char *queue = NULL;
+    int rc = verb_args(ctx, argc, argv, &queue);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
     sb_bus *bus = NULL;
     rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
     if (rc != CLI_OK)
@@ -104,6 +150,8 @@ int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
     if (argc > 1 &&
         (strcmp(argv[1], "pause") == 0 || strcmp(argv[1], "resume") == 0))
         return set_paused(ctx, argc - 1, argv + 1, argv[1][0] == 'p');
+    if (argc > 1 && strcmp(argv[1], "cancel") == 0)
+        return cancel(ctx, argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
         CLI_GLOBAL_LONGOPTS,

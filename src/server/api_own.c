@@ -428,6 +428,28 @@ static int set_paused(const sb_api *a, const sb_api_req *r, int pause,
     return 1;
 }
 
+/* POST /api/queues/{q}/messages/{id}/cancel (T39): the message is
+ * dead-lettered "cancelled"; the answer says whether a consumer held it. */
+static int cancel(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    sb_error err;
+    int outcome = 0;
+    int rc =
+        sb_cancel(a->bus, r->m->captures[0], r->m->captures[1], &outcome, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int f = 1;
+    sb__buf_puts(&out->body, "{");
+    sb__json_str_m(&out->body, &f, "queue", r->m->captures[0]);
+    sb__json_str_m(&out->body, &f, "id", r->m->captures[1]);
+    sb__json_str_m(&out->body, &f, "was",
+                   outcome == SB_CANCEL_RUNNING ? "running" : "waiting");
+    sb__json_str_m(&out->body, &f, "dead_letter_reason", "cancelled");
+    sb__buf_puts(&out->body, "}");
+    out->status = 200;
+    return 1;
+}
+
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     switch (r->m->route) {
@@ -436,6 +458,7 @@ int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         return r->method == SB_HTTP_POST ? publish(a, r, out) : peek(a, r, out);
     case SB_R_QUEUE_PAUSE: return set_paused(a, r, 1, out);
     case SB_R_QUEUE_RESUME: return set_paused(a, r, 0, out);
+    case SB_R_QUEUE_CANCEL: return cancel(a, r, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

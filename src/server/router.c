@@ -87,6 +87,8 @@ static const route routes[] = {
      BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
     {SB_HTTP_POST, "/api/queues/{q}/pause", SB_R_QUEUE_PAUSE, NO_BODY},
     {SB_HTTP_POST, "/api/queues/{q}/resume", SB_R_QUEUE_RESUME, NO_BODY},
+    {SB_HTTP_POST, "/api/queues/{q}/messages/{id}/cancel", SB_R_QUEUE_CANCEL,
+     NO_BODY},
     {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES,
      BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
     {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},

@@ -27,8 +27,6 @@ const sb_column_spec sb__message_columns[] = {
     {"unique_key", "TEXT", "text", "nvarchar(255)", 0, NULL},
     {"expires_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
      NULL},
-    {"cancelled_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
-     NULL},
     {"progress", "TEXT", "text", "nvarchar(max)", 0, NULL},
 };
 const size_t sb__message_column_count =
@@ -195,8 +193,8 @@ int sb_schema_verify(sb_bus *bus, sb_error *err)
 
 /* The columns of the messages table added since its first release
  * (issue 21): a store without them is upgraded by an AUTO open. */
-static const char *const added_later[] = {
-    "priority", "unique_key", "expires_at", "cancelled_at", "progress", NULL};
+static const char *const added_later[] = {"priority", "unique_key",
+                                          "expires_at", "progress", NULL};
 
 /* A store made by an earlier version: the columns it lacks added, and
  * what the upgrade statement removes, under the schema lock. */

@@ -27,6 +27,10 @@ typedef struct sb_sql_templates {
      * at $3 now_us. */
     const char *mark_prioritized, *settings_get, *settings_list;
     const char *settings_pause;
+    /* T39: message $1 of queue $2, locked for the transaction, with a
+     * flag (an eighth column, 1 or 0) saying whether a lease holds it at
+     * $3 now_us. */
+    const char *cancel_get;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     /* The claim with a lower bound on available_at ($6, microseconds
      * since the epoch), returning available_at as an eighth column; NULL

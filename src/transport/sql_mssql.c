@@ -95,7 +95,6 @@
     "  priority smallint NOT NULL DEFAULT 0,\n"                                \
     "  unique_key nvarchar(255) NULL,\n"                                       \
     "  expires_at datetime2(7) NULL,\n"                                        \
-    "  cancelled_at datetime2(7) NULL,\n"                                      \
     "  progress nvarchar(max) NULL\n"                                          \
     ");\n"                                                                     \
     "IF OBJECT_ID(N'{p}counts', N'U') IS NULL\n"                               \
@@ -192,6 +191,10 @@ const sb_sql_templates sb__sql_mssql = {
         ") AS x (id, payload, headers, delay_ms, priority, ord)) AS v WHERE "
         "v.rn = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH "
         "(UPDLOCK, HOLDLOCK) WHERE m.id = v.id)",
+    .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue, CASE WHEN locked_until > " NOW
+                  " THEN 1 ELSE 0 END FROM {p}messages WITH (UPDLOCK, "
+                  "ROWLOCK) WHERE id = $1 AND " SAME_QUEUE("queue", "$2"),
     .claim = CLAIMED_TABLE CLAIMABLE CLAIM_UPDATE CLAIMED_ROWS,
     /* The priority kept beside each claimed row and returned (a ninth
      * column, as the other backends do), in the claim's order. */

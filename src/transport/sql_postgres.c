@@ -24,7 +24,6 @@ const sb_sql_templates sb__sql_postgres = {
            "  priority smallint NOT NULL DEFAULT 0,\n"
            "  unique_key text,\n"
            "  expires_at timestamptz,\n"
-           "  cancelled_at timestamptz,\n"
            "  progress text\n"
            ") WITH (fillfactor = 50);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_claim_idx\n"
@@ -101,6 +100,10 @@ const sb_sql_templates sb__sql_postgres = {
     "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(                    \
         bound) ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, " \
                "m.created_at, m.queue, m.available_at"
+    .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue, CASE WHEN locked_until > now() THEN 1 "
+                  "ELSE 0 END FROM {p}messages WHERE id = $1::uuid AND "
+                  "queue = $2 FOR UPDATE",
     .claim = CLAIM_UPDATE(""),
     .claim_delete = CLAIM_DELETE(""),
     /* The claim, starting the index scan at $6 instead of the queue's

@@ -39,7 +39,6 @@ const sb_sql_templates sb__sql_sqlite = {
            "  priority INTEGER NOT NULL DEFAULT 0,\n"
            "  unique_key TEXT,\n"
            "  expires_at INTEGER,\n"
-           "  cancelled_at INTEGER,\n"
            "  progress TEXT\n"
            ");\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_claim_idx\n"
@@ -76,6 +75,9 @@ const sb_sql_templates sb__sql_sqlite = {
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
                       "created_at, available_at, attempts, priority) VALUES ",
     .insert_row_ex = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d)",
+    .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue, CASE WHEN locked_until > $3 THEN 1 "
+                  "ELSE 0 END FROM {p}messages WHERE id = $1 AND queue = $2",
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
     /* RETURNING gives no order: available_at and the priority come back
      * (eighth and ninth columns) for claim.c to sort by. */

@@ -59,6 +59,7 @@ static const struct {
     F(settings_get),
     F(settings_list),
     F(settings_pause),
+    F(cancel_get),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

@@ -27,7 +27,8 @@ typedef struct sb_transport_sql {
     char *settings_get;     /* $1 queue: queue_settings' values */
     char *settings_list;    /* every queue's settings */
     char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
-    char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
+    char *cancel_get; /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
+    char *claim;      /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
     char *xmin_holder;  /* xmin.c, or NULL */

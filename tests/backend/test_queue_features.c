@@ -1,7 +1,8 @@
 /*
  * test_queue_features.c - the queue features of issue 21 on every
  * backend (docs/transport.md, "Queue features"): priorities (T34) and
- * pause/resume (T35). Each test names the rules it proves.
+ * pause/resume (T35), cancellation (T39). Each test names the rules it
+ * proves.
  */
 #include "harness.h"
 
@@ -339,6 +340,145 @@ static void test_pause_running_worker(void **state)
     sb_close(bus);
 }
 
+/* The dead letters of `queue` cancelled (reason "cancelled"), and the
+ * original id of the last one in `orig` (when not NULL). */
+static size_t cancelled_letters(sb_bus *bus, const char *queue, char *orig)
+{
+    sb_dlq_filter f;
+    memset(&f, 0, sizeof f);
+    f.size = sizeof f;
+    f.failed_queue = queue;
+    sb_msg **m = NULL;
+    size_t n = 0, k = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, &f, &m, &n, &err), &err, "dlq list");
+    for (size_t i = 0; i < n; i++) {
+        const char *why = sb_msg_header(m[i], "sb-dead-letter-reason");
+        if (why == NULL || strcmp(why, "cancelled") != 0)
+            continue;
+        k++;
+        const char *id = sb_msg_header(m[i], "sb-message-id");
+        if (orig != NULL && id != NULL)
+            snprintf(orig, 37, "%s", id);
+    }
+    sb_msg_free_array(m, n);
+    return k;
+}
+
+/* T39: a ready and a delayed message are cancelled by id: each is
+ * dead-lettered at once with reason "cancelled" and leaves the queue; a
+ * second cancel finds nothing (SB_NOTFOUND); a bad id, a bad queue and
+ * the dead-letter queue itself are refused naming the field. */
+static void test_cancel_waiting(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char ids[2][37];
+    sbt_publish_n(bus, "q", 2, ids);
+    sb_outgoing later;
+    memset(&later, 0, sizeof later);
+    later.payload = "later";
+    later.payload_len = 5;
+    later.delay_ms = 3600000;
+    char delayed[37];
+    sb_error err;
+    sbt_ok(sb_publish(bus, NULL, "q", &later, delayed, &err), &err,
+           "publish delayed");
+    int outcome = 0;
+    sbt_ok(sb_cancel(bus, "q", ids[0], &outcome, &err), &err, "cancel ready");
+    assert_int_equal(outcome, SB_CANCEL_WAITING);
+    sbt_ok(sb_cancel(bus, "q", delayed, &outcome, &err), &err,
+           "cancel delayed");
+    assert_int_equal(outcome, SB_CANCEL_WAITING);
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    assert_int_equal(cancelled_letters(bus, "q", NULL), 2);
+    assert_int_equal(sb_cancel(bus, "q", ids[0], &outcome, &err), SB_NOTFOUND);
+    assert_string_equal(err.field, "id");
+    /* Another queue's message is not this queue's to cancel. */
+    assert_int_equal(sb_cancel(bus, "other", ids[1], NULL, &err), SB_NOTFOUND);
+    assert_int_equal(sb_cancel(bus, "q", "not-a-uuid", NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "id");
+    assert_int_equal(sb_cancel(bus, " q", ids[1], NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    assert_int_equal(sb_cancel(bus, "deadletter", ids[1], NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    assert_int_equal(sbt_count(bus, "q"), 1); /* the refusals changed nothing */
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+typedef struct cancel_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, saw_cancel;
+} cancel_gate;
+
+/* Runs until its delivery says it was cancelled (at most 20 s), then
+ * returns SB_OK: the ack that follows must be refused. */
+static int until_cancelled(sb_delivery *d, void *user)
+{
+    cancel_gate *g = user;
+    pthread_mutex_lock(&g->mu);
+    g->started = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < 2000 && !sb_delivery_cancelled(d); i++)
+        sbt_sleep_ms(10);
+    pthread_mutex_lock(&g->mu);
+    g->saw_cancel = sb_delivery_cancelled(d);
+    pthread_mutex_unlock(&g->mu);
+    return SB_OK;
+}
+
+/* T39 for a running message: the cancel dead-letters it at once; the
+ * handler sees sb_delivery_cancelled at its next lease renewal, and its
+ * ack is refused (counted as a lost lease, never as acked). */
+static void test_cancel_running(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char id[1][37];
+    sbt_publish_n(bus, "q", 1, id);
+    cancel_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = "q";
+    o.handler = until_cancelled;
+    o.user = &g;
+    o.concurrency = 1;
+    o.lease_ms = 900; /* renewed every 300 ms */
+    o.empty_poll_ms = 20;
+    o.max_poll_ms = 100;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
+    pthread_mutex_lock(&g.mu);
+    while (!g.started)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    int outcome = 0;
+    sbt_ok(sb_cancel(bus, "q", id[0], &outcome, &err), &err, "cancel");
+    assert_int_equal(outcome, SB_CANCEL_RUNNING);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    char orig[37] = "";
+    assert_int_equal(cancelled_letters(bus, "q", orig), 1);
+    assert_string_equal(orig, id[0]);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(g.saw_cancel, 1);
+    assert_int_equal(st.acked, 0);
+    assert_int_equal(st.lost_leases, 1);
+    assert_int_equal(cancelled_letters(bus, "q", NULL), 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -349,6 +489,8 @@ int main(void)
         cmocka_unit_test(test_priority_worker),
         cmocka_unit_test(test_pause_resume),
         cmocka_unit_test(test_pause_running_worker),
+        cmocka_unit_test(test_cancel_waiting),
+        cmocka_unit_test(test_cancel_running),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,3 +110,27 @@ expect_err "--priority must be -32768..32767 (got 32768)"
 expect_exit 2 sb publish --queue qp --priority high /dev/null
 expect_err "--priority"
 ok "publish --priority (T34)"
+
+# T39: queues cancel dead-letters waiting and delayed messages by id with
+# reason "cancelled"; an id no longer there exits 4 after the others; a
+# bad id exits 2; the dead-letter queue's own messages are not cancelled.
+id1=$(printf 'one' | sb publish --queue qc)
+id2=$(printf 'two' | sb publish --queue qc --delay 1h)
+id3=$(printf 'three' | sb publish --queue qc)
+expect_exit 0 sb queues cancel qc "$id1" "$id2"
+grep -q "message $id1 cancelled (waiting)" "$tmp/out" || fail "cancel said: $(cat "$tmp/out")"
+grep -q "message $id2 cancelled (waiting)" "$tmp/out" || fail "cancel said: $(cat "$tmp/out")"
+jq -e '.[] | select(.queue == "qc") | .ready == 1 and .delayed == 0' <(sb queues --json) >/dev/null ||
+    fail "qc after the cancel: $(sb queues --json)"
+[ "$(sb dlq list --json | jq "[.[] | select(.dead_letter_reason == \"cancelled\")] | length")" -eq 2 ] ||
+    fail "cancelled dead letters: $(sb dlq list --json)"
+expect_exit 4 sb queues cancel qc "$id1" "$id3"
+expect_err "queue qc has no message $id1"
+grep -q "message $id3 cancelled" "$tmp/out" || fail "the id after a missing one: $(cat "$tmp/out")"
+expect_exit 2 sb queues cancel qc not-a-uuid
+expect_err "a message id is a UUID"
+expect_exit 2 sb queues cancel qc
+expect_err "queues cancel needs the ID"
+expect_exit 2 sb queues cancel deadletter "$id1"
+expect_err "is the dead-letter queue"
+ok "queues cancel (T39)"

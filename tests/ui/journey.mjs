@@ -347,6 +347,23 @@ async function journey() {
     await page.setViewportSize({width: 1280, height: 800});
   });
 
+  await step('queues: cancel a waiting message from its queue page (T39)', async () => {
+    /* Last: its dead letter becomes a failed message the steps above count. */
+    await page.goto(base + '/#/queues/orders');
+    await until('the peek rows', async () => (await page.locator('main tr[data-row] button[data-action="cancel"]').count()) > 0);
+    const before = await page.locator('main tr[data-row] button[data-action="cancel"]').count();
+    const row = page.locator('main tr[data-row]', {has: page.locator('button[data-action="cancel"]')}).first();
+    const id = await row.getAttribute('data-row');
+    await row.locator('button[data-action="cancel"]').click();
+    const dialog = page.locator('dialog[open]');
+    await dialog.waitFor();
+    if (!(await dialog.textContent()).includes(id)) throw new Error('dialog: ' + await dialog.textContent());
+    await dialog.locator('button', {hasText: 'Dead-letter it'}).click();
+    await until('the row gone', async () => (await page.locator(`main tr[data-row="${id}"]`).count()) === 0);
+    const after = await page.locator('main tr[data-row] button[data-action="cancel"]').count();
+    if (after !== before - 1) throw new Error(`rows: ${before} before, ${after} after`);
+  });
+
   if (problems.length) {
     current = 'no CSP violations or script errors';
     throw new Error(problems.join('\n'));

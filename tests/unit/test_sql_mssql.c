@@ -72,6 +72,7 @@ static size_t all_of(const sb_transport_sql *s, named out[64])
         {"settings_get", s->settings_get},
         {"settings_list", s->settings_list},
         {"settings_pause", s->settings_pause},
+        {"cancel_get", s->cancel_get},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -139,6 +140,14 @@ static void test_priority_shape(void **state)
             "WHEN MATCHED THEN UPDATE SET paused = x.paused");
     sbt_has("upgrade", s->upgrade,
             "DROP INDEX t_messages_ready_idx ON t_messages");
+    /* T39: the row locked for the cancel's transaction, with the flag of
+     * a lease held now. */
+    sbt_has("cancel_get", s->cancel_get,
+            "FROM t_messages WITH (UPDLOCK, ROWLOCK) WHERE id = $1 AND "
+            "queue = $2");
+    sbt_has("cancel_get", s->cancel_get,
+            "CASE WHEN locked_until > CAST(SYSUTCDATETIME() AS datetime2(6)) "
+            "THEN 1 ELSE 0 END");
     /* The range of T34 exactly, and no wider an index entry. */
     sbt_has("ddl", s->ddl, "priority smallint NOT NULL DEFAULT 0");
     sbt_has("insert_ex1", s->insert_ex[0], "CAST(x.priority AS smallint)");

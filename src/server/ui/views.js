@@ -345,12 +345,26 @@ SB.common = (function () {
           SB.app.refresh(true);
         }, 'small ghost', {'aria-expanded': open[key] ? 'true' : 'false', dataset: {key: 'peek-' + key, primary: '1'}});
         var preview = bodyText(m);
+        var cancel = D.button('Cancel', async function () {
+          var ok = await SB.app.confirm('Cancel message ' + key,
+            'It is dead-lettered now with reason “cancelled”. If a worker is handling it, the handler sees the ' +
+            'cancel at its next lease renewal and its ack is refused.', 'Dead-letter it', true);
+          if (!ok) return;
+          try {
+            var res = await SB.api.post('/api/queues/' + SB.api.seg(name) + '/messages/' + SB.api.seg(key) + '/cancel');
+            D.toast('Message ' + key + ' cancelled' +
+              (res.data && res.data.was === 'running' ? ' while a worker held it' : '') + ': dead-lettered', 'good');
+            SB.app.refresh(true);
+          } catch (e) {
+            D.toast('Cancel failed: ' + e.message, 'bad');
+          }
+        }, 'small ghost', {dataset: {key: 'cancel-' + key, action: 'cancel'}});
         rows.push(h('tr', {dataset: {row: key}},
           C.cell(h('code', key)), C.cell(h('span.badge.state-' + m.state, m.state)),
           C.cell(D.num(m.attempts), 'n'), C.cell(D.time(m.created_at), 'opt'),
           C.cell(D.time(m.available_at), 'opt'), C.cell(D.bytes(m.body_size), 'n opt'),
           C.cell(h('span.preview', preview.length > 80 ? preview.slice(0, 80) + '…' : preview), 'opt'),
-          C.cell(toggle)));
+          C.cell(h('span.actions', toggle, cancel))));
         if (open[key]) {
           var headers = m.headers || {};
           rows.push(h('tr.details', h('td', {colspan: 8},
