@@ -390,6 +390,19 @@ SB_API int sb_nak(sb_bus *bus, const sb_msg *msg, int64_t delay_ms,
 SB_API int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms,
                     sb_error *err);
 
+/* The most a message's stored progress holds, in bytes (T42). */
+#define SB_MAX_PROGRESS 4096
+
+/* T42: store `text` (UTF-8, at most SB_MAX_PROGRESS bytes; `len` bytes,
+ * no NUL needed) as the progress of a claimed message, fenced by its
+ * lease like a renewal (SB_LOST_LEASE when it no longer holds). Peek
+ * (sb_msg_progress), `GET /api/queues/{q}/messages` and the dashboard
+ * show the last value stored; a nak or hand-back clears it. SB_INVALID
+ * names `text` (not UTF-8, too long); SB_MISUSE for a message that was
+ * not claimed. */
+SB_API int sb_set_progress(sb_bus *bus, const sb_msg *msg, const char *text,
+                           size_t len, sb_error *err);
+
 /* What went wrong, for dead-letter headers. All fields borrowed/optional. */
 typedef struct sb_failure {
     size_t size;
@@ -678,6 +691,11 @@ SB_API int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset,
  * Other messages answer 0. */
 SB_API int64_t sb_msg_available_at_us(const sb_msg *msg);
 SB_API int64_t sb_msg_locked_until_us(const sb_msg *msg);
+/* For a peeked message: its priority (T34), and the progress last stored
+ * for it (T42; NUL-terminated, NULL when none). Other messages answer 0
+ * and NULL. */
+SB_API int sb_msg_priority(const sb_msg *msg);
+SB_API const char *sb_msg_progress(const sb_msg *msg);
 
 /* Progress callback for bulk operations: done so far, total (or -1). */
 typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);
@@ -849,9 +867,14 @@ SB_API void sb_delivery_fail(sb_delivery *d, const char *exception_type,
 SB_API int sb_delivery_reply(sb_delivery *d, const void *data, size_t len,
                              sb_error *err);
 
-/* Send a progress reply to the requester now (T27; the waiter's `until`
- * sees it as progress). Blocks like sb_respond. SB_MISUSE when the job
- * has no sb-reply-to or no channel is open on the bus. */
+/* Report progress (T27, T42). On any job it is stored on the message
+ * (sb_set_progress: UTF-8, at most SB_MAX_PROGRESS bytes, else
+ * SB_INVALID naming `data`), for peek and the dashboard. A job that
+ * carries sb-reply-to also sends it to the requester now as a progress
+ * reply (the waiter's `until` sees it as progress; blocks like
+ * sb_respond; any bytes) and stores it only when it is such text;
+ * SB_MISUSE when no channel is open on the bus. In early-ack mode the
+ * row is gone before the handler runs: nothing is stored. */
 SB_API int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
                                 sb_error *err);
 

@@ -33,7 +33,13 @@
  *
  * The command is started with vfork (as posix_spawn does): between it and
  * exec only async-signal-safe calls, on data prepared before (the
- * resolved path, argv, envp, descriptors). */
+ * resolved path, argv, envp, descriptors).
+ *
+ * Descriptor 3 is the write end of a third pipe, for progress (T42): the
+ * same poll loop reads it, line by line, and hands the latest line to
+ * the spec's progress_fn at most every CLI_PROGRESS_EVERY_MS, and the
+ * last one when the command ends, so a command that prints a line per
+ * item costs at most a few writes a second. */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -247,7 +253,7 @@ typedef struct launch {
     const char *path;
     char *const *argv;
     char *const *envp;
-    int stdio[3]; /* payload memfd, stdout and stderr write ends */
+    int stdio[4]; /* payload memfd, stdout, stderr and progress write ends */
     int keeper_fd;
     pid_t parent;
     volatile int exec_errno; /* set by the child when it cannot exec */
@@ -266,23 +272,23 @@ _Noreturn static void run_command(launch *l)
         _exit(127);
     }
     keeper_send(l->keeper_fd, KEEP_ADD, getpid());
-    /* To 0..2 through copies above 2, so no target overwrites a source;
+    /* To 0..3 through copies above 3, so no target overwrites a source;
      * every other descriptor closes on exec. */
-    int tmp[3];
-    for (int i = 0; i < 3; i++) {
-        tmp[i] = fcntl(l->stdio[i], F_DUPFD_CLOEXEC, 3);
+    int tmp[4];
+    for (int i = 0; i < 4; i++) {
+        tmp[i] = fcntl(l->stdio[i], F_DUPFD_CLOEXEC, 4);
         if (tmp[i] < 0) {
             l->exec_errno = errno;
             _exit(127);
         }
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (dup2(tmp[i], i) < 0) {
             l->exec_errno = errno;
             _exit(127);
         }
     }
-    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    close_range(CLI_PROGRESS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
     /* Default actions (the worker ignores SIGPIPE) and an empty mask
      * (it blocks SIGINT/SIGTERM). */
     static const int defaults[] = {SIGPIPE, SIGINT, SIGTERM};
@@ -380,9 +386,15 @@ static int payload_fd(const cli_child_spec *spec, int *out)
 typedef struct run_state {
     const cli_child_spec *spec;
     cli_child_result *res;
-    int out_fd, err_fd;
+    int out_fd, err_fd, prog_fd;
     ring err;
     char chunk[IO_CHUNK];
+    /* Progress (T42): the line being read, and the latest whole line not
+     * yet handed to progress_fn. */
+    char line[SB_MAX_PROGRESS], latest[SB_MAX_PROGRESS];
+    size_t line_len, latest_len;
+    int has_latest;
+    int64_t prog_sent_us;
 } run_state;
 
 /* Start the command; returns its pid, or -1 with *rc an errno value. */
@@ -396,18 +408,21 @@ static pid_t start(run_state *s, int *rc)
         *rc = payload_fd(spec, &payload);
     if (*rc != 0)
         return -1;
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, prog[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        pipe2(prog, O_CLOEXEC) != 0) {
         *rc = errno;
         close(payload);
         close_fd(&out[0]);
         close_fd(&out[1]);
+        close_fd(&err[0]);
+        close_fd(&err[1]);
         return -1;
     }
     launch l = {path,
                 spec->argv,
                 spec->envp,
-                {payload, out[1], err[1]},
+                {payload, out[1], err[1], prog[1]},
                 spec->keeper_fd,
                 getpid(),
                 0};
@@ -419,6 +434,7 @@ static pid_t start(run_state *s, int *rc)
     close(payload);
     close(out[1]);
     close(err[1]);
+    close(prog[1]);
     if (pid > 0 && *rc != 0) {
         /* It exited without exec'ing: reap it. */
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -428,14 +444,57 @@ static pid_t start(run_state *s, int *rc)
     if (*rc != 0) {
         close(out[0]);
         close(err[0]);
+        close(prog[0]);
         return -1;
     }
     setpgid(pid, pid);
     s->out_fd = out[0];
     s->err_fd = err[0];
+    s->prog_fd = prog[0];
     set_nonblock(s->out_fd);
     set_nonblock(s->err_fd);
+    set_nonblock(s->prog_fd);
     return pid;
+}
+
+/* Hand the latest progress line over when it is time (`force`: the
+ * command has ended). */
+static void flush_progress(run_state *s, int force)
+{
+    int64_t now = sb__mono_us();
+    if (!s->has_latest ||
+        (!force && now - s->prog_sent_us < CLI_PROGRESS_EVERY_MS * 1000))
+        return;
+    s->has_latest = 0;
+    s->prog_sent_us = now;
+    if (s->spec->progress_fn != NULL)
+        s->spec->progress_fn(s->spec->progress_user, s->latest, s->latest_len);
+}
+
+/* A whole progress line (or the unterminated rest at EOF) is the latest,
+ * unless it is not text (UTF-8 without NUL): that one is skipped. */
+static void end_line(run_state *s)
+{
+    size_t n = s->line_len;
+    s->line_len = 0;
+    if (n > 0 && s->line[n - 1] == '\r')
+        n--;
+    n = sb__utf8_cut(s->line, n); /* a line cut at the cap stays whole */
+    if (!sb__utf8_valid(s->line, n) || memchr(s->line, 0, n) != NULL)
+        return;
+    memcpy(s->latest, s->line, n);
+    s->latest_len = n;
+    s->has_latest = 1;
+}
+
+static void take_progress(run_state *s, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n')
+            end_line(s);
+        else if (s->line_len < sizeof s->line)
+            s->line[s->line_len++] = p[i];
+    }
 }
 
 static void keep_stdout(run_state *s, const char *p, size_t n)
@@ -452,22 +511,28 @@ static void keep_stdout(run_state *s, const char *p, size_t n)
         res->out_truncated = 1;
 }
 
+enum { FD_STDOUT, FD_STDERR, FD_PROGRESS };
+
 /* Read what is there; close the descriptor at EOF. */
-static void drain(run_state *s, int *fd, int is_stdout)
+static void drain(run_state *s, int *fd, int which)
 {
     for (;;) {
         ssize_t r = read(*fd, s->chunk, sizeof s->chunk);
         if (r > 0) {
-            if (is_stdout)
+            if (which == FD_STDOUT)
                 keep_stdout(s, s->chunk, (size_t)r);
-            else
+            else if (which == FD_STDERR)
                 ring_put(&s->err, s->chunk, (size_t)r);
+            else
+                take_progress(s, s->chunk, (size_t)r);
             continue;
         }
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && errno == EAGAIN)
             return;
+        if (which == FD_PROGRESS && s->line_len > 0)
+            end_line(s);
         close_fd(fd);
         return;
     }
@@ -478,22 +543,21 @@ static void drain(run_state *s, int *fd, int is_stdout)
 
 static void poll_once(run_state *s, int timeout_ms)
 {
-    struct pollfd pfd[2];
-    int n = 0, iout = -1, ierr = -1;
-    if (s->out_fd >= 0) {
-        pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLIN};
-        iout = n++;
-    }
-    if (s->err_fd >= 0) {
-        pfd[n] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
-        ierr = n++;
-    }
-    if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
-        return;
-    if (iout >= 0 && pfd[iout].revents != 0)
-        drain(s, &s->out_fd, 1);
-    if (ierr >= 0 && pfd[ierr].revents != 0)
-        drain(s, &s->err_fd, 0);
+    struct pollfd pfd[3];
+    int *fds[3] = {&s->out_fd, &s->err_fd, &s->prog_fd};
+    int at[3] = {-1, -1, -1}, n = 0;
+    for (int i = 0; i < 3; i++)
+        if (*fds[i] >= 0) {
+            pfd[n] = (struct pollfd){.fd = *fds[i], .events = POLLIN};
+            at[i] = n++;
+        }
+    if (s->has_latest && timeout_ms > CLI_PROGRESS_EVERY_MS)
+        timeout_ms = CLI_PROGRESS_EVERY_MS;
+    if (poll(pfd, (nfds_t)n, timeout_ms) > 0)
+        for (int i = 0; i < 3; i++)
+            if (at[i] >= 0 && pfd[at[i]].revents != 0)
+                drain(s, fds[i], i);
+    flush_progress(s, 0);
 }
 
 /* Supervise the running child until it has exited and its pipes are
@@ -521,7 +585,7 @@ static void supervise(run_state *s, pid_t pid)
                 exited_at = now;
             }
         }
-        if (exited && ((s->out_fd < 0 && s->err_fd < 0) ||
+        if (exited && ((s->out_fd < 0 && s->err_fd < 0 && s->prog_fd < 0) ||
                        now - exited_at > DRAIN_GRACE_US))
             break;
         if (!exited && killing == 0) {
@@ -544,7 +608,7 @@ static void supervise(run_state *s, pid_t pid)
             killing = 2;
         }
         int wait_ms = POLL_SLICE_MS;
-        if (s->out_fd < 0 && s->err_fd < 0) {
+        if (s->out_fd < 0 && s->err_fd < 0 && s->prog_fd < 0) {
             wait_ms = nap_ms;
             nap_ms = nap_ms * 2 < POLL_SLICE_MS ? nap_ms * 2 : POLL_SLICE_MS;
         }
@@ -588,7 +652,7 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
     }
     s->spec = spec;
     s->res = res;
-    s->out_fd = s->err_fd = -1;
+    s->out_fd = s->err_fd = s->prog_fd = -1;
 
     int rc = 0;
     pid_t pid = start(s, &rc);
@@ -599,8 +663,10 @@ void cli_child_run(const cli_child_spec *spec, cli_child_result *res)
         return;
     }
     supervise(s, pid);
+    flush_progress(s, 1);
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
+    close_fd(&s->prog_fd);
     res->err_len = ring_read(&s->err, res->err_tail);
     sb__free(s);
 }

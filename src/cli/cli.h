@@ -450,6 +450,11 @@ enum cli_child_outcome {
 
 #define CLI_STDERR_TAIL 8192
 
+/* The descriptor a handler command writes its progress to (T42). */
+#define CLI_PROGRESS_FD 3
+#define CLI_PROGRESS_FD_TEXT "3"
+#define CLI_PROGRESS_EVERY_MS 200
+
 typedef struct cli_child_spec {
     char *const *argv; /* command and arguments (borrowed) */
     char *const *envp; /* full environment (borrowed) */
@@ -464,6 +469,14 @@ typedef struct cli_child_spec {
     int (*abort_fn)(void *user);
     void *abort_user;
     int keeper_fd; /* cli_keeper_start's pipe, or -1 */
+    /* T42: each line the command writes to descriptor CLI_PROGRESS_FD
+     * (its environment says which: SQLBUS_PROGRESS_FD), without its
+     * newline, cut to SB_MAX_PROGRESS bytes; at most one call each
+     * CLI_PROGRESS_EVERY_MS with the latest line, and the last line once
+     * the command ends. Called on the thread running the command. NULL:
+     * the descriptor is still there, and what is written is dropped. */
+    void (*progress_fn)(void *user, const char *line, size_t len);
+    void *progress_user;
 } cli_child_spec;
 
 typedef struct cli_child_result {

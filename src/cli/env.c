@@ -1,5 +1,6 @@
 /* env.c - the environment of a handler command (rule T30): ours, minus
- * any inherited delivery variables, plus those of the message. */
+ * any inherited delivery variables, plus those of the message and the
+ * descriptor its progress goes to (T42, child.c). */
 #include "cli.h"
 
 #include <string.h>
@@ -8,7 +9,7 @@ extern char **environ;
 
 static const char *const delivery_vars[] = {
     "SQLBUS_MESSAGE_ID=",     "SQLBUS_QUEUE=",   "SQLBUS_ATTEMPT=",
-    "SQLBUS_CORRELATION_ID=", "SQLBUS_HEADERS=",
+    "SQLBUS_CORRELATION_ID=", "SQLBUS_HEADERS=", "SQLBUS_PROGRESS_FD=",
 };
 #define N_VARS (sizeof delivery_vars / sizeof delivery_vars[0])
 
@@ -55,8 +56,12 @@ char **cli_env_for(const sb_msg *msg)
     snprintf(attempt, sizeof attempt, "%d", sb_msg_attempts(msg));
     const char *headers = sb_msg_headers(msg);
     const char *corr = sb_msg_correlation_id(msg);
-    const char *values[N_VARS] = {sb_msg_id(msg), sb_msg_queue(msg), attempt,
-                                  corr, headers != NULL ? headers : "{}"};
+    const char *values[N_VARS] = {sb_msg_id(msg),
+                                  sb_msg_queue(msg),
+                                  attempt,
+                                  corr,
+                                  headers != NULL ? headers : "{}",
+                                  CLI_PROGRESS_FD_TEXT};
     for (size_t i = 0; i < N_VARS; i++) {
         if (values[i] == NULL)
             continue; /* no correlation id: the variable is unset */

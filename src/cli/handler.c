@@ -192,6 +192,20 @@ static int set_reply(sb_delivery *d, const cli_child_result *res)
     return SB_OK;
 }
 
+/* T42: a line the command wrote to $SQLBUS_PROGRESS_FD is the message's
+ * progress (and, for a request job, a progress reply to its waiter). One
+ * that cannot be stored (not UTF-8) is skipped, with a line at -v. */
+static void report_progress(void *user, const char *line, size_t len)
+{
+    abort_ctx *a = user;
+    sb_error err;
+    sb_error_clear(&err);
+    int rc = sb_delivery_progress(a->d, line, len, &err);
+    if (rc != SB_OK && rc != SB_LOST_LEASE && a->work->ctx->verbosity >= 1)
+        fprintf(stderr, "sqlbus: work: message %s: progress not stored: %s\n",
+                sb_msg_id(sb_delivery_msg(a->d)), err.message);
+}
+
 /* The sb_handler_fn of `sqlbus work`: runs the command for one delivery
  * and returns SB_OK to ack, or records the failure and returns SB_ERROR.
  * Runs on worker threads. */
@@ -219,6 +233,8 @@ int cli_work_handler(sb_delivery *d, void *user)
     spec.abort_fn = should_abort;
     spec.abort_user = &actx;
     spec.keeper_fd = w->keeper_fd;
+    spec.progress_fn = report_progress;
+    spec.progress_user = &actx;
 
     cli_child_result res;
     cli_child_run(&spec, &res);

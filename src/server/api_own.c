@@ -68,6 +68,9 @@ static void peeked(sb_buf *b, const sb_msg *m, int64_t now_us)
                         : sb_msg_available_at_us(m) > now_us ? "delayed"
                                                              : "ready";
     sb__json_str_m(b, &f, "state", state);
+    sb__json_int_m(b, &f, "priority", sb_msg_priority(m));
+    if (sb_msg_progress(m) != NULL)
+        sb__json_str_m(b, &f, "progress", sb_msg_progress(m));
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, sb_msg_headers(m));
     size_t len = 0;

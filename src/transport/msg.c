@@ -57,6 +57,7 @@ void sb_msg_free(sb_msg *m)
     sb__free(m->queue);
     sb__free(m->payload);
     sb__free(m->headers);
+    sb__free(m->progress);
     sb__headers_free(m->kv, m->n_kv);
     sb__free(m);
 }

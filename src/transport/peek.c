@@ -52,6 +52,14 @@ int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset, size_t limit,
         }
         arr[k]->available_at_us = sb__rows_int(rows, k, 7);
         arr[k]->locked_until_us = sb__rows_int(rows, k, 8);
+        arr[k]->priority = (int)sb__rows_int(rows, k, 9);
+        const char *progress = sb__rows_text(rows, k, 10);
+        if (progress != NULL &&
+            (arr[k]->progress = sb__strdup(progress)) == NULL) {
+            k++; /* freed with the others */
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+            break;
+        }
     }
     sb__rows_free(rows);
     if (rc != SB_OK) {
@@ -71,4 +79,14 @@ int64_t sb_msg_available_at_us(const sb_msg *msg)
 int64_t sb_msg_locked_until_us(const sb_msg *msg)
 {
     return msg ? msg->locked_until_us : 0;
+}
+
+int sb_msg_priority(const sb_msg *msg)
+{
+    return msg ? msg->priority : 0;
+}
+
+const char *sb_msg_progress(const sb_msg *msg)
+{
+    return msg ? msg->progress : NULL;
 }

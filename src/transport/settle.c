@@ -451,6 +451,59 @@ int sb_renew(sb_bus *bus, const sb_msg *msg, int64_t lease_ms, sb_error *err)
     return settle(&x, err);
 }
 
+typedef struct progress_ctx {
+    sb_bus *bus;
+    const sb_msg *m;
+    char *text;
+} progress_ctx;
+
+static int progress_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    progress_ctx *x = vctx;
+    sb_value p[3] = {sb__v_text(x->m->id), sb__v_text(x->m->lock_id),
+                     sb__v_text(x->text)};
+    int64_t changes = 0;
+    int rc = sb__query(c, x->bus->sql->progress_set, p, 3, NULL, &changes, err);
+    return fenced(rc, changes, x->m, err);
+}
+
+int sb__progress_check(const char *text, size_t len, const char *field,
+                       sb_error *err)
+{
+    if (text == NULL && len > 0)
+        return sb__err(err, SB_INVALID, field, "%s is NULL but len is %zu",
+                       field, len);
+    if (len > SB_MAX_PROGRESS)
+        return sb__err(err, SB_INVALID, field,
+                       "progress is at most %d bytes (got %zu)",
+                       SB_MAX_PROGRESS, len);
+    if (len > 0 && (!sb__utf8_valid(text, len) || memchr(text, 0, len)))
+        return sb__err(err, SB_INVALID, field,
+                       "progress must be UTF-8 text without NUL bytes");
+    return SB_OK;
+}
+
+int sb_set_progress(sb_bus *bus, const sb_msg *msg, const char *text,
+                    size_t len, sb_error *err)
+{
+    sb_error_clear(err);
+    if (bus == NULL || msg == NULL)
+        return sb__err(err, SB_INVALID, bus ? "msg" : "bus",
+                       "arguments must not be NULL");
+    if (msg->lock_id[0] == '\0')
+        return sb__err(err, SB_MISUSE, "msg",
+                       "message %s was not claimed (it has no lease)", msg->id);
+    int rc = sb__progress_check(text, len, "text", err);
+    if (rc != SB_OK)
+        return rc;
+    progress_ctx x = {bus, msg, sb__strndup(text ? text : "", len)};
+    if (x.text == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    rc = sb__db_run_tx(bus->pool, NULL, progress_tx, &x, err);
+    sb__free(x.text);
+    return rc;
+}
+
 int sb_dead_letter(sb_bus *bus, const sb_msg *msg, const sb_failure *failure,
                    sb_error *err)
 {

@@ -123,6 +123,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->settings_list = sb__sql_subst(t->settings_list, prefix, &rc);
     s->settings_pause = sb__sql_subst(t->settings_pause, prefix, &rc);
     s->cancel_get = sb__sql_subst(t->cancel_get, prefix, &rc);
+    s->progress_set = sb__sql_subst(t->progress_set, prefix, &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
     s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
@@ -161,20 +162,49 @@ void sb__transport_sql_free(sb_transport_sql *s)
 {
     if (s == NULL)
         return;
-    char **all[] = {&s->ddl,          &s->upgrade,       &s->lock,
-                    &s->index_ddl,    &s->insert[0],     &s->insert[1],
-                    &s->insert[2],    &s->insert_ex[0],  &s->insert_ex[1],
-                    &s->insert_ex[2], &s->claim_prio,    &s->mark_prioritized,
-                    &s->settings_get, &s->settings_list, &s->settings_pause,
-                    &s->cancel_get,   &s->claim,         &s->claim_delete,
-                    &s->claim_from,   &s->ack,           &s->nak,
-                    &s->hand_back,    &s->renew,         &s->dead_letter,
-                    &s->ack_many,     &s->renew_many,    &s->hand_back_many,
-                    &s->dlq_insert,   &s->delete_any,    &s->pending,
-                    &s->stats,        &s->dlq_stats,     &s->dlq_list,
-                    &s->peek,         &s->prune,         &s->columns,
-                    &s->indexes,      &s->notify,        &s->counts_add,
-                    &s->counts_list,  &s->counts_prune,  &s->xmin_holder};
+    char **all[] = {&s->ddl,
+                    &s->upgrade,
+                    &s->lock,
+                    &s->index_ddl,
+                    &s->insert[0],
+                    &s->insert[1],
+                    &s->insert[2],
+                    &s->insert_ex[0],
+                    &s->insert_ex[1],
+                    &s->insert_ex[2],
+                    &s->claim_prio,
+                    &s->mark_prioritized,
+                    &s->settings_get,
+                    &s->settings_list,
+                    &s->settings_pause,
+                    &s->cancel_get,
+                    &s->progress_set,
+                    &s->claim,
+                    &s->claim_delete,
+                    &s->claim_from,
+                    &s->ack,
+                    &s->nak,
+                    &s->hand_back,
+                    &s->renew,
+                    &s->dead_letter,
+                    &s->ack_many,
+                    &s->renew_many,
+                    &s->hand_back_many,
+                    &s->dlq_insert,
+                    &s->delete_any,
+                    &s->pending,
+                    &s->stats,
+                    &s->dlq_stats,
+                    &s->dlq_list,
+                    &s->peek,
+                    &s->prune,
+                    &s->columns,
+                    &s->indexes,
+                    &s->notify,
+                    &s->counts_add,
+                    &s->counts_list,
+                    &s->counts_prune,
+                    &s->xmin_holder};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sb__free(*all[i]);
     sb__free(s);

@@ -31,6 +31,8 @@ typedef struct sb_sql_templates {
      * flag (an eighth column, 1 or 0) saying whether a lease holds it at
      * $3 now_us. */
     const char *cancel_get;
+    /* T42: progress $3 of message $1 under lease $2 (fenced). */
+    const char *progress_set;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     /* The claim with a lower bound on available_at ($6, microseconds
      * since the epoch), returning available_at as an eighth column; NULL

@@ -218,12 +218,14 @@ const sb_sql_templates sb__sql_mssql = {
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .nak = "UPDATE {p}messages SET available_at = " PLUS_MS(
         "$4") ", "
-              "locked_until = NULL, lock_id = NULL, last_error = $5 "
-              "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+              "locked_until = NULL, lock_id = NULL, last_error = $5, "
+              "progress = NULL WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .hand_back = "UPDATE {p}messages SET available_at = " NOW ", "
-                 "locked_until = NULL, lock_id = NULL, attempts = CASE WHEN "
-                 "attempts > 0 THEN attempts - 1 ELSE 0 END "
-                 "WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+                 "locked_until = NULL, lock_id = NULL, progress = NULL, "
+                 "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 "
+                 "END WHERE id = $1 AND lock_id = $2" ROWCOUNT,
+    .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = $1 AND "
+                    "lock_id = $2" ROWCOUNT,
     .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS(
         "$4") ", available_at = " PLUS_MS("$4") " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .dead_letter =
@@ -265,8 +267,8 @@ const sb_sql_templates sb__sql_mssql = {
                       "$3") ") AND ($4 IS NULL OR id = $4) ORDER BY created_at, id",
     .peek =
         "SELECT id, payload, headers, attempts, CAST(NULL AS "
-        "uniqueidentifier), created_at, queue, available_at, locked_until "
-        "FROM {p}messages WHERE " SAME_QUEUE(
+        "uniqueidentifier), created_at, queue, available_at, locked_until, "
+        "priority, progress FROM {p}messages WHERE " SAME_QUEUE(
             "queue",
             "$1") " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
                   "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",

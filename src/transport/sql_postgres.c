@@ -125,17 +125,19 @@ const sb_sql_templates sb__sql_postgres = {
                   " WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
                   "($2::jsonb ->> m.id::text)::uuid RETURNING m.id",
     .hand_back_many = "UPDATE {p}messages m SET available_at = now(), "
-                      "locked_until = NULL, lock_id = NULL, "
+                      "locked_until = NULL, lock_id = NULL, progress = NULL, "
                       "attempts = GREATEST(m.attempts - 1, 0) "
                       "WHERE m.id = ANY ($1::uuid[]) AND m.lock_id = "
                       "($2::jsonb ->> m.id::text)::uuid RETURNING m.id",
     .nak = "UPDATE {p}messages SET available_at = now() + $4::int8 " MS ", "
-           "locked_until = NULL, lock_id = NULL, last_error = $5 "
-           "WHERE id = $1::uuid AND lock_id = $2::uuid",
+           "locked_until = NULL, lock_id = NULL, last_error = $5, "
+           "progress = NULL WHERE id = $1::uuid AND lock_id = $2::uuid",
     .hand_back = "UPDATE {p}messages SET available_at = now(), "
-                 "locked_until = NULL, lock_id = NULL, "
+                 "locked_until = NULL, lock_id = NULL, progress = NULL, "
                  "attempts = GREATEST(attempts - 1, 0) "
                  "WHERE id = $1::uuid AND lock_id = $2::uuid",
+    .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = "
+                    "$1::uuid AND lock_id = $2::uuid",
     .renew = "UPDATE {p}messages SET locked_until = now() + $4::int8 " MS
              " WHERE id = $1::uuid AND lock_id = $2::uuid",
     .dead_letter =
@@ -177,10 +179,11 @@ const sb_sql_templates sb__sql_postgres = {
         "($3::int8 IS NULL OR created_at < now() - $3::int8 " MS ") AND "
         "($4::uuid IS NULL OR id = $4::uuid) ORDER BY created_at, id "
         "LIMIT $5::int8",
-    .peek = "SELECT id, payload, headers, attempts, NULL::uuid, created_at, "
-            "queue, available_at, locked_until FROM {p}messages WHERE "
-            "queue = $1 ORDER BY available_at, created_at, id LIMIT "
-            "$2::int8 OFFSET $3::int8",
+    .peek =
+        "SELECT id, payload, headers, attempts, NULL::uuid, created_at, "
+        "queue, available_at, locked_until, priority, progress FROM "
+        "{p}messages WHERE queue = $1 ORDER BY available_at, created_at, id LIMIT "
+        "$2::int8 OFFSET $3::int8",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
              "{p}messages WHERE queue = $1 AND created_at < now() - "
              "$2::int8 " MS " LIMIT $3::int8)",

@@ -91,12 +91,14 @@ const sb_sql_templates sb__sql_sqlite = {
     .ack_many = NULL, /* statements cost no round trip in-process */
     .renew_many = NULL,
     .nak = "UPDATE {p}messages SET available_at = $3 + $4 * 1000, "
-           "locked_until = NULL, lock_id = NULL, last_error = $5 "
-           "WHERE id = $1 AND lock_id = $2",
+           "locked_until = NULL, lock_id = NULL, last_error = $5, "
+           "progress = NULL WHERE id = $1 AND lock_id = $2",
     .hand_back = "UPDATE {p}messages SET available_at = $3, "
-                 "locked_until = NULL, lock_id = NULL, "
+                 "locked_until = NULL, lock_id = NULL, progress = NULL, "
                  "attempts = MAX(attempts - 1, 0) "
                  "WHERE id = $1 AND lock_id = $2",
+    .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = $1 AND "
+                    "lock_id = $2",
     .renew = "UPDATE {p}messages SET locked_until = $3 + $4 * 1000, "
              "available_at = $3 + $4 * 1000 "
              "WHERE id = $1 AND lock_id = $2",
@@ -134,7 +136,8 @@ const sb_sql_templates sb__sql_sqlite = {
         "($4 IS NULL OR id = $4) ORDER BY created_at, id "
         "LIMIT COALESCE($5, -1)",
     .peek = "SELECT id, payload, headers, attempts, NULL, created_at, "
-            "queue, available_at, locked_until FROM {p}messages WHERE "
+            "queue, available_at, locked_until, priority, progress FROM "
+            "{p}messages WHERE "
             "queue = $1 ORDER BY available_at, created_at, id LIMIT $2 "
             "OFFSET $3",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "

@@ -60,6 +60,7 @@ static const struct {
     F(settings_list),
     F(settings_pause),
     F(cancel_get),
+    F(progress_set),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

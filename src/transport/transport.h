@@ -27,8 +27,9 @@ typedef struct sb_transport_sql {
     char *settings_get;     /* $1 queue: queue_settings' values */
     char *settings_list;    /* every queue's settings */
     char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
-    char *cancel_get; /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
-    char *claim;      /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
+    char *cancel_get;   /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
+    char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
+    char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
     char *xmin_holder;  /* xmin.c, or NULL */
@@ -204,6 +205,8 @@ struct sb_msg {
     int64_t created_at_us;
     int64_t available_at_us; /* set by sb_queue_peek only */
     int64_t locked_until_us; /* sb_queue_peek: 0 when not leased */
+    int priority;            /* sb_queue_peek only (T34) */
+    char *progress;          /* sb_queue_peek only (T42), or NULL */
     char **kv; /* headers parsed on first lookup: key, value, key, ... */
     size_t n_kv;
 };
@@ -335,6 +338,11 @@ int sb__ack_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err);
 int sb__nak_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t delay_ms,
                const char *error_text, sb_error *err);
 int sb__hand_back_on(sb_bus *bus, sb_conn *c, const sb_msg *m, sb_error *err);
+/* SB_OK when `text` (`len` bytes) may be stored as a progress (T42):
+ * UTF-8, no NUL, at most SB_MAX_PROGRESS bytes; else SB_INVALID naming
+ * `field`. */
+int sb__progress_check(const char *text, size_t len, const char *field,
+                       sb_error *err);
 int sb__renew_on(sb_bus *bus, sb_conn *c, const sb_msg *m, int64_t lease_ms,
                  sb_error *err);
 /* The sb-processing-endpoint a dead letter names: the failure's own

@@ -1699,17 +1699,33 @@ int sb_delivery_progress(sb_delivery *d, const void *data, size_t len,
                          sb_error *err)
 {
     sb_bus *bus = d->w->bus;
+    sb_error_clear(err);
     if (data == NULL && len > 0)
         return sb__err(err, SB_INVALID, "data", "data is NULL but len is %zu",
                        len);
     if (sb__msg_parse_headers(d->msg) != SB_OK)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    if (bus->reply_hook == NULL ||
-        sb_msg_header(d->msg, "sb-reply-to") == NULL ||
-        sb_msg_correlation_id(d->msg) == NULL)
+    int request = sb_msg_header(d->msg, "sb-reply-to") != NULL &&
+                  sb_msg_correlation_id(d->msg) != NULL;
+    sb_error ignored;
+    int storable = sb__progress_check(data, len, "data",
+                                      request ? &ignored : err) == SB_OK;
+    if (!request && !storable)
+        return err ? err->code : SB_INVALID;
+    int rc = SB_OK;
+    /* The row holds it while the lease does; in early-ack mode there is
+     * no row any more. */
+    if (storable && !d->removed) {
+        rc = sb_set_progress(bus, d->msg, data, len, err);
+        if (rc == SB_LOST_LEASE)
+            atomic_store(&d->lost, 1);
+    }
+    if (rc != SB_OK || !request)
+        return rc;
+    if (bus->reply_hook == NULL)
         return sb__err(err, SB_MISUSE, "msg",
-                       "message %s has no reply-to, or no channel is open on "
-                       "this bus",
+                       "message %s asks for replies, but no channel is open "
+                       "on this bus",
                        d->msg->id);
     return bus->reply_hook(bus->reply_hook_user, d->msg, data ? data : "", len,
                            NULL, 1);

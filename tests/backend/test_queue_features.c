@@ -1,8 +1,8 @@
 /*
  * test_queue_features.c - the queue features of issue 21 on every
  * backend (docs/transport.md, "Queue features"): priorities (T34) and
- * pause/resume (T35), cancellation (T39). Each test names the rules it
- * proves.
+ * pause/resume (T35), cancellation (T39), progress (T42). Each test
+ * names the rules it proves.
  */
 #include "harness.h"
 
@@ -479,6 +479,128 @@ static void test_cancel_running(void **state)
     sb_close(bus);
 }
 
+/* The progress peek shows for the first message of `queue` ("" when it
+ * has none; "-" when the queue is empty). */
+static void peek_progress(sb_bus *bus, const char *queue, char *out, size_t cap)
+{
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_queue_peek(bus, queue, 0, 10, &m, &n, &err), &err, "peek");
+    const char *p = n > 0 ? sb_msg_progress(m[0]) : "-";
+    snprintf(out, cap, "%s", p ? p : "");
+    sb_msg_free_array(m, n);
+}
+
+/* T42 through sb_set_progress: stored on the claimed message, fenced by
+ * its lease, shown by peek, cleared by a nak; text only, capped; a
+ * message without a lease is refused. */
+static void test_progress_claimed(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    sb_msg **m = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "q", 1, 30000, &m, &n, &err), &err, "claim");
+    assert_int_equal(n, 1);
+    char seen[SB_MAX_PROGRESS + 1];
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_string_equal(seen, "");
+    sbt_ok(sb_set_progress(bus, m[0], "3 of 10", 7, &err), &err, "progress");
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_string_equal(seen, "3 of 10");
+    static char big[SB_MAX_PROGRESS + 1];
+    memset(big, 'x', sizeof big);
+    assert_int_equal(sb_set_progress(bus, m[0], big, sizeof big, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "text");
+    assert_int_equal(sb_set_progress(bus, m[0], "\xff\xfe", 2, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "text");
+    sbt_ok(sb_set_progress(bus, m[0], big, SB_MAX_PROGRESS, &err), &err,
+           "progress at the cap");
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_int_equal(strlen(seen), SB_MAX_PROGRESS);
+    sbt_ok(sb_nak(bus, m[0], 0, "again", &err), &err, "nak");
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_string_equal(seen, "");
+    /* The nak ended the lease: the fence refuses what comes after. */
+    assert_int_equal(sb_set_progress(bus, m[0], "late", 4, &err),
+                     SB_LOST_LEASE);
+    sb_msg **peeked = NULL;
+    sbt_ok(sb_queue_peek(bus, "q", 0, 1, &peeked, &n, &err), &err, "peek");
+    assert_int_equal(n, 1);
+    assert_int_equal(sb_set_progress(bus, peeked[0], "x", 1, &err), SB_MISUSE);
+    sb_msg_free_array(peeked, n);
+    sb_msg_free_array(m, 1);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* Reports progress, then holds until the gate opens and fails (a nak). */
+static int progress_then_fail(sb_delivery *d, void *user)
+{
+    cancel_gate *g = user;
+    sb_error err;
+    int bad = sb_delivery_progress(d, "\xc3", 1, &err) != SB_INVALID;
+    int ok = sb_delivery_progress(d, "half way", 8, &err) == SB_OK;
+    pthread_mutex_lock(&g->mu);
+    g->started = ok && !bad ? 1 : -1;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->saw_cancel)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return SB_ERROR;
+}
+
+/* T42 from a worker's handler: sb_delivery_progress on a job without a
+ * requester stores the progress (text only), peek shows it while the
+ * handler runs, and the nak of its failure clears it. */
+static void test_progress_worker(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 1, NULL);
+    cancel_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    sb_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.queue = "q";
+    o.handler = progress_then_fail;
+    o.user = &g;
+    o.concurrency = 1;
+    o.max_attempts = 5;
+    o.redelivery_delay_ms = 3600000;
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
+    pthread_mutex_lock(&g.mu);
+    while (g.started == 0)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    assert_int_equal(g.started, 1);
+    char seen[64];
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_string_equal(seen, "half way");
+    pthread_mutex_lock(&g.mu);
+    g.saw_cancel = 1; /* here: the handler may return */
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_int_equal(st.naked, 1);
+    peek_progress(bus, "q", seen, sizeof seen);
+    assert_string_equal(seen, "");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -491,6 +613,8 @@ int main(void)
         cmocka_unit_test(test_pause_running_worker),
         cmocka_unit_test(test_cancel_waiting),
         cmocka_unit_test(test_cancel_running),
+        cmocka_unit_test(test_progress_claimed),
+        cmocka_unit_test(test_progress_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

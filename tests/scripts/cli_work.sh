@@ -234,3 +234,41 @@ bad_backoff "--backoff-factor needs --backoff exponential" --backoff fixed --bac
 [ ! -e "$tmp/badbackoff.attempts" ] || fail "a refused back-off ran the handler"
 expect_count badbackoff ready 1
 ok "T37: bad back-off flags exit 2 naming the flag and the limit"
+
+# T42: a command's lines on $SQLBUS_PROGRESS_FD are its message's
+# progress while it runs (the latest line; one that is not UTF-8 is
+# skipped; a long one is cut to 4096 bytes); a nak clears it.
+if have_sql; then
+    handler progress '
+printf "step 1\n" >&"$SQLBUS_PROGRESS_FD"
+printf "half\n way\n\377\376 not text\n" >&"$SQLBUS_PROGRESS_FD"
+: >"'"$tmp"'/progress.running"
+for _ in $(seq 1 200); do [ -e "'"$tmp"'/progress.go" ] && break; sleep 0.05; done
+head -c 5000 /dev/zero | tr "\0" "x" >&"$SQLBUS_PROGRESS_FD"
+printf "\n" >&"$SQLBUS_PROGRESS_FD"
+for _ in $(seq 1 200); do [ -e "'"$tmp"'/progress.end" ] && break; sleep 0.05; done
+exit 3'
+    printf 'p' | sb publish --queue progress >/dev/null
+    sb work --queue progress --once --max-attempts 5 -- "$tmp/progress" >/dev/null 2>&1 &
+    pid=$!
+    wait_for_file "$tmp/progress.running"
+    seen=""
+    for _ in $(seq 1 100); do
+        seen=$(sql "SELECT progress FROM ${prefix}messages WHERE queue = 'progress'")
+        [ "$seen" = " way" ] && break
+        sleep 0.05
+    done
+    [ "$seen" = " way" ] || fail "progress while running: '$seen'"
+    : >"$tmp/progress.go"
+    for _ in $(seq 1 100); do
+        seen=$(sql "SELECT length(progress) FROM ${prefix}messages WHERE queue = 'progress'")
+        [ "$seen" = 4096 ] && break
+        sleep 0.05
+    done
+    [ "$seen" = 4096 ] || fail "a long progress line stored as $seen bytes"
+    : >"$tmp/progress.end"
+    wait_exit "$pid"
+    [ "$(sql "SELECT COALESCE(progress, 'none') FROM ${prefix}messages WHERE queue = 'progress'")" = none ] ||
+        fail "progress after the nak: $(sql "SELECT progress FROM ${prefix}messages WHERE queue = 'progress'")"
+    ok "T42: progress lines from \$SQLBUS_PROGRESS_FD, cleared by a nak"
+fi

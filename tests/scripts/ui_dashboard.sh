@@ -79,6 +79,13 @@ total=$(sb errors list --json | jq -r .total)
 [ "$total" = 9 ] || fail "seeded $total failed messages, want 9: $(sb errors list --json)"
 ok "seeded 9 failed messages in 2 groups and 7 ready messages"
 
+# T42: a handler reporting progress holds one message of "reports" for
+# the whole journey, which reads the progress on the queue's page.
+handler reporting 'printf "rendered 3 of 10 pages\n" >&"$SQLBUS_PROGRESS_FD"; sleep 600'
+printf '{"report": 1}' | sb publish --queue reports >/dev/null || fail "publish reports"
+"$SQLBUS" --prefix "$prefix" work --queue reports --timeout 15m -- "$tmp/reporting" 2>"$tmp/reporting.err" &
+reporting_pid=$!
+
 start_server serve
 
 # The page and its files come from the binary, under the strict CSP.
@@ -93,6 +100,8 @@ rc=0
 node "$ui/journey.mjs" "$base" "$tmp" || rc=$?
 [ "$rc" -eq 0 ] || fail "the dashboard journey failed (exit $rc); screenshots in $tmp; serve said: $(tail -5 "$tmp/serve.err")"
 ok "dashboard journey: overview, list, search, detail, retry one, archive a group, counts changed"
+kill -KILL "$reporting_pid"
+wait "$reporting_pid" 2>/dev/null || true
 
 kill -TERM "$pid"
 wait_exit "$pid" 10

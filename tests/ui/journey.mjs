@@ -347,6 +347,12 @@ async function journey() {
     await page.setViewportSize({width: 1280, height: 800});
   });
 
+  await step('queues: a running message shows its handler\'s progress (T42)', async () => {
+    await page.goto(base + '/#/queues/reports');
+    await until('the progress', async () =>
+      (await page.locator('main tr[data-row] .progress').allTextContents()).includes('rendered 3 of 10 pages'), 15000);
+  });
+
   await step('queues: cancel a waiting message from its queue page (T39)', async () => {
     /* Last: its dead letter becomes a failed message the steps above count. */
     await page.goto(base + '/#/queues/orders');

@@ -73,6 +73,7 @@ static size_t all_of(const sb_transport_sql *s, named out[64])
         {"settings_list", s->settings_list},
         {"settings_pause", s->settings_pause},
         {"cancel_get", s->cancel_get},
+        {"progress_set", s->progress_set},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -145,6 +146,14 @@ static void test_priority_shape(void **state)
     sbt_has("cancel_get", s->cancel_get,
             "FROM t_messages WITH (UPDLOCK, ROWLOCK) WHERE id = $1 AND "
             "queue = $2");
+    /* T42: progress is fenced like a renewal and its row count read;
+     * a nak and a hand-back clear it; peek returns it. */
+    sbt_has("progress_set", s->progress_set,
+            "UPDATE t_messages SET progress = $3 WHERE id = $1 AND lock_id "
+            "= $2; SELECT @@ROWCOUNT");
+    sbt_has("nak", s->nak, "progress = NULL WHERE id = $1 AND lock_id = $2");
+    sbt_has("hand_back", s->hand_back, "lock_id = NULL, progress = NULL");
+    sbt_has("peek", s->peek, "locked_until, priority, progress FROM");
     sbt_has("cancel_get", s->cancel_get,
             "CASE WHEN locked_until > CAST(SYSUTCDATETIME() AS datetime2(6)) "
             "THEN 1 ELSE 0 END");

@@ -360,14 +360,17 @@ SB.common = (function () {
           }
         }, 'small ghost', {dataset: {key: 'cancel-' + key, action: 'cancel'}});
         rows.push(h('tr', {dataset: {row: key}},
-          C.cell(h('code', key)), C.cell(h('span.badge.state-' + m.state, m.state)),
+          C.cell(h('code', key)), C.cell(h('span', h('span.badge.state-' + m.state, m.state),
+            m.priority ? h('span.badge.priority', {title: 'priority ' + m.priority}, 'priority ' + m.priority) : null)),
           C.cell(D.num(m.attempts), 'n'), C.cell(D.time(m.created_at), 'opt'),
           C.cell(D.time(m.available_at), 'opt'), C.cell(D.bytes(m.body_size), 'n opt'),
           C.cell(h('span.preview', preview.length > 80 ? preview.slice(0, 80) + '…' : preview), 'opt'),
+          C.cell(m.progress !== undefined ? h('span.progress', {title: m.progress},
+            m.progress.length > 60 ? m.progress.slice(0, 60) + '…' : m.progress) : '', 'opt'),
           C.cell(h('span.actions', toggle, cancel))));
         if (open[key]) {
           var headers = m.headers || {};
-          rows.push(h('tr.details', h('td', {colspan: 8},
+          rows.push(h('tr.details', h('td', {colspan: 9},
             h('div.split',
               h('div', h('h3', 'Headers'), Object.keys(headers).length ? D.table('kv', [C.th('Header'), C.th('Value')],
                 Object.keys(headers).sort().map(function (k) {
@@ -378,7 +381,7 @@ SB.common = (function () {
       });
       return h('div',
         D.table('', [C.th('Id'), C.th('State'), C.th('Attempts', 'n'), C.th('Created', 'opt'),
-          C.th('Available', 'opt'), C.th('Size', 'n opt'), C.th('Body', 'opt'), C.th('')], rows),
+          C.th('Available', 'opt'), C.th('Size', 'n opt'), C.th('Body', 'opt'), C.th('Progress', 'opt'), C.th('')], rows),
         C.pager(r, page, perPage, function (p) {
           page = p;
           SB.app.setParams('/queues/' + SB.api.seg(name), {page: p > 1 ? p : ''});
