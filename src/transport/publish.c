@@ -299,6 +299,13 @@ int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
             rc = sb__err(err, SB_INVALID, field,
                          "priority must be %d to %d (got %d)", SB_PRIORITY_MIN,
                          SB_PRIORITY_MAX, prio[i]);
+        } else if (prio[i] != 0 && strcmp(queue, bus->dlq) == 0) {
+            /* Ingestion claims the dead-letter queue in time order, with
+             * priority 0: a letter with another would never be read. */
+            snprintf(field, sizeof field, "msgs[%zu].priority", i);
+            rc = sb__err(err, SB_INVALID, field,
+                         "the dead-letter queue %s takes no priority (got %d)",
+                         queue, prio[i]);
         }
         any = any || prio[i] != 0;
     }

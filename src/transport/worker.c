@@ -266,10 +266,11 @@ static int settle_one(sb_worker *w, sb_conn *c, sb_delivery *d, sb_error *err)
 
 static void note_lost(sb_worker *w, sb_delivery *d)
 {
-    /* Logged, not fatal: another consumer owns the row now. */
+    /* Logged, not fatal: another consumer owns the row now, or it was
+     * cancelled (T39) and is a dead letter already. */
     sb__log(&w->bus->log, SB_LOG_WARN, "worker",
-            "message %s: lease lost before settlement; it will be "
-            "redelivered",
+            "message %s: lease lost before settlement (another consumer "
+            "has it, or it was cancelled); not settled here",
             d->msg->id);
     d->outcome = -d->outcome;
 }

@@ -140,9 +140,15 @@ static void test_priority_input(void **state)
     assert_string_equal(err.field, "msgs[0].size");
     assert_int_equal(sbt_count(bus, "q"), 0);
     assert_int_equal(listed_prioritized(bus, "q"), -1);
+    /* Ingestion reads the dead-letter queue at priority 0 only. */
+    m[0].size = m[1].size = sizeof m[0];
+    assert_int_equal(sb_publish_ex(bus, NULL, "deadletter", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].priority");
+    assert_non_null(strstr(err.message, "dead-letter queue"));
+    assert_int_equal(sbt_count(bus, "deadletter"), 0);
 
     /* Published again by id: one row, its first priority. */
-    m[0].size = m[1].size = sizeof m[0];
     m[0].msg.id = "0190a0a0-0000-7000-8000-000000000001";
     m[0].priority = 7;
     char ids[1][37];
