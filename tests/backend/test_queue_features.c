@@ -222,21 +222,34 @@ static int handled(order_log *l)
     return n;
 }
 
+/* The options of one handler thread on `queue` polling at least every
+ * 100 ms; callers set what their test needs on top. */
+static void one_handler(sb_worker_options *o, const char *queue,
+                        sb_handler_fn fn, void *user)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->queue = queue;
+    o->handler = fn;
+    o->user = user;
+    o->concurrency = 1;
+    o->max_poll_ms = 100;
+}
+
+static sb_worker *start_opts(sb_bus *bus, const sb_worker_options *o)
+{
+    sb_worker *w = NULL;
+    sb_error err;
+    sbt_ok(sb_worker_start(bus, o, &w, &err), &err, "worker start");
+    return w;
+}
+
 static sb_worker *start_worker(sb_bus *bus, const char *queue, order_log *l)
 {
     sb_worker_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.queue = queue;
-    o.handler = logging_handler;
-    o.user = l;
-    o.concurrency = 1;
+    one_handler(&o, queue, logging_handler, l);
     o.prefetch = -1;
-    o.max_poll_ms = 100;
-    sb_worker *w = NULL;
-    sb_error err;
-    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
-    return w;
+    return start_opts(bus, &o);
 }
 
 /* T34 through the worker runtime: one handler takes a prioritized
@@ -450,18 +463,11 @@ static void test_cancel_running(void **state)
     sbt_publish_n(bus, "q", 1, id);
     cancel_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     sb_worker_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.queue = "q";
-    o.handler = until_cancelled;
-    o.user = &g;
-    o.concurrency = 1;
+    one_handler(&o, "q", until_cancelled, &g);
     o.lease_ms = 900; /* renewed every 300 ms */
     o.empty_poll_ms = 20;
-    o.max_poll_ms = 100;
-    sb_worker *w = NULL;
+    sb_worker *w = start_opts(bus, &o);
     sb_error err;
-    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
     pthread_mutex_lock(&g.mu);
     while (!g.started)
         pthread_cond_wait(&g.cv, &g.mu);
@@ -573,17 +579,11 @@ static void test_progress_worker(void **state)
     sbt_publish_n(bus, "q", 1, NULL);
     cancel_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     sb_worker_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.queue = "q";
-    o.handler = progress_then_fail;
-    o.user = &g;
-    o.concurrency = 1;
+    one_handler(&o, "q", progress_then_fail, &g);
     o.max_attempts = 5;
     o.redelivery_delay_ms = 3600000;
-    sb_worker *w = NULL;
+    sb_worker *w = start_opts(bus, &o);
     sb_error err;
-    sbt_ok(sb_worker_start(bus, &o, &w, &err), &err, "worker start");
     pthread_mutex_lock(&g.mu);
     while (g.started == 0)
         pthread_cond_wait(&g.cv, &g.mu);
