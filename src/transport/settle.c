@@ -400,16 +400,25 @@ static int settle_tx(sb_conn *c, void *vctx, sb_error *err)
     }
 }
 
-static int settle(settle_ctx *x, sb_error *err)
+/* What every settlement of one message asks first (clearing `err`): a
+ * bus, and a message that was claimed. */
+static int check_claimed(const sb_bus *bus, const sb_msg *m, sb_error *err)
 {
     sb_error_clear(err);
-    if (x->bus == NULL || x->m == NULL)
-        return sb__err(err, SB_INVALID, x->bus ? "msg" : "bus",
+    if (bus == NULL || m == NULL)
+        return sb__err(err, SB_INVALID, bus ? "msg" : "bus",
                        "arguments must not be NULL");
-    if (x->m->lock_id[0] == '\0')
+    if (m->lock_id[0] == '\0')
         return sb__err(err, SB_MISUSE, "msg",
-                       "message %s was not claimed (it has no lease)",
-                       x->m->id);
+                       "message %s was not claimed (it has no lease)", m->id);
+    return SB_OK;
+}
+
+static int settle(settle_ctx *x, sb_error *err)
+{
+    int rc = check_claimed(x->bus, x->m, err);
+    if (rc != SB_OK)
+        return rc;
     if (x->ms < 0 || x->ms > 86400000LL * 365)
         return sb__err(
             err, SB_INVALID, x->op == OP_RENEW ? "lease_ms" : "delay_ms",
@@ -420,14 +429,9 @@ static int settle(settle_ctx *x, sb_error *err)
 int sb_ack(sb_bus *bus, sb_tx *tx, const sb_msg *msg, sb_error *err)
 {
     if (tx != NULL) {
-        sb_error_clear(err);
-        if (bus == NULL || msg == NULL)
-            return sb__err(err, SB_INVALID, bus ? "msg" : "bus",
-                           "arguments must not be NULL");
-        if (msg->lock_id[0] == '\0')
-            return sb__err(err, SB_MISUSE, "msg",
-                           "message %s was not claimed (it has no lease)",
-                           msg->id);
+        int rc = check_claimed(bus, msg, err);
+        if (rc != SB_OK)
+            return rc;
         return sb__count_tx_msg(tx, msg, SB_COUNT_ACKED,
                                 sb__ack_on(bus, tx->conn, msg, err));
     }
@@ -486,14 +490,9 @@ int sb__progress_check(const char *text, size_t len, const char *field,
 int sb_set_progress(sb_bus *bus, const sb_msg *msg, const char *text,
                     size_t len, sb_error *err)
 {
-    sb_error_clear(err);
-    if (bus == NULL || msg == NULL)
-        return sb__err(err, SB_INVALID, bus ? "msg" : "bus",
-                       "arguments must not be NULL");
-    if (msg->lock_id[0] == '\0')
-        return sb__err(err, SB_MISUSE, "msg",
-                       "message %s was not claimed (it has no lease)", msg->id);
-    int rc = sb__progress_check(text, len, "text", err);
+    int rc = check_claimed(bus, msg, err);
+    if (rc == SB_OK)
+        rc = sb__progress_check(text, len, "text", err);
     if (rc != SB_OK)
         return rc;
     progress_ctx x = {bus, msg, sb__strndup(text ? text : "", len)};
