@@ -332,6 +332,10 @@ typedef struct sb_outgoing_ex {
     sb_outgoing msg; /* id, payload, headers, delay, as for sb_publish */
     int priority;    /* T34: claimed highest first within a queue;
                         -32768 to 32767, default 0 */
+    /* T40: the message expires this long after its publish, 0 for never
+     * (1 ms to SB_TTL_MAX_MS, longer than delay_ms): if no handler has
+     * started it by then, it is dead-lettered with reason "expired". */
+    int64_t expires_in_ms;
 } sb_outgoing_ex;
 
 /* sb_publish_batch for messages with options: the same rules (T9-T12),
@@ -486,6 +490,7 @@ typedef struct sb_queue_stats {
     /* The queue's settings (T34, T35): 0 where it has none. */
     int paused;      /* claims stopped (sb_queue_pause) */
     int prioritized; /* some message had a priority other than 0 */
+    int64_t ttl_ms;  /* T40: its time to live (sb_queue_set_ttl), 0: none */
 } sb_queue_stats;
 
 /* List every queue: those with rows, and those with settings (a paused
@@ -505,6 +510,29 @@ SB_API int sb_queue_pause(sb_bus *bus, const char *queue, sb_error *err);
 SB_API int sb_queue_resume(sb_bus *bus, const char *queue, sb_error *err);
 /* How often a worker reads its queue's settings (pause, priorities). */
 #define SB_SETTINGS_REFRESH_MS 1000
+
+/* T40: the longest time to live, of a queue or a message: 100 years. */
+#define SB_TTL_MAX_MS (100LL * 365 * 86400 * 1000)
+/* T40: give `queue` a time to live of `ttl_ms` (1 ms to SB_TTL_MAX_MS; 0
+ * removes it): a message of the queue that no handler has started
+ * `ttl_ms` after its publish is dead-lettered with reason "expired", by
+ * the claim that finds it or by sb_queue_expire. It applies to the
+ * messages waiting already; a message's own expiry
+ * (sb_outgoing_ex.expires_in_ms) applies when it is sooner. Workers see
+ * a change within SB_SETTINGS_REFRESH_MS. SB_INVALID names `ttl_ms` and
+ * the limit, or `queue` for the dead-letter queue. Thread-safe. */
+SB_API int sb_queue_set_ttl(sb_bus *bus, const char *queue, int64_t ttl_ms,
+                            sb_error *err);
+/* The most messages one sb_queue_expire call dead-letters. */
+#define SB_EXPIRE_MAX 100000
+/* T40: dead-letter, with reason "expired", up to `max` (1 to
+ * SB_EXPIRE_MAX) messages of any queue whose expiry or queue's time to
+ * live has passed and that no consumer holds, in transactions of up to
+ * 500; `*expired` (may be NULL) counts them, also when a later batch
+ * fails. `sqlbus serve` runs it every SB_EXPIRE_EVERY_MS. Thread-safe. */
+SB_API int sb_queue_expire(sb_bus *bus, size_t max, size_t *expired,
+                           sb_error *err);
+#define SB_EXPIRE_EVERY_MS 1000
 
 /* What sb_cancel found (T39). */
 enum {
@@ -696,6 +724,11 @@ SB_API int64_t sb_msg_locked_until_us(const sb_msg *msg);
  * and NULL. */
 SB_API int sb_msg_priority(const sb_msg *msg);
 SB_API const char *sb_msg_progress(const sb_msg *msg);
+/* T40: the message's own expiry (sb_outgoing_ex.expires_in_ms after its
+ * publish), microseconds since the epoch in the database's clock; 0 when
+ * it has none (its queue's time to live is not included). From
+ * sb_queue_peek and sb_claim. */
+SB_API int64_t sb_msg_expires_at_us(const sb_msg *msg);
 
 /* Progress callback for bulk operations: done so far, total (or -1). */
 typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);

@@ -19,6 +19,7 @@ typedef struct pub_opts {
     const char *id;
     int64_t delay_ms;
     int64_t priority;
+    int64_t expires_ms; /* T40: 0 for never */
     int lines;
     int json;
     const char *file;
@@ -30,6 +31,7 @@ enum {
     OPT_ID,
     OPT_DELAY,
     OPT_PRIORITY,
+    OPT_EXPIRES,
     OPT_HEADER,
     OPT_LINES,
     OPT_JSON
@@ -42,6 +44,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         {"id", required_argument, NULL, OPT_ID},
         {"delay", required_argument, NULL, OPT_DELAY},
         {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"expires-in", required_argument, NULL, OPT_EXPIRES},
         {"header", required_argument, NULL, OPT_HEADER},
         {"lines", no_argument, NULL, OPT_LINES},
         {"json", no_argument, NULL, OPT_JSON},
@@ -69,6 +72,10 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         case OPT_PRIORITY:
             rc = cli_parse_int(ctx, "--priority", optarg, SB_PRIORITY_MIN,
                                SB_PRIORITY_MAX, &o->priority);
+            break;
+        case OPT_EXPIRES:
+            rc = cli_parse_duration(ctx, "--expires-in", optarg, 1,
+                                    SB_TTL_MAX_MS, &o->expires_ms);
             break;
         case OPT_HEADER:
             rc = cli_header_flag_add(ctx, &o->headers, optarg,
@@ -166,7 +173,8 @@ static int publish_one(sb_bus *bus, const pub_opts *o, const char *headers,
                                 .payload_len = body.len,
                                 .headers_json = headers,
                                 .delay_ms = o->delay_ms},
-                        .priority = (int)o->priority};
+                        .priority = (int)o->priority,
+                        .expires_in_ms = o->expires_ms};
     char id[1][37];
     sb_error err;
     sb_error_clear(&err);
@@ -201,7 +209,8 @@ static int flush(sb_bus *bus, const pub_opts *o, const char *headers, batch *b,
                                               .payload_len = b->len[i],
                                               .headers_json = headers,
                                               .delay_ms = o->delay_ms},
-                                      .priority = (int)o->priority};
+                                      .priority = (int)o->priority,
+                                      .expires_in_ms = o->expires_ms};
     sb_error err;
     sb_error_clear(&err);
     int rc = sb_publish_ex(bus, NULL, o->queue, b->msgs, b->n, b->ids, &err);

@@ -1,5 +1,6 @@
 /* cmd_queues.c - `sqlbus queues`: every queue with its counts (T31);
- * `queues pause|resume QUEUE` (T35); `queues cancel QUEUE ID...` (T39). */
+ * `queues pause|resume QUEUE` (T35); `queues cancel QUEUE ID...` (T39);
+ * `queues ttl QUEUE D|off` and `queues expire` (T40). */
 #include "cli.h"
 
 #include <string.h>
@@ -20,9 +21,13 @@ static void print_json(sb_queue_stats *const *q, size_t n)
             fputs("null", stdout);
         else
             printf("%lld", (long long)q[i]->oldest_ready_age_ms);
-        printf(", \"paused\": %s, \"prioritized\": %s}",
+        printf(", \"paused\": %s, \"prioritized\": %s, \"ttl_ms\": ",
                q[i]->paused ? "true" : "false",
                q[i]->prioritized ? "true" : "false");
+        if (q[i]->ttl_ms > 0)
+            printf("%lld}", (long long)q[i]->ttl_ms);
+        else
+            fputs("null}", stdout);
     }
     fputs(n == 0 ? "]\n" : "\n]\n", stdout);
 }
@@ -31,23 +36,28 @@ static int print_table(sb_queue_stats *const *q, size_t n)
 {
     static const char *const head[] = {
         "QUEUE",         "READY",        "DELAYED", "IN-FLIGHT",
-        "DEAD-LETTERED", "OLDEST-READY", "STATE"};
+        "DEAD-LETTERED", "OLDEST-READY", "STATE",   "TTL"};
     cli_table t;
-    cli_table_init(&t, 7, head, 0x3e); /* numbers right-aligned */
+    cli_table_init(&t, 8, head, 0x3e); /* numbers right-aligned */
     for (size_t i = 0; i < n; i++) {
-        char ready[24], delayed[24], inflight[24], dead[24], age[32];
+        char ready[24], delayed[24], inflight[24], dead[24], age[32], ttl[32];
         snprintf(ready, sizeof ready, "%lld", (long long)q[i]->ready);
         snprintf(delayed, sizeof delayed, "%lld", (long long)q[i]->delayed);
         snprintf(inflight, sizeof inflight, "%lld", (long long)q[i]->in_flight);
         snprintf(dead, sizeof dead, "%lld", (long long)q[i]->dead_lettered);
         cli_format_age(age, sizeof age, q[i]->oldest_ready_age_ms);
+        if (q[i]->ttl_ms > 0)
+            cli_format_age(ttl, sizeof ttl, q[i]->ttl_ms);
+        else
+            snprintf(ttl, sizeof ttl, "-");
         const char *row[] = {q[i]->queue,
                              ready,
                              delayed,
                              inflight,
                              dead,
                              age,
-                             q[i]->paused ? "paused" : "active"};
+                             q[i]->paused ? "paused" : "active",
+                             ttl};
         cli_table_add(&t, row);
     }
     int rc = cli_table_print(&t, stdout);
@@ -144,6 +154,76 @@ static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
     return rc;
 }
 
+/* `sqlbus queues ttl QUEUE D|off` (T40). */
+static int set_ttl(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *queue = NULL;
+    int rc = verb_args(ctx, argc, argv, &queue);
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    if (optind != argc - 1)
+        return cli_usage_error(ctx, "queues ttl needs QUEUE and one duration "
+                                    "(1ms to 100 years), or off");
+    int64_t ttl = 0;
+    if (strcmp(argv[optind], "off") != 0) {
+        rc = cli_parse_duration(ctx, "TTL", argv[optind], 1, SB_TTL_MAX_MS,
+                                &ttl);
+        if (rc != CLI_OK)
+            return rc;
+    }
+    sb_bus *bus = NULL;
+    rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = sb_queue_set_ttl(bus, queue, ttl, &err);
+    if (src != SB_OK)
+        rc = cli_report(src, &err);
+    else if (ttl > 0)
+        printf("queue %s: messages expire %s after their publish\n", queue,
+               argv[optind]);
+    else
+        printf("queue %s: no time to live\n", queue);
+    sb_close(bus);
+    return rc;
+}
+
+/* `sqlbus queues expire` (T40): one sweep of every queue. */
+static int expire(cli_ctx *ctx, int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_GLOBAL_LONGOPTS,
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
+                            NULL)) != -1) {
+        if (cli_global_option(ctx, c, optarg))
+            continue;
+        if (c == 'h') {
+            fputs(cli_usage_queues, stdout);
+            return CLI_OK;
+        }
+        return cli_bad_option(ctx, c, argv);
+    }
+    if (optind < argc)
+        return cli_usage_error(ctx, "unexpected argument \"%s\"", argv[optind]);
+    sb_bus *bus = NULL;
+    int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    size_t n = 0;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = sb_queue_expire(bus, SB_EXPIRE_MAX, &n, &err);
+    if (src != SB_OK)
+        rc = cli_report(src, &err);
+    printf("%zu expired message%s dead-lettered\n", n, n == 1 ? "" : "s");
+    sb_close(bus);
+    return rc;
+}
+
 /* `sqlbus queues [--json]` (T31): returns an exit code. */
 int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
 {
@@ -152,6 +232,10 @@ int cli_cmd_queues(cli_ctx *ctx, int argc, char **argv)
         return set_paused(ctx, argc - 1, argv + 1, argv[1][0] == 'p');
     if (argc > 1 && strcmp(argv[1], "cancel") == 0)
         return cancel(ctx, argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "ttl") == 0)
+        return set_ttl(ctx, argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "expire") == 0)
+        return expire(ctx, argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
         CLI_GLOBAL_LONGOPTS,

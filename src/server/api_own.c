@@ -46,6 +46,8 @@ static int queues(const sb_api *a, sb_api_resp *out)
                            q[i]->oldest_ready_age_ms);
         sb__json_bool_m(b, &f, "paused", q[i]->paused);
         sb__json_bool_m(b, &f, "prioritized", q[i]->prioritized);
+        if (q[i]->ttl_ms > 0)
+            sb__json_int_m(b, &f, "ttl_ms", q[i]->ttl_ms);
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
@@ -71,6 +73,8 @@ static void peeked(sb_buf *b, const sb_msg *m, int64_t now_us)
     sb__json_int_m(b, &f, "priority", sb_msg_priority(m));
     if (sb_msg_progress(m) != NULL)
         sb__json_str_m(b, &f, "progress", sb_msg_progress(m));
+    if (sb_msg_expires_at_us(m) > 0)
+        sb__json_time_m(b, &f, "expires_at", sb_msg_expires_at_us(m));
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, sb_msg_headers(m));
     size_t len = 0;
@@ -206,15 +210,34 @@ static void request_field(sb_error *err)
     memcpy(err->field, name, sizeof name);
 }
 
+/* A whole number of `field` in 1..SB_TTL_MAX_MS, or absent (0); else a
+ * 400 naming it (0 when `zero_ok`: none). */
+static int ttl_field(const json_t *j, const char *field, int zero_ok,
+                     int64_t *out, sb_api_resp *resp)
+{
+    const json_t *v = json_object_get(j, field);
+    *out = 0;
+    if (v == NULL || (zero_ok && json_is_null(v)))
+        return 1;
+    if (!json_is_integer(v) || json_integer_value(v) < (zero_ok ? 0 : 1) ||
+        json_integer_value(v) > SB_TTL_MAX_MS)
+        return sb__api_error(resp, 400, "invalid", field,
+                             "%s must be a whole number of milliseconds, %d "
+                             "to %lld (100 years)",
+                             field, zero_ok ? 0 : 1, (long long)SB_TTL_MAX_MS);
+    *out = (int64_t)json_integer_value(v);
+    return 1;
+}
+
 /* POST /api/queues/{q}/messages: {"body": value, "headers": {..},
- * "delay_ms": n, "priority": n}; the Idempotency-Key header names the
+ * "delay_ms": n, "priority": n, "expires_in_ms": n}; the Idempotency-Key header names the
  * message (a UUID as it is, any other text through a deterministic GUID
  * of the queue and the key), so the same request twice publishes once
  * (T9). */
 static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
-    static const char *const known[] = {"body", "headers", "delay_ms",
-                                        "priority", NULL};
+    static const char *const known[] = {"body",     "headers",       "delay_ms",
+                                        "priority", "expires_in_ms", NULL};
     const char *queue = r->m->captures[0];
     const json_t *j = r->json;
     char *headers = NULL, *payload = NULL;
@@ -236,6 +259,9 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         ok = sb__api_error(out, 400, "invalid", "priority",
                            "priority must be a whole number %d to %d",
                            SB_PRIORITY_MIN, SB_PRIORITY_MAX);
+    int64_t expires = 0;
+    if (ok)
+        ok = ttl_field(j, "expires_in_ms", 0, &expires, out);
     if (ok)
         ok = (headers = string_object(json_object_get(j, "headers"), "headers",
                                       out)) != NULL;
@@ -271,7 +297,8 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sb_outgoing_ex o = {sizeof o,
                             {id[0] ? id : NULL, text, len, headers,
                              delay ? json_integer_value(delay) : 0},
-                            prio ? (int)json_integer_value(prio) : 0};
+                            prio ? (int)json_integer_value(prio) : 0,
+                            expires};
         char out_id[1][37];
         sb_error err;
         int rc = sb_publish_ex(a->bus, NULL, queue, &o, 1, out_id, &err);
@@ -431,6 +458,34 @@ static int set_paused(const sb_api *a, const sb_api_req *r, int pause,
     return 1;
 }
 
+/* PUT /api/queues/{q}/ttl (T40): {"ttl_ms": n}, 0 or null for none. */
+static int set_ttl(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    static const char *const known[] = {"ttl_ms", NULL};
+    const char *queue = r->m->captures[0];
+    int64_t ttl = 0;
+    if (!sb__api_known_fields(r->json, known, out))
+        return 1;
+    if (json_object_get(r->json, "ttl_ms") == NULL)
+        return sb__api_error(out, 400, "invalid", "ttl_ms",
+                             "ttl_ms (milliseconds, 0 or null for none) is "
+                             "required"),
+               1;
+    if (!ttl_field(r->json, "ttl_ms", 1, &ttl, out))
+        return 1;
+    sb_error err;
+    int rc = sb_queue_set_ttl(a->bus, queue, ttl, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int f = 1;
+    sb__buf_puts(&out->body, "{");
+    sb__json_str_m(&out->body, &f, "name", queue);
+    sb__json_int_m(&out->body, &f, "ttl_ms", ttl);
+    sb__buf_puts(&out->body, "}");
+    out->status = 200;
+    return 1;
+}
+
 /* POST /api/queues/{q}/messages/{id}/cancel (T39): the message is
  * dead-lettered "cancelled"; the answer says whether a consumer held it. */
 static int cancel(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
@@ -462,6 +517,7 @@ int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     case SB_R_QUEUE_PAUSE: return set_paused(a, r, 1, out);
     case SB_R_QUEUE_RESUME: return set_paused(a, r, 0, out);
     case SB_R_QUEUE_CANCEL: return cancel(a, r, out);
+    case SB_R_QUEUE_TTL: return set_ttl(a, r, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

@@ -23,6 +23,8 @@ struct sb_loops {
     int started_ingest, started_housekeeping;
     sb_loops_state st;
     int64_t last_ok_us;
+    int64_t expire_next_us; /* T40: the next expiry sweep is due then */
+    int expire_failing;
 };
 
 static void say(sb_loops *l, int level, const char *component, const char *what,
@@ -54,6 +56,35 @@ static int nap(sb_loops *l, int64_t ms)
     return stop;
 }
 
+/* T40: the queues' expired messages dead-lettered, at most every
+ * SB_EXPIRE_EVERY_MS, by whichever ingester comes first, before its pass
+ * so that the pass ingests them. */
+static void expire_queues(sb_loops *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t now = sb__mono_us();
+    int due = now >= l->expire_next_us;
+    if (due)
+        l->expire_next_us = now + SB_EXPIRE_EVERY_MS * 1000LL;
+    pthread_mutex_unlock(&l->mu);
+    if (!due)
+        return;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_queue_expire(l->bus, SB_EXPIRE_MAX, &n, &err);
+    pthread_mutex_lock(&l->mu);
+    l->st.queue_expired += (int64_t)n;
+    int was_failing = l->expire_failing;
+    l->expire_failing = rc != SB_OK;
+    pthread_mutex_unlock(&l->mu);
+    if (rc != SB_OK && !was_failing)
+        say(l, SB_LOG_ERROR, "expire",
+            "expiring waiting messages failed, retrying: ", err.message);
+    if (rc == SB_OK && was_failing)
+        say(l, SB_LOG_INFO, "expire", "expiring waiting messages works again",
+            "");
+}
+
 /* One ingestion thread. With several, each claims its own batches (the
  * claim skips rows another holds); an outage is logged once, by the
  * thread that sees it first, and its end likewise. */
@@ -62,6 +93,7 @@ static void *ingest_loop(void *arg)
     sb_loops *l = arg;
     int64_t backoff = BACKOFF_MIN_MS;
     for (;;) {
+        expire_queues(l);
         sb_ingest_stats s;
         memset(&s, 0, sizeof s);
         s.size = sizeof s;

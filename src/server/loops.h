@@ -1,7 +1,8 @@
 /*
  * loops.h - the background work of `sqlbus serve` (S1, S3): error
- * ingestion (E1) and housekeeping — the retention sweep (E21), dead-letter
- * pruning (T25), the recovery watchdog (C22). A database error is logged
+ * ingestion (E1), with the expiry of waiting messages (T40) before each
+ * pass, and housekeeping — the retention sweep (E21), dead-letter pruning
+ * (T25), the recovery watchdog (C22). A database error is logged
  * once per outage, retried with back-off, and shown in the state; no loop
  * ends on one.
  */
@@ -40,6 +41,7 @@ typedef struct sb_loops_state {
     int64_t last_ok_age_ms;  /* since the last good pass (-1: none yet) */
     int64_t sweeps, expired; /* housekeeping runs, messages expired */
     int64_t stale_registrations;
+    int64_t queue_expired; /* T40: waiting messages dead-lettered expired */
 } sb_loops_state;
 
 /* Start the ingestion threads and the housekeeping thread over `bus` and

@@ -89,6 +89,8 @@ static const route routes[] = {
     {SB_HTTP_POST, "/api/queues/{q}/resume", SB_R_QUEUE_RESUME, NO_BODY},
     {SB_HTTP_POST, "/api/queues/{q}/messages/{id}/cancel", SB_R_QUEUE_CANCEL,
      NO_BODY},
+    {SB_HTTP_PUT, "/api/queues/{q}/ttl", SB_R_QUEUE_TTL,
+     BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
     {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES,
      BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
     {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},

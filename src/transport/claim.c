@@ -21,9 +21,8 @@ static int priority_first(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* A prioritized claim's rows (a ninth column: the priority) in the order
- * they were claimed in: highest priority first, then oldest. RETURNING
- * promises no order. SB_NOMEM. */
+/* A prioritized claim's rows in the order they were claimed in: highest
+ * priority first, then oldest. RETURNING promises no order. SB_NOMEM. */
 static int sort_claimed(sb_msg **arr, const sb_rows *rows)
 {
     by_priority *k = sb__calloc(rows->nrows, sizeof *k);
@@ -34,7 +33,7 @@ static int sort_claimed(sb_msg **arr, const sb_rows *rows)
         return SB_NOMEM;
     }
     for (size_t r = 0; r < rows->nrows; r++) {
-        k[r].priority = sb__rows_int(rows, r, 8);
+        k[r].priority = sb__rows_int(rows, r, SB_CLAIM_COL_PRIORITY);
         k[r].created_at = sb__rows_int(rows, r, 5);
         k[r].row = r;
         tmp[r] = arr[r];
@@ -47,11 +46,11 @@ static int sort_claimed(sb_msg **arr, const sb_rows *rows)
     return SB_OK;
 }
 
-/* Append the claimed rows to *out; the newest available_at among them
- * goes to *newest_us when the statement returns it (the PostgreSQL
- * forms' eighth column); a prioritized claim's are sorted. */
-static int take_rows(const sb_rows *rows, int64_t *newest_us, sb_msg ***out,
-                     size_t *n_out, sb_error *err)
+/* Append the claimed rows to *out (SB_CLAIM_COLS); the newest
+ * available_at among them goes to *newest_us (the cursor's bound, where
+ * claims do not move available_at); a prioritized claim's are sorted. */
+static int take_rows(const sb_rows *rows, int prio, int64_t *newest_us,
+                     sb_msg ***out, size_t *n_out, sb_error *err)
 {
     size_t first = *n_out;
     if (rows->nrows == 0)
@@ -61,19 +60,22 @@ static int take_rows(const sb_rows *rows, int64_t *newest_us, sb_msg ***out,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     *out = arr;
     int rc = SB_OK;
+    int64_t read_at = sb__mono_us();
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         rc = sb__msg_from_row(rows, r, &arr[*n_out]);
-        if (rc == SB_OK)
-            (*n_out)++;
-        else
+        if (rc != SB_OK) {
             sb__err(err, rc, NULL, "could not read a claimed row");
-        if (rows->ncols > 7) {
-            int64_t at = sb__rows_int(rows, r, 7);
-            if (at > *newest_us)
-                *newest_us = at;
+            break;
         }
+        sb_msg *m = arr[(*n_out)++];
+        m->expires_at_us = sb__rows_int(rows, r, SB_CLAIM_COL_EXPIRES);
+        m->db_now_us = sb__rows_int(rows, r, SB_CLAIM_COL_NOW);
+        m->read_mono_us = read_at;
+        int64_t at = sb__rows_int(rows, r, SB_CLAIM_COL_AVAILABLE);
+        if (at > *newest_us)
+            *newest_us = at;
     }
-    if (rc == SB_OK && rows->ncols > 8 && *n_out - first == rows->nrows &&
+    if (rc == SB_OK && prio && *n_out - first == rows->nrows &&
         sort_claimed(*out + first, rows) != SB_OK)
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     return rc;
@@ -94,6 +96,7 @@ static void claim_params(sb_bus *bus, const char *queue, int max,
     cc->p[4] = sb__v_int(max);
     cc->p[5] = sb__v_int(from_us);
     cc->rows = NULL;
+    cc->prio = prio;
     cc->t0 = sb__mono_us();
     const char *sql = delete_now ? bus->sql->claim_delete : bus->sql->claim;
     if (prio) {
@@ -119,7 +122,7 @@ static int claim_run(sb_bus *bus, sb_conn *c, const char *queue, int max,
         sb__query(c, call.sql, call.params, call.nparams, call.rows, NULL, err);
     sb__count_claim(bus, cc.t0, rc);
     if (rc == SB_OK)
-        rc = take_rows(cc.rows, newest_us, out, n_out, err);
+        rc = take_rows(cc.rows, prio, newest_us, out, n_out, err);
     sb__rows_free(cc.rows);
     return rc;
 }
@@ -242,7 +245,7 @@ int sb__claim_finish(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
 {
     size_t before = *n_out;
     if (rc == SB_OK)
-        rc = take_rows(cc->rows, &cur->floor_us, out, n_out, err);
+        rc = take_rows(cc->rows, cc->prio, &cur->floor_us, out, n_out, err);
     sb__rows_free(cc->rows);
     cc->rows = NULL;
     sb__count_claim(bus, cc->t0, rc);
@@ -264,23 +267,47 @@ typedef struct claim_ctx {
     int64_t lease_ms;
     sb_msg **msgs;
     size_t n;
+    size_t expired; /* dead-lettered instead (T40), after msgs[n] */
 } claim_ctx;
+
+/* T40: the claimed messages past their expiry dead-lettered in the
+ * claim's transaction and moved behind the others, which keep their
+ * order (counted after the commit). */
+static int drop_expired(claim_ctx *x, sb_conn *c, int64_t ttl_ms, sb_error *err)
+{
+    size_t kept = 0, n = x->n;
+    for (size_t i = 0; i < n; i++) {
+        sb_msg *m = x->msgs[i];
+        if (sb__msg_expired(m, ttl_ms)) {
+            int rc = sb__expire_claimed_on(x->bus, c, m, err);
+            if (rc != SB_OK)
+                return rc;
+            continue;
+        }
+        x->msgs[i] = x->msgs[kept];
+        x->msgs[kept++] = m;
+    }
+    x->expired = n - kept;
+    x->n = kept;
+    return SB_OK;
+}
 
 static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     claim_ctx *x = vctx;
     /* A retried transaction starts from nothing claimed. */
-    sb_msg_free_array(x->msgs, x->n);
+    sb_msg_free_array(x->msgs, x->n + x->expired);
     x->msgs = NULL;
-    x->n = 0;
+    x->n = x->expired = 0;
     /* The queue's settings as this transaction sees them (T34, T35). */
     sb_settings st;
     int rc = sb__settings_get_on(x->bus, c, x->queue, &st, err);
     if (rc != SB_OK || st.paused)
         return rc;
     int64_t newest = 0;
-    return claim_run(x->bus, c, x->queue, x->max, x->lease_ms, 0, -1,
-                     st.prioritized, &newest, &x->msgs, &x->n, err);
+    rc = claim_run(x->bus, c, x->queue, x->max, x->lease_ms, 0, -1,
+                   st.prioritized, &newest, &x->msgs, &x->n, err);
+    return rc == SB_OK ? drop_expired(x, c, st.ttl_ms, err) : rc;
 }
 
 int sb_claim(sb_bus *bus, const char *queue, int max, int64_t lease_ms,
@@ -305,8 +332,12 @@ int sb_claim(sb_bus *bus, const char *queue, int max, int64_t lease_ms,
     rc = sb__bus_ensure_schema(bus, err);
     if (rc != SB_OK)
         return rc;
-    claim_ctx x = {bus, queue, max, lease_ms, NULL, 0};
+    claim_ctx x = {bus, queue, max, lease_ms, NULL, 0, 0};
     rc = sb__db_run_tx(bus->pool, NULL, claim_tx, &x, err);
+    for (size_t i = 0; i < x.expired; i++) {
+        sb__count_msg(bus, x.msgs[x.n + i], SB_COUNT_DEAD, rc);
+        sb_msg_free(x.msgs[x.n + i]);
+    }
     if (rc != SB_OK) {
         sb_msg_free_array(x.msgs, x.n);
         return rc;

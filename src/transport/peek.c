@@ -53,6 +53,7 @@ int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset, size_t limit,
         arr[k]->available_at_us = sb__rows_int(rows, k, 7);
         arr[k]->locked_until_us = sb__rows_int(rows, k, 8);
         arr[k]->priority = (int)sb__rows_int(rows, k, 9);
+        arr[k]->expires_at_us = sb__rows_int(rows, k, 11);
         const char *progress = sb__rows_text(rows, k, 10);
         if (progress != NULL &&
             (arr[k]->progress = sb__strdup(progress)) == NULL) {
@@ -89,4 +90,9 @@ int sb_msg_priority(const sb_msg *msg)
 const char *sb_msg_progress(const sb_msg *msg)
 {
     return msg ? msg->progress : NULL;
+}
+
+int64_t sb_msg_expires_at_us(const sb_msg *msg)
+{
+    return msg ? msg->expires_at_us : 0;
 }

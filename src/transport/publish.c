@@ -56,27 +56,34 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
 /* Chunks of rows sent in one round trip (sb__pipeline). */
 #define PUBLISH_PIPE 8
 
+/* sb_publish_ex's options, an entry a message (the _ex inserts). */
+typedef struct ex_opts {
+    int *prio;           /* T34 */
+    int64_t *expires_ms; /* T40: 0 for none */
+    int any_prio;        /* some priority is not 0 */
+} ex_opts;
+
 /* `self_woken`: the caller wakes this bus's workers itself after the
  * commit, so the NOTIFY names this bus as its origin and their listeners
- * skip it. `commit`: the transaction is this publish's own. `prio`: each
- * message's priority (T34), or NULL when every one is 0. */
+ * skip it. `commit`: the transaction is this publish's own. `ex`: the
+ * messages' options, or NULL when every one has the defaults. */
 static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
-                     const sb_outgoing *msgs, const int *prio, size_t n,
+                     const sb_outgoing *msgs, const ex_opts *ex, size_t n,
                      char (*ids)[37], int *any_immediate, int self_woken,
                      int commit, sb_error *err)
 {
     /* insert[] holds 1-, 10- and 100-row statements; use the largest that
      * fits, so at most 9 + 9 small statements follow the 100-row ones. */
     static const size_t chunk[3] = {100, 10, 1};
-    const size_t width = prio != NULL ? 5 : 4;
-    sb_value stack_params[2 + 5 * 100];
+    const size_t width = ex != NULL ? SB_INSERT_EX_WIDTH : 4;
+    sb_value stack_params[2 + SB_INSERT_EX_WIDTH * 100];
     const int64_t now_us = sb__bus_now_us(bus);
     size_t done = 0;
     int rc = SB_OK;
     /* The queue is flagged prioritized in the publish's transaction, so
      * no claim that sees the rows orders them by time alone. */
     sb_value mp[2] = {sb__v_text(queue), sb__v_int(now_us)};
-    if (prio != NULL)
+    if (ex != NULL && ex->any_prio)
         rc = sb__query(c, bus->sql->mark_prioritized, mp, 2, NULL, NULL, err);
     while (rc == SB_OK && done < n) {
         /* Up to PUBLISH_PIPE chunks, the last group with the wake-up and
@@ -102,8 +109,8 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
         size_t row = done;
         for (size_t i = 0; i < nch; i++) {
             size_t rows = chunk[kind[i]];
-            const char *sql = prio != NULL ? bus->sql->insert_ex[2 - kind[i]]
-                                           : bus->sql->insert[2 - kind[i]];
+            const char *sql = ex != NULL ? bus->sql->insert_ex[2 - kind[i]]
+                                         : bus->sql->insert[2 - kind[i]];
             calls[i] = (sb_call){sql, p, 2 + width * rows, NULL, NULL};
             *p++ = sb__v_text(queue);
             *p++ = sb__v_int(now_us);
@@ -113,8 +120,12 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
                 *p++ = sb__v_blob(m->payload ? m->payload : "", m->payload_len);
                 *p++ = sb__v_text(m->headers_json ? m->headers_json : "{}");
                 *p++ = sb__v_int(m->delay_ms);
-                if (prio != NULL)
-                    *p++ = sb__v_int(prio[row]);
+                if (ex != NULL) {
+                    *p++ = sb__v_int(ex->prio[row]);
+                    *p++ = ex->expires_ms[row] > 0
+                               ? sb__v_int(ex->expires_ms[row])
+                               : sb__v_null();
+                }
                 if (m->delay_ms == 0)
                     *any_immediate = 1;
             }
@@ -161,7 +172,7 @@ typedef struct publish_ctx {
     sb_bus *bus;
     const char *queue;
     const sb_outgoing *msgs;
-    const int *prio;
+    const ex_opts *ex;
     size_t n;
     char (*ids)[37];
     int any_immediate;
@@ -172,7 +183,7 @@ static int publish_tx(sb_conn *c, void *vctx, sb_error *err)
     publish_ctx *x = vctx;
     x->any_immediate = 0;
     /* Its own transaction: the last statements carry the commit. */
-    return insert_on(x->bus, c, x->queue, x->msgs, x->prio, x->n, x->ids,
+    return insert_on(x->bus, c, x->queue, x->msgs, x->ex, x->n, x->ids,
                      &x->any_immediate, 1, 1, err);
 }
 
@@ -213,9 +224,9 @@ static int check_call(sb_bus *bus, sb_tx *tx, const char *queue,
     return SB_OK;
 }
 
-/* After check_call: `n` >= 1 messages, `prio` NULL or one per message. */
+/* After check_call: `n` >= 1 messages, `ex` NULL or one entry each. */
 static int publish_all(sb_bus *bus, sb_tx *tx, const char *queue,
-                       const sb_outgoing *msgs, const int *prio, size_t n,
+                       const sb_outgoing *msgs, const ex_opts *ex, size_t n,
                        char (*ids_out)[37], sb_error *err)
 {
     int rc = SB_OK;
@@ -231,13 +242,13 @@ static int publish_all(sb_bus *bus, sb_tx *tx, const char *queue,
         rc = sb__bus_ensure_schema(bus, err);
     if (rc == SB_OK && tx != NULL) {
         int immediate = 0;
-        rc = insert_on(bus, tx->conn, queue, msgs, prio, n, ids, &immediate, 1,
-                       0, err);
+        rc = insert_on(bus, tx->conn, queue, msgs, ex, n, ids, &immediate, 1, 0,
+                       err);
         rc = sb__count_publish(bus, tx, queue, msgs, n, rc);
         if (rc == SB_OK && immediate)
             tx_note_queue(tx, queue);
     } else if (rc == SB_OK) {
-        publish_ctx x = {bus, queue, msgs, prio, n, ids, 0};
+        publish_ctx x = {bus, queue, msgs, ex, n, ids, 0};
         rc = sb__db_run_tx(bus->pool, NULL, publish_tx, &x, err);
         rc = sb__count_publish(bus, NULL, queue, msgs, n, rc);
         if (rc == SB_OK && x.any_immediate)
@@ -258,8 +269,69 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
     return publish_all(bus, tx, queue, msgs, NULL, n, ids_out, err);
 }
 
-/* The smallest sb_outgoing_ex a caller may pass: through `priority`. */
+/* The smallest sb_outgoing_ex a caller may pass: through `priority`;
+ * members after it are read when `size` covers them. */
 #define EX_MIN_SIZE (offsetof(sb_outgoing_ex, priority) + sizeof(int))
+#define EX_COVERS(stride, member)                                              \
+    ((stride) >=                                                               \
+     offsetof(sb_outgoing_ex, member) + sizeof(((sb_outgoing_ex *)0)->member))
+
+/* Message i's options into `ex`, checked. */
+static int check_ex(const sb_bus *bus, const char *queue,
+                    const sb_outgoing_ex *m, size_t stride, size_t i,
+                    ex_opts *ex, sb_error *err)
+{
+    char field[64];
+    if (m->size != stride) {
+        snprintf(field, sizeof field, "msgs[%zu].size", i);
+        return sb__err(err, SB_INVALID, field,
+                       "every message of a batch has the same size (%zu; "
+                       "got %zu)",
+                       stride, m->size);
+    }
+    int prio = m->priority;
+    int64_t expires = EX_COVERS(stride, expires_in_ms) ? m->expires_in_ms : 0;
+    int dlq = strcmp(queue, bus->dlq) == 0;
+    if (prio < SB_PRIORITY_MIN || prio > SB_PRIORITY_MAX) {
+        snprintf(field, sizeof field, "msgs[%zu].priority", i);
+        return sb__err(err, SB_INVALID, field,
+                       "priority must be %d to %d (got %d)", SB_PRIORITY_MIN,
+                       SB_PRIORITY_MAX, prio);
+    }
+    if (prio != 0 && dlq) {
+        /* Ingestion claims the dead-letter queue in time order, with
+         * priority 0: a letter with another would never be read. */
+        snprintf(field, sizeof field, "msgs[%zu].priority", i);
+        return sb__err(err, SB_INVALID, field,
+                       "the dead-letter queue %s takes no priority (got %d)",
+                       queue, prio);
+    }
+    if (expires < 0 || expires > SB_TTL_MAX_MS) {
+        snprintf(field, sizeof field, "msgs[%zu].expires_in_ms", i);
+        return sb__err(err, SB_INVALID, field,
+                       "expires_in_ms must be 1 ms to 100 years, or 0 for "
+                       "never (got %lld)",
+                       (long long)expires);
+    }
+    if (expires > 0 && expires <= m->msg.delay_ms) {
+        snprintf(field, sizeof field, "msgs[%zu].expires_in_ms", i);
+        return sb__err(err, SB_INVALID, field,
+                       "the message would expire before it is due: "
+                       "expires_in_ms (%lld) must be longer than delay_ms "
+                       "(%lld)",
+                       (long long)expires, (long long)m->msg.delay_ms);
+    }
+    if (expires > 0 && dlq) {
+        snprintf(field, sizeof field, "msgs[%zu].expires_in_ms", i);
+        return sb__err(err, SB_INVALID, field,
+                       "dead letters do not expire (the error store's "
+                       "retention removes them)");
+    }
+    ex->prio[i] = prio;
+    ex->expires_ms[i] = expires;
+    ex->any_prio = ex->any_prio || prio != 0;
+    return SB_OK;
+}
 
 int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
                   const sb_outgoing_ex *msgs, size_t n, char (*ids_out)[37],
@@ -275,45 +347,25 @@ int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
                        "got %zu)",
                        EX_MIN_SIZE, stride);
     sb_outgoing *plain = sb__calloc(n, sizeof *plain);
-    int *prio = sb__calloc(n, sizeof *prio);
-    if (plain == NULL || prio == NULL)
+    ex_opts ex = {sb__calloc(n, sizeof *ex.prio),
+                  sb__calloc(n, sizeof *ex.expires_ms), 0};
+    if (plain == NULL || ex.prio == NULL || ex.expires_ms == NULL)
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     int any = 0;
-    char field[64];
     for (size_t i = 0; rc == SB_OK && i < n; i++) {
         const sb_outgoing_ex *m =
             (const sb_outgoing_ex *)(const void *)((const char *)msgs +
                                                    i * stride);
-        if (m->size != stride) {
-            snprintf(field, sizeof field, "msgs[%zu].size", i);
-            rc = sb__err(err, SB_INVALID, field,
-                         "every message of a batch has the same size (%zu; "
-                         "got %zu)",
-                         stride, m->size);
-            break;
-        }
+        rc = check_ex(bus, queue, m, stride, i, &ex, err);
         plain[i] = m->msg;
-        prio[i] = m->priority;
-        if (prio[i] < SB_PRIORITY_MIN || prio[i] > SB_PRIORITY_MAX) {
-            snprintf(field, sizeof field, "msgs[%zu].priority", i);
-            rc = sb__err(err, SB_INVALID, field,
-                         "priority must be %d to %d (got %d)", SB_PRIORITY_MIN,
-                         SB_PRIORITY_MAX, prio[i]);
-        } else if (prio[i] != 0 && strcmp(queue, bus->dlq) == 0) {
-            /* Ingestion claims the dead-letter queue in time order, with
-             * priority 0: a letter with another would never be read. */
-            snprintf(field, sizeof field, "msgs[%zu].priority", i);
-            rc = sb__err(err, SB_INVALID, field,
-                         "the dead-letter queue %s takes no priority (got %d)",
-                         queue, prio[i]);
-        }
-        any = any || prio[i] != 0;
+        any = any || ex.prio[i] != 0 || ex.expires_ms[i] != 0;
     }
     if (rc == SB_OK)
-        rc = publish_all(bus, tx, queue, plain, any ? prio : NULL, n, ids_out,
+        rc = publish_all(bus, tx, queue, plain, any ? &ex : NULL, n, ids_out,
                          err);
     sb__free(plain);
-    sb__free(prio);
+    sb__free(ex.prio);
+    sb__free(ex.expires_ms);
     return rc;
 }
 

@@ -56,6 +56,7 @@ static int add_settings(const char *queue, const sb_settings *st, void *user,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     s->paused = st->paused;
     s->prioritized = st->prioritized;
+    s->ttl_ms = st->ttl_ms;
     return SB_OK;
 }
 

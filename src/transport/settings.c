@@ -1,7 +1,8 @@
-/* settings.c - a queue's settings in {prefix}queue_settings (T34, T35):
- * read by the workers once every SB_SETTINGS_REFRESH_MS and by sb_claim
- * in its transaction; pause and resume. A queue with no row has none: no
- * row is written for a queue that never had a setting. */
+/* settings.c - a queue's settings in {prefix}queue_settings (T34, T35,
+ * T40): read by the workers once every SB_SETTINGS_REFRESH_MS and by
+ * sb_claim in its transaction; pause and resume; the time to live. A
+ * queue with no row has none: no row is written for a queue that never
+ * had a setting. */
 #include "transport/transport.h"
 
 #include <string.h>
@@ -68,40 +69,71 @@ int sb__settings_list_on(sb_bus *bus, sb_conn *c, sb_settings_fn fn, void *user,
     return rc;
 }
 
-typedef struct pause_ctx {
+typedef struct write_ctx {
     sb_bus *bus;
-    const char *queue;
-    int paused;
-} pause_ctx;
+    const char *sql;
+    sb_value p[3]; /* queue, the value; now_us set by the transaction */
+} write_ctx;
 
-static int pause_tx(sb_conn *c, void *vctx, sb_error *err)
+static int write_tx(sb_conn *c, void *vctx, sb_error *err)
 {
-    pause_ctx *x = vctx;
-    sb_value p[3] = {sb__v_text(x->queue), sb__v_int(x->paused),
-                     sb__v_int(sb__bus_now_us(x->bus))};
-    return sb__query(c, x->bus->sql->settings_pause, p, 3, NULL, NULL, err);
+    write_ctx *x = vctx;
+    x->p[2] = sb__v_int(sb__bus_now_us(x->bus));
+    return sb__query(c, x->sql, x->p, 3, NULL, NULL, err);
 }
 
-static int set_paused(sb_bus *bus, const char *queue, int paused, sb_error *err)
+/* One setting of a queue written by `sql` ($1 queue, $2 value, $3
+ * now_us), its row made when it has none. */
+static int write_setting(sb_bus *bus, const char *queue, const char *sql,
+                         sb_value value, sb_error *err)
+{
+    int rc = sb__bus_ensure_schema(bus, err);
+    if (rc != SB_OK)
+        return rc;
+    write_ctx x = {bus, sql, {sb__v_text(queue), value, sb__v_null()}};
+    return sb__db_run_tx(bus->pool, NULL, write_tx, &x, err);
+}
+
+static int check_queue(sb_bus *bus, const char *queue, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL)
         return sb__err(err, SB_INVALID, "bus", "bus must not be NULL");
-    int rc = sb_validate_queue_name(queue, err);
-    if (rc == SB_OK)
-        rc = sb__bus_ensure_schema(bus, err);
-    if (rc != SB_OK)
-        return rc;
-    pause_ctx x = {bus, queue, paused};
-    return sb__db_run_tx(bus->pool, NULL, pause_tx, &x, err);
+    return sb_validate_queue_name(queue, err);
 }
 
 int sb_queue_pause(sb_bus *bus, const char *queue, sb_error *err)
 {
-    return set_paused(bus, queue, 1, err);
+    int rc = check_queue(bus, queue, err);
+    return rc != SB_OK ? rc
+                       : write_setting(bus, queue, bus->sql->settings_pause,
+                                       sb__v_int(1), err);
 }
 
 int sb_queue_resume(sb_bus *bus, const char *queue, sb_error *err)
 {
-    return set_paused(bus, queue, 0, err);
+    int rc = check_queue(bus, queue, err);
+    return rc != SB_OK ? rc
+                       : write_setting(bus, queue, bus->sql->settings_pause,
+                                       sb__v_int(0), err);
+}
+
+int sb_queue_set_ttl(sb_bus *bus, const char *queue, int64_t ttl_ms,
+                     sb_error *err)
+{
+    int rc = check_queue(bus, queue, err);
+    if (rc != SB_OK)
+        return rc;
+    if (ttl_ms < 0 || ttl_ms > SB_TTL_MAX_MS)
+        return sb__err(err, SB_INVALID, "ttl_ms",
+                       "a time to live is 1 ms to 100 years (%lld ms), or 0 "
+                       "for none (got %lld)",
+                       (long long)SB_TTL_MAX_MS, (long long)ttl_ms);
+    if (ttl_ms > 0 && strcmp(queue, bus->dlq) == 0)
+        return sb__err(err, SB_INVALID, "queue",
+                       "%s is the dead-letter queue: its messages do not "
+                       "expire (the error store's retention removes them)",
+                       queue);
+    return write_setting(bus, queue, bus->sql->settings_ttl,
+                         ttl_ms > 0 ? sb__v_int(ttl_ms) : sb__v_null(), err);
 }

@@ -41,8 +41,25 @@ static char *subst_built(sb_buf *b, const char *prefix, int *rc)
     return s;
 }
 
+/* One row of a multi-row insert: each "%d" of `row` in turn becomes
+ * the next of the row's `width` parameter numbers from `base`, then the
+ * row's ordinal (for dialects that dedupe in SQL). */
+static void put_row(sb_buf *b, const char *row, int base, int width, int ord)
+{
+    int k = 0;
+    for (const char *p = row; *p; p++) {
+        if (p[0] == '%' && p[1] == 'd') {
+            sb__buf_printf(b, "%d", k < width ? base + k : ord);
+            k++;
+            p++;
+        } else {
+            sb__buf_append(b, p, 1);
+        }
+    }
+}
+
 /* An insert of `rows` rows: $1 queue, $2 now; then `width` per row (4,
- * or 5 with a priority: the _ex templates). */
+ * or 6 with a priority and an expiry: the _ex templates). */
 static char *multi_insert(const char *head, const char *row, const char *tail,
                           int width, const char *prefix, int rows, int *rc)
 {
@@ -52,15 +69,9 @@ static char *multi_insert(const char *head, const char *row, const char *tail,
     sb__buf_init(&b, 1 << 20);
     sb__buf_puts(&b, head);
     for (int i = 0; i < rows; i++) {
-        int base = 3 + width * i;
         if (i > 0)
             sb__buf_puts(&b, ", ");
-        /* The row's ordinal follows for dialects that dedupe in SQL. */
-        if (width == 4)
-            sb__buf_printf(&b, row, base, base + 1, base + 2, base + 3, i);
-        else
-            sb__buf_printf(&b, row, base, base + 1, base + 2, base + 3,
-                           base + 4, i);
+        put_row(&b, row, 3 + width * i, width, i);
     }
     sb__buf_puts(&b, tail);
     return subst_built(&b, prefix, rc);
@@ -115,13 +126,16 @@ int sb__transport_sql_new(int dialect, const char *prefix,
         s->insert_ex[i] =
             multi_insert(t->insert_head_ex, t->insert_row_ex,
                          t->insert_tail_ex ? t->insert_tail_ex : t->insert_tail,
-                         5, prefix, insert_rows[i], &rc);
+                         SB_INSERT_EX_WIDTH, prefix, insert_rows[i], &rc);
     }
     s->claim_prio = sb__sql_subst(t->claim_prio, prefix, &rc);
     s->mark_prioritized = sb__sql_subst(t->mark_prioritized, prefix, &rc);
     s->settings_get = sb__sql_subst(t->settings_get, prefix, &rc);
     s->settings_list = sb__sql_subst(t->settings_list, prefix, &rc);
     s->settings_pause = sb__sql_subst(t->settings_pause, prefix, &rc);
+    s->settings_ttl = sb__sql_subst(t->settings_ttl, prefix, &rc);
+    s->expire_due = sb__sql_subst(t->expire_due, prefix, &rc);
+    s->expire_ttl = sb__sql_subst(t->expire_ttl, prefix, &rc);
     s->cancel_get = sb__sql_subst(t->cancel_get, prefix, &rc);
     s->progress_set = sb__sql_subst(t->progress_set, prefix, &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
@@ -177,6 +191,9 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->settings_get,
                     &s->settings_list,
                     &s->settings_pause,
+                    &s->settings_ttl,
+                    &s->expire_due,
+                    &s->expire_ttl,
                     &s->cancel_get,
                     &s->progress_set,
                     &s->claim,

@@ -27,6 +27,11 @@ typedef struct sb_sql_templates {
      * at $3 now_us. */
     const char *mark_prioritized, *settings_get, *settings_list;
     const char *settings_pause;
+    /* T40: the queue's time to live $2 (ms, or NULL) at $3 now_us; up
+     * to $2 messages past their expiry at $1 now_us, not under a lease,
+     * locked for the transaction (expire_due: their own expires_at;
+     * expire_ttl: queue $3's, published $4 ms or longer ago). */
+    const char *settings_ttl, *expire_due, *expire_ttl;
     /* T39: message $1 of queue $2, locked for the transaction, with a
      * flag (an eighth column, 1 or 0) saying whether a lease holds it at
      * $3 now_us. */

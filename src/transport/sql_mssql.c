@@ -27,33 +27,36 @@
 #define CLAIMABLE_AS(prio, order)                                              \
     "WITH c AS (SELECT TOP (CAST($5 AS int)) id, payload, headers, "           \
     "attempts, locked_until, lock_id, created_at, available_at, queue, "       \
-    "priority FROM {p}messages WITH (UPDLOCK, ROWLOCK, READPAST) "             \
+    "priority, expires_at FROM {p}messages WITH (UPDLOCK, ROWLOCK, READPAST) " \
     "WHERE " SAME_QUEUE("queue", "$1") " AND " prio READY " ORDER BY " order   \
                                        ") "
 /* A queue without priorities claims priority 0 only: the claim index's
  * seek on (queue, priority); a prioritized queue orders by priority
  * first (T34). */
 #define CLAIMABLE CLAIMABLE_AS("priority = 0 AND ", "available_at, created_at")
-/* The claim's update; `more` adds output columns (the prioritized
- * claim's priority). */
-#define CLAIM_UPDATE_AS(more)                                                                             \
-    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS(                                      \
-        "$3") ", available_at = " PLUS_MS("$3") ", lock_id = $4 OUTPUT inserted.id, "                     \
-                                                "inserted.payload, inserted.headers, inserted.attempts, " \
-                                                "inserted.lock_id, inserted.created_at, inserted.queue, " \
-                                                "deleted.available_at" more                               \
-                                                " INTO @claimed; "
-#define CLAIM_UPDATE CLAIM_UPDATE_AS("")
+/* The claim's update. */
+#define CLAIM_UPDATE                                                                                   \
+    "UPDATE c SET attempts = attempts + 1, locked_until = " PLUS_MS("$3") ", available_at = " PLUS_MS( \
+        "$3") ", lock_id = $4 OUTPUT inserted.id, "                                                    \
+              "inserted.payload, inserted.headers, inserted.attempts, "                                \
+              "inserted.lock_id, inserted.created_at, inserted.queue, "                                \
+              "deleted.available_at, deleted.priority, "                                               \
+              "deleted.expires_at INTO @claimed; "
 #define CLAIMED_TABLE                                                          \
     "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "    \
     "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "          \
-    "created_at datetime2, queue nvarchar(200), available_at datetime2); "
-/* OUTPUT returns rows in no promised order: the claim hands them back in
- * the index's (the order they were claimed in: available_at before the
- * claim moved it). */
-#define CLAIMED_ROWS                                                           \
-    "SELECT id, payload, headers, attempts, lock_id, created_at, queue FROM "  \
-    "@claimed ORDER BY available_at, created_at"
+    "created_at datetime2, queue nvarchar(200), available_at datetime2, "      \
+    "priority smallint, expires_at datetime2); "
+/* Every claim returns the message, then available_at, the priority, the
+ * expiry (T40) and the statement's clock, in that order (transport.h,
+ * SB_CLAIM_COLS). OUTPUT returns rows in no promised order: the claim
+ * hands them back in the index's (the order they were claimed in:
+ * available_at before the claim moved it). */
+#define CLAIMED_ROWS_BY(order)                                                 \
+    "SELECT id, payload, headers, attempts, lock_id, created_at, queue, "      \
+    "available_at, priority, expires_at, " NOW                                 \
+    " FROM @claimed ORDER BY " order
+#define CLAIMED_ROWS CLAIMED_ROWS_BY("available_at, created_at")
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
 
@@ -140,7 +143,12 @@
     "ELSE\n"                                                                   \
     "CREATE CLUSTERED INDEX {p}messages_created_idx\n"                         \
     "  ON {p}messages (created_at);\n"                                         \
-    "END;\n"
+    "END;\n"                                                                   \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
+    "N'{p}messages_expires_idx')\n"                                            \
+    "CREATE INDEX {p}messages_expires_idx\n"                                   \
+    "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,
@@ -179,16 +187,20 @@ const sb_sql_templates sb__sql_mssql = {
         "HOLDLOCK) WHERE m.id = v.id)",
     .insert_head_ex =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
-        "available_at, attempts, priority) SELECT v.id, $1, v.payload, "
-        "v.headers, " NOW ", " PLUS_MS(
-            "v.delay_ms") ", 0, v.priority FROM (SELECT "
-                          "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
-                          "x.delay_ms, CAST(x.priority AS smallint) AS priority, "
-                          "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
-                          "AS rn FROM (VALUES ",
-    .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, %d)",
+        "available_at, attempts, priority, expires_at) SELECT v.id, $1, "
+        "v.payload, v.headers, " NOW ", " PLUS_MS(
+            "v.delay_ms") ", 0, "
+                          "v.priority, " PLUS_MS(
+                              "v.expires_ms") " FROM (SELECT "
+                                              "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
+                                              "x.delay_ms, CAST(x.priority AS smallint) AS priority, "
+                                              "CAST(x.expires_ms AS bigint) AS expires_ms, "
+                                              "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
+                                              "AS rn FROM (VALUES ",
+    .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, $%d, %d)",
     .insert_tail_ex =
-        ") AS x (id, payload, headers, delay_ms, priority, ord)) AS v WHERE "
+        ") AS x (id, payload, headers, delay_ms, priority, expires_ms, ord)) "
+        "AS v WHERE "
         "v.rn = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH "
         "(UPDLOCK, HOLDLOCK) WHERE m.id = v.id)",
     .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
@@ -196,25 +208,15 @@ const sb_sql_templates sb__sql_mssql = {
                   " THEN 1 ELSE 0 END FROM {p}messages WITH (UPDLOCK, "
                   "ROWLOCK) WHERE id = $1 AND " SAME_QUEUE("queue", "$2"),
     .claim = CLAIMED_TABLE CLAIMABLE CLAIM_UPDATE CLAIMED_ROWS,
-    /* The priority kept beside each claimed row and returned (a ninth
-     * column, as the other backends do), in the claim's order. */
-    .claim_prio =
-        "DECLARE @claimed TABLE (id uniqueidentifier, payload varbinary(max), "
-        "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "
-        "created_at datetime2, queue nvarchar(200), available_at datetime2, "
-        "priority smallint); " CLAIMABLE_AS("", "priority DESC, available_at, "
-                                                "created_at")
-            CLAIM_UPDATE_AS(
-                ", "
-                "deleted."
-                "priority") "SELECT id, payload, headers, attempts, lock_id, created_at, queue, "
-                            "available_at, priority FROM @claimed ORDER BY priority DESC, "
-                            "available_at, created_at",
+    /* In the claim's order: highest priority first (T34). */
+    .claim_prio = CLAIMED_TABLE CLAIMABLE_AS("", "priority DESC, available_at, "
+                                                 "created_at")
+        CLAIM_UPDATE CLAIMED_ROWS_BY("priority DESC, available_at, created_at"),
     .claim_delete = CLAIMED_TABLE CLAIMABLE
     "DELETE FROM c OUTPUT deleted.id, deleted.payload, deleted.headers, "
     "deleted.attempts + 1, CAST($4 AS uniqueidentifier), "
-    "deleted.created_at, deleted.queue, deleted.available_at INTO "
-    "@claimed; " CLAIMED_ROWS,
+    "deleted.created_at, deleted.queue, deleted.available_at, "
+    "deleted.priority, deleted.expires_at INTO @claimed; " CLAIMED_ROWS,
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .nak = "UPDATE {p}messages SET available_at = " PLUS_MS(
         "$4") ", "
@@ -268,7 +270,7 @@ const sb_sql_templates sb__sql_mssql = {
     .peek =
         "SELECT id, payload, headers, attempts, CAST(NULL AS "
         "uniqueidentifier), created_at, queue, available_at, locked_until, "
-        "priority, progress FROM {p}messages WHERE " SAME_QUEUE(
+        "priority, progress, expires_at FROM {p}messages WHERE " SAME_QUEUE(
             "queue",
             "$1") " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
                   "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",
@@ -312,6 +314,30 @@ const sb_sql_templates sb__sql_mssql = {
                                  "updated_at = " NOW
                                  " WHEN NOT MATCHED THEN INSERT (queue, prioritized, "
                                  "updated_at) VALUES (x.queue, 1, " NOW ");",
+    .settings_ttl =
+        "MERGE {p}queue_settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 "
+        "AS nvarchar(200)) AS queue, CAST($2 AS bigint) AS ttl_ms) AS x "
+        "ON " SAME_QUEUE(
+            "s.queue",
+            "x.queue") " WHEN MATCHED THEN UPDATE SET "
+                       "ttl_ms = x.ttl_ms, updated_at = " NOW
+                       " WHEN NOT MATCHED THEN "
+                       "INSERT (queue, ttl_ms, updated_at) VALUES (x.queue, x.ttl_ms, " NOW
+                       ");",
+    /* Rows other transactions hold are skipped (READPAST), as a claim
+     * skips them; the next sweep takes them. */
+    .expire_due = "SELECT TOP (CAST($2 AS int)) id, payload, headers, "
+                  "attempts, lock_id, created_at, queue FROM {p}messages "
+                  "WITH (UPDLOCK, ROWLOCK, READPAST) WHERE expires_at <= " NOW
+                  " AND (locked_until IS NULL OR locked_until <= " NOW
+                  ") ORDER BY expires_at",
+    .expire_ttl =
+        "SELECT TOP (CAST($2 AS int)) id, payload, headers, "
+        "attempts, lock_id, created_at, queue FROM {p}messages "
+        "WITH (UPDLOCK, ROWLOCK, READPAST) WHERE " SAME_QUEUE(
+            "queue",
+            "$3") " AND created_at <= " MINUS_MS("$4") " AND (locked_until IS NULL OR locked_until <= " NOW
+                                                       ") ORDER BY created_at",
     .settings_get =
         "SELECT paused, prioritized, max_running, rate_limit, "
         "rate_interval_ms, ttl_ms FROM {p}queue_settings WHERE " SAME_QUEUE(

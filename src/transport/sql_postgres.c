@@ -31,6 +31,8 @@ const sb_sql_templates sb__sql_postgres = {
            "created_at);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
            "  ON {p}messages (created_at);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_expires_idx\n"
+           "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
            "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
            "  published bigint NOT NULL DEFAULT 0,\n"
@@ -60,9 +62,10 @@ const sb_sql_templates sb__sql_postgres = {
         "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS ", 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
-                      "created_at, available_at, attempts, priority) VALUES ",
+                      "created_at, available_at, attempts, priority, "
+                      "expires_at) VALUES ",
     .insert_row_ex = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
-                     ", 0, $%d::int2)",
+                     ", 0, $%d::int2, now() + $%d::int8 " MS ")",
 /* The claimed rows are found again by their tuple ids (ctid), which
      * the subquery's row locks keep in place until the statement writes
      * them: a TID scan, the one plan that does not depend on the
@@ -92,14 +95,18 @@ const sb_sql_templates sb__sql_postgres = {
     "UPDATE {p}messages m SET attempts = m.attempts + 1, "                     \
     "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "              \
     "WHERE m.ctid = ANY (ARRAY("
+/* Every claim returns the message, then available_at, the priority, the
+ * expiry (T40) and the statement's clock, in that order (transport.h,
+ * SB_CLAIM_COLS). */
+#define CLAIM_TAIL "m.available_at, m.priority, m.expires_at, now()"
 #define CLAIM_RETURNING                                                        \
     ")) RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "         \
-    "m.created_at, m.queue, m.available_at"
+    "m.created_at, m.queue, " CLAIM_TAIL
 #define CLAIM_UPDATE(bound) CLAIM_SET READY(bound) CLAIM_RETURNING
 #define CLAIM_DELETE(bound)                                                          \
     "DELETE FROM {p}messages m WHERE m.ctid = ANY (ARRAY(" READY(                    \
         bound) ")) RETURNING m.id, m.payload, m.headers, m.attempts + 1, $4::uuid, " \
-               "m.created_at, m.queue, m.available_at"
+               "m.created_at, m.queue, " CLAIM_TAIL
     .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
                   "created_at, queue, CASE WHEN locked_until > now() THEN 1 "
                   "ELSE 0 END FROM {p}messages WHERE id = $1::uuid AND "
@@ -110,10 +117,8 @@ const sb_sql_templates sb__sql_postgres = {
      * first entry: the entries of rows deleted or claimed before it are
      * not walked (claim.c). */
     .claim_from = CLAIM_UPDATE(FROM_US),
-    /* RETURNING gives no order: the priority comes back (a ninth column)
-     * for claim.c to sort by. */
-    .claim_prio =
-        CLAIM_SET READY_AS("", "", BY_PRIORITY) CLAIM_RETURNING ", m.priority",
+    /* RETURNING gives no order: claim.c sorts by the priority. */
+    .claim_prio = CLAIM_SET READY_AS("", "", BY_PRIORITY) CLAIM_RETURNING,
     .ack = "DELETE FROM {p}messages WHERE id = $1::uuid AND lock_id = $2::uuid",
     /* $2 maps each id to its lock id as a JSON object: a keyed lookup
      * per row (array_position per row was quadratic in the batch), and no
@@ -181,8 +186,8 @@ const sb_sql_templates sb__sql_postgres = {
         "LIMIT $5::int8",
     .peek =
         "SELECT id, payload, headers, attempts, NULL::uuid, created_at, "
-        "queue, available_at, locked_until, priority, progress FROM "
-        "{p}messages WHERE queue = $1 ORDER BY available_at, created_at, id LIMIT "
+        "queue, available_at, locked_until, priority, progress, expires_at "
+        "FROM {p}messages WHERE queue = $1 ORDER BY available_at, created_at, id LIMIT "
         "$2::int8 OFFSET $3::int8",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
              "{p}messages WHERE queue = $1 AND created_at < now() - "
@@ -216,6 +221,21 @@ const sb_sql_templates sb__sql_postgres = {
         "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
         "($1, $2, now()) ON CONFLICT (queue) DO UPDATE SET paused = "
         "excluded.paused, updated_at = excluded.updated_at",
+    .settings_ttl =
+        "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
+        "($1, $2::int8, now()) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "
+        "excluded.ttl_ms, updated_at = excluded.updated_at",
+    /* Rows a consumer is claiming are skipped: the next sweep, or the
+     * consumer's own check (T40), takes them. */
+    .expire_due = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue FROM {p}messages WHERE expires_at <= "
+                  "now() AND (locked_until IS NULL OR locked_until <= now()) "
+                  "ORDER BY expires_at LIMIT $2::int8 FOR UPDATE SKIP LOCKED",
+    .expire_ttl = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue FROM {p}messages WHERE queue = $3 AND "
+                  "created_at <= now() - $4::int8 " MS " AND (locked_until "
+                  "IS NULL OR locked_until <= now()) ORDER BY created_at "
+                  "LIMIT $2::int8 FOR UPDATE SKIP LOCKED",
     .counts_add =
         "INSERT INTO {p}counts AS c (queue, published, acked, naked, "
         "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, now()) "

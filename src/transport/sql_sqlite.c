@@ -38,8 +38,13 @@
     "UPDATE {p}messages SET attempts = attempts + 1, "                         \
     "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "           \
     "lock_id = $4 WHERE id IN ("
+/* Every claim returns the message, then available_at, the priority, the
+ * expiry (T40) and the statement's clock ($2), in that order
+ * (transport.h, SB_CLAIM_COLS). */
+#define CLAIM_TAIL "available_at, priority, expires_at, $2"
 #define CLAIM_RETURNING                                                        \
-    ") RETURNING id, payload, headers, attempts, lock_id, created_at, queue"
+    ") RETURNING id, payload, headers, attempts, lock_id, created_at, "        \
+    "queue, " CLAIM_TAIL
 
 const sb_sql_templates sb__sql_sqlite = {
     .ddl = "CREATE TABLE IF NOT EXISTS {p}messages (\n"
@@ -67,6 +72,8 @@ const sb_sql_templates sb__sql_sqlite = {
            "  WHERE priority <> 0;\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_created_idx\n"
            "  ON {p}messages (created_at);\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_expires_idx\n"
+           "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
            "  queue TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
            "  published INTEGER NOT NULL DEFAULT 0,\n"
@@ -95,20 +102,20 @@ const sb_sql_templates sb__sql_sqlite = {
     .insert_row = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0)",
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
-                      "created_at, available_at, attempts, priority) VALUES ",
-    .insert_row_ex = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d)",
+                      "created_at, available_at, attempts, priority, "
+                      "expires_at) VALUES ",
+    .insert_row_ex =
+        "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d, $2 + $%d * 1000)",
     .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
                   "created_at, queue, CASE WHEN locked_until > $3 THEN 1 "
                   "ELSE 0 END FROM {p}messages WHERE id = $1 AND queue = $2",
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
-    /* RETURNING gives no order: available_at and the priority come back
-     * (eighth and ninth columns) for claim.c to sort by. */
-    .claim_prio =
-        CLAIM_SET READY_BY_PRIORITY CLAIM_RETURNING ", available_at, priority",
+    /* RETURNING gives no order: claim.c sorts by the priority. */
+    .claim_prio = CLAIM_SET READY_BY_PRIORITY CLAIM_RETURNING,
     .claim_delete = "DELETE FROM {p}messages WHERE id IN (" READY(
-        PLAIN,
-        BY_TIME) ") "
-                 "RETURNING id, payload, headers, attempts + 1, $4, created_at, queue",
+        PLAIN, BY_TIME) ") "
+                        "RETURNING id, payload, headers, attempts + 1, $4, "
+                        "created_at, queue, " CLAIM_TAIL,
     .ack = "DELETE FROM {p}messages WHERE id = $1 AND lock_id = $2",
     .ack_many = NULL, /* statements cost no round trip in-process */
     .renew_many = NULL,
@@ -158,8 +165,8 @@ const sb_sql_templates sb__sql_sqlite = {
         "($4 IS NULL OR id = $4) ORDER BY created_at, id "
         "LIMIT COALESCE($5, -1)",
     .peek = "SELECT id, payload, headers, attempts, NULL, created_at, "
-            "queue, available_at, locked_until, priority, progress FROM "
-            "{p}messages WHERE "
+            "queue, available_at, locked_until, priority, progress, "
+            "expires_at FROM {p}messages WHERE "
             "queue = $1 ORDER BY available_at, created_at, id LIMIT $2 "
             "OFFSET $3",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
@@ -188,6 +195,18 @@ const sb_sql_templates sb__sql_sqlite = {
         "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
         "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET paused = "
         "excluded.paused, updated_at = excluded.updated_at",
+    .settings_ttl =
+        "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
+        "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "
+        "excluded.ttl_ms, updated_at = excluded.updated_at",
+    .expire_due = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue FROM {p}messages WHERE expires_at <= $1 "
+                  "AND (locked_until IS NULL OR locked_until <= $1) "
+                  "ORDER BY expires_at LIMIT $2",
+    .expire_ttl = "SELECT id, payload, headers, attempts, lock_id, "
+                  "created_at, queue FROM {p}messages WHERE queue = $3 AND "
+                  "created_at <= $1 - $4 * 1000 AND (locked_until IS NULL OR "
+                  "locked_until <= $1) ORDER BY created_at LIMIT $2",
     .counts_add =
         "INSERT INTO {p}counts (queue, published, acked, naked, "
         "dead_lettered, updated_at) VALUES ($1, $2, $3, $4, $5, $6) "

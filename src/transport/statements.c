@@ -59,6 +59,9 @@ static const struct {
     F(settings_get),
     F(settings_list),
     F(settings_pause),
+    F(settings_ttl),
+    F(expire_due),
+    F(expire_ttl),
     F(cancel_get),
     F(progress_set),
 #undef F

@@ -21,12 +21,15 @@ typedef struct sb_transport_sql {
     char *index_ddl;    /* the index builds under their own lock in a
                            transaction of their own, or NULL */
     char *insert[3];    /* multi-row publish of 1, 10, 100 rows */
-    char *insert_ex[3]; /* the same with a priority per row */
+    char *insert_ex[3]; /* the same with a priority and an expiry a row */
     char *claim_prio;   /* the claim of a prioritized queue (T34) */
     char *mark_prioritized; /* $1 queue, $2 now_us */
     char *settings_get;     /* $1 queue: queue_settings' values */
     char *settings_list;    /* every queue's settings */
     char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
+    char *settings_ttl;     /* $1 queue, $2 ttl_ms|NULL, $3 now_us (T40) */
+    char *expire_due;       /* $1 now_us, $2 limit: expired rows, locked */
+    char *expire_ttl;       /* as expire_due, $3 queue, $4 ttl_ms */
     char *cancel_get;   /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
     char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
     char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
@@ -207,6 +210,10 @@ struct sb_msg {
     int64_t locked_until_us; /* sb_queue_peek: 0 when not leased */
     int priority;            /* sb_queue_peek only (T34) */
     char *progress;          /* sb_queue_peek only (T42), or NULL */
+    /* T40: its own expiry (0: none), in the database's clock; a claim
+     * also keeps the statement's clock and sb__mono_us() when read, for
+     * sb__msg_expired to tell the database's time later. */
+    int64_t expires_at_us, db_now_us, read_mono_us;
     char **kv; /* headers parsed on first lookup: key, value, key, ... */
     size_t n_kv;
 };
@@ -306,10 +313,31 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
  * pipeline's outcome for this call) and, where an empty claim calls for
  * it, runs the full scan and the pending probe on `c` in their own
  * statements. Call finish whenever prepare ran. */
+/* The columns of every claim statement: the message's seven (as
+ * sb__msg_from_row reads them), then available_at, the priority, the
+ * expiry and the statement's clock. */
+#define SB_CLAIM_COL_AVAILABLE 7
+#define SB_CLAIM_COL_PRIORITY 8
+#define SB_CLAIM_COL_EXPIRES 9
+#define SB_CLAIM_COL_NOW 10
+/* The parameters a row of the _ex inserts: id, payload, headers, delay,
+ * priority, expiry. */
+#define SB_INSERT_EX_WIDTH 6
+
+/* T40: whether claimed message `m` is past its expiry, or older than the
+ * queue's time to live `ttl_ms` (0: none), now by the database's clock as
+ * the claim read it plus the time since. */
+int sb__msg_expired(const sb_msg *m, int64_t ttl_ms);
+/* Dead-letter claimed message `m` with reason "expired", fenced by its
+ * lease (T40). As sb__dead_letter_on. */
+int sb__expire_claimed_on(sb_bus *bus, sb_conn *c, const sb_msg *m,
+                          sb_error *err);
+
 typedef struct sb_claim_call {
     sb_value p[6];
     char lock_id[37];
     int full;   /* from the queue's first entry */
+    int prio;   /* the prioritized claim (T34) */
     int64_t t0; /* sb__mono_us() when prepared */
     sb_rows *rows;
 } sb_claim_call;

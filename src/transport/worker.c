@@ -108,6 +108,7 @@ struct sb_worker {
      * by one lane at a time; each lane copies `prioritized` into its own
      * claim cursor before a cycle. */
     int paused, prioritized, settings_reading, settings_read;
+    int64_t ttl_ms; /* T40: the queue's time to live, 0: none */
     int64_t settings_next_us;
 };
 
@@ -830,6 +831,7 @@ static void refresh_settings(sb_worker *w)
         w->next_poll_us = 0; /* resumed: claim at once */
     w->paused = st.paused;
     w->prioritized = st.prioritized;
+    w->ttl_ms = st.ttl_ms;
     /* Paused, a worker with nothing in hand has nothing it may run. */
     if (w->paused && w->held == 0 && w->claiming == 0) {
         w->idle = 1;
@@ -1179,6 +1181,7 @@ static void *handler_main(void *arg)
         }
         d->running = 1;
         w->running_handlers++;
+        int64_t ttl_ms = w->ttl_ms;
         pthread_mutex_unlock(&w->mu);
         int64_t began = sb__mono_us();
 
@@ -1193,6 +1196,13 @@ static void *handler_main(void *arg)
                      d->msg->attempts);
             d->dl_reason = sb__strdup(reason);
             d->exc_type = sb__strdup("max-attempts");
+            outcome = finish(w, d, SB_ERROR);
+        } else if (sb__msg_expired(d->msg, ttl_ms)) {
+            /* T40: past its expiry, checked as late as it can be. */
+            d->dl_reason = sb__strdup("expired");
+            d->exc_type = sb__strdup("expired");
+            d->exc_msg = sb__strdup("its time to live passed before a "
+                                    "handler ran it");
             outcome = finish(w, d, SB_ERROR);
         } else {
             outcome = finish(

@@ -1,12 +1,14 @@
 /*
  * test_queue_features.c - the queue features of issue 21 on every
  * backend (docs/transport.md, "Queue features"): priorities (T34) and
- * pause/resume (T35), cancellation (T39), progress (T42). Each test
+ * pause/resume (T35), cancellation (T39), expiry (T40), progress (T42).
+ * Each test
  * names the rules it proves.
  */
 #include "harness.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -607,6 +609,226 @@ static void test_progress_worker(void **state)
     sb_close(bus);
 }
 
+/* Publish `text` to `queue` expiring `expires_ms` after the publish (0:
+ * never); its id into `id`. */
+static void publish_expiring(sb_bus *bus, const char *queue, const char *text,
+                             int64_t expires_ms, char id[37])
+{
+    sb_outgoing_ex m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    m.msg.payload = text;
+    m.msg.payload_len = strlen(text);
+    m.expires_in_ms = expires_ms;
+    char ids[1][37];
+    sb_error err;
+    sbt_ok(sb_publish_ex(bus, NULL, queue, &m, 1, ids, &err), &err,
+           "publish expiring");
+    if (id != NULL)
+        memcpy(id, ids[0], 37);
+}
+
+/* The dead letters of `queue` with reason "expired"; the original id of
+ * the last one into `orig` (when not NULL). */
+static size_t expired_letters(sb_bus *bus, const char *queue, char *orig)
+{
+    sb_dlq_filter f;
+    memset(&f, 0, sizeof f);
+    f.size = sizeof f;
+    f.failed_queue = queue;
+    sb_msg **m = NULL;
+    size_t n = 0, k = 0;
+    sb_error err;
+    sbt_ok(sb_dlq_list(bus, &f, &m, &n, &err), &err, "dlq list");
+    for (size_t i = 0; i < n; i++) {
+        const char *why = sb_msg_header(m[i], "sb-dead-letter-reason");
+        if (why == NULL || strcmp(why, "expired") != 0)
+            continue;
+        k++;
+        const char *id = sb_msg_header(m[i], "sb-message-id");
+        if (orig != NULL && id != NULL)
+            snprintf(orig, 37, "%s", id);
+    }
+    sb_msg_free_array(m, n);
+    return k;
+}
+
+/* T40: a message past its own expiry is never handed to a consumer: the
+ * claim that finds it dead-letters it with reason "expired" in its own
+ * transaction and returns the others; a message not yet expired, and one
+ * without an expiry, are claimed as usual. Peek shows the expiry. */
+static void test_expiry_claim(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    char soon[37];
+    publish_expiring(bus, "q", "soon", 100, soon);
+    publish_expiring(bus, "q", "later", 3600000, NULL);
+    publish_expiring(bus, "q", "never", 0, NULL);
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_queue_peek(bus, "q", 0, 10, &got, &n, &err), &err, "peek");
+    assert_int_equal(n, 3);
+    int with_expiry = 0;
+    for (size_t i = 0; i < n; i++)
+        with_expiry += sb_msg_expires_at_us(got[i]) > 0;
+    assert_int_equal(with_expiry, 2);
+    sb_msg_free_array(got, n);
+    sbt_sleep_ms(300);
+    char order[64];
+    claim_order(bus, "q", 10, order, sizeof order);
+    assert_string_equal(order, "later never");
+    char orig[37] = "";
+    assert_int_equal(expired_letters(bus, "q", orig), 1);
+    assert_string_equal(orig, soon);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T40: the sweep (sb_queue_expire) dead-letters expired messages no
+ * consumer claims, and leaves a held one to its consumer, whose ack
+ * still counts; a queue's time to live expires its waiting messages,
+ * those published before it was set too, and is listed. */
+static void test_expiry_sweep_and_ttl(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    publish_expiring(bus, "s", "soon", 100, NULL);
+    publish_expiring(bus, "s", "never", 0, NULL);
+    publish_expiring(bus, "held", "held", 200, NULL);
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "held", 1, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 1);
+    sbt_publish_n(bus, "t", 2, NULL);
+    sbt_ok(sb_queue_set_ttl(bus, "t", 150, &err), &err, "ttl");
+    sbt_sleep_ms(350);
+    sbt_publish_n(bus, "t", 1, NULL); /* younger than the queue's ttl */
+    size_t expired = 0;
+    sbt_ok(sb_queue_expire(bus, 1000, &expired, &err), &err, "expire");
+    assert_int_equal(expired, 3);
+    assert_int_equal(expired_letters(bus, "s", NULL), 1);
+    assert_int_equal(expired_letters(bus, "t", NULL), 2);
+    assert_int_equal(sbt_count(bus, "s"), 1);
+    assert_int_equal(sbt_count(bus, "t"), 1);
+    sbt_ok(sb_ack(bus, NULL, got[0], &err), &err, "ack of the held one");
+    sb_msg_free_array(got, n);
+    assert_int_equal(expired_letters(bus, "held", NULL), 0);
+    sbt_ok(sb_queue_expire(bus, 1000, &expired, &err), &err, "expire again");
+    assert_int_equal(expired, 0);
+
+    sb_queue_stats **qs = NULL;
+    sbt_ok(sb_queue_list(bus, &qs, &n, &err), &err, "list");
+    assert_int_equal(find_queue(qs, n, "t")->ttl_ms, 150);
+    sb_free(qs);
+    sbt_ok(sb_queue_set_ttl(bus, "t", 0, &err), &err, "ttl off");
+    sbt_ok(sb_queue_list(bus, &qs, &n, &err), &err, "list");
+    assert_int_equal(find_queue(qs, n, "t")->ttl_ms, 0);
+    sb_free(qs);
+
+    assert_int_equal(sb_queue_set_ttl(bus, "t", -1, &err), SB_INVALID);
+    assert_string_equal(err.field, "ttl_ms");
+    assert_int_equal(sb_queue_set_ttl(bus, "t", SB_TTL_MAX_MS + 1, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "ttl_ms");
+    assert_int_equal(sb_queue_set_ttl(bus, "deadletter", 1000, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    assert_int_equal(sb_queue_expire(bus, 0, NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "max");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T40: bad expiries are refused naming the message's field and the
+ * limit, and nothing of the batch is stored; a caller whose struct ends
+ * before expires_in_ms (an older build) is never read past its size. */
+static void test_expiry_input(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_outgoing_ex m[2];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 2; i++) {
+        m[i].size = sizeof m[0];
+        m[i].msg.payload = "x";
+        m[i].msg.payload_len = 1;
+    }
+    sb_error err;
+    const int64_t bad[] = {-1, SB_TTL_MAX_MS + 1};
+    for (size_t i = 0; i < 2; i++) {
+        m[1].expires_in_ms = bad[i];
+        assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                         SB_INVALID);
+        assert_string_equal(err.field, "msgs[1].expires_in_ms");
+    }
+    m[1].expires_in_ms = 1000;
+    m[1].msg.delay_ms = 1000; /* would expire before it is due */
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].expires_in_ms");
+    assert_non_null(strstr(err.message, "delay_ms"));
+    m[1].msg.delay_ms = 0;
+    assert_int_equal(sb_publish_ex(bus, NULL, "deadletter", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].expires_in_ms");
+    assert_int_equal(sbt_count(bus, "q"), 0);
+
+    sb_outgoing_ex old;
+    memset(&old, 0, sizeof old);
+    old.size = offsetof(sb_outgoing_ex, expires_in_ms);
+    old.msg.payload = "old";
+    old.msg.payload_len = 3;
+    old.expires_in_ms = -5; /* past its size: not read */
+    sbt_ok(sb_publish_ex(bus, NULL, "q", &old, 1, NULL, &err), &err,
+           "publish with an older size");
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_peek(bus, "q", 0, 10, &got, &n, &err), &err, "peek");
+    assert_int_equal(n, 1);
+    assert_int_equal(sb_msg_expires_at_us(got[0]), 0);
+    sb_msg_free_array(got, n);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T40 through the worker runtime: an expired message it claims is
+ * dead-lettered without running its handler, counted as dead; the
+ * others run. */
+static void test_expiry_worker(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    publish_expiring(bus, "w", "stale", 100, NULL);
+    sbt_sleep_ms(300);
+    publish_expiring(bus, "w", "fresh", 0, NULL);
+    order_log l;
+    memset(&l, 0, sizeof l);
+    pthread_mutex_init(&l.mu, NULL);
+    sb_worker *w = start_worker(bus, "w", &l);
+    assert_int_equal(sb_worker_wait_idle(w, 30000), SB_OK);
+    sb_error err;
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_stats st;
+    sb_worker_get_stats(w, &st);
+    sb_worker_free(w);
+    assert_string_equal(l.text, "fresh");
+    assert_int_equal(st.acked, 1);
+    assert_int_equal(st.dead_lettered, 1);
+    assert_int_equal(expired_letters(bus, "w", NULL), 1);
+    assert_int_equal(sbt_count(bus, "w"), 0);
+    pthread_mutex_destroy(&l.mu);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -621,6 +843,10 @@ int main(void)
         cmocka_unit_test(test_cancel_running),
         cmocka_unit_test(test_progress_claimed),
         cmocka_unit_test(test_progress_worker),
+        cmocka_unit_test(test_expiry_claim),
+        cmocka_unit_test(test_expiry_sweep_and_ttl),
+        cmocka_unit_test(test_expiry_input),
+        cmocka_unit_test(test_expiry_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

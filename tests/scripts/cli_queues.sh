@@ -43,10 +43,10 @@ ok "queues --json"
 
 # T31: the table has a header and one aligned row per queue.
 sb queues >"$tmp/q.txt"
-head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY  *STATE$' ||
+head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY  *STATE  *TTL$' ||
     fail "table header: $(head -n1 "$tmp/q.txt")"
-grep -Eq '^qa +2 +1 +0 +0 +[0-9][^ ]* +active$' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
-grep -Eq '^qb +0 +0 +0 +1 +- +active$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
+grep -Eq '^qa +2 +1 +0 +0 +[0-9][^ ]* +active +-$' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
+grep -Eq '^qb +0 +0 +0 +1 +- +active +-$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
 # Every row is as wide as the header up to the last column's start.
 col=$(head -n1 "$tmp/q.txt" | awk '{print index($0, "OLDEST-READY")}')
 awk -v c="$col" 'NR > 1 && substr($0, c - 2, 2) != "  " { exit 1 }' "$tmp/q.txt" ||
@@ -67,7 +67,7 @@ jq -e '.[] | select(.queue == "qempty") | .paused == true and .ready == 0' \
     <(sb queues --json) >/dev/null || fail "an empty paused queue is not listed"
 printf '4' | sb publish --queue qa >/dev/null
 sb queues >"$tmp/q.txt"
-grep -Eq '^qa +3 +1 +0 +0 +[0-9][^ ]* +paused$' "$tmp/q.txt" || fail "qa paused row: $(cat "$tmp/q.txt")"
+grep -Eq '^qa +3 +1 +0 +0 +[0-9][^ ]* +paused +-$' "$tmp/q.txt" || fail "qa paused row: $(cat "$tmp/q.txt")"
 handler record 'cat >>"$SQLBUS_TEST_LOG"; echo >>"$SQLBUS_TEST_LOG"'
 export SQLBUS_TEST_LOG=$tmp/handled.log
 : >"$SQLBUS_TEST_LOG"
@@ -134,3 +134,35 @@ expect_err "queues cancel needs the ID"
 expect_exit 2 sb queues cancel deadletter "$id1"
 expect_err "is the dead-letter queue"
 ok "queues cancel (T39)"
+
+# T40: publish --expires-in and a queue's time to live; a message past
+# either is dead-lettered "expired" by `queues expire` (or the claim);
+# bad durations exit 2 naming the flag.
+printf 'soon' | sb publish --queue qe --expires-in 100ms >/dev/null
+printf 'later' | sb publish --queue qe --expires-in 1h >/dev/null
+printf 'old' | sb publish --queue qt >/dev/null
+expect_exit 0 sb queues ttl qt 200ms
+grep -q "queue qt: messages expire 200ms after their publish" "$tmp/out" || fail "ttl said: $(cat "$tmp/out")"
+jq -e '.[] | select(.queue == "qt") | .ttl_ms == 200' <(sb queues --json) >/dev/null ||
+    fail "qt ttl: $(sb queues --json)"
+sleep 0.4
+expect_exit 0 sb queues expire
+grep -q "^2 expired messages dead-lettered" "$tmp/out" || fail "expire said: $(cat "$tmp/out")"
+[ "$(sb dlq list --json | jq "[.[] | select(.dead_letter_reason == \"expired\")] | length")" -eq 2 ] ||
+    fail "expired dead letters: $(sb dlq list --json)"
+jq -e '.[] | select(.queue == "qe") | .ready == 1' <(sb queues --json) >/dev/null ||
+    fail "qe after the sweep: $(sb queues --json)"
+expect_exit 0 sb queues ttl qt off
+jq -e '.[] | select(.queue == "qt") | .ttl_ms == null' <(sb queues --json) >/dev/null ||
+    fail "qt ttl off: $(sb queues --json)"
+expect_exit 2 sb publish --queue qe --expires-in 1s --delay 1m /dev/null
+expect_err "must be longer than delay_ms"
+expect_exit 2 sb publish --queue qe --expires-in 0s /dev/null
+expect_err "--expires-in"
+expect_exit 2 sb queues ttl qt soon
+expect_err "TTL"
+expect_exit 2 sb queues ttl qt
+expect_err "queues ttl needs QUEUE and one duration"
+expect_exit 2 sb queues ttl deadletter 1h
+expect_err "is the dead-letter queue"
+ok "publish --expires-in, queues ttl, queues expire (T40)"

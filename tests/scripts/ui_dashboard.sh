@@ -74,7 +74,10 @@ trace_card='Billing.CardDeclinedException: card declined (insufficient funds)
 } >"$tmp/failed.jsonl"
 sb errors import "$tmp/failed.jsonl" --ingest >/dev/null || fail "errors import: $(cat "$tmp/failed.jsonl" | head -2)"
 seq 1 5 | sed 's/^/{"order": &}/' | sb publish --queue orders --lines >/dev/null || fail "publish orders"
-seq 1 2 | sed 's/^/{"email": &}/' | sb publish --queue emails --lines >/dev/null || fail "publish emails"
+# T40: the emails expire in a week, and their queue has a time to live.
+seq 1 2 | sed 's/^/{"email": &}/' | sb publish --queue emails --lines --expires-in 7d >/dev/null ||
+    fail "publish emails"
+sb queues ttl emails 7d >/dev/null || fail "queues ttl emails"
 total=$(sb errors list --json | jq -r .total)
 [ "$total" = 9 ] || fail "seeded $total failed messages, want 9: $(sb errors list --json)"
 ok "seeded 9 failed messages in 2 groups and 7 ready messages"

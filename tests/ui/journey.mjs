@@ -353,6 +353,14 @@ async function journey() {
       (await page.locator('main tr[data-row] .progress').allTextContents()).includes('rendered 3 of 10 pages'), 15000);
   });
 
+  await step('queues: a queue\'s time to live and its messages\' expiry show (T40)', async () => {
+    await page.goto(base + '/#/queues');
+    await until('the ttl badge', async () =>
+      (await page.locator('main tr[data-row="emails"] .badge.ttl').allTextContents()).includes('ttl 7 d'));
+    await page.goto(base + '/#/queues/emails');
+    await until('the expiry badges', async () => (await page.locator('main tr[data-row] .badge.expires').count()) === 2);
+  });
+
   await step('queues: cancel a waiting message from its queue page (T39)', async () => {
     /* Last: its dead letter becomes a failed message the steps above count. */
     await page.goto(base + '/#/queues/orders');

@@ -104,9 +104,61 @@ static void test_claim_shape(void **state)
     sbt_has("claim", s->claim, "lock_id = $4");
     /* Leased rows leave the front of the dequeue index. */
     sbt_has("claim", s->claim, ", available_at = DATEADD(millisecond, CAST($3");
-    sbt_has("claim", s->claim, "deleted.available_at INTO @claimed");
+    sbt_has("claim", s->claim,
+            "deleted.available_at, deleted.priority, deleted.expires_at INTO "
+            "@claimed");
     sbt_has("renew", s->renew, ", available_at = DATEADD(millisecond, CAST($4");
     sbt_has("claim_delete", s->claim_delete, "deleted.attempts + 1");
+    sb__transport_sql_free(s);
+}
+
+/* T40: every claim returns the expiry and the statement's clock after
+ * available_at and the priority (SB_CLAIM_COL_*); a message's expiry is
+ * its publish time plus expires_ms, NULL without one; the sweeps lock
+ * the rows they dead-letter and skip held ones, and only rows no lease
+ * holds; a queue's time to live is an upsert; the expiry index is
+ * filtered to the rows that have one. */
+static void test_expiry_shape(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    const named c[] = {{"claim", s->claim},
+                       {"claim_delete", s->claim_delete},
+                       {"claim_prio", s->claim_prio}};
+    for (size_t i = 0; i < 3; i++) {
+        sbt_has(
+            c[i].name, c[i].sql,
+            "SELECT id, payload, headers, attempts, lock_id, created_at, "
+            "queue, available_at, priority, expires_at, CAST(SYSUTCDATETIME() "
+            "AS datetime2(6)) FROM @claimed ORDER BY ");
+        sbt_has(c[i].name, c[i].sql,
+                "priority smallint, expires_at datetime2)");
+    }
+    sbt_has("insert_ex1", s->insert_ex[0],
+            "v.priority, DATEADD(millisecond, CAST(v.expires_ms % 86400000");
+    sbt_has("insert_ex1", s->insert_ex[0],
+            "CAST(x.expires_ms AS bigint) AS expires_ms");
+    const named w[] = {{"expire_due", s->expire_due},
+                       {"expire_ttl", s->expire_ttl}};
+    for (size_t i = 0; i < 2; i++) {
+        sbt_has(w[i].name, w[i].sql, "SELECT TOP (CAST($2 AS int)) id, ");
+        sbt_has(w[i].name, w[i].sql, "WITH (UPDLOCK, ROWLOCK, READPAST)");
+        sbt_has(w[i].name, w[i].sql,
+                "AND (locked_until IS NULL OR locked_until <= "
+                "CAST(SYSUTCDATETIME() AS datetime2(6)))");
+    }
+    sbt_has("expire_due", s->expire_due,
+            "WHERE expires_at <= CAST(SYSUTCDATETIME() AS datetime2(6))");
+    sbt_has("expire_ttl", s->expire_ttl,
+            "queue = $3 AND queue + N'.' = $3 + N'.' COLLATE "
+            "Latin1_General_100_BIN2");
+    sbt_has("expire_ttl", s->expire_ttl,
+            "created_at <= DATEADD(millisecond, -CAST($4 % 86400000");
+    sbt_has("settings_ttl", s->settings_ttl,
+            "WHEN MATCHED THEN UPDATE SET ttl_ms = x.ttl_ms");
+    sbt_has("schema", sb__sql_mssql_schema,
+            "CREATE INDEX {p}messages_expires_idx\n  ON {p}messages "
+            "(expires_at) WHERE expires_at IS NOT NULL;");
     sb__transport_sql_free(s);
 }
 
@@ -127,11 +179,12 @@ static void test_priority_shape(void **state)
     sbt_has("claim_prio", s->claim_prio, "WITH (UPDLOCK, ROWLOCK, READPAST)");
     sbt_has("claim_prio", s->claim_prio, "lock_id = $4 OUTPUT");
     sbt_has("insert_ex1", s->insert_ex[0],
-            "attempts, priority) SELECT v.id, $1, v.payload");
-    sbt_has("insert_ex1", s->insert_ex[0], "($3, $4, $5, $6, $7, 0)");
-    sbt_has("insert_ex10", s->insert_ex[1], "($48, $49, $50, $51, $52, 9)");
+            "attempts, priority, expires_at) SELECT v.id, $1, v.payload");
+    sbt_has("insert_ex1", s->insert_ex[0], "($3, $4, $5, $6, $7, $8, 0)");
+    sbt_has("insert_ex10", s->insert_ex[1],
+            "($57, $58, $59, $60, $61, $62, 9)");
     sbt_has("insert_ex1", s->insert_ex[0],
-            "AS x (id, payload, headers, delay_ms, priority, ord)");
+            "AS x (id, payload, headers, delay_ms, priority, expires_ms, ord)");
     sbt_has("insert_ex1", s->insert_ex[0], "WHERE v.rn = 1 AND NOT EXISTS");
     sbt_has("mark_prioritized", s->mark_prioritized,
             "IF NOT EXISTS (SELECT 1 FROM t_queue_settings WHERE queue = $1");
@@ -153,7 +206,8 @@ static void test_priority_shape(void **state)
             "= $2; SELECT @@ROWCOUNT");
     sbt_has("nak", s->nak, "progress = NULL WHERE id = $1 AND lock_id = $2");
     sbt_has("hand_back", s->hand_back, "lock_id = NULL, progress = NULL");
-    sbt_has("peek", s->peek, "locked_until, priority, progress FROM");
+    sbt_has("peek", s->peek,
+            "locked_until, priority, progress, expires_at FROM");
     sbt_has("cancel_get", s->cancel_get,
             "CASE WHEN locked_until > CAST(SYSUTCDATETIME() AS datetime2(6)) "
             "THEN 1 ELSE 0 END");
@@ -504,6 +558,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_shape),
+        cmocka_unit_test(test_expiry_shape),
         cmocka_unit_test(test_priority_shape),
         cmocka_unit_test(test_queue_sentinel_everywhere),
         cmocka_unit_test(test_fences_count_by_rowcount),

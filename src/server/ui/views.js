@@ -239,10 +239,13 @@ SB.common = (function () {
 
   /* -------------------------------------------------------------- Queues */
 
-  /* A queue's state (T35), and whether it orders by priority (T34). */
+  /* A queue's state (T35), whether it orders by priority (T34), and its
+   * time to live (T40). */
   function stateBadge(q) {
     return h('span', h('span.badge.' + (q.paused ? 'paused' : 'active'), q.paused ? 'paused' : 'active'),
-      q.prioritized ? h('span.badge.prioritized', {title: 'Claims take higher priorities first'}, 'priorities') : null);
+      q.prioritized ? h('span.badge.prioritized', {title: 'Claims take higher priorities first'}, 'priorities') : null,
+      q.ttl_ms ? h('span.badge.ttl', {title: 'Messages no handler has started ' + D.ago(q.ttl_ms) +
+        ' after their publish are dead-lettered “expired”'}, 'ttl ' + D.ago(q.ttl_ms)) : null);
   }
 
   SB.views.queues = function (root) {
@@ -361,7 +364,9 @@ SB.common = (function () {
         }, 'small ghost', {dataset: {key: 'cancel-' + key, action: 'cancel'}});
         rows.push(h('tr', {dataset: {row: key}},
           C.cell(h('code', key)), C.cell(h('span', h('span.badge.state-' + m.state, m.state),
-            m.priority ? h('span.badge.priority', {title: 'priority ' + m.priority}, 'priority ' + m.priority) : null)),
+            m.priority ? h('span.badge.priority', {title: 'priority ' + m.priority}, 'priority ' + m.priority) : null,
+            m.expires_at ? h('span.badge.expires', {title: 'dead-lettered “expired” if no handler has started it by ' +
+              m.expires_at}, 'expires ', D.time(m.expires_at)) : null)),
           C.cell(D.num(m.attempts), 'n'), C.cell(D.time(m.created_at), 'opt'),
           C.cell(D.time(m.available_at), 'opt'), C.cell(D.bytes(m.body_size), 'n opt'),
           C.cell(h('span.preview', preview.length > 80 ? preview.slice(0, 80) + '…' : preview), 'opt'),
