@@ -61,6 +61,12 @@ static const struct {
     F(settings_pause),
     F(cancel_get),
     F(progress_set),
+    F(schedule_put),
+    F(schedule_remove),
+    F(schedule_list),
+    F(schedule_due),
+    F(schedule_settle),
+    F(schedule_wake),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

@@ -29,6 +29,8 @@ typedef struct sb_transport_sql {
     char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
     char *cancel_get;   /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
     char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
+    char *schedule_put, *schedule_remove, *schedule_list; /* T41 */
+    char *schedule_due, *schedule_settle, *schedule_wake;
     char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
