@@ -109,6 +109,9 @@ static void test_every_route(void **state)
         {"POST", "/api/queues/orders/messages", SB_R_QUEUE_MESSAGES, "orders",
          NULL},
         {"POST", "/api/queues/orders/pause", SB_R_QUEUE_PAUSE, "orders", NULL},
+        {"GET", "/api/schedules", SB_R_SCHEDULES, NULL, NULL},
+        {"PUT", "/api/schedules/nightly", SB_R_SCHEDULE, "nightly", NULL},
+        {"DELETE", "/api/schedules/nightly", SB_R_SCHEDULE, "nightly", NULL},
         {"POST",
          "/api/queues/orders/messages/0190aa00-0000-7000-8000-000000000001/cancel",
          SB_R_QUEUE_CANCEL, "orders", "0190aa00-0000-7000-8000-000000000001"},
@@ -308,6 +311,7 @@ static void test_body_kinds(void **state)
         {SB_R_EDIT, SB_HTTP_POST, SB_BODY_OBJECT},
         {SB_R_REDIRECTS, SB_HTTP_POST, SB_BODY_OBJECT},
         {SB_R_REDIRECT, SB_HTTP_PUT, SB_BODY_OBJECT},
+        {SB_R_SCHEDULE, SB_HTTP_PUT, SB_BODY_OBJECT},
         {SB_R_QUEUE_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT},
         {SB_R_FAILED_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY},
     };
