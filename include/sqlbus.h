@@ -551,6 +551,87 @@ enum {
 SB_API int sb_cancel(sb_bus *bus, const char *queue, const char *id,
                      int *outcome, sb_error *err);
 
+/* T41: periodic jobs. A schedule publishes a message to its queue at
+ * each occurrence of a cron expression (in a time zone) or of a fixed
+ * interval; the schedules live in {prefix}schedules, and any number of
+ * schedulers (sb_schedule_run_due, in any process on any host) publish
+ * each occurrence once: its message id is derived from the schedule's
+ * name and the occurrence, and the occurrence is recorded in the
+ * publish's transaction. */
+#define SB_SCHEDULE_GRACE_MS                                                   \
+    60000 /* later than this, an occurrence is
+                                      missed */
+enum {
+    SB_SCHEDULE_MISSED_SKIP = 0, /* missed occurrences are dropped */
+    SB_SCHEDULE_MISSED_ONCE = 1  /* one message stands for all of them */
+};
+/* A schedule to add or replace. `size` is sizeof(sb_schedule_def) of the
+ * caller's build. Everything is borrowed. */
+typedef struct sb_schedule_def {
+    size_t size;
+    const char *name;  /* unique; T3's rules for queue names */
+    const char *queue; /* where its messages go */
+    /* A 5-field cron expression (minute hour day-of-month month
+     * day-of-week, or @hourly ...; docs/internals/cron.md), or NULL for
+     * an interval. */
+    const char *cron;
+    int64_t every_ms;      /* cron NULL: 1 s to 366 days, else 0 */
+    const char *time_zone; /* the cron's zone ("Europe/Berlin"); NULL =
+                              "UTC"; must be NULL for an interval */
+    int missed;            /* SB_SCHEDULE_MISSED_* */
+    const void *payload;   /* each message's bytes (may be NULL when
+                              payload_len is 0); max_payload_bytes */
+    size_t payload_len;
+    const char *headers_json; /* each message's headers, or NULL; as
+                                 sb_publish checks them */
+    /* Occurrences after this instant (microseconds since the epoch) run;
+     * 0 = now. An interval's occurrences are start + k * every. */
+    int64_t start_us;
+} sb_schedule_def;
+
+/* Add schedule def->name, or replace it whole: its occurrences up to
+ * start_us count as run. SB_INVALID naming the field (name, queue, cron,
+ * every_ms, time_zone, missed, payload, headers, size) and its limit;
+ * nothing is stored then. Transient and backend codes. Thread-safe. */
+SB_API int sb_schedule_put(sb_bus *bus, const sb_schedule_def *def,
+                           sb_error *err);
+/* Remove schedule `name`: SB_NOTFOUND when there is none. Messages it
+ * published stay. Thread-safe. */
+SB_API int sb_schedule_remove(sb_bus *bus, const char *name, sb_error *err);
+
+/* One schedule as sb_schedule_list gives it ("Lists" above). Instants in
+ * microseconds since the epoch. */
+typedef struct sb_schedule_info {
+    size_t size; /* filled by the library */
+    char name[201];
+    char queue[201];
+    char cron[257];      /* "" for an interval */
+    int64_t every_ms;    /* 0 for a cron expression */
+    char time_zone[129]; /* "" for an interval */
+    int missed;          /* SB_SCHEDULE_MISSED_* */
+    int64_t payload_len;
+    int64_t last_us; /* every occurrence up to it ran (or was missed) */
+    int64_t next_us; /* the next occurrence; -1: none before year 10000 */
+    int64_t created_us, updated_us; /* the database's clock */
+} sb_schedule_info;
+
+/* Every schedule, by name. `*out` is a transferred list ("Lists" above:
+ * free with sb_free). Thread-safe. */
+SB_API int sb_schedule_list(sb_bus *bus, sb_schedule_info ***out, size_t *n_out,
+                            sb_error *err);
+
+/* One step of a scheduler at `now_us` (microseconds since the epoch,
+ * the caller's clock): for each schedule whose next occurrence has come,
+ * publish what is due (at most one message an occurrence, missed ones
+ * skipped or folded as the schedule says; SB_SCHEDULE_GRACE_MS late is
+ * missed) and record it in the same transaction. Schedulers racing for
+ * an occurrence publish it once. `*published` (may be NULL) counts this
+ * call's messages; `*next_wake_us` (may be NULL) is the earliest next
+ * occurrence of any schedule (-1: none): call again then, or sooner to
+ * see schedules added meanwhile. Transient and backend codes. Thread-safe. */
+SB_API int sb_schedule_run_due(sb_bus *bus, int64_t now_us, int *published,
+                               int64_t *next_wake_us, sb_error *err);
+
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
  * Other processes on the same database count their own: these are not
  * totals of the database (sb_counts_list gives those). */

@@ -89,6 +89,7 @@ int cli_cmd_wait(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_recovery(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_errors(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_schedule(cli_ctx *ctx, int argc, char **argv);
 
 /* ---- the dlq subcommands (cmd_dlq.c, dlq_list.c, dlq_show.c) ---- */
 enum {
@@ -195,6 +196,7 @@ extern const char cli_usage_wait[];
 extern const char cli_usage_recovery[];
 extern const char cli_usage_errors[];
 extern const char cli_usage_serve[];
+extern const char cli_usage_schedule[];
 extern const char cli_usage_errors_ingest[];
 extern const char cli_usage_errors_show[];
 extern const char cli_usage_errors_list[];

@@ -30,6 +30,8 @@ static const cli_command commands[] = {
      cli_usage_errors, cli_cmd_errors},
     {"serve", "serve the HTTP API, the dashboard and metrics", cli_usage_serve,
      cli_cmd_serve},
+    {"schedule", "periodic jobs: add, list, remove; run the scheduler",
+     cli_usage_schedule, cli_cmd_schedule},
 };
 
 static const cli_command *find_command(const char *name)

@@ -106,6 +106,11 @@ void sb__uuid7_at(char out[37], int64_t unix_ms);
 /* The canonical text of 16 bytes taken in order: 8-4-4-4-12 lower-case
  * hex digits and a NUL. */
 void sb__uuid_format(const uint8_t b[16], char out[37]);
+/* The name-based UUID (RFC 9562 version 3: MD5) of `len` bytes of `name`
+ * (borrowed; may be NULL when `len` is 0) in namespace `ns`: the same
+ * inputs give the same id in every process. Thread-safe. */
+void sb__uuid3(const uint8_t ns[16], const void *name, size_t len,
+               char out[37]);
 /* Canonicalise a UUID text (any case, 36 chars) into lower case `out`;
  * SB_INVALID if it is not a UUID. */
 int sb__uuid_normalize(const char *in, char out[37]);

@@ -1,5 +1,6 @@
 /* uuid.c - UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then random bits.
- * Time-ordered ids keep B-tree inserts local in every database. */
+ * Time-ordered ids keep B-tree inserts local in every database. Also
+ * name-based UUIDs (version 3), for ids every process derives alike. */
 #include "core.h"
 
 #include <ctype.h>
@@ -16,6 +17,15 @@ void sb__uuid7_at(char out[37], int64_t unix_ms)
         b[i] = (unsigned char)(ms >> (40 - 8 * i));
     b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
     b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
+    sb__uuid_format(b, out);
+}
+
+void sb__uuid3(const uint8_t ns[16], const void *name, size_t len, char out[37])
+{
+    uint8_t b[16];
+    sb__md5_concat(ns, 16, name, len, b);
+    b[6] = (uint8_t)(0x30 | (b[6] & 0x0f)); /* version 3 */
+    b[8] = (uint8_t)(0x80 | (b[8] & 0x3f)); /* variant 10 */
     sb__uuid_format(b, out);
 }
 

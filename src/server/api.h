@@ -162,5 +162,7 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
  * whatever the number of clients polling), else from the database. */
 #define SB_API_QUEUES_MAX_AGE_MS 10000
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_schedules.c: periodic jobs (T41): list, add or replace, remove. */
+int sb__api_schedules(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 #endif

@@ -19,8 +19,8 @@ struct sb_loops {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
-    pthread_t ingest[SB_LOOPS_MAX_INGESTERS], housekeeping;
-    int started_ingest, started_housekeeping;
+    pthread_t ingest[SB_LOOPS_MAX_INGESTERS], housekeeping, scheduler;
+    int started_ingest, started_housekeeping, started_scheduler;
     sb_loops_state st;
     int64_t last_ok_us;
     int64_t expire_next_us; /* T40: the next expiry sweep is due then */
@@ -164,6 +164,42 @@ static void *housekeeping_loop(void *arg)
     }
 }
 
+/* The scheduler of periodic jobs (T41): a pass, then a nap until the next
+ * occurrence, at most SB_LOOPS_SCHEDULER_MAX_MS; other schedulers (other
+ * servers, `sqlbus schedule run`) may run beside it. */
+static void *scheduler_loop(void *arg)
+{
+    sb_loops *l = arg;
+    int64_t backoff = BACKOFF_MIN_MS;
+    int failing = 0;
+    for (;;) {
+        int published = 0;
+        int64_t wake = -1;
+        sb_error err;
+        int rc =
+            sb_schedule_run_due(l->bus, sb__wall_us(), &published, &wake, &err);
+        pthread_mutex_lock(&l->mu);
+        l->st.scheduled += published;
+        pthread_mutex_unlock(&l->mu);
+        if (rc != SB_OK && !failing)
+            say(l, SB_LOG_ERROR, "schedule",
+                "the scheduler failed, retrying with back-off: ", err.message);
+        if (rc == SB_OK && failing)
+            say(l, SB_LOG_INFO, "schedule", "the scheduler works again", "");
+        failing = rc != SB_OK;
+        int64_t wait = SB_LOOPS_SCHEDULER_MAX_MS;
+        if (rc != SB_OK)
+            wait = backoff;
+        else if (wake >= 0 && (wake - sb__wall_us()) / 1000 + 1 < wait)
+            wait = (wake - sb__wall_us()) / 1000 + 1;
+        backoff = rc == SB_OK                    ? BACKOFF_MIN_MS
+                  : backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                 : backoff * 2;
+        if (nap(l, wait < 1 ? 1 : wait))
+            return NULL;
+    }
+}
+
 int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,
                     sb_loops **out, sb_error *err)
 {
@@ -203,7 +239,10 @@ int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,
     l->started_housekeeping =
         l->started_ingest == l->o.ingesters &&
         pthread_create(&l->housekeeping, NULL, housekeeping_loop, l) == 0;
-    if (!l->started_housekeeping) {
+    l->started_scheduler =
+        l->started_housekeeping &&
+        pthread_create(&l->scheduler, NULL, scheduler_loop, l) == 0;
+    if (!l->started_scheduler) {
         sb__loops_stop(l);
         return sb__err(err, SB_NOMEM, NULL, "cannot start a thread");
     }
@@ -232,6 +271,8 @@ void sb__loops_stop(sb_loops *l)
         pthread_join(l->ingest[i], NULL);
     if (l->started_housekeeping)
         pthread_join(l->housekeeping, NULL);
+    if (l->started_scheduler)
+        pthread_join(l->scheduler, NULL);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     sb__free(l);

@@ -1,8 +1,9 @@
 /*
  * loops.h - the background work of `sqlbus serve` (S1, S3): error
  * ingestion (E1), with the expiry of waiting messages (T40) before each
- * pass, and housekeeping — the retention sweep (E21), dead-letter pruning
- * (T25), the recovery watchdog (C22). A database error is logged
+ * pass, housekeeping — the retention sweep (E21), dead-letter pruning
+ * (T25), the recovery watchdog (C22) — and the scheduler of periodic jobs
+ * (T41). A database error is logged
  * once per outage, retried with back-off, and shown in the state; no loop
  * ends on one.
  */
@@ -42,9 +43,15 @@ typedef struct sb_loops_state {
     int64_t sweeps, expired; /* housekeeping runs, messages expired */
     int64_t stale_registrations;
     int64_t queue_expired; /* T40: waiting messages dead-lettered expired */
+    int64_t scheduled;     /* messages the scheduler published (T41) */
 } sb_loops_state;
 
-/* Start the ingestion threads and the housekeeping thread over `bus` and
+/* The longest the scheduler sleeps between passes: a schedule added
+ * elsewhere is seen within it. */
+#define SB_LOOPS_SCHEDULER_MAX_MS 1000
+
+/* Start the ingestion threads, the housekeeping thread and the scheduler
+ * thread over `bus` and
  * `store` (borrowed; they must outlive the loops). SB_INVALID naming
  * "ingesters" outside 0..SB_LOOPS_MAX_INGESTERS. */
 int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,

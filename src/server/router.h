@@ -76,6 +76,8 @@ typedef enum sb_route_id {
     SB_R_QUEUE_RESUME,          /* POST /api/queues/{q}/resume (T35) */
     SB_R_QUEUE_CANCEL,    /* POST /api/queues/{q}/messages/{id}/cancel (T39) */
     SB_R_QUEUE_TTL,       /* PUT /api/queues/{q}/ttl (T40) */
+    SB_R_SCHEDULES,       /* GET /api/schedules (T41) */
+    SB_R_SCHEDULE,        /* PUT|DELETE /api/schedules/{name} (T41) */
     SB_R_FAILED_MESSAGES, /* POST /api/failed-messages */
     SB_R_RECOVERY,        /* GET /api/recovery */
     SB_R_STATS,           /* GET /api/stats */

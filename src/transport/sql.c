@@ -138,6 +138,12 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->expire_ttl = sb__sql_subst(t->expire_ttl, prefix, &rc);
     s->cancel_get = sb__sql_subst(t->cancel_get, prefix, &rc);
     s->progress_set = sb__sql_subst(t->progress_set, prefix, &rc);
+    s->schedule_put = sb__sql_subst(t->schedule_put, prefix, &rc);
+    s->schedule_remove = sb__sql_subst(t->schedule_remove, prefix, &rc);
+    s->schedule_list = sb__sql_subst(t->schedule_list, prefix, &rc);
+    s->schedule_due = sb__sql_subst(t->schedule_due, prefix, &rc);
+    s->schedule_settle = sb__sql_subst(t->schedule_settle, prefix, &rc);
+    s->schedule_wake = sb__sql_subst(t->schedule_wake, prefix, &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
     s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
@@ -196,6 +202,12 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->expire_ttl,
                     &s->cancel_get,
                     &s->progress_set,
+                    &s->schedule_put,
+                    &s->schedule_remove,
+                    &s->schedule_list,
+                    &s->schedule_due,
+                    &s->schedule_settle,
+                    &s->schedule_wake,
                     &s->claim,
                     &s->claim_delete,
                     &s->claim_from,

@@ -38,6 +38,14 @@ typedef struct sb_sql_templates {
     const char *cancel_get;
     /* T42: progress $3 of message $1 under lease $2 (fenced). */
     const char *progress_set;
+    /* {p}schedules (T41, schedules.c, scheduler.c): the upsert ($1
+     * name, $2 queue, $3 cron, $4 interval_us, $5 time_zone, $6 payload,
+     * $7 headers, $8 missed, $9 anchor_us, $10 last_us, $11 next_us, $12
+     * now_us); the delete by $1; every row; the rows due at $1 now_us;
+     * the settlement of $1 (last_us $2, next_us $3) if it still has
+     * anchor_us $4 and last_us $5; the earliest next_us. */
+    const char *schedule_put, *schedule_remove, *schedule_list;
+    const char *schedule_due, *schedule_settle, *schedule_wake;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     /* The claim with a lower bound on available_at ($6, microseconds
      * since the epoch), returning available_at as an eighth column; NULL

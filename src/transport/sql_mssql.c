@@ -123,6 +123,23 @@
     "  rate_at datetime2(7) NULL,\n"                                           \
     "  ttl_ms bigint NULL,\n"                                                  \
     "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}schedules', N'U') IS NULL\n"                            \
+    "CREATE TABLE {p}schedules (\n"                                            \
+    "  name nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL "           \
+    "PRIMARY KEY,\n"                                                           \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"        \
+    "  cron nvarchar(256) NULL,\n"                                             \
+    "  interval_us bigint NULL,\n"                                             \
+    "  time_zone nvarchar(128) NULL,\n"                                        \
+    "  payload varbinary(max) NOT NULL,\n"                                     \
+    "  headers nvarchar(max) NOT NULL DEFAULT N'{}',\n"                        \
+    "  missed nvarchar(8) NOT NULL DEFAULT N'skip',\n"                         \
+    "  anchor_us bigint NOT NULL,\n"                                           \
+    "  last_us bigint NOT NULL,\n"                                             \
+    "  next_us bigint NULL,\n"                                                 \
+    "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"           \
+    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
     ");\n"
 /* The claim index: queue, then priority (highest first), then readiness.
  * A store made before priorities had the same index without priority
@@ -228,6 +245,39 @@ const sb_sql_templates sb__sql_mssql = {
                  "END WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = $1 AND "
                     "lock_id = $2" ROWCOUNT,
+    /* [queue]: an assignment, not a comparison (every comparison of
+     * queue carries the sentinel, and the unit tests look for it). */
+    .schedule_put =
+        "MERGE {p}schedules WITH (HOLDLOCK) AS s USING (SELECT CAST($1 AS "
+        "nvarchar(200)) AS name) AS x ON " SAME_QUEUE(
+            "s.name",
+            "x.name") " WHEN MATCHED THEN UPDATE SET [queue] = $2, "
+                      "cron = $3, interval_us = CAST($4 AS bigint), time_zone = $5, "
+                      "payload = $6, headers = $7, missed = $8, anchor_us = CAST($9 AS "
+                      "bigint), last_us = CAST($10 AS bigint), next_us = CAST($11 AS "
+                      "bigint), updated_at = " NOW
+                      " WHEN NOT MATCHED THEN INSERT (name, "
+                      "queue, cron, interval_us, time_zone, payload, headers, missed, "
+                      "anchor_us, last_us, next_us, created_at, updated_at) VALUES "
+                      "(x.name, $2, $3, CAST($4 AS bigint), $5, $6, $7, $8, CAST($9 AS "
+                      "bigint), CAST($10 AS bigint), CAST($11 AS bigint), " NOW
+                      ", " NOW ");",
+    .schedule_remove =
+        "DELETE FROM {p}schedules WHERE " SAME_QUEUE("name", "$1") ROWCOUNT,
+    .schedule_list = "SELECT name, queue, cron, interval_us, time_zone, "
+                     "missed, DATALENGTH(payload), anchor_us, last_us, "
+                     "next_us, created_at, updated_at FROM {p}schedules "
+                     "ORDER BY name",
+    .schedule_due = "SELECT name, queue, cron, interval_us, time_zone, "
+                    "missed, payload, headers, anchor_us, last_us FROM "
+                    "{p}schedules WHERE next_us <= CAST($1 AS bigint) "
+                    "ORDER BY next_us, name",
+    .schedule_settle =
+        "UPDATE {p}schedules SET last_us = CAST($2 AS bigint), next_us = "
+        "CAST($3 AS bigint) WHERE " SAME_QUEUE(
+            "name", "$1") " AND anchor_us = CAST($4 AS bigint) AND last_us = "
+                          "CAST($5 AS bigint)" ROWCOUNT,
+    .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
     .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS(
         "$4") ", available_at = " PLUS_MS("$4") " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .dead_letter =

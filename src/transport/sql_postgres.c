@@ -52,6 +52,21 @@ const sb_sql_templates sb__sql_postgres = {
            "  rate_at timestamptz,\n"
            "  ttl_ms bigint,\n"
            "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}schedules (\n"
+           "  name text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+           "  queue text COLLATE \"C\" NOT NULL,\n"
+           "  cron text,\n"
+           "  interval_us bigint,\n"
+           "  time_zone text,\n"
+           "  payload bytea NOT NULL,\n"
+           "  headers text NOT NULL DEFAULT '{}',\n"
+           "  missed text NOT NULL DEFAULT 'skip',\n"
+           "  anchor_us bigint NOT NULL,\n"
+           "  last_us bigint NOT NULL,\n"
+           "  next_us bigint,\n"
+           "  created_at timestamptz NOT NULL DEFAULT now(),\n"
+           "  updated_at timestamptz NOT NULL DEFAULT now()\n"
            ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
@@ -143,6 +158,31 @@ const sb_sql_templates sb__sql_postgres = {
                  "WHERE id = $1::uuid AND lock_id = $2::uuid",
     .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = "
                     "$1::uuid AND lock_id = $2::uuid",
+    .schedule_put =
+        "INSERT INTO {p}schedules (name, queue, cron, interval_us, "
+        "time_zone, payload, headers, missed, anchor_us, last_us, next_us, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4::int8, $5, $6, $7, "
+        "$8, $9::int8, $10::int8, $11::int8, now(), now()) ON CONFLICT "
+        "(name) DO UPDATE SET queue = excluded.queue, cron = excluded.cron, "
+        "interval_us = excluded.interval_us, "
+        "time_zone = excluded.time_zone, payload = excluded.payload, "
+        "headers = excluded.headers, missed = excluded.missed, "
+        "anchor_us = excluded.anchor_us, last_us = excluded.last_us, "
+        "next_us = excluded.next_us, updated_at = excluded.updated_at",
+    .schedule_remove = "DELETE FROM {p}schedules WHERE name = $1",
+    .schedule_list = "SELECT name, queue, cron, interval_us, time_zone, "
+                     "missed, length(payload), anchor_us, last_us, next_us, "
+                     "created_at, updated_at FROM {p}schedules ORDER BY name",
+    .schedule_due = "SELECT name, queue, cron, interval_us, time_zone, "
+                    "missed, payload, headers, anchor_us, last_us FROM "
+                    "{p}schedules WHERE next_us <= $1::int8 ORDER BY "
+                    "next_us, name",
+    /* The row lock the update takes orders schedulers racing for one
+     * occurrence: the loser waits, then finds last_us moved. */
+    .schedule_settle = "UPDATE {p}schedules SET last_us = $2::int8, "
+                       "next_us = $3::int8 WHERE name = $1 AND anchor_us = "
+                       "$4::int8 AND last_us = $5::int8",
+    .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
     .renew = "UPDATE {p}messages SET locked_until = now() + $4::int8 " MS
              " WHERE id = $1::uuid AND lock_id = $2::uuid",
     .dead_letter =

@@ -93,6 +93,21 @@ const sb_sql_templates sb__sql_sqlite = {
            "  rate_at INTEGER,\n"
            "  ttl_ms INTEGER,\n"
            "  updated_at INTEGER NOT NULL DEFAULT 0\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}schedules (\n"
+           "  name TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  queue TEXT NOT NULL,\n"
+           "  cron TEXT,\n"
+           "  interval_us INTEGER,\n"
+           "  time_zone TEXT,\n"
+           "  payload BLOB NOT NULL,\n"
+           "  headers TEXT NOT NULL DEFAULT '{}',\n"
+           "  missed TEXT NOT NULL DEFAULT 'skip',\n"
+           "  anchor_us INTEGER NOT NULL,\n"
+           "  last_us INTEGER NOT NULL,\n"
+           "  next_us INTEGER,\n"
+           "  created_at INTEGER NOT NULL,\n"
+           "  updated_at INTEGER NOT NULL\n"
            ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx;\n"
                "DROP INDEX IF EXISTS {p}messages_claim_idx",
@@ -128,6 +143,27 @@ const sb_sql_templates sb__sql_sqlite = {
                  "WHERE id = $1 AND lock_id = $2",
     .progress_set = "UPDATE {p}messages SET progress = $3 WHERE id = $1 AND "
                     "lock_id = $2",
+    .schedule_put =
+        "INSERT INTO {p}schedules (name, queue, cron, interval_us, "
+        "time_zone, payload, headers, missed, anchor_us, last_us, next_us, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+        "$10, $11, $12, $12) ON CONFLICT (name) DO UPDATE SET "
+        "queue = excluded.queue, cron = excluded.cron, "
+        "interval_us = excluded.interval_us, "
+        "time_zone = excluded.time_zone, payload = excluded.payload, "
+        "headers = excluded.headers, missed = excluded.missed, "
+        "anchor_us = excluded.anchor_us, last_us = excluded.last_us, "
+        "next_us = excluded.next_us, updated_at = excluded.updated_at",
+    .schedule_remove = "DELETE FROM {p}schedules WHERE name = $1",
+    .schedule_list = "SELECT name, queue, cron, interval_us, time_zone, "
+                     "missed, length(payload), anchor_us, last_us, next_us, "
+                     "created_at, updated_at FROM {p}schedules ORDER BY name",
+    .schedule_due = "SELECT name, queue, cron, interval_us, time_zone, "
+                    "missed, payload, headers, anchor_us, last_us FROM "
+                    "{p}schedules WHERE next_us <= $1 ORDER BY next_us, name",
+    .schedule_settle = "UPDATE {p}schedules SET last_us = $2, next_us = $3 "
+                       "WHERE name = $1 AND anchor_us = $4 AND last_us = $5",
+    .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
     .renew = "UPDATE {p}messages SET locked_until = $3 + $4 * 1000, "
              "available_at = $3 + $4 * 1000 "
              "WHERE id = $1 AND lock_id = $2",

@@ -64,6 +64,12 @@ static const struct {
     F(expire_ttl),
     F(cancel_get),
     F(progress_set),
+    F(schedule_put),
+    F(schedule_remove),
+    F(schedule_list),
+    F(schedule_due),
+    F(schedule_settle),
+    F(schedule_wake),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

@@ -32,6 +32,8 @@ typedef struct sb_transport_sql {
     char *expire_ttl;       /* as expire_due, $3 queue, $4 ttl_ms */
     char *cancel_get;   /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
     char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
+    char *schedule_put, *schedule_remove, *schedule_list; /* T41 */
+    char *schedule_due, *schedule_settle, *schedule_wake;
     char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */

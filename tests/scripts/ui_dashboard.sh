@@ -86,6 +86,8 @@ ok "seeded 9 failed messages in 2 groups and 7 ready messages"
 # the whole journey, which reads the progress on the queue's page.
 handler reporting 'printf "rendered 3 of 10 pages\n" >&"$SQLBUS_PROGRESS_FD"; sleep 600'
 printf '{"report": 1}' | sb publish --queue reports >/dev/null || fail "publish reports"
+sb schedule add nightly --cron '0 3 * * *' --tz Europe/Berlin --queue reports --missed once >/dev/null ||
+    fail "schedule add nightly"
 "$SQLBUS" --prefix "$prefix" work --queue reports --timeout 15m -- "$tmp/reporting" 2>"$tmp/reporting.err" &
 reporting_pid=$!
 

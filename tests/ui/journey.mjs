@@ -272,6 +272,16 @@ async function journey() {
     await until('active again', async () => (await card('State')) === 'Active');
   });
 
+  await step('queues: the schedules publishing to them are listed (T41)', async () => {
+    await page.goto(base + '/#/queues');
+    await until('the nightly schedule row', async () =>
+      (await page.locator('tr[data-row="schedule-nightly"]').count()) === 1);
+    const row = await text('tr[data-row="schedule-nightly"]');
+    if (!/reports/.test(row) || !/0 3 \* \* \* \(Europe\/Berlin\)/.test(row) || !/once/.test(row)) {
+      throw new Error('schedule row: ' + row);
+    }
+  });
+
   await step('empty and error states read well', async () => {
     await page.goto(base + '/#/failed?q=nothing-matches-this-zq');
     await until('the empty search', async () => /Nothing matches/.test(await text('main .empty')));

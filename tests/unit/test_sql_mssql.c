@@ -74,6 +74,12 @@ static size_t all_of(const sb_transport_sql *s, named out[64])
         {"settings_pause", s->settings_pause},
         {"cancel_get", s->cancel_get},
         {"progress_set", s->progress_set},
+        {"schedule_put", s->schedule_put},
+        {"schedule_remove", s->schedule_remove},
+        {"schedule_list", s->schedule_list},
+        {"schedule_due", s->schedule_due},
+        {"schedule_settle", s->schedule_settle},
+        {"schedule_wake", s->schedule_wake},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -533,6 +539,48 @@ static void test_compat_refusal(void **state)
  * attention or a compile error (which skip its CATCH) does not leave the
  * bound on a pooled connection; the batch that sets it resets it itself
  * on both of its paths. */
+/* T41: a schedule is found by its name byte-exactly (the padding
+ * sentinel, as for queues); the upsert holds its key range so two adds
+ * of one name cannot both insert; the scheduler's compare-and-set and the
+ * remove report their row counts through SELECT @@ROWCOUNT, which decide
+ * whether an occurrence is published and whether a name was there. */
+#define SAME_NAME(a, b)                                                        \
+    a " = " b " AND " a " + N'.' = " b " + N'.' COLLATE "                      \
+      "Latin1_General_100_BIN2"
+static void test_schedules_t41(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    sbt_has("ddl", s->ddl,
+            "IF OBJECT_ID(N't_schedules', N'U') IS NULL\nCREATE TABLE "
+            "t_schedules (\n  name nvarchar(200) COLLATE "
+            "Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,");
+    sbt_has("ddl", s->ddl, "  last_us bigint NOT NULL,\n");
+    sbt_has("schedule_put", s->schedule_put,
+            "MERGE t_schedules WITH (HOLDLOCK) AS s USING (SELECT CAST($1 AS "
+            "nvarchar(200)) AS name) AS x ON " SAME_NAME("s.name", "x.name"));
+    sbt_has("schedule_put", s->schedule_put,
+            "WHEN NOT MATCHED THEN INSERT (name, queue, cron, interval_us, "
+            "time_zone, payload, headers, missed, anchor_us, last_us, "
+            "next_us, created_at, updated_at) VALUES (x.name, $2, $3");
+    sbt_has("schedule_remove", s->schedule_remove,
+            "DELETE FROM t_schedules WHERE " SAME_NAME(
+                "name", "$1") "; SELECT @@ROWCOUNT");
+    sbt_has("schedule_settle", s->schedule_settle,
+            "UPDATE t_schedules SET last_us = CAST($2 AS bigint), next_us = "
+            "CAST($3 AS bigint) WHERE " SAME_NAME(
+                "name", "$1") " AND anchor_us = CAST($4 AS bigint) AND "
+                              "last_us = CAST($5 AS bigint); SELECT "
+                              "@@ROWCOUNT");
+    sbt_has("schedule_due", s->schedule_due,
+            "FROM t_schedules WHERE next_us <= CAST($1 AS bigint) ORDER BY "
+            "next_us, name");
+    sbt_has("schedule_list", s->schedule_list, "DATALENGTH(payload)");
+    sbt_has("schedule_wake", s->schedule_wake,
+            "SELECT MIN(next_us) FROM t_schedules");
+    sb__transport_sql_free(s);
+}
+
 static void test_lock_timeout_reset(void **state)
 {
     (void)state;
@@ -571,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_session_guards),
         cmocka_unit_test(test_compat_refusal),
         cmocka_unit_test(test_lock_timeout_reset),
+        cmocka_unit_test(test_schedules_t41),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

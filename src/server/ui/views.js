@@ -252,9 +252,29 @@ SB.common = (function () {
     var filter = h('input', {type: 'search', placeholder: 'Filter queues', 'aria-label': 'Filter queues',
       on: {input: function () { if (last) D.replace(list.body, content(last)); }}});
     var list = C.panel('All queues', 'wide');
+    var schedules = C.panel('Schedules', 'wide');
     var last = null;
     D.append(root, [screenHead('Queues', 'Every queue of the bus: what is waiting, running and dead-lettered.',
-      filter), h('div.grid', list.el)]);
+      filter), h('div.grid', list.el, schedules.el)]);
+
+    /* Periodic jobs (T41), read-only: what publishes to which queue, and
+     * when next. */
+    function scheduleTable(r) {
+      var data = r.data || [];
+      if (!data.length) {
+        return D.empty('No schedules', 'Add one with sqlbus schedule add NAME --cron EXPR --queue QUEUE ' +
+          '(or PUT /api/schedules/NAME) and it shows here.');
+      }
+      return D.table('', [C.th('Schedule'), C.th('Queue'), C.th('When'), C.th('Missed'), C.th('Next')],
+        data.map(function (s) {
+          var when = s.cron !== undefined ? s.cron + ' (' + s.time_zone + ')' : 'every ' + D.ago(s.every_ms);
+          return h('tr', {dataset: {row: 'schedule-' + s.name}},
+            C.cell(s.name),
+            C.cell(D.link('#/queues/' + SB.api.seg(s.queue), s.queue)),
+            C.cell(when), C.cell(s.missed),
+            C.cell(s.next !== undefined ? D.absTime(s.next) : '—'));
+        }));
+    }
 
     function content(r) {
       var f = filter.value.trim().toLowerCase();
@@ -280,10 +300,13 @@ SB.common = (function () {
     return {
       title: 'Queues',
       refresh: function (force) {
-        return C.load(list.body, ['/api/queues'], force, function (r) {
-          last = r;
-          return content(r);
-        });
+        return Promise.all([
+          C.load(list.body, ['/api/queues'], force, function (r) {
+            last = r;
+            return content(r);
+          }),
+          C.load(schedules.body, ['/api/schedules'], force, scheduleTable)
+        ]);
       }
     };
   };
