@@ -336,7 +336,22 @@ typedef struct sb_outgoing_ex {
      * (1 ms to SB_TTL_MAX_MS, longer than delay_ms): if no handler has
      * started it by then, it is dead-lettered with reason "expired". */
     int64_t expires_in_ms;
+    /* T38: a key the queue holds once (1 to SB_UNIQUE_KEY_MAX bytes of
+     * UTF-8, no control characters), or NULL: a publish whose key is held
+     * under `unique_policy` is refused with SB_CONFLICT. */
+    const char *unique_key;
+    int unique_policy;        /* SB_UNIQUE_ACTIVE (0), _QUEUED or _WINDOW */
+    int64_t unique_window_ms; /* SB_UNIQUE_WINDOW: 1 ms to SB_TTL_MAX_MS */
 } sb_outgoing_ex;
+
+/* T38: when a message's unique key is held. */
+enum {
+    SB_UNIQUE_ACTIVE = 0, /* while a message with the key waits or runs */
+    SB_UNIQUE_QUEUED = 1, /* while one waits (not once a consumer has it) */
+    SB_UNIQUE_WINDOW = 2  /* while one waits or runs, and for
+                             unique_window_ms after one was published */
+};
+#define SB_UNIQUE_KEY_MAX 255
 
 /* sb_publish_batch for messages with options: the same rules (T9-T12),
  * all or nothing. A message with a priority other than 0 marks the queue
@@ -550,6 +565,12 @@ enum {
  * "queue"). `outcome` may be NULL. */
 SB_API int sb_cancel(sb_bus *bus, const char *queue, const char *id,
                      int *outcome, sb_error *err);
+/* T39, T38: cancel, as sb_cancel does, every message of `queue` holding
+ * unique key `key` (waiting or running; usually one); `*cancelled` (may
+ * be NULL) counts them. SB_NOTFOUND naming "unique_key" when none holds
+ * it; SB_INVALID naming "unique_key" for a key outside T38's limits. */
+SB_API int sb_cancel_key(sb_bus *bus, const char *queue, const char *key,
+                         size_t *cancelled, sb_error *err);
 
 /* T41: periodic jobs. A schedule publishes a message to its queue at
  * each occurrence of a cron expression (in a time zone) or of a fixed
@@ -810,6 +831,8 @@ SB_API const char *sb_msg_progress(const sb_msg *msg);
  * it has none (its queue's time to live is not included). From
  * sb_queue_peek and sb_claim. */
 SB_API int64_t sb_msg_expires_at_us(const sb_msg *msg);
+/* T38: the message's unique key, or NULL. From sb_queue_peek. */
+SB_API const char *sb_msg_unique_key(const sb_msg *msg);
 
 /* Progress callback for bulk operations: done so far, total (or -1). */
 typedef void (*sb_progress_fn)(int64_t done, int64_t total, void *user);

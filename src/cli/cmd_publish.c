@@ -19,7 +19,10 @@ typedef struct pub_opts {
     const char *id;
     int64_t delay_ms;
     int64_t priority;
-    int64_t expires_ms; /* T40: 0 for never */
+    int64_t expires_ms;     /* T40: 0 for never */
+    const char *unique_key; /* T38 */
+    int unique_policy;
+    int64_t unique_window_ms;
     int lines;
     int json;
     const char *file;
@@ -32,10 +35,44 @@ enum {
     OPT_DELAY,
     OPT_PRIORITY,
     OPT_EXPIRES,
+    OPT_UNIQUE_KEY,
+    OPT_UNIQUE_POLICY,
+    OPT_UNIQUE_WINDOW,
     OPT_HEADER,
     OPT_LINES,
     OPT_JSON
 };
+
+/* --unique-policy (T38). */
+static int parse_policy(cli_ctx *ctx, const char *text, pub_opts *o)
+{
+    static const char *const names[] = {"active", "queued", "window"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0) {
+            o->unique_policy = i;
+            return CLI_OK;
+        }
+    return cli_usage_error(ctx,
+                           "--unique-policy must be active, queued or window "
+                           "(got \"%s\")",
+                           text);
+}
+
+/* The T38 flags agree: a policy or window needs a key, a window the
+ * window policy and the other way round. */
+static int check_unique_flags(cli_ctx *ctx, const pub_opts *o, int policy_set)
+{
+    if (o->unique_key == NULL && (policy_set || o->unique_window_ms > 0))
+        return cli_usage_error(ctx, "--unique-policy and --unique-window need "
+                                    "--unique-key");
+    if ((o->unique_policy == SB_UNIQUE_WINDOW) != (o->unique_window_ms > 0))
+        return cli_usage_error(ctx, "--unique-policy window and "
+                                    "--unique-window D go together");
+    if (o->unique_key != NULL && o->lines)
+        return cli_usage_error(ctx, "--unique-key is one message's key: not "
+                                    "with --lines");
+    return CLI_OK;
+}
 
 static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
 {
@@ -45,12 +82,15 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
         {"delay", required_argument, NULL, OPT_DELAY},
         {"priority", required_argument, NULL, OPT_PRIORITY},
         {"expires-in", required_argument, NULL, OPT_EXPIRES},
+        {"unique-key", required_argument, NULL, OPT_UNIQUE_KEY},
+        {"unique-policy", required_argument, NULL, OPT_UNIQUE_POLICY},
+        {"unique-window", required_argument, NULL, OPT_UNIQUE_WINDOW},
         {"header", required_argument, NULL, OPT_HEADER},
         {"lines", no_argument, NULL, OPT_LINES},
         {"json", no_argument, NULL, OPT_JSON},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
-    int c, rc = CLI_OK;
+    int c, rc = CLI_OK, policy_set = 0;
     opterr = 0;
     optind = 0;
     while (rc == CLI_OK &&
@@ -77,6 +117,15 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
             rc = cli_parse_duration(ctx, "--expires-in", optarg, 1,
                                     SB_TTL_MAX_MS, &o->expires_ms);
             break;
+        case OPT_UNIQUE_KEY: o->unique_key = optarg; break;
+        case OPT_UNIQUE_POLICY:
+            rc = parse_policy(ctx, optarg, o);
+            policy_set = 1;
+            break;
+        case OPT_UNIQUE_WINDOW:
+            rc = cli_parse_duration(ctx, "--unique-window", optarg, 1,
+                                    SB_TTL_MAX_MS, &o->unique_window_ms);
+            break;
         case OPT_HEADER:
             rc = cli_header_flag_add(ctx, &o->headers, optarg,
                                      CLI_MAX_HEADER_FLAGS);
@@ -93,6 +142,9 @@ static int parse(cli_ctx *ctx, int argc, char **argv, pub_opts *o)
     if (o->id != NULL && o->lines)
         return cli_usage_error(ctx, "--id names one message; it cannot be "
                                     "combined with --lines");
+    rc = check_unique_flags(ctx, o, policy_set);
+    if (rc != CLI_OK)
+        return rc;
     if (optind < argc)
         o->file = argv[optind++];
     if (optind < argc)
@@ -174,7 +226,10 @@ static int publish_one(sb_bus *bus, const pub_opts *o, const char *headers,
                                 .headers_json = headers,
                                 .delay_ms = o->delay_ms},
                         .priority = (int)o->priority,
-                        .expires_in_ms = o->expires_ms};
+                        .expires_in_ms = o->expires_ms,
+                        .unique_key = o->unique_key,
+                        .unique_policy = o->unique_policy,
+                        .unique_window_ms = o->unique_window_ms};
     char id[1][37];
     sb_error err;
     sb_error_clear(&err);

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-enum { OPT_JSON = CLI_OPT_FIRST_LOCAL };
+enum { OPT_JSON = CLI_OPT_FIRST_LOCAL, OPT_KEY };
 
 static void print_json(sb_queue_stats *const *q, size_t n)
 {
@@ -65,20 +65,30 @@ static int print_table(sb_queue_stats *const *q, size_t n)
     return rc;
 }
 
-/* The global options of a `queues` verb (argv[0]) and its QUEUE; then
- * optind is at the arguments after QUEUE. CLI_OK, or an exit code (-1:
- * --help was printed, exit 0). */
-static int verb_args(cli_ctx *ctx, int argc, char **argv, const char **queue)
+/* The global options of a `queues` verb (argv[0]) and its QUEUE, and
+ * --key KEY into *key where `key` is not NULL (cancel); then optind is at
+ * the arguments after QUEUE. CLI_OK, or an exit code (-1: --help was
+ * printed, exit 0). */
+static int verb_args(cli_ctx *ctx, int argc, char **argv, const char **queue,
+                     const char **key)
 {
-    static const struct option longopts[] = {CLI_GLOBAL_LONGOPTS,
-                                             {NULL, 0, NULL, 0}};
+    static const struct option plain[] = {CLI_GLOBAL_LONGOPTS,
+                                          {NULL, 0, NULL, 0}};
+    static const struct option keyed[] = {
+        {"key", required_argument, NULL, OPT_KEY},
+        CLI_GLOBAL_LONGOPTS,
+        {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
     optind = 0;
-    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS, longopts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":" CLI_GLOBAL_SHORTOPTS,
+                            key != NULL ? keyed : plain, NULL)) != -1) {
         if (cli_global_option(ctx, c, optarg))
             continue;
+        if (c == OPT_KEY && key != NULL) {
+            *key = optarg;
+            continue;
+        }
         if (c == 'h') {
             fputs(cli_usage_queues, stdout);
             return -1;
@@ -92,13 +102,42 @@ static int verb_args(cli_ctx *ctx, int argc, char **argv, const char **queue)
     return cli_check_queue(ctx, "QUEUE", *queue);
 }
 
-/* `sqlbus queues cancel QUEUE ID...` (T39). */
+/* `sqlbus queues cancel QUEUE --key KEY` (T38). */
+static int cancel_key(cli_ctx *ctx, const char *queue, const char *key,
+                      int argc, char **argv)
+{
+    if (optind < argc)
+        return cli_usage_error(ctx,
+                               "queues cancel QUEUE --key KEY takes no "
+                               "IDs (got \"%s\")",
+                               argv[optind]);
+    sb_bus *bus = NULL;
+    int rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    if (rc != CLI_OK)
+        return rc;
+    size_t n = 0;
+    sb_error err;
+    sb_error_clear(&err);
+    int src = sb_cancel_key(bus, queue, key, &n, &err);
+    if (src != SB_OK)
+        rc = cli_report(src, &err);
+    else
+        printf("%zu message%s holding unique key \"%s\" cancelled: "
+               "dead-lettered with reason \"cancelled\"\n",
+               n, n == 1 ? "" : "s", key);
+    sb_close(bus);
+    return rc;
+}
+
+/* `sqlbus queues cancel QUEUE ID...` (T39) or `--key KEY` (T38). */
 static int cancel(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *queue = NULL;
-    int rc = verb_args(ctx, argc, argv, &queue);
+    const char *queue = NULL, *key = NULL;
+    int rc = verb_args(ctx, argc, argv, &queue, &key);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
+    if (key != NULL)
+        return cancel_key(ctx, queue, key, argc, argv);
     if (optind >= argc)
         return cli_usage_error(ctx, "queues cancel needs the ID of at least "
                                     "one message");
@@ -133,7 +172,7 @@ static int cancel(cli_ctx *ctx, int argc, char **argv)
 static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
 {
     const char *queue = NULL;
-    int rc = verb_args(ctx, argc, argv, &queue);
+    int rc = verb_args(ctx, argc, argv, &queue, NULL);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (optind < argc)
@@ -158,7 +197,7 @@ static int set_paused(cli_ctx *ctx, int argc, char **argv, int pause)
 static int set_ttl(cli_ctx *ctx, int argc, char **argv)
 {
     const char *queue = NULL;
-    int rc = verb_args(ctx, argc, argv, &queue);
+    int rc = verb_args(ctx, argc, argv, &queue, NULL);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (optind != argc - 1)

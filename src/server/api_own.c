@@ -75,6 +75,8 @@ static void peeked(sb_buf *b, const sb_msg *m, int64_t now_us)
         sb__json_str_m(b, &f, "progress", sb_msg_progress(m));
     if (sb_msg_expires_at_us(m) > 0)
         sb__json_time_m(b, &f, "expires_at", sb_msg_expires_at_us(m));
+    if (sb_msg_unique_key(m) != NULL)
+        sb__json_str_m(b, &f, "unique_key", sb_msg_unique_key(m));
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, sb_msg_headers(m));
     size_t len = 0;
@@ -229,15 +231,37 @@ static int ttl_field(const json_t *j, const char *field, int zero_ok,
     return 1;
 }
 
+/* T38: "unique_policy" as SB_UNIQUE_*; absent is "active". 0 and a 400
+ * naming it for another value. */
+static int unique_policy(const json_t *j, int *out, sb_api_resp *resp)
+{
+    static const char *const names[] = {"active", "queued", "window"};
+    const json_t *v = json_object_get(j, "unique_policy");
+    *out = SB_UNIQUE_ACTIVE;
+    if (v == NULL)
+        return 1;
+    for (int i = 0; json_is_string(v) && i < 3; i++)
+        if (strcmp(json_string_value(v), names[i]) == 0) {
+            *out = i;
+            return 1;
+        }
+    return sb__api_error(resp, 400, "invalid", "unique_policy",
+                         "unique_policy must be \"active\", \"queued\" or "
+                         "\"window\"");
+}
+
 /* POST /api/queues/{q}/messages: {"body": value, "headers": {..},
- * "delay_ms": n, "priority": n, "expires_in_ms": n}; the Idempotency-Key header names the
- * message (a UUID as it is, any other text through a deterministic GUID
- * of the queue and the key), so the same request twice publishes once
- * (T9). */
+ * "delay_ms": n, "priority": n, "expires_in_ms": n, "unique_key": text,
+ * "unique_policy": name, "unique_window_ms": n}; the Idempotency-Key
+ * header names the message (a UUID as it is, any other text through a
+ * deterministic GUID of the queue and the key), so the same request twice
+ * publishes once (T9). A held unique key is a 409 (T38). */
 static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
-    static const char *const known[] = {"body",     "headers",       "delay_ms",
-                                        "priority", "expires_in_ms", NULL};
+    static const char *const known[] = {
+        "body",          "headers",          "delay_ms",
+        "priority",      "expires_in_ms",    "unique_key",
+        "unique_policy", "unique_window_ms", NULL};
     const char *queue = r->m->captures[0];
     const json_t *j = r->json;
     char *headers = NULL, *payload = NULL;
@@ -259,9 +283,20 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         ok = sb__api_error(out, 400, "invalid", "priority",
                            "priority must be a whole number %d to %d",
                            SB_PRIORITY_MIN, SB_PRIORITY_MAX);
-    int64_t expires = 0;
+    int64_t expires = 0, window = 0;
     if (ok)
         ok = ttl_field(j, "expires_in_ms", 0, &expires, out);
+    json_t *ukey = ok ? json_object_get(j, "unique_key") : NULL;
+    if (ok && ukey != NULL &&
+        (!json_is_string(ukey) ||
+         strlen(json_string_value(ukey)) != json_string_length(ukey)))
+        ok = sb__api_error(out, 400, "invalid", "unique_key",
+                           "unique_key must be a string without NUL");
+    int policy = SB_UNIQUE_ACTIVE;
+    if (ok)
+        ok = unique_policy(j, &policy, out);
+    if (ok)
+        ok = ttl_field(j, "unique_window_ms", 0, &window, out);
     if (ok)
         ok = (headers = string_object(json_object_get(j, "headers"), "headers",
                                       out)) != NULL;
@@ -298,7 +333,10 @@ static int publish(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                             {id[0] ? id : NULL, text, len, headers,
                              delay ? json_integer_value(delay) : 0},
                             prio ? (int)json_integer_value(prio) : 0,
-                            expires};
+                            expires,
+                            ukey ? json_string_value(ukey) : NULL,
+                            policy,
+                            window};
         char out_id[1][37];
         sb_error err;
         int rc = sb_publish_ex(a->bus, NULL, queue, &o, 1, out_id, &err);
@@ -458,6 +496,33 @@ static int set_paused(const sb_api *a, const sb_api_req *r, int pause,
     return 1;
 }
 
+/* POST /api/queues/{q}/cancel?unique_key=K (T38, T39): every message
+ * of the queue holding the key is dead-lettered "cancelled". */
+static int cancel_key(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    const char *queue = r->m->captures[0];
+    const char *key = sb__query_get(r->q, "unique_key");
+    if (key == NULL)
+        return sb__api_error(out, 400, "invalid", "unique_key",
+                             "the query parameter unique_key (the key to "
+                             "cancel) is required"),
+               1;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_cancel_key(a->bus, queue, key, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int f = 1;
+    sb__buf_puts(&out->body, "{");
+    sb__json_str_m(&out->body, &f, "queue", queue);
+    sb__json_str_m(&out->body, &f, "unique_key", key);
+    sb__json_int_m(&out->body, &f, "cancelled", (int64_t)n);
+    sb__json_str_m(&out->body, &f, "dead_letter_reason", "cancelled");
+    sb__buf_puts(&out->body, "}");
+    out->status = 200;
+    return 1;
+}
+
 /* PUT /api/queues/{q}/ttl (T40): {"ttl_ms": n}, 0 or null for none. */
 static int set_ttl(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
@@ -518,6 +583,7 @@ int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     case SB_R_QUEUE_RESUME: return set_paused(a, r, 0, out);
     case SB_R_QUEUE_CANCEL: return cancel(a, r, out);
     case SB_R_QUEUE_TTL: return set_ttl(a, r, out);
+    case SB_R_QUEUE_CANCEL_KEY: return cancel_key(a, r, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

@@ -91,6 +91,7 @@ static const route routes[] = {
      NO_BODY},
     {SB_HTTP_PUT, "/api/queues/{q}/ttl", SB_R_QUEUE_TTL,
      BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/queues/{q}/cancel", SB_R_QUEUE_CANCEL_KEY, NO_BODY},
     {GET_, "/api/schedules", SB_R_SCHEDULES, NO_BODY},
     {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/schedules/{name}", SB_R_SCHEDULE,
      BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},

@@ -74,20 +74,21 @@ typedef enum sb_route_id {
     SB_R_QUEUE_MESSAGES,        /* GET|POST /api/queues/{q}/messages */
     SB_R_QUEUE_PAUSE,           /* POST /api/queues/{q}/pause (T35) */
     SB_R_QUEUE_RESUME,          /* POST /api/queues/{q}/resume (T35) */
-    SB_R_QUEUE_CANCEL,    /* POST /api/queues/{q}/messages/{id}/cancel (T39) */
-    SB_R_QUEUE_TTL,       /* PUT /api/queues/{q}/ttl (T40) */
-    SB_R_SCHEDULES,       /* GET /api/schedules (T41) */
-    SB_R_SCHEDULE,        /* PUT|DELETE /api/schedules/{name} (T41) */
-    SB_R_FAILED_MESSAGES, /* POST /api/failed-messages */
-    SB_R_RECOVERY,        /* GET /api/recovery */
-    SB_R_STATS,           /* GET /api/stats */
-    SB_R_OPERATION,       /* GET /api/operations/{id} */
-    SB_R_OPERATIONS,      /* GET /api/operations */
-    SB_R_HEALTH,          /* GET /health */
-    SB_R_HEALTH_READY,    /* GET /health/ready */
-    SB_R_METRICS,         /* GET /metrics */
-    SB_R_UI,              /* GET / */
-    SB_R_UI_ASSET,        /* GET /ui/{file} */
+    SB_R_QUEUE_CANCEL,     /* POST /api/queues/{q}/messages/{id}/cancel (T39) */
+    SB_R_QUEUE_TTL,        /* PUT /api/queues/{q}/ttl (T40) */
+    SB_R_QUEUE_CANCEL_KEY, /* POST /api/queues/{q}/cancel?unique_key= (T38) */
+    SB_R_SCHEDULES,        /* GET /api/schedules (T41) */
+    SB_R_SCHEDULE,         /* PUT|DELETE /api/schedules/{name} (T41) */
+    SB_R_FAILED_MESSAGES,  /* POST /api/failed-messages */
+    SB_R_RECOVERY,         /* GET /api/recovery */
+    SB_R_STATS,            /* GET /api/stats */
+    SB_R_OPERATION,        /* GET /api/operations/{id} */
+    SB_R_OPERATIONS,       /* GET /api/operations */
+    SB_R_HEALTH,           /* GET /health */
+    SB_R_HEALTH_READY,     /* GET /health/ready */
+    SB_R_METRICS,          /* GET /metrics */
+    SB_R_UI,               /* GET / */
+    SB_R_UI_ASSET,         /* GET /ui/{file} */
     SB_R_COUNT
 } sb_route_id;
 

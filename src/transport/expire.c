@@ -2,7 +2,8 @@
  * (sb_outgoing_ex.expires_in_ms) or its queue's time to live, checked by
  * every claim before a handler runs and by the sweep (sb_queue_expire)
  * for messages no consumer claims. An expired message is dead-lettered
- * with reason "expired", never dropped. */
+ * with reason "expired", never dropped. The sweep also deletes the
+ * unique keys' windows that have ended (T38). */
 #include "transport/transport.h"
 
 #include <stdio.h>
@@ -180,6 +181,9 @@ int sb_queue_expire(sb_bus *bus, size_t max, size_t *expired, sb_error *err)
     }
     sb__free(l.queue);
     sb__free(l.ttl_ms);
+    /* T38: the windows of unique keys that have ended go with them. */
+    if (rc == SB_OK)
+        rc = sb__unique_prune(bus, SWEEP_BATCH, err);
     if (expired != NULL)
         *expired = done;
     return rc;

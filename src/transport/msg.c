@@ -58,6 +58,7 @@ void sb_msg_free(sb_msg *m)
     sb__free(m->payload);
     sb__free(m->headers);
     sb__free(m->progress);
+    sb__free(m->unique_key);
     sb__headers_free(m->kv, m->n_kv);
     sb__free(m);
 }

@@ -55,8 +55,10 @@ int sb_queue_peek(sb_bus *bus, const char *queue, size_t offset, size_t limit,
         arr[k]->priority = (int)sb__rows_int(rows, k, 9);
         arr[k]->expires_at_us = sb__rows_int(rows, k, 11);
         const char *progress = sb__rows_text(rows, k, 10);
-        if (progress != NULL &&
-            (arr[k]->progress = sb__strdup(progress)) == NULL) {
+        const char *key = sb__rows_text(rows, k, 12);
+        if ((progress != NULL &&
+             (arr[k]->progress = sb__strdup(progress)) == NULL) ||
+            (key != NULL && (arr[k]->unique_key = sb__strdup(key)) == NULL)) {
             k++; /* freed with the others */
             rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
             break;
@@ -95,4 +97,9 @@ const char *sb_msg_progress(const sb_msg *msg)
 int64_t sb_msg_expires_at_us(const sb_msg *msg)
 {
     return msg ? msg->expires_at_us : 0;
+}
+
+const char *sb_msg_unique_key(const sb_msg *msg)
+{
+    return msg ? msg->unique_key : NULL;
 }

@@ -60,7 +60,9 @@ static int check_msg(const sb_bus *bus, const sb_outgoing *m, size_t i,
 typedef struct ex_opts {
     int *prio;           /* T34 */
     int64_t *expires_ms; /* T40: 0 for none */
+    sb_unique_opts u;    /* T38 */
     int any_prio;        /* some priority is not 0 */
+    int any_key;         /* some message has a unique key */
 } ex_opts;
 
 /* `self_woken`: the caller wakes this bus's workers itself after the
@@ -85,6 +87,8 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
     sb_value mp[2] = {sb__v_text(queue), sb__v_int(now_us)};
     if (ex != NULL && ex->any_prio)
         rc = sb__query(c, bus->sql->mark_prioritized, mp, 2, NULL, NULL, err);
+    if (rc == SB_OK && ex != NULL && ex->any_key)
+        rc = sb__unique_check_on(bus, c, queue, &ex->u, n, ids, err);
     while (rc == SB_OK && done < n) {
         /* Up to PUBLISH_PIPE chunks, the last group with the wake-up and
          * the commit, each group one round trip on PostgreSQL. */
@@ -125,6 +129,8 @@ static int insert_on(sb_bus *bus, sb_conn *c, const char *queue,
                     *p++ = ex->expires_ms[row] > 0
                                ? sb__v_int(ex->expires_ms[row])
                                : sb__v_null();
+                    *p++ = ex->u.keys[row] != NULL ? sb__v_text(ex->u.keys[row])
+                                                   : sb__v_null();
                 }
                 if (m->delay_ms == 0)
                     *any_immediate = 1;
@@ -276,6 +282,44 @@ int sb_publish_batch(sb_bus *bus, sb_tx *tx, const char *queue,
     ((stride) >=                                                               \
      offsetof(sb_outgoing_ex, member) + sizeof(((sb_outgoing_ex *)0)->member))
 
+/* T38: message i's unique key and policy into `u`, checked. */
+static int check_unique(const char *queue, const sb_outgoing_ex *m, size_t i,
+                        int dlq, sb_unique_opts *u, sb_error *err)
+{
+    char field[64];
+    if (m->unique_key == NULL)
+        return SB_OK;
+    snprintf(field, sizeof field, "msgs[%zu].unique_key", i);
+    int rc = sb__unique_key_check(m->unique_key, field, err);
+    if (rc == SB_OK && dlq)
+        rc = sb__err(err, SB_INVALID, field,
+                     "the dead-letter queue %s takes no unique keys", queue);
+    if (rc != SB_OK)
+        return rc;
+    if (m->unique_policy < SB_UNIQUE_ACTIVE ||
+        m->unique_policy > SB_UNIQUE_WINDOW) {
+        snprintf(field, sizeof field, "msgs[%zu].unique_policy", i);
+        return sb__err(err, SB_INVALID, field,
+                       "unique_policy must be SB_UNIQUE_ACTIVE (0), "
+                       "SB_UNIQUE_QUEUED (1) or SB_UNIQUE_WINDOW (2) (got %d)",
+                       m->unique_policy);
+    }
+    int64_t w = m->unique_window_ms;
+    int window = m->unique_policy == SB_UNIQUE_WINDOW;
+    if ((window && (w < 1 || w > SB_TTL_MAX_MS)) || (!window && w != 0)) {
+        snprintf(field, sizeof field, "msgs[%zu].unique_window_ms", i);
+        return sb__err(err, SB_INVALID, field,
+                       window ? "a window is 1 ms to 100 years (got %lld)"
+                              : "unique_window_ms is for SB_UNIQUE_WINDOW only "
+                                "(got %lld)",
+                       (long long)w);
+    }
+    u->keys[i] = m->unique_key;
+    u->policy[i] = m->unique_policy;
+    u->window_ms[i] = w;
+    return SB_OK;
+}
+
 /* Message i's options into `ex`, checked. */
 static int check_ex(const sb_bus *bus, const char *queue,
                     const sb_outgoing_ex *m, size_t stride, size_t i,
@@ -327,6 +371,12 @@ static int check_ex(const sb_bus *bus, const char *queue,
                        "dead letters do not expire (the error store's "
                        "retention removes them)");
     }
+    int rc = EX_COVERS(stride, unique_window_ms)
+                 ? check_unique(queue, m, i, dlq, &ex->u, err)
+                 : SB_OK;
+    if (rc != SB_OK)
+        return rc;
+    ex->any_key = ex->any_key || ex->u.keys[i] != NULL;
     ex->prio[i] = prio;
     ex->expires_ms[i] = expires;
     ex->any_prio = ex->any_prio || prio != 0;
@@ -348,8 +398,14 @@ int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
                        EX_MIN_SIZE, stride);
     sb_outgoing *plain = sb__calloc(n, sizeof *plain);
     ex_opts ex = {sb__calloc(n, sizeof *ex.prio),
-                  sb__calloc(n, sizeof *ex.expires_ms), 0};
-    if (plain == NULL || ex.prio == NULL || ex.expires_ms == NULL)
+                  sb__calloc(n, sizeof *ex.expires_ms),
+                  {sb__calloc(n, sizeof *ex.u.keys),
+                   sb__calloc(n, sizeof *ex.u.policy),
+                   sb__calloc(n, sizeof *ex.u.window_ms)},
+                  0,
+                  0};
+    if (plain == NULL || ex.prio == NULL || ex.expires_ms == NULL ||
+        ex.u.keys == NULL || ex.u.policy == NULL || ex.u.window_ms == NULL)
         rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
     int any = 0;
     for (size_t i = 0; rc == SB_OK && i < n; i++) {
@@ -358,7 +414,8 @@ int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
                                                    i * stride);
         rc = check_ex(bus, queue, m, stride, i, &ex, err);
         plain[i] = m->msg;
-        any = any || ex.prio[i] != 0 || ex.expires_ms[i] != 0;
+        any = any || ex.prio[i] != 0 || ex.expires_ms[i] != 0 ||
+              ex.u.keys[i] != NULL;
     }
     if (rc == SB_OK)
         rc = publish_all(bus, tx, queue, plain, any ? &ex : NULL, n, ids_out,
@@ -366,6 +423,9 @@ int sb_publish_ex(sb_bus *bus, sb_tx *tx, const char *queue,
     sb__free(plain);
     sb__free(ex.prio);
     sb__free(ex.expires_ms);
+    sb__free(ex.u.keys);
+    sb__free(ex.u.policy);
+    sb__free(ex.u.window_ms);
     return rc;
 }
 

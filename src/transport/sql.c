@@ -59,7 +59,8 @@ static void put_row(sb_buf *b, const char *row, int base, int width, int ord)
 }
 
 /* An insert of `rows` rows: $1 queue, $2 now; then `width` per row (4,
- * or 6 with a priority and an expiry: the _ex templates). */
+ * or SB_INSERT_EX_WIDTH with the options of sb_outgoing_ex: the _ex
+ * templates). */
 static char *multi_insert(const char *head, const char *row, const char *tail,
                           int width, const char *prefix, int rows, int *rc)
 {
@@ -136,6 +137,12 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->settings_ttl = sb__sql_subst(t->settings_ttl, prefix, &rc);
     s->expire_due = sb__sql_subst(t->expire_due, prefix, &rc);
     s->expire_ttl = sb__sql_subst(t->expire_ttl, prefix, &rc);
+    s->cancel_key_get = sb__sql_subst(t->cancel_key_get, prefix, &rc);
+    s->unique_lock = sb__sql_subst(t->unique_lock, prefix, &rc);
+    s->unique_holder = sb__sql_subst(t->unique_holder, prefix, &rc);
+    s->unique_window_get = sb__sql_subst(t->unique_window_get, prefix, &rc);
+    s->unique_window_put = sb__sql_subst(t->unique_window_put, prefix, &rc);
+    s->unique_prune = sb__sql_subst(t->unique_prune, prefix, &rc);
     s->cancel_get = sb__sql_subst(t->cancel_get, prefix, &rc);
     s->progress_set = sb__sql_subst(t->progress_set, prefix, &rc);
     s->schedule_put = sb__sql_subst(t->schedule_put, prefix, &rc);
@@ -200,6 +207,12 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->settings_ttl,
                     &s->expire_due,
                     &s->expire_ttl,
+                    &s->cancel_key_get,
+                    &s->unique_lock,
+                    &s->unique_holder,
+                    &s->unique_window_get,
+                    &s->unique_window_put,
+                    &s->unique_prune,
                     &s->cancel_get,
                     &s->progress_set,
                     &s->schedule_put,

@@ -32,6 +32,15 @@ typedef struct sb_sql_templates {
      * locked for the transaction (expire_due: their own expires_at;
      * expire_ttl: queue $3's, published $4 ms or longer ago). */
     const char *settings_ttl, *expire_due, *expire_ttl;
+    /* T38: the messages of queue $1 holding key $2, locked, as cancel_get
+     * (flag at $3 now_us); the publish lock of one key ($1, a 64-bit hash
+     * of the queue and the key; NULL where the one writer serialises);
+     * the id of a message of $1 holding $2 (only one no lease holds at
+     * $3 now_us when $4 is 1); a key's window ($1 queue, $2 key, $3 now_us
+     * for get; $3 id, $4 window_ms, $5 now_us for put); the prune of ended
+     * windows ($1 now_us, $2 limit). */
+    const char *cancel_key_get, *unique_lock, *unique_holder;
+    const char *unique_window_get, *unique_window_put, *unique_prune;
     /* T39: message $1 of queue $2, locked for the transaction, with a
      * flag (an eighth column, 1 or 0) saying whether a lease holds it at
      * $3 now_us. */

@@ -140,6 +140,14 @@
     "  next_us bigint NULL,\n"                                                 \
     "  created_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"           \
     "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}unique_keys', N'U') IS NULL\n"                          \
+    "CREATE TABLE {p}unique_keys (\n"                                          \
+    "  queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"        \
+    "  unique_key nvarchar(255) COLLATE Latin1_General_100_BIN2 NOT NULL,\n"   \
+    "  message_id uniqueidentifier NOT NULL,\n"                                \
+    "  until datetime2(7) NOT NULL,\n"                                         \
+    "  PRIMARY KEY (queue, unique_key)\n"                                      \
     ");\n"
 /* The claim index: queue, then priority (highest first), then readiness.
  * A store made before priorities had the same index without priority
@@ -165,7 +173,12 @@
     "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
     "N'{p}messages_expires_idx')\n"                                            \
     "CREATE INDEX {p}messages_expires_idx\n"                                   \
-    "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
+    "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"            \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
+    "N'{p}messages_unique_idx')\n"                                             \
+    "CREATE INDEX {p}messages_unique_idx\n"                                    \
+    "  ON {p}messages (queue, unique_key) WHERE unique_key IS NOT NULL;\n"
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,
@@ -204,19 +217,21 @@ const sb_sql_templates sb__sql_mssql = {
         "HOLDLOCK) WHERE m.id = v.id)",
     .insert_head_ex =
         "INSERT INTO {p}messages (id, queue, payload, headers, created_at, "
-        "available_at, attempts, priority, expires_at) SELECT v.id, $1, "
-        "v.payload, v.headers, " NOW ", " PLUS_MS(
-            "v.delay_ms") ", 0, "
-                          "v.priority, " PLUS_MS(
-                              "v.expires_ms") " FROM (SELECT "
-                                              "CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
+        "available_at, attempts, priority, expires_at, unique_key) SELECT "
+        "v.id, $1, v.payload, v.headers, " NOW ", " PLUS_MS(
+            "v.delay_ms") ", "
+                          "0, v.priority, " PLUS_MS(
+                              "v.expires_ms") ", v.unique_key FROM "
+                                              "(SELECT CAST(x.id AS uniqueidentifier) AS id, x.payload, x.headers, "
                                               "x.delay_ms, CAST(x.priority AS smallint) AS priority, "
                                               "CAST(x.expires_ms AS bigint) AS expires_ms, "
+                                              "CAST(x.unique_key AS nvarchar(255)) AS unique_key, "
                                               "ROW_NUMBER() OVER (PARTITION BY x.id ORDER BY x.ord) "
                                               "AS rn FROM (VALUES ",
-    .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, $%d, %d)",
+    .insert_row_ex = "($%d, $%d, $%d, $%d, $%d, $%d, $%d, %d)",
     .insert_tail_ex =
-        ") AS x (id, payload, headers, delay_ms, priority, expires_ms, ord)) "
+        ") AS x (id, payload, headers, delay_ms, priority, expires_ms, "
+        "unique_key, ord)) "
         "AS v WHERE "
         "v.rn = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages AS m WITH "
         "(UPDLOCK, HOLDLOCK) WHERE m.id = v.id)",
@@ -224,6 +239,42 @@ const sb_sql_templates sb__sql_mssql = {
                   "created_at, queue, CASE WHEN locked_until > " NOW
                   " THEN 1 ELSE 0 END FROM {p}messages WITH (UPDLOCK, "
                   "ROWLOCK) WHERE id = $1 AND " SAME_QUEUE("queue", "$2"),
+    .cancel_key_get = "SELECT id, payload, headers, attempts, lock_id, "
+                      "created_at, queue, CASE WHEN locked_until > " NOW
+                      " THEN 1 ELSE 0 END FROM {p}messages WITH (UPDLOCK, "
+                      "ROWLOCK) WHERE " SAME_QUEUE(
+                          "queue", "$1") " AND " SAME_QUEUE("unique_key", "$2"),
+    /* T38: publishes of one key serialised until their commit ($1: a hash
+     * of the queue and the key). */
+    .unique_lock =
+        "DECLARE @sb_rc int, @sb_res nvarchar(255) = N'sqlbus:uk:' "
+        "+ CAST($1 AS nvarchar(30));\n"
+        "EXEC @sb_rc = sp_getapplock @Resource = @sb_res, "
+        "@LockMode = N'Exclusive', @LockOwner = N'Transaction', "
+        "@LockTimeout = 30000;\n" SB_TSQL_APPLOCK_CHECK("unique key lock"),
+    .unique_holder = "SELECT TOP (1) id FROM {p}messages WHERE " SAME_QUEUE(
+        "queue",
+        "$1") " AND " SAME_QUEUE("unique_key",
+                                 "$2") " AND (CAST($4 AS "
+                                       "int) = 0 OR locked_until IS NULL OR "
+                                       "locked_until <= " NOW ")",
+    .unique_window_get =
+        "SELECT message_id FROM {p}unique_keys WHERE " SAME_QUEUE(
+            "queue", "$1") " AND " SAME_QUEUE("unique_key",
+                                              "$2") " AND until > " NOW,
+    .unique_window_put =
+        "MERGE {p}unique_keys WITH (HOLDLOCK) AS u USING (SELECT CAST($1 AS "
+        "nvarchar(200)) AS queue, CAST($2 AS nvarchar(255)) AS unique_key) "
+        "AS x ON " SAME_QUEUE("u.queue", "x.queue") " AND " SAME_QUEUE(
+            "u.unique_key",
+            "x.unique_key") " WHEN MATCHED THEN UPDATE SET "
+                            "message_id = CAST($3 AS uniqueidentifier), until = " PLUS_MS(
+                                "$4") " WHEN NOT MATCHED THEN INSERT (queue, unique_key, "
+                                      "message_id, until) VALUES (x.queue, x.unique_key, CAST($3 "
+                                      "AS uniqueidentifier), " PLUS_MS(
+                                          "$4") ");",
+    .unique_prune = "DELETE TOP (CAST($2 AS int)) FROM {p}unique_keys WHERE "
+                    "until <= " NOW,
     .claim = CLAIMED_TABLE CLAIMABLE CLAIM_UPDATE CLAIMED_ROWS,
     /* In the claim's order: highest priority first (T34). */
     .claim_prio = CLAIMED_TABLE CLAIMABLE_AS("", "priority DESC, available_at, "
@@ -320,7 +371,7 @@ const sb_sql_templates sb__sql_mssql = {
     .peek =
         "SELECT id, payload, headers, attempts, CAST(NULL AS "
         "uniqueidentifier), created_at, queue, available_at, locked_until, "
-        "priority, progress, expires_at FROM {p}messages WHERE " SAME_QUEUE(
+        "priority, progress, expires_at, unique_key FROM {p}messages WHERE " SAME_QUEUE(
             "queue",
             "$1") " ORDER BY available_at, created_at, id OFFSET CAST($3 AS bigint) "
                   "ROWS FETCH NEXT CAST($2 AS bigint) ROWS ONLY",

@@ -33,6 +33,9 @@ const sb_sql_templates sb__sql_postgres = {
            "  ON {p}messages (created_at);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_expires_idx\n"
            "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_unique_idx\n"
+           "  ON {p}messages (queue, unique_key) WHERE unique_key IS NOT "
+           "NULL;\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
            "  queue text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
            "  published bigint NOT NULL DEFAULT 0,\n"
@@ -67,6 +70,13 @@ const sb_sql_templates sb__sql_postgres = {
            "  next_us bigint,\n"
            "  created_at timestamptz NOT NULL DEFAULT now(),\n"
            "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}unique_keys (\n"
+           "  queue text COLLATE \"C\" NOT NULL,\n"
+           "  unique_key text COLLATE \"C\" NOT NULL,\n"
+           "  message_id uuid NOT NULL,\n"
+           "  until timestamptz NOT NULL,\n"
+           "  PRIMARY KEY (queue, unique_key)\n"
            ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
@@ -78,9 +88,9 @@ const sb_sql_templates sb__sql_postgres = {
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
                       "created_at, available_at, attempts, priority, "
-                      "expires_at) VALUES ",
+                      "expires_at, unique_key) VALUES ",
     .insert_row_ex = "($%d::uuid, $1, $%d, $%d, now(), now() + $%d::int8 " MS
-                     ", 0, $%d::int2, now() + $%d::int8 " MS ")",
+                     ", 0, $%d::int2, now() + $%d::int8 " MS ", $%d::text)",
 /* The claimed rows are found again by their tuple ids (ctid), which
      * the subquery's row locks keep in place until the statement writes
      * them: a TID scan, the one plan that does not depend on the
@@ -126,6 +136,26 @@ const sb_sql_templates sb__sql_postgres = {
                   "created_at, queue, CASE WHEN locked_until > now() THEN 1 "
                   "ELSE 0 END FROM {p}messages WHERE id = $1::uuid AND "
                   "queue = $2 FOR UPDATE",
+    .cancel_key_get = "SELECT id, payload, headers, attempts, lock_id, "
+                      "created_at, queue, CASE WHEN locked_until > now() "
+                      "THEN 1 ELSE 0 END FROM {p}messages WHERE queue = $1 "
+                      "AND unique_key = $2 FOR UPDATE",
+    /* T38: publishes of one key serialised until their commit ($1: a hash
+     * of the queue and the key, claim.c's keyspace apart). */
+    .unique_lock = "SELECT pg_advisory_xact_lock($1::int8)",
+    .unique_holder = "SELECT id FROM {p}messages WHERE queue = $1 AND "
+                     "unique_key = $2 AND ($4::int4 = 0 OR locked_until IS "
+                     "NULL OR locked_until <= now()) LIMIT 1",
+    .unique_window_get = "SELECT message_id FROM {p}unique_keys WHERE queue "
+                         "= $1 AND unique_key = $2 AND until > now()",
+    .unique_window_put =
+        "INSERT INTO {p}unique_keys (queue, unique_key, message_id, until) "
+        "VALUES ($1, $2, $3::uuid, now() + $4::int8 " MS ") ON CONFLICT "
+        "(queue, unique_key) DO UPDATE SET message_id = excluded.message_id, "
+        "until = excluded.until",
+    .unique_prune = "DELETE FROM {p}unique_keys WHERE ctid = ANY (ARRAY("
+                    "SELECT ctid FROM {p}unique_keys WHERE until <= now() "
+                    "LIMIT $2::int8))",
     .claim = CLAIM_UPDATE(""),
     .claim_delete = CLAIM_DELETE(""),
     /* The claim, starting the index scan at $6 instead of the queue's
@@ -226,8 +256,8 @@ const sb_sql_templates sb__sql_postgres = {
         "LIMIT $5::int8",
     .peek =
         "SELECT id, payload, headers, attempts, NULL::uuid, created_at, "
-        "queue, available_at, locked_until, priority, progress, expires_at "
-        "FROM {p}messages WHERE queue = $1 ORDER BY available_at, created_at, id LIMIT "
+        "queue, available_at, locked_until, priority, progress, expires_at, "
+        "unique_key FROM {p}messages WHERE queue = $1 ORDER BY available_at, created_at, id LIMIT "
         "$2::int8 OFFSET $3::int8",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "
              "{p}messages WHERE queue = $1 AND created_at < now() - "

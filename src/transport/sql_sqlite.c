@@ -74,6 +74,9 @@ const sb_sql_templates sb__sql_sqlite = {
            "  ON {p}messages (created_at);\n"
            "CREATE INDEX IF NOT EXISTS {p}messages_expires_idx\n"
            "  ON {p}messages (expires_at) WHERE expires_at IS NOT NULL;\n"
+           "CREATE INDEX IF NOT EXISTS {p}messages_unique_idx\n"
+           "  ON {p}messages (queue, unique_key) WHERE unique_key IS NOT "
+           "NULL;\n"
            "CREATE TABLE IF NOT EXISTS {p}counts (\n"
            "  queue TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
            "  published INTEGER NOT NULL DEFAULT 0,\n"
@@ -108,6 +111,13 @@ const sb_sql_templates sb__sql_sqlite = {
            "  next_us INTEGER,\n"
            "  created_at INTEGER NOT NULL,\n"
            "  updated_at INTEGER NOT NULL\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}unique_keys (\n"
+           "  queue TEXT NOT NULL COLLATE BINARY,\n"
+           "  unique_key TEXT NOT NULL COLLATE BINARY,\n"
+           "  message_id TEXT NOT NULL,\n"
+           "  until INTEGER NOT NULL,\n"
+           "  PRIMARY KEY (queue, unique_key)\n"
            ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx;\n"
                "DROP INDEX IF EXISTS {p}messages_claim_idx",
@@ -118,12 +128,29 @@ const sb_sql_templates sb__sql_sqlite = {
     .insert_tail = " ON CONFLICT (id) DO NOTHING",
     .insert_head_ex = "INSERT INTO {p}messages (id, queue, payload, headers, "
                       "created_at, available_at, attempts, priority, "
-                      "expires_at) VALUES ",
-    .insert_row_ex =
-        "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d, $2 + $%d * 1000)",
+                      "expires_at, unique_key) VALUES ",
+    .insert_row_ex = "($%d, $1, $%d, $%d, $2, $2 + $%d * 1000, 0, $%d, "
+                     "$2 + $%d * 1000, $%d)",
     .cancel_get = "SELECT id, payload, headers, attempts, lock_id, "
                   "created_at, queue, CASE WHEN locked_until > $3 THEN 1 "
                   "ELSE 0 END FROM {p}messages WHERE id = $1 AND queue = $2",
+    .cancel_key_get = "SELECT id, payload, headers, attempts, lock_id, "
+                      "created_at, queue, CASE WHEN locked_until > $3 THEN 1 "
+                      "ELSE 0 END FROM {p}messages WHERE queue = $1 AND "
+                      "unique_key = $2",
+    .unique_lock = NULL, /* BEGIN IMMEDIATE: one writer at a time */
+    .unique_holder = "SELECT id FROM {p}messages WHERE queue = $1 AND "
+                     "unique_key = $2 AND ($4 = 0 OR locked_until IS NULL OR "
+                     "locked_until <= $3) LIMIT 1",
+    .unique_window_get = "SELECT message_id FROM {p}unique_keys WHERE queue "
+                         "= $1 AND unique_key = $2 AND until > $3",
+    .unique_window_put =
+        "INSERT INTO {p}unique_keys (queue, unique_key, message_id, until) "
+        "VALUES ($1, $2, $3, $5 + $4 * 1000) ON CONFLICT (queue, unique_key) "
+        "DO UPDATE SET message_id = excluded.message_id, until = "
+        "excluded.until",
+    .unique_prune = "DELETE FROM {p}unique_keys WHERE rowid IN (SELECT rowid "
+                    "FROM {p}unique_keys WHERE until <= $1 LIMIT $2)",
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
     /* RETURNING gives no order: claim.c sorts by the priority. */
     .claim_prio = CLAIM_SET READY_BY_PRIORITY CLAIM_RETURNING,
@@ -202,7 +229,7 @@ const sb_sql_templates sb__sql_sqlite = {
         "LIMIT COALESCE($5, -1)",
     .peek = "SELECT id, payload, headers, attempts, NULL, created_at, "
             "queue, available_at, locked_until, priority, progress, "
-            "expires_at FROM {p}messages WHERE "
+            "expires_at, unique_key FROM {p}messages WHERE "
             "queue = $1 ORDER BY available_at, created_at, id LIMIT $2 "
             "OFFSET $3",
     .prune = "DELETE FROM {p}messages WHERE id IN (SELECT id FROM "

@@ -30,6 +30,9 @@ typedef struct sb_transport_sql {
     char *settings_ttl;     /* $1 queue, $2 ttl_ms|NULL, $3 now_us (T40) */
     char *expire_due;       /* $1 now_us, $2 limit: expired rows, locked */
     char *expire_ttl;       /* as expire_due, $3 queue, $4 ttl_ms */
+    char *cancel_key_get;   /* T38, see sql_dialect.h */
+    char *unique_lock, *unique_holder, *unique_window_get;
+    char *unique_window_put, *unique_prune;
     char *cancel_get;   /* $1 id, $2 queue, $3 now_us: the row, locked (T39) */
     char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
     char *schedule_put, *schedule_remove, *schedule_list; /* T41 */
@@ -212,6 +215,7 @@ struct sb_msg {
     int64_t locked_until_us; /* sb_queue_peek: 0 when not leased */
     int priority;            /* sb_queue_peek only (T34) */
     char *progress;          /* sb_queue_peek only (T42), or NULL */
+    char *unique_key;        /* sb_queue_peek only (T38), or NULL */
     /* T40: its own expiry (0: none), in the database's clock; a claim
      * also keeps the statement's clock and sb__mono_us() when read, for
      * sb__msg_expired to tell the database's time later. */
@@ -323,8 +327,29 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
 #define SB_CLAIM_COL_EXPIRES 9
 #define SB_CLAIM_COL_NOW 10
 /* The parameters a row of the _ex inserts: id, payload, headers, delay,
- * priority, expiry. */
-#define SB_INSERT_EX_WIDTH 6
+ * priority, expiry, unique key. */
+#define SB_INSERT_EX_WIDTH 7
+
+/* T38: the unique keys of a batch, an entry a message (keys[i] NULL for
+ * none). */
+typedef struct sb_unique_opts {
+    const char **keys;
+    int *policy;
+    int64_t *window_ms;
+} sb_unique_opts;
+/* SB_INVALID naming `field` unless `key` is 1 to SB_UNIQUE_KEY_MAX bytes
+ * of UTF-8 without control characters. */
+int sb__unique_key_check(const char *key, const char *field, sb_error *err);
+/* In a publish's transaction, before its rows are inserted: lock each
+ * keyed message's key (in one order for every batch), refuse the batch
+ * with SB_CONFLICT naming msgs[i].unique_key when a message or window
+ * holds it (not the message itself: T9), and open the windows of
+ * SB_UNIQUE_WINDOW keys. */
+int sb__unique_check_on(sb_bus *bus, sb_conn *c, const char *queue,
+                        const sb_unique_opts *u, size_t n, char (*ids)[37],
+                        sb_error *err);
+/* Delete up to `max` key windows that have ended. */
+int sb__unique_prune(sb_bus *bus, size_t max, sb_error *err);
 
 /* T40: whether claimed message `m` is past its expiry, or older than the
  * queue's time to live `ttl_ms` (0: none), now by the database's clock as

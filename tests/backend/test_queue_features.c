@@ -1,7 +1,8 @@
 /*
  * test_queue_features.c - the queue features of issue 21 on every
  * backend (docs/transport.md, "Queue features"): priorities (T34) and
- * pause/resume (T35), cancellation (T39), expiry (T40), progress (T42).
+ * pause/resume (T35), unique keys (T38), cancellation (T39), expiry
+ * (T40), progress (T42).
  * Each test
  * names the rules it proves.
  */
@@ -829,6 +830,269 @@ static void test_expiry_worker(void **state)
     sb_close(bus);
 }
 
+/* Publish `text` to `queue` with unique key `key` under `policy` (and
+ * `window_ms`); the result code, the id into `id` (when not NULL). */
+static int publish_keyed(sb_bus *bus, const char *queue, const char *text,
+                         const char *key, int policy, int64_t window_ms,
+                         char id[37], sb_error *err)
+{
+    sb_outgoing_ex m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    m.msg.payload = text;
+    m.msg.payload_len = strlen(text);
+    m.unique_key = key;
+    m.unique_policy = policy;
+    m.unique_window_ms = window_ms;
+    char ids[1][37];
+    int rc = sb_publish_ex(bus, NULL, queue, &m, 1, ids, err);
+    if (id != NULL && rc == SB_OK)
+        memcpy(id, ids[0], 37);
+    return rc;
+}
+
+/* T38: a refused publish names the field and the message holding the
+ * key. */
+static void assert_held(int rc, const sb_error *err, const char *holder)
+{
+    assert_int_equal(rc, SB_CONFLICT);
+    assert_string_equal(err->field, "msgs[0].unique_key");
+    assert_non_null(strstr(err->message, holder));
+}
+
+/* T38, policy active (the default): a key is held while its message
+ * waits and while a consumer runs it, and free once it is acked; the
+ * holder published again by its own id is T9's duplicate, not a
+ * conflict; another queue's key is another key. */
+static void test_unique_active(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    char a[37], b[37];
+    sbt_ok(
+        publish_keyed(bus, "q", "a", "order-1", SB_UNIQUE_ACTIVE, 0, a, &err),
+        &err, "publish a");
+    assert_held(
+        publish_keyed(bus, "q", "b", "order-1", SB_UNIQUE_ACTIVE, 0, b, &err),
+        &err, a);
+    sbt_ok(publish_keyed(bus, "other", "b", "order-1", SB_UNIQUE_ACTIVE, 0, b,
+                         &err),
+           &err, "the same key in another queue");
+    sb_outgoing_ex again;
+    memset(&again, 0, sizeof again);
+    again.size = sizeof again;
+    again.msg.id = a;
+    again.msg.payload = "a";
+    again.msg.payload_len = 1;
+    again.unique_key = "order-1";
+    sbt_ok(sb_publish_ex(bus, NULL, "q", &again, 1, NULL, &err), &err,
+           "the holder again by its id (T9)");
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_peek(bus, "q", 0, 10, &got, &n, &err), &err, "peek");
+    assert_int_equal(n, 1);
+    assert_string_equal(sb_msg_unique_key(got[0]), "order-1");
+    sb_msg_free_array(got, n);
+    sbt_ok(sb_claim(bus, "q", 1, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 1);
+    assert_held(
+        publish_keyed(bus, "q", "b", "order-1", SB_UNIQUE_ACTIVE, 0, b, &err),
+        &err, a);
+    sbt_ok(sb_ack(bus, NULL, got[0], &err), &err, "ack");
+    sb_msg_free_array(got, n);
+    sbt_ok(
+        publish_keyed(bus, "q", "b", "order-1", SB_UNIQUE_ACTIVE, 0, b, &err),
+        &err, "free once acked");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T38, policy queued: the key is held only while a message waits; once
+ * a consumer has it, one more may wait. Cancelling by the key (T39)
+ * dead-letters both, the running one and the waiting one. */
+static void test_unique_queued_and_cancel(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    char a[37], b[37];
+    sbt_ok(publish_keyed(bus, "q", "a", "sync", SB_UNIQUE_QUEUED, 0, a, &err),
+           &err, "publish a");
+    assert_held(
+        publish_keyed(bus, "q", "b", "sync", SB_UNIQUE_QUEUED, 0, b, &err),
+        &err, a);
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sbt_ok(sb_claim(bus, "q", 1, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 1);
+    sbt_ok(publish_keyed(bus, "q", "b", "sync", SB_UNIQUE_QUEUED, 0, b, &err),
+           &err, "one may wait while one runs");
+    assert_held(
+        publish_keyed(bus, "q", "c", "sync", SB_UNIQUE_QUEUED, 0, NULL, &err),
+        &err, b);
+    size_t cancelled = 0;
+    sbt_ok(sb_cancel_key(bus, "q", "sync", &cancelled, &err), &err,
+           "cancel by key");
+    assert_int_equal(cancelled, 2);
+    assert_int_equal(cancelled_letters(bus, "q", NULL), 2);
+    assert_int_equal(sb_ack(bus, NULL, got[0], &err), SB_LOST_LEASE);
+    sb_msg_free_array(got, n);
+    assert_int_equal(sb_cancel_key(bus, "q", "sync", &cancelled, &err),
+                     SB_NOTFOUND);
+    assert_string_equal(err.field, "unique_key");
+    assert_int_equal(sb_cancel_key(bus, "q", "", &cancelled, &err), SB_INVALID);
+    assert_string_equal(err.field, "unique_key");
+    assert_int_equal(sb_cancel_key(bus, "deadletter", "sync", NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T38, policy window: the key is held for the window after a publish,
+ * also once its message is settled; then it is free again. */
+static void test_unique_window(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    char a[37];
+    sbt_ok(
+        publish_keyed(bus, "q", "a", "daily", SB_UNIQUE_WINDOW, 400, a, &err),
+        &err, "publish a");
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sbt_ok(sb_claim(bus, "q", 1, 30000, &got, &n, &err), &err, "claim");
+    sbt_ok(sb_ack(bus, NULL, got[0], &err), &err, "ack");
+    sb_msg_free_array(got, n);
+    assert_held(publish_keyed(bus, "q", "b", "daily", SB_UNIQUE_WINDOW, 400,
+                              NULL, &err),
+                &err, a);
+    /* A policy without a window does not look at the window. */
+    sbt_ok(
+        publish_keyed(bus, "q", "c", "daily", SB_UNIQUE_ACTIVE, 0, NULL, &err),
+        &err, "active ignores the window");
+    sbt_ok(sb_cancel_key(bus, "q", "daily", NULL, &err), &err, "cancel c");
+    sbt_sleep_ms(600);
+    size_t expired = 0;
+    sbt_ok(sb_queue_expire(bus, 10, &expired, &err), &err,
+           "the sweep prunes ended windows");
+    sbt_ok(publish_keyed(bus, "q", "d", "daily", SB_UNIQUE_WINDOW, 400, NULL,
+                         &err),
+           &err, "free after the window");
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+typedef struct race {
+    sb_bus *bus;
+    pthread_barrier_t *go;
+    int rc;
+} race;
+
+static void *race_publish(void *arg)
+{
+    race *r = arg;
+    pthread_barrier_wait(r->go);
+    sb_error err;
+    r->rc = publish_keyed(r->bus, "q", "x", "the-one", SB_UNIQUE_ACTIVE, 0,
+                          NULL, &err);
+    return NULL;
+}
+
+/* T38: publishers racing with one key, on one bus and on another: exactly
+ * one stores a message, every other is refused with SB_CONFLICT. */
+static void test_unique_race(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_bus *other = sbt_open(prefix, NULL);
+    enum { N = 8 };
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, N);
+    race r[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = (race){i % 2 ? other : bus, &go, -1};
+        pthread_create(&t[i], NULL, race_publish, &r[i]);
+    }
+    int stored = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        stored += r[i].rc == SB_OK;
+        refused += r[i].rc == SB_CONFLICT;
+    }
+    pthread_barrier_destroy(&go);
+    assert_int_equal(stored, 1);
+    assert_int_equal(refused, N - 1);
+    assert_int_equal(sbt_count(bus, "q"), 1);
+    sb_close(other);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T38: a batch whose keys collide, or whose key, policy or window is bad,
+ * is refused naming the message's field and the limit; nothing of it is
+ * stored, and the dead-letter queue takes no keys. */
+static void test_unique_input(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_outgoing_ex m[2];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 2; i++) {
+        m[i].size = sizeof m[0];
+        m[i].msg.payload = "x";
+        m[i].msg.payload_len = 1;
+        m[i].unique_key = "same";
+    }
+    sb_error err;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_CONFLICT);
+    assert_string_equal(err.field, "msgs[1].unique_key");
+    char long_key[SB_UNIQUE_KEY_MAX + 2];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = '\0';
+    const char *bad[] = {"", long_key, "tab\there", "\xff\xfe"};
+    for (size_t i = 0; i < 4; i++) {
+        m[1].unique_key = bad[i];
+        assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                         SB_INVALID);
+        assert_string_equal(err.field, "msgs[1].unique_key");
+    }
+    m[1].unique_key = "other";
+    m[1].unique_policy = 7;
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].unique_policy");
+    m[1].unique_policy = SB_UNIQUE_WINDOW; /* without its window */
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].unique_window_ms");
+    m[1].unique_policy = SB_UNIQUE_ACTIVE;
+    m[1].unique_window_ms = 1000; /* a window without its policy */
+    assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[1].unique_window_ms");
+    m[1].unique_window_ms = 0;
+    assert_int_equal(sb_publish_ex(bus, NULL, "deadletter", m, 2, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "msgs[0].unique_key");
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    sbt_ok(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err), &err,
+           "two keys in one batch");
+    assert_int_equal(sbt_count(bus, "q"), 2);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -847,6 +1111,11 @@ int main(void)
         cmocka_unit_test(test_expiry_sweep_and_ttl),
         cmocka_unit_test(test_expiry_input),
         cmocka_unit_test(test_expiry_worker),
+        cmocka_unit_test(test_unique_active),
+        cmocka_unit_test(test_unique_queued_and_cancel),
+        cmocka_unit_test(test_unique_window),
+        cmocka_unit_test(test_unique_race),
+        cmocka_unit_test(test_unique_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -634,24 +634,27 @@ static void test_schema_upgrade(void **state)
         k += snprintf(sql + k, sizeof sql - (size_t)k,
                       "DROP INDEX %smessages_claim_idx ON %smessages; "
                       "DROP INDEX %smessages_expires_idx ON %smessages; "
+                      "DROP INDEX %smessages_unique_idx ON %smessages; "
                       "DECLARE @n sysname = (SELECT d.name FROM "
                       "sys.default_constraints d WHERE d.parent_object_id = "
                       "OBJECT_ID(N'%smessages') AND d.parent_column_id = "
                       "COLUMNPROPERTY(OBJECT_ID(N'%smessages'), 'priority', "
                       "'ColumnId')); EXEC(N'ALTER TABLE %smessages DROP "
                       "CONSTRAINT ' + @n); ",
-                      prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+                      prefix, prefix, prefix, prefix, prefix, prefix, prefix,
+                      prefix, prefix);
     else if (sbt_is_pg())
         k += snprintf(sql + k, sizeof sql - (size_t)k,
                       "DROP INDEX %smessages_claim_idx; DROP INDEX "
-                      "%smessages_expires_idx; ",
-                      prefix, prefix);
+                      "%smessages_expires_idx; DROP INDEX "
+                      "%smessages_unique_idx; ",
+                      prefix, prefix, prefix);
     else
-        k +=
-            snprintf(sql + k, sizeof sql - (size_t)k,
-                     "DROP INDEX %smessages_plain_idx; DROP INDEX "
-                     "%smessages_prio_idx; DROP INDEX %smessages_expires_idx; ",
-                     prefix, prefix, prefix);
+        k += snprintf(sql + k, sizeof sql - (size_t)k,
+                      "DROP INDEX %smessages_plain_idx; DROP INDEX "
+                      "%smessages_prio_idx; DROP INDEX %smessages_expires_idx; "
+                      "DROP INDEX %smessages_unique_idx; ",
+                      prefix, prefix, prefix, prefix);
     static const char *const later[] = {"priority", "unique_key", "expires_at",
                                         "progress"};
     for (size_t i = 0; i < 4; i++)
@@ -690,6 +693,8 @@ static void test_schema_upgrade(void **state)
              sbt_is_pg() || sbt_is_mssql() ? "claim" : "plain");
     assert_int_equal(index_count(name), 1);
     snprintf(name, sizeof name, "%smessages_expires_idx", prefix); /* T40 */
+    assert_int_equal(index_count(name), 1);
+    snprintf(name, sizeof name, "%smessages_unique_idx", prefix); /* T38 */
     assert_int_equal(index_count(name), 1);
     sb_msg **got = NULL;
     size_t n = 0;

@@ -166,3 +166,30 @@ expect_err "queues ttl needs QUEUE and one duration"
 expect_exit 2 sb queues ttl deadletter 1h
 expect_err "is the dead-letter queue"
 ok "publish --expires-in, queues ttl, queues expire (T40)"
+
+# T38: publish --unique-key refuses a key another message holds (exit 6,
+# naming the holder); --unique-policy queued frees it once a consumer has
+# the message; queues cancel --key cancels by the key; bad flags exit 2.
+held=$(printf 'a' | sb publish --queue qk --unique-key order-7)
+expect_exit 6 sb publish --queue qk --unique-key order-7 /dev/null
+expect_err "unique key \"order-7\" of queue qk is held by message $held"
+expect_exit 0 sb queues cancel qk --key order-7
+grep -q '^1 message holding unique key "order-7" cancelled' "$tmp/out" || fail "cancel --key said: $(cat "$tmp/out")"
+expect_exit 0 sb publish --queue qk --unique-key order-7 /dev/null
+expect_exit 4 sb queues cancel qk --key nobody-holds-this
+expect_err "queue qk has no message holding unique key \"nobody-holds-this\""
+expect_exit 2 sb queues cancel qk --key order-7 "$held"
+expect_err "takes no IDs"
+printf 'w' | sb publish --queue qw --unique-key nightly --unique-policy window --unique-window 1h >/dev/null
+expect_exit 0 sb queues cancel qw --key nightly
+expect_exit 6 sb publish --queue qw --unique-key nightly --unique-policy window --unique-window 1h /dev/null
+expect_err "(policy window)"
+expect_exit 2 sb publish --queue qk --unique-policy queued /dev/null
+expect_err "need --unique-key"
+expect_exit 2 sb publish --queue qk --unique-key k --unique-policy window /dev/null
+expect_err "--unique-policy window and --unique-window D go together"
+expect_exit 2 sb publish --queue qk --unique-key k --unique-policy sometimes /dev/null
+expect_err "--unique-policy must be active, queued or window"
+expect_exit 2 sb publish --queue qk --unique-key "$(printf 'a\tb')" /dev/null
+expect_err "no control characters"
+ok "publish --unique-key, queues cancel --key (T38)"

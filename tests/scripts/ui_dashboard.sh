@@ -78,6 +78,9 @@ seq 1 5 | sed 's/^/{"order": &}/' | sb publish --queue orders --lines >/dev/null
 seq 1 2 | sed 's/^/{"email": &}/' | sb publish --queue emails --lines --expires-in 7d >/dev/null ||
     fail "publish emails"
 sb queues ttl emails 7d >/dev/null || fail "queues ttl emails"
+# T38: a sign-up holds its unique key.
+printf '{"user": 42}' | sb publish --queue signups --unique-key welcome-42 >/dev/null ||
+    fail "publish signups"
 total=$(sb errors list --json | jq -r .total)
 [ "$total" = 9 ] || fail "seeded $total failed messages, want 9: $(sb errors list --json)"
 ok "seeded 9 failed messages in 2 groups and 7 ready messages"

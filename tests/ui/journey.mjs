@@ -371,6 +371,12 @@ async function journey() {
     await until('the expiry badges', async () => (await page.locator('main tr[data-row] .badge.expires').count()) === 2);
   });
 
+  await step('queues: a message shows the unique key it holds (T38)', async () => {
+    await page.goto(base + '/#/queues/signups');
+    await until('the key badge', async () =>
+      (await page.locator('main tr[data-row] .badge.key').allTextContents()).includes('key welcome-42'));
+  });
+
   await step('queues: cancel a waiting message from its queue page (T39)', async () => {
     /* Last: its dead letter becomes a failed message the steps above count. */
     await page.goto(base + '/#/queues/orders');

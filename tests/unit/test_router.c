@@ -118,6 +118,8 @@ static void test_every_route(void **state)
         {"POST", "/api/queues/orders/resume", SB_R_QUEUE_RESUME, "orders",
          NULL},
         {"PUT", "/api/queues/orders/ttl", SB_R_QUEUE_TTL, "orders", NULL},
+        {"POST", "/api/queues/orders/cancel", SB_R_QUEUE_CANCEL_KEY, "orders",
+         NULL},
         {"POST", "/api/failed-messages", SB_R_FAILED_MESSAGES, NULL, NULL},
         {"GET", "/api/recovery", SB_R_RECOVERY, NULL, NULL},
         {"GET", "/api/stats", SB_R_STATS, NULL, NULL},

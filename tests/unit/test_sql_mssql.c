@@ -168,6 +168,44 @@ static void test_expiry_shape(void **state)
     sb__transport_sql_free(s);
 }
 
+/* T38: a key's publishes are serialised by an application lock owned
+ * by the transaction and checked; the holder and window lookups and the
+ * cancel by key compare the queue and the key exactly (the padding
+ * sentinel, binary collation); a window is an upsert; the index of keys
+ * is filtered to the rows that have one. */
+static void test_unique_shape(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    sbt_has("unique_lock", s->unique_lock,
+            "N'sqlbus:uk:' + CAST($1 AS nvarchar(30))");
+    sbt_has("unique_lock", s->unique_lock,
+            "@LockMode = N'Exclusive', @LockOwner = N'Transaction'");
+    sbt_has("unique_lock", s->unique_lock, "IF @sb_rc = -1 THROW");
+    sbt_has("unique_holder", s->unique_holder,
+            "unique_key = $2 AND unique_key + N'.' = $2 + N'.' COLLATE "
+            "Latin1_General_100_BIN2");
+    sbt_has("unique_holder", s->unique_holder,
+            "(CAST($4 AS int) = 0 OR locked_until IS NULL OR locked_until <= "
+            "CAST(SYSUTCDATETIME() AS datetime2(6)))");
+    sbt_has("unique_window_get", s->unique_window_get,
+            "AND until > CAST(SYSUTCDATETIME() AS datetime2(6))");
+    sbt_has("unique_window_put", s->unique_window_put,
+            "MERGE t_unique_keys WITH (HOLDLOCK)");
+    sbt_has("unique_prune", s->unique_prune,
+            "DELETE TOP (CAST($2 AS int)) FROM t_unique_keys WHERE until <=");
+    sbt_has("cancel_key_get", s->cancel_key_get,
+            "FROM t_messages WITH (UPDLOCK, ROWLOCK) WHERE queue = $1");
+    sbt_has("peek", s->peek, "expires_at, unique_key FROM");
+    sbt_has("schema", sb__sql_mssql_schema,
+            "CREATE INDEX {p}messages_unique_idx\n  ON {p}messages (queue, "
+            "unique_key) WHERE unique_key IS NOT NULL;");
+    sbt_has("schema", sb__sql_mssql_schema,
+            "unique_key nvarchar(255) COLLATE Latin1_General_100_BIN2 NOT "
+            "NULL");
+    sb__transport_sql_free(s);
+}
+
 /* T34: a queue without priorities claims priority 0 in time order (the
  * claim index's seek); a prioritized one orders by priority first. The
  * publish with priorities inserts each row's priority, deduplicated by id
@@ -185,12 +223,14 @@ static void test_priority_shape(void **state)
     sbt_has("claim_prio", s->claim_prio, "WITH (UPDLOCK, ROWLOCK, READPAST)");
     sbt_has("claim_prio", s->claim_prio, "lock_id = $4 OUTPUT");
     sbt_has("insert_ex1", s->insert_ex[0],
-            "attempts, priority, expires_at) SELECT v.id, $1, v.payload");
-    sbt_has("insert_ex1", s->insert_ex[0], "($3, $4, $5, $6, $7, $8, 0)");
+            "attempts, priority, expires_at, unique_key) SELECT v.id, $1, "
+            "v.payload");
+    sbt_has("insert_ex1", s->insert_ex[0], "($3, $4, $5, $6, $7, $8, $9, 0)");
     sbt_has("insert_ex10", s->insert_ex[1],
-            "($57, $58, $59, $60, $61, $62, 9)");
+            "($66, $67, $68, $69, $70, $71, $72, 9)");
     sbt_has("insert_ex1", s->insert_ex[0],
-            "AS x (id, payload, headers, delay_ms, priority, expires_ms, ord)");
+            "AS x (id, payload, headers, delay_ms, priority, expires_ms, "
+            "unique_key, ord)");
     sbt_has("insert_ex1", s->insert_ex[0], "WHERE v.rn = 1 AND NOT EXISTS");
     sbt_has("mark_prioritized", s->mark_prioritized,
             "IF NOT EXISTS (SELECT 1 FROM t_queue_settings WHERE queue = $1");
@@ -213,7 +253,7 @@ static void test_priority_shape(void **state)
     sbt_has("nak", s->nak, "progress = NULL WHERE id = $1 AND lock_id = $2");
     sbt_has("hand_back", s->hand_back, "lock_id = NULL, progress = NULL");
     sbt_has("peek", s->peek,
-            "locked_until, priority, progress, expires_at FROM");
+            "locked_until, priority, progress, expires_at, unique_key FROM");
     sbt_has("cancel_get", s->cancel_get,
             "CASE WHEN locked_until > CAST(SYSUTCDATETIME() AS datetime2(6)) "
             "THEN 1 ELSE 0 END");
@@ -607,6 +647,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_shape),
         cmocka_unit_test(test_expiry_shape),
+        cmocka_unit_test(test_unique_shape),
         cmocka_unit_test(test_priority_shape),
         cmocka_unit_test(test_queue_sentinel_everywhere),
         cmocka_unit_test(test_fences_count_by_rowcount),

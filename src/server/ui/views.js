@@ -388,6 +388,8 @@ SB.common = (function () {
         rows.push(h('tr', {dataset: {row: key}},
           C.cell(h('code', key)), C.cell(h('span', h('span.badge.state-' + m.state, m.state),
             m.priority ? h('span.badge.priority', {title: 'priority ' + m.priority}, 'priority ' + m.priority) : null,
+            m.unique_key ? h('span.badge.key', {title: 'unique key: another message with it is refused while ' +
+              'this one holds it'}, 'key ', h('code', m.unique_key)) : null,
             m.expires_at ? h('span.badge.expires', {title: 'dead-lettered “expired” if no handler has started it by ' +
               m.expires_at}, 'expires ', D.time(m.expires_at)) : null)),
           C.cell(D.num(m.attempts), 'n'), C.cell(D.time(m.created_at), 'opt'),
