@@ -78,6 +78,8 @@ seq 1 5 | sed 's/^/{"order": &}/' | sb publish --queue orders --lines >/dev/null
 seq 1 2 | sed 's/^/{"email": &}/' | sb publish --queue emails --lines --expires-in 7d >/dev/null ||
     fail "publish emails"
 sb queues ttl emails 7d >/dev/null || fail "queues ttl emails"
+# T36: the emails go out at most 100 a second, 5 at a time.
+sb queues limit emails --max-running 5 --rate 100/1s >/dev/null || fail "queues limit emails"
 total=$(sb errors list --json | jq -r .total)
 [ "$total" = 9 ] || fail "seeded $total failed messages, want 9: $(sb errors list --json)"
 ok "seeded 9 failed messages in 2 groups and 7 ready messages"
