@@ -506,6 +506,10 @@ typedef struct sb_queue_stats {
     int paused;      /* claims stopped (sb_queue_pause) */
     int prioritized; /* some message had a priority other than 0 */
     int64_t ttl_ms;  /* T40: its time to live (sb_queue_set_ttl), 0: none */
+    /* T36: its limits (sb_queue_set_limits), 0: none. */
+    int max_running;          /* messages leased at once */
+    int rate_limit;           /* claims per rate_interval_ms */
+    int64_t rate_interval_ms; /* 0 without a rate limit */
 } sb_queue_stats;
 
 /* List every queue: those with rows, and those with settings (a paused
@@ -538,6 +542,33 @@ SB_API int sb_queue_resume(sb_bus *bus, const char *queue, sb_error *err);
  * the limit, or `queue` for the dead-letter queue. Thread-safe. */
 SB_API int sb_queue_set_ttl(sb_bus *bus, const char *queue, int64_t ttl_ms,
                             sb_error *err);
+/* T36: a queue's limits. `size` is sizeof(sb_queue_limits) of the
+ * caller's build: members added later are read only when it covers
+ * them. All 0 (no limit) clears them. */
+#define SB_MAX_RUNNING_MAX 10000
+#define SB_RATE_LIMIT_MAX 1000000
+#define SB_RATE_INTERVAL_MAX_MS 86400000LL
+typedef struct sb_queue_limits {
+    size_t size;
+    /* At most this many messages of the queue leased at once, by every
+     * worker and sb_claim of any process or host: 1 to
+     * SB_MAX_RUNNING_MAX, 0 for no limit. */
+    int max_running;
+    /* At most rate_limit claims per rate_interval_ms (a token bucket of
+     * rate_limit tokens, refilled continuously): rate_limit 1 to
+     * SB_RATE_LIMIT_MAX with rate_interval_ms 1 ms to
+     * SB_RATE_INTERVAL_MAX_MS (a day), or both 0 for no limit. */
+    int rate_limit;
+    int64_t rate_interval_ms;
+} sb_queue_limits;
+/* T36: set (or clear) the limits of `queue`; the bucket starts full.
+ * Enforced in the claim, across processes and hosts: sb_claim at once,
+ * workers within SB_SETTINGS_REFRESH_MS. SB_INVALID names `limits`,
+ * `limits->size` or the field and its limit, or `queue` for the
+ * dead-letter queue; nothing is changed then. `limits` is borrowed.
+ * Transient and backend codes. Thread-safe. */
+SB_API int sb_queue_set_limits(sb_bus *bus, const char *queue,
+                               const sb_queue_limits *limits, sb_error *err);
 /* The most messages one sb_queue_expire call dead-letters. */
 #define SB_EXPIRE_MAX 100000
 /* T40: dead-letter, with reason "expired", up to `max` (1 to

@@ -48,6 +48,12 @@ static int queues(const sb_api *a, sb_api_resp *out)
         sb__json_bool_m(b, &f, "prioritized", q[i]->prioritized);
         if (q[i]->ttl_ms > 0)
             sb__json_int_m(b, &f, "ttl_ms", q[i]->ttl_ms);
+        if (q[i]->max_running > 0)
+            sb__json_int_m(b, &f, "max_running", q[i]->max_running);
+        if (q[i]->rate_limit > 0) {
+            sb__json_int_m(b, &f, "rate_limit", q[i]->rate_limit);
+            sb__json_int_m(b, &f, "rate_interval_ms", q[i]->rate_interval_ms);
+        }
         sb__buf_puts(b, "}");
     }
     sb__buf_puts(b, "]");
@@ -551,6 +557,67 @@ static int set_ttl(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     return 1;
 }
 
+/* A whole number `field` of `j` in 1..`max`, or absent, null or 0 (0:
+ * none); else a 400 naming it and the limit. */
+static int limit_field(const json_t *j, const char *field, int64_t max,
+                       int64_t *out, sb_api_resp *resp)
+{
+    const json_t *v = json_object_get(j, field);
+    *out = 0;
+    if (v == NULL || json_is_null(v))
+        return 1;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > max)
+        return sb__api_error(resp, 400, "invalid", field,
+                             "%s must be a whole number, 1 to %lld, or 0 or "
+                             "null for none",
+                             field, (long long)max);
+    *out = (int64_t)json_integer_value(v);
+    return 1;
+}
+
+/* `name`: `v`, or null for 0 (none). */
+static void limit_member(sb_buf *b, int *f, const char *name, int64_t v)
+{
+    if (v > 0) {
+        sb__json_int_m(b, f, name, v);
+    } else {
+        sb__json_key(b, f, name);
+        sb__buf_puts(b, "null");
+    }
+}
+
+/* PUT /api/queues/{q}/limits (T36): {"max_running": n, "rate_limit": n,
+ * "rate_interval_ms": n}, each absent, 0 or null for none; the limits
+ * are replaced as a whole. */
+static int set_limits(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
+{
+    static const char *const known[] = {"max_running", "rate_limit",
+                                        "rate_interval_ms", NULL};
+    int64_t max = 0, rate = 0, every = 0;
+    if (!sb__api_known_fields(r->json, known, out) ||
+        !limit_field(r->json, "max_running", SB_MAX_RUNNING_MAX, &max, out) ||
+        !limit_field(r->json, "rate_limit", SB_RATE_LIMIT_MAX, &rate, out) ||
+        !limit_field(r->json, "rate_interval_ms", SB_RATE_INTERVAL_MAX_MS,
+                     &every, out))
+        return 1;
+    const char *queue = r->m->captures[0];
+    sb_queue_limits l = {sizeof l, (int)max, (int)rate, every};
+    sb_error err;
+    int rc = sb_queue_set_limits(a->bus, queue, &l, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int f = 1;
+    sb__buf_puts(&out->body, "{");
+    sb__json_str_m(&out->body, &f, "name", queue);
+    limit_member(&out->body, &f, "max_running", max);
+    limit_member(&out->body, &f, "rate_limit", rate);
+    limit_member(&out->body, &f, "rate_interval_ms", every);
+    sb__buf_puts(&out->body, "}");
+    out->status = 200;
+    return 1;
+}
+
 /* POST /api/queues/{q}/messages/{id}/cancel (T39): the message is
  * dead-lettered "cancelled"; the answer says whether a consumer held it. */
 static int cancel(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
@@ -584,6 +651,7 @@ int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     case SB_R_QUEUE_CANCEL: return cancel(a, r, out);
     case SB_R_QUEUE_TTL: return set_ttl(a, r, out);
     case SB_R_QUEUE_CANCEL_KEY: return cancel_key(a, r, out);
+    case SB_R_QUEUE_LIMITS: return set_limits(a, r, out);
     case SB_R_FAILED_MESSAGES: return submit(a, r, out);
     case SB_R_RECOVERY: return recovery(a, out);
     default: return 0;

@@ -95,6 +95,8 @@ static const route routes[] = {
     {GET_, "/api/schedules", SB_R_SCHEDULES, NO_BODY},
     {SB_HTTP_PUT | SB_HTTP_DELETE, "/api/schedules/{name}", SB_R_SCHEDULE,
      BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
+    {SB_HTTP_PUT, "/api/queues/{q}/limits", SB_R_QUEUE_LIMITS,
+     BODY(SB_HTTP_PUT, SB_BODY_OBJECT)},
     {SB_HTTP_POST, "/api/failed-messages", SB_R_FAILED_MESSAGES,
      BODY(SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY)},
     {GET_, "/api/recovery", SB_R_RECOVERY, NO_BODY},

@@ -76,6 +76,7 @@ typedef enum sb_route_id {
     SB_R_QUEUE_RESUME,          /* POST /api/queues/{q}/resume (T35) */
     SB_R_QUEUE_CANCEL,     /* POST /api/queues/{q}/messages/{id}/cancel (T39) */
     SB_R_QUEUE_TTL,        /* PUT /api/queues/{q}/ttl (T40) */
+    SB_R_QUEUE_LIMITS,     /* PUT /api/queues/{q}/limits (T36) */
     SB_R_QUEUE_CANCEL_KEY, /* POST /api/queues/{q}/cancel?unique_key= (T38) */
     SB_R_SCHEDULES,        /* GET /api/schedules (T41) */
     SB_R_SCHEDULE,         /* PUT|DELETE /api/schedules/{name} (T41) */

@@ -299,14 +299,25 @@ static int claim_tx(sb_conn *c, void *vctx, sb_error *err)
     sb_msg_free_array(x->msgs, x->n + x->expired);
     x->msgs = NULL;
     x->n = x->expired = 0;
-    /* The queue's settings as this transaction sees them (T34, T35). */
+    /* The queue's settings as this transaction sees them (T34-T36). */
     sb_settings st;
     int rc = sb__settings_get_on(x->bus, c, x->queue, &st, err);
     if (rc != SB_OK || st.paused)
         return rc;
+    /* T36: a limited queue's claim takes what its limits leave. */
+    int max = x->max, limited = st.max_running > 0 || st.rate_limit > 0;
+    sb_limit_grant g;
+    if (limited) {
+        rc = sb__limit_begin(x->bus, c, x->queue, max, &g, err);
+        if (rc != SB_OK || g.allowed == 0)
+            return rc;
+        max = g.allowed;
+    }
     int64_t newest = 0;
-    rc = claim_run(x->bus, c, x->queue, x->max, x->lease_ms, 0, -1,
-                   st.prioritized, &newest, &x->msgs, &x->n, err);
+    rc = claim_run(x->bus, c, x->queue, max, x->lease_ms, 0, -1, st.prioritized,
+                   &newest, &x->msgs, &x->n, err);
+    if (rc == SB_OK && limited)
+        rc = sb__limit_end(x->bus, c, x->queue, &g, x->n, err);
     return rc == SB_OK ? drop_expired(x, c, st.ttl_ms, err) : rc;
 }
 

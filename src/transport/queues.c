@@ -45,7 +45,7 @@ typedef struct list_acc {
     size_t n;
 } list_acc;
 
-/* A queue's settings into its entry (T34, T35): a paused queue without
+/* A queue's settings into its entry (T34-T36, T40): a paused queue without
  * messages is listed too. */
 static int add_settings(const char *queue, const sb_settings *st, void *user,
                         sb_error *err)
@@ -57,6 +57,9 @@ static int add_settings(const char *queue, const sb_settings *st, void *user,
     s->paused = st->paused;
     s->prioritized = st->prioritized;
     s->ttl_ms = st->ttl_ms;
+    s->max_running = st->max_running;
+    s->rate_limit = st->rate_limit;
+    s->rate_interval_ms = st->rate_interval_ms;
     return SB_OK;
 }
 

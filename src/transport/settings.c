@@ -1,6 +1,7 @@
 /* settings.c - a queue's settings in {prefix}queue_settings (T34, T35,
- * T40): read by the workers once every SB_SETTINGS_REFRESH_MS and by
- * sb_claim in its transaction; pause and resume; the time to live. A
+ * T36, T40): read by the workers once every SB_SETTINGS_REFRESH_MS and by
+ * sb_claim in its transaction; pause and resume; the limits; the time to
+ * live. A
  * queue with no row has none: no row is written for a queue that never
  * had a setting. */
 #include "transport/transport.h"
@@ -72,26 +73,34 @@ int sb__settings_list_on(sb_bus *bus, sb_conn *c, sb_settings_fn fn, void *user,
 typedef struct write_ctx {
     sb_bus *bus;
     const char *sql;
-    sb_value p[3]; /* queue, the value; now_us set by the transaction */
+    sb_value p[5]; /* queue, the values; now_us set by the transaction */
+    size_t n;      /* parameters, now_us the last */
 } write_ctx;
 
 static int write_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     write_ctx *x = vctx;
-    x->p[2] = sb__v_int(sb__bus_now_us(x->bus));
-    return sb__query(c, x->sql, x->p, 3, NULL, NULL, err);
+    x->p[x->n - 1] = sb__v_int(sb__bus_now_us(x->bus));
+    return sb__query(c, x->sql, x->p, x->n, NULL, NULL, err);
 }
 
-/* One setting of a queue written by `sql` ($1 queue, $2 value, $3
- * now_us), its row made when it has none. */
-static int write_setting(sb_bus *bus, const char *queue, const char *sql,
-                         sb_value value, sb_error *err)
+/* Settings of a queue written by `sql` ($1 queue, then the `n` values,
+ * then now_us), its row made when it has none. */
+static int write_settings(sb_bus *bus, const char *queue, const char *sql,
+                          const sb_value *values, size_t n, sb_error *err)
 {
     int rc = sb__bus_ensure_schema(bus, err);
     if (rc != SB_OK)
         return rc;
-    write_ctx x = {bus, sql, {sb__v_text(queue), value, sb__v_null()}};
+    write_ctx x = {bus, sql, {sb__v_text(queue)}, n + 2};
+    memcpy(x.p + 1, values, n * sizeof *values);
     return sb__db_run_tx(bus->pool, NULL, write_tx, &x, err);
+}
+
+static int write_setting(sb_bus *bus, const char *queue, const char *sql,
+                         sb_value value, sb_error *err)
+{
+    return write_settings(bus, queue, sql, &value, 1, err);
 }
 
 static int check_queue(sb_bus *bus, const char *queue, sb_error *err)
@@ -136,4 +145,63 @@ int sb_queue_set_ttl(sb_bus *bus, const char *queue, int64_t ttl_ms,
                        queue);
     return write_setting(bus, queue, bus->sql->settings_ttl,
                          ttl_ms > 0 ? sb__v_int(ttl_ms) : sb__v_null(), err);
+}
+
+/* A limit's value as stored: NULL for none. */
+static sb_value limit_value(int64_t v)
+{
+    return v > 0 ? sb__v_int(v) : sb__v_null();
+}
+
+static int check_limits(const sb_queue_limits *l, sb_error *err)
+{
+    if (l == NULL)
+        return sb__err(err, SB_INVALID, "limits", "limits must not be NULL");
+    if (l->size < sizeof *l)
+        return sb__err(err, SB_INVALID, "limits->size",
+                       "size must be sizeof(sb_queue_limits), at least %zu "
+                       "(got %zu)",
+                       sizeof *l, l->size);
+    if (l->max_running < 0 || l->max_running > SB_MAX_RUNNING_MAX)
+        return sb__err(err, SB_INVALID, "max_running",
+                       "max_running is 1 to %d, or 0 for no limit (got %d)",
+                       SB_MAX_RUNNING_MAX, l->max_running);
+    if (l->rate_limit < 0 || l->rate_limit > SB_RATE_LIMIT_MAX)
+        return sb__err(err, SB_INVALID, "rate_limit",
+                       "rate_limit is 1 to %d claims, or 0 for no limit "
+                       "(got %d)",
+                       SB_RATE_LIMIT_MAX, l->rate_limit);
+    if (l->rate_limit == 0 && l->rate_interval_ms != 0)
+        return sb__err(err, SB_INVALID, "rate_interval_ms",
+                       "rate_interval_ms is 0 without a rate_limit (got %lld)",
+                       (long long)l->rate_interval_ms);
+    if (l->rate_limit > 0 && (l->rate_interval_ms < 1 ||
+                              l->rate_interval_ms > SB_RATE_INTERVAL_MAX_MS))
+        return sb__err(err, SB_INVALID, "rate_interval_ms",
+                       "rate_interval_ms is 1 ms to a day (%lld ms) with a "
+                       "rate_limit (got %lld)",
+                       (long long)SB_RATE_INTERVAL_MAX_MS,
+                       (long long)l->rate_interval_ms);
+    return SB_OK;
+}
+
+int sb_queue_set_limits(sb_bus *bus, const char *queue,
+                        const sb_queue_limits *limits, sb_error *err)
+{
+    int rc = check_queue(bus, queue, err);
+    if (rc == SB_OK)
+        rc = check_limits(limits, err);
+    if (rc != SB_OK)
+        return rc;
+    if ((limits->max_running > 0 || limits->rate_limit > 0) &&
+        strcmp(queue, bus->dlq) == 0)
+        return sb__err(err, SB_INVALID, "queue",
+                       "%s is the dead-letter queue: nothing claims from it "
+                       "but the error store's ingestion, which takes no "
+                       "limits",
+                       queue);
+    sb_value v[3] = {limit_value(limits->max_running),
+                     limit_value(limits->rate_limit),
+                     limit_value(limits->rate_interval_ms)};
+    return write_settings(bus, queue, bus->sql->settings_limits, v, 3, err);
 }

@@ -135,6 +135,10 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->settings_list = sb__sql_subst(t->settings_list, prefix, &rc);
     s->settings_pause = sb__sql_subst(t->settings_pause, prefix, &rc);
     s->settings_ttl = sb__sql_subst(t->settings_ttl, prefix, &rc);
+    s->settings_limits = sb__sql_subst(t->settings_limits, prefix, &rc);
+    s->limit_lock = sb__sql_subst(t->limit_lock, prefix, &rc);
+    s->limit_running = sb__sql_subst(t->limit_running, prefix, &rc);
+    s->limit_take = sb__sql_subst(t->limit_take, prefix, &rc);
     s->expire_due = sb__sql_subst(t->expire_due, prefix, &rc);
     s->expire_ttl = sb__sql_subst(t->expire_ttl, prefix, &rc);
     s->cancel_key_get = sb__sql_subst(t->cancel_key_get, prefix, &rc);
@@ -205,6 +209,10 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->settings_list,
                     &s->settings_pause,
                     &s->settings_ttl,
+                    &s->settings_limits,
+                    &s->limit_lock,
+                    &s->limit_running,
+                    &s->limit_take,
                     &s->expire_due,
                     &s->expire_ttl,
                     &s->cancel_key_get,

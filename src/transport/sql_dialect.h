@@ -41,6 +41,13 @@ typedef struct sb_sql_templates {
      * windows ($1 now_us, $2 limit). */
     const char *cancel_key_get, *unique_lock, *unique_holder;
     const char *unique_window_get, *unique_window_put, *unique_prune;
+    /* T36: the limits $2 max_running, $3 rate_limit, $4 rate_interval_ms
+     * (each NULL for none) at $5 now_us, the bucket made full; a limited
+     * queue's claim: its settings row locked (max_running, rate_limit,
+     * rate_interval_ms, the tokens refilled to $2 now_us in thousandths),
+     * its leased rows at $2 now_us counted up to $3, $2 tokens taken at
+     * $3 now_us. */
+    const char *settings_limits, *limit_lock, *limit_running, *limit_take;
     /* T39: message $1 of queue $2, locked for the transaction, with a
      * flag (an eighth column, 1 or 0) saying whether a lease holds it at
      * $3 now_us. */

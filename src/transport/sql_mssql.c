@@ -60,6 +60,18 @@
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
 
+/* T36: a queue's token bucket refilled to now: what rate_at left, plus
+ * rate_limit per rate_interval_ms since, at most rate_limit; full when
+ * never drawn from. NULL without a rate limit. */
+#define SINCE_MS                                                               \
+    "DATEDIFF_BIG(microsecond, COALESCE(rate_at, " NOW "), " NOW ") / 1000.0"
+#define REFILLED                                                               \
+    "(COALESCE(rate_tokens, rate_limit) + CASE WHEN " SINCE_MS                 \
+    " > 0 THEN " SINCE_MS " ELSE 0 END * rate_limit / rate_interval_ms)"
+#define TOKENS                                                                 \
+    "CASE WHEN " REFILLED " > rate_limit THEN CAST(rate_limit AS float) "      \
+    "ELSE " REFILLED " END"
+
 /* The tables, then their indexes (created apart, see index_lock).
  *
  * messages is clustered on created_at, the retention index's key, not a
@@ -425,6 +437,38 @@ const sb_sql_templates sb__sql_mssql = {
                        " WHEN NOT MATCHED THEN "
                        "INSERT (queue, ttl_ms, updated_at) VALUES (x.queue, x.ttl_ms, " NOW
                        ");",
+    /* T36: a change of the limits starts with a full bucket. */
+    .settings_limits =
+        "MERGE {p}queue_settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 "
+        "AS nvarchar(200)) AS queue, CAST($2 AS int) AS max_running, CAST($3 "
+        "AS int) AS rate_limit, CAST($4 AS bigint) AS rate_interval_ms) AS x "
+        "ON " SAME_QUEUE(
+            "s.queue",
+            "x.queue") " WHEN MATCHED THEN UPDATE "
+                       "SET max_running = x.max_running, rate_limit = x.rate_limit, "
+                       "rate_interval_ms = x.rate_interval_ms, rate_tokens = NULL, rate_at "
+                       "= NULL, updated_at = " NOW
+                       " WHEN NOT MATCHED THEN INSERT (queue, "
+                       "max_running, rate_limit, rate_interval_ms, updated_at) VALUES "
+                       "(x.queue, x.max_running, x.rate_limit, x.rate_interval_ms, " NOW
+                       ");",
+    /* The update lock serialises the limited claims of the queue until
+     * the transaction ends. */
+    .limit_lock = "SELECT max_running, rate_limit, rate_interval_ms, "
+                  "CAST(FLOOR((" TOKENS ") * 1000) AS bigint) FROM "
+                  "{p}queue_settings WITH (UPDLOCK, ROWLOCK) WHERE " SAME_QUEUE(
+                      "queue", "$1"),
+    /* A leased row's available_at is its lease's end (the claim and the
+     * renewal move both): the claim index is read from now on. */
+    .limit_running =
+        "SELECT COUNT(*) FROM (SELECT TOP (CAST($3 AS int)) 1 AS x FROM "
+        "{p}messages WHERE " SAME_QUEUE(
+            "queue", "$1") " AND available_at > " NOW " AND locked_until > " NOW
+                           ") AS r",
+    .limit_take =
+        "UPDATE {p}queue_settings SET rate_tokens = (" TOKENS
+        ") - $2, rate_at = CASE WHEN rate_at > " NOW " THEN rate_at ELSE " NOW
+        " END WHERE " SAME_QUEUE("queue", "$1") " AND rate_limit IS NOT NULL",
     /* Rows other transactions hold are skipped (READPAST), as a claim
      * skips them; the next sweep takes them. */
     .expire_due = "SELECT TOP (CAST($2 AS int)) id, payload, headers, "

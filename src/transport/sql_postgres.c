@@ -8,6 +8,14 @@
 
 #define MS "* interval '1 millisecond'"
 
+/* T36: a queue's token bucket refilled to now(): what rate_at left,
+ * plus rate_limit per rate_interval_ms since, at most rate_limit; full
+ * when never drawn from. NULL without a rate limit. */
+#define TOKENS                                                                 \
+    "LEAST(rate_limit::float8, COALESCE(rate_tokens, rate_limit) + "           \
+    "GREATEST(extract(epoch FROM now() - COALESCE(rate_at, now())), 0) * "     \
+    "1000 * rate_limit / rate_interval_ms)"
+
 const sb_sql_templates sb__sql_postgres = {
     .ddl = "CREATE TABLE IF NOT EXISTS {p}messages (\n"
            "  id uuid NOT NULL PRIMARY KEY,\n"
@@ -295,6 +303,28 @@ const sb_sql_templates sb__sql_postgres = {
         "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
         "($1, $2::int8, now()) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "
         "excluded.ttl_ms, updated_at = excluded.updated_at",
+    /* T36: a change of the limits starts with a full bucket. */
+    .settings_limits =
+        "INSERT INTO {p}queue_settings (queue, max_running, rate_limit, "
+        "rate_interval_ms, updated_at) VALUES ($1, $2::int4, $3::int4, "
+        "$4::int8, now()) ON CONFLICT (queue) DO UPDATE SET max_running = "
+        "excluded.max_running, rate_limit = excluded.rate_limit, "
+        "rate_interval_ms = excluded.rate_interval_ms, rate_tokens = NULL, "
+        "rate_at = NULL, updated_at = excluded.updated_at",
+    /* The row lock serialises the limited claims of the queue; the
+     * leased rows are counted in a statement of their own, whose
+     * snapshot is taken after the lock is granted, so it sees the rows
+     * the previous holder claimed. */
+    .limit_lock = "SELECT max_running, rate_limit, rate_interval_ms, "
+                  "floor(" TOKENS " * 1000)::int8 FROM {p}queue_settings "
+                  "WHERE queue = $1 FOR UPDATE",
+    .limit_running = "SELECT count(*) FROM (SELECT 1 FROM {p}messages WHERE "
+                     "queue = $1 AND locked_until > now() LIMIT $3::int8) r",
+    /* rate_at never moves back: a transaction that waited for the lock
+     * began before its holder drew from the bucket. */
+    .limit_take = "UPDATE {p}queue_settings SET rate_tokens = " TOKENS
+                  " - $2::int8, rate_at = GREATEST(rate_at, now()) WHERE "
+                  "queue = $1 AND rate_limit IS NOT NULL",
     /* Rows a consumer is claiming are skipped: the next sweep, or the
      * consumer's own check (T40), takes them. */
     .expire_due = "SELECT id, payload, headers, attempts, lock_id, "

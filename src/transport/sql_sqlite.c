@@ -46,6 +46,15 @@
     ") RETURNING id, payload, headers, attempts, lock_id, created_at, "        \
     "queue, " CLAIM_TAIL
 
+/* T36: a queue's token bucket refilled to `now` (microseconds): what
+ * rate_at left, plus rate_limit per rate_interval_ms since, at most
+ * rate_limit; full when never drawn from. NULL without a rate limit. */
+#define TOKENS(now)                                                            \
+    "MIN(rate_limit * 1.0, COALESCE(rate_tokens, rate_limit) + MAX(" now       \
+    " - COALESCE(rate_at, " now "), 0) / 1000.0 * rate_limit / "               \
+    "rate_interval_ms)"
+#define LEASED "available_at > $2 AND locked_until > $2"
+
 const sb_sql_templates sb__sql_sqlite = {
     .ddl = "CREATE TABLE IF NOT EXISTS {p}messages (\n"
            "  id TEXT NOT NULL PRIMARY KEY,\n"
@@ -262,6 +271,29 @@ const sb_sql_templates sb__sql_sqlite = {
         "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
         "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "
         "excluded.ttl_ms, updated_at = excluded.updated_at",
+    /* T36: a change of the limits starts with a full bucket. */
+    .settings_limits =
+        "INSERT INTO {p}queue_settings (queue, max_running, rate_limit, "
+        "rate_interval_ms, updated_at) VALUES ($1, $2, $3, $4, $5) ON "
+        "CONFLICT (queue) DO UPDATE SET max_running = excluded.max_running, "
+        "rate_limit = excluded.rate_limit, rate_interval_ms = "
+        "excluded.rate_interval_ms, rate_tokens = NULL, rate_at = NULL, "
+        "updated_at = excluded.updated_at",
+    /* The one writer (BEGIN IMMEDIATE) serialises the limited claims. */
+    .limit_lock =
+        "SELECT max_running, rate_limit, rate_interval_ms, CAST(" TOKENS(
+            "$2") " * 1000 AS INTEGER) FROM {p}queue_settings WHERE queue = $1",
+    /* A leased row's available_at is its lease's end (the claim and the
+     * renewal move both): each partial claim index is read from now on. */
+    .limit_running =
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM "
+        "{p}messages WHERE queue = $1 AND priority = 0 AND " LEASED
+        " LIMIT $3)) + (SELECT count(*) FROM (SELECT 1 FROM "
+        "{p}messages WHERE queue = $1 AND priority <> 0 AND " LEASED
+        " LIMIT $3))",
+    .limit_take = "UPDATE {p}queue_settings SET rate_tokens = " TOKENS(
+        "$3") " - $2, rate_at = MAX(COALESCE(rate_at, $3), $3) WHERE queue = "
+              "$1 AND rate_limit IS NOT NULL",
     .expire_due = "SELECT id, payload, headers, attempts, lock_id, "
                   "created_at, queue FROM {p}messages WHERE expires_at <= $1 "
                   "AND (locked_until IS NULL OR locked_until <= $1) "

@@ -28,6 +28,10 @@ typedef struct sb_transport_sql {
     char *settings_list;    /* every queue's settings */
     char *settings_pause;   /* $1 queue, $2 paused, $3 now_us */
     char *settings_ttl;     /* $1 queue, $2 ttl_ms|NULL, $3 now_us (T40) */
+    char *settings_limits;  /* $1 queue, $2..$4 limits|NULL, $5 now_us */
+    char *limit_lock;       /* $1 queue, $2 now_us: limits, tokens (T36) */
+    char *limit_running;    /* $1 queue, $2 now_us, $3 cap: leased rows */
+    char *limit_take;       /* $1 queue, $2 tokens taken, $3 now_us */
     char *expire_due;       /* $1 now_us, $2 limit: expired rows, locked */
     char *expire_ttl;       /* as expire_due, $3 queue, $4 ttl_ms */
     char *cancel_key_get;   /* T38, see sql_dialect.h */
@@ -259,6 +263,31 @@ typedef struct sb_settings {
     int max_running, rate_limit;
     int64_t rate_interval_ms, ttl_ms;
 } sb_settings;
+
+/* T36 (limits.c): what a limited queue's claim may take. */
+typedef struct sb_limit_grant {
+    int allowed;    /* rows this claim may take, 0 to its max */
+    int by_running; /* max_running cut it below the max */
+    int rate_limit; /* the bucket's capacity, 0: no rate limit */
+    int64_t rate_interval_ms;
+    int64_t milli_tokens; /* the bucket before the claim, in thousandths */
+    int64_t now_us;       /* the claim's host time (SQLite's clock) */
+} sb_limit_grant;
+/* On `c`, in the claim's transaction, before the claim of up to `max`
+ * rows of `queue`: lock the queue's settings row until the transaction
+ * ends, count its leased rows, refill its bucket; `g->allowed` is what
+ * the claim may take (`max` when the row has no limit any more). Call
+ * sb__limit_end with what the claim took before the commit. Transient
+ * and backend codes. */
+int sb__limit_begin(sb_bus *bus, sb_conn *c, const char *queue, int max,
+                    sb_limit_grant *g, sb_error *err);
+/* Take `taken` tokens from the bucket sb__limit_begin refilled. */
+int sb__limit_end(sb_bus *bus, sb_conn *c, const char *queue,
+                  const sb_limit_grant *g, size_t taken, sb_error *err);
+/* After a claim that took `taken` rows under `g`: how long until the
+ * bucket holds a whole token again (microseconds), 0 when it does or
+ * there is no rate limit. */
+int64_t sb__limit_wait_us(const sb_limit_grant *g, size_t taken);
 
 /* The settings of `queue`, on an open transaction or in one of their own.
  * Transient and backend codes. */

@@ -109,6 +109,12 @@ struct sb_worker {
      * claim cursor before a cycle. */
     int paused, prioritized, settings_reading, settings_read;
     int64_t ttl_ms; /* T40: the queue's time to live, 0: none */
+    /* T36: the queue's limits; while it has any, the worker claims only
+     * for idle handlers and through limits.c. `limit_by_running`: the
+     * last claim was cut by max_running, so a cycle that settles (and
+     * so frees room) claims again at once. */
+    int max_running, rate_limit, limited, limit_by_running;
+    int64_t rate_interval_ms;
     int64_t settings_next_us;
 };
 
@@ -198,6 +204,10 @@ typedef struct cycle {
     sb_delivery **ack_d;
     int *lost;
     sb_msg **renew_msgs; /* the pipelined cycle's renewals */
+    /* T36: the queue has limits; the claim ended short because of them
+     * (by max_running), and when a token is due (0: none awaited). */
+    int limited, limit_cut, limit_by_running;
+    int64_t limit_wait_us;
 } cycle;
 
 static sb_failure failure_of(const sb_delivery *d)
@@ -296,13 +306,15 @@ static int settle_singles(cycle *x, sb_conn *c, sb_error *err)
 
 /* Whether the cycle can go in one pipeline: the backend sends one (and
  * has the set-based statements), the worker is not in early-ack mode
- * (whose removals depend on the claim's rows), and no ack writes a retry
- * confirmation (E16, which depends on the ack's result). */
+ * (whose removals depend on the claim's rows), the queue has no limits
+ * (T36: the claim's size depends on what limits.c reads first), and no
+ * ack writes a retry confirmation (E16, which depends on the ack's
+ * result). */
 static int can_pipeline(const cycle *x, const sb_conn *c)
 {
     const sb_worker *w = x->w;
     const sb_transport_sql *q = w->bus->sql;
-    if (!sb__pipelines(c) || w->early || q->ack_many == NULL ||
+    if (!sb__pipelines(c) || w->early || x->limited || q->ack_many == NULL ||
         q->renew_many == NULL || q->hand_back_many == NULL)
         return 0;
     for (const sb_delivery *d = x->settle; d; d = d->next)
@@ -403,6 +415,40 @@ static int cycle_pipelined(cycle *x, sb_conn *c, sb_error *err)
     return rc;
 }
 
+/* The cycle's claim through its cursor; a limited queue's (T36) takes
+ * what the limits leave, under the lock of the queue's settings row. */
+static int cycle_claim(cycle *x, sb_conn *c, sb_error *err)
+{
+    sb_worker *w = x->w;
+    int max = x->claim_max;
+    sb_limit_grant g;
+    x->limit_cut = x->limit_by_running = 0;
+    x->limit_wait_us = 0;
+    if (x->limited) {
+        int rc = sb__limit_begin(w->bus, c, w->queue, max, &g, err);
+        if (rc != SB_OK)
+            return rc;
+        x->limit_cut = g.allowed < max;
+        x->limit_by_running = g.by_running;
+        x->limit_wait_us = sb__limit_wait_us(&g, 0);
+        if (g.allowed == 0)
+            return SB_OK; /* pending: the queue may hold more */
+        max = g.allowed;
+    }
+    size_t before = x->n_claimed;
+    int rc = sb__claim_next_on(w->bus, c, &x->cursor, w->queue, max,
+                               w->o.lease_ms, x->probe ? &x->pending : NULL,
+                               &x->claimed, &x->n_claimed, err);
+    if (rc == SB_OK && x->limited) {
+        size_t taken = x->n_claimed - before;
+        rc = sb__limit_end(w->bus, c, w->queue, &g, taken, err);
+        if (taken < (size_t)max)
+            x->limit_cut = 0; /* the queue ran out before the limits */
+        x->limit_wait_us = sb__limit_wait_us(&g, taken);
+    }
+    return rc;
+}
+
 static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     cycle *x = vctx;
@@ -446,9 +492,7 @@ static int cycle_tx(sb_conn *c, void *vctx, sb_error *err)
         rc = sb__renew_many_on(w->bus, c, x->msgs, (size_t)x->n_renew,
                                w->o.lease_ms, x->renew_lost, err);
     if (rc == SB_OK && x->claim_max > 0)
-        rc = sb__claim_next_on(w->bus, c, &x->cursor, w->queue, x->claim_max,
-                               w->o.lease_ms, x->probe ? &x->pending : NULL,
-                               &x->claimed, &x->n_claimed, err);
+        rc = cycle_claim(x, c, err);
     /* ... and so are fresh rows for threads with nothing to take. */
     size_t k = x->n_claimed < (size_t)x->start_claimed
                    ? x->n_claimed
@@ -659,6 +703,21 @@ static void after_commit(sb_worker *w, cycle *x)
             pthread_cond_broadcast(&w->idle_cv);
         }
     }
+    if (x->claim_max > 0) {
+        w->limit_by_running = x->limit_cut && x->limit_by_running;
+        if (x->limit_cut) {
+            /* T36: the limits ended the claim, not the queue: claim again
+             * when a token is due, or (max_running) after the first poll
+             * delay or with this worker's next settlement, whichever
+             * comes first; never later than the longest poll. */
+            int64_t wait = x->limit_wait_us > 0 ? x->limit_wait_us
+                                                : w->o.empty_poll_ms * 1000;
+            if (wait > w->o.max_poll_ms * 1000)
+                wait = w->o.max_poll_ms * 1000;
+            w->poll_delay_us = 0;
+            w->next_poll_us = now + wait;
+        }
+    }
     w->outage_delay_us = 0;
     pthread_cond_broadcast(&w->idle_cv);
 }
@@ -692,6 +751,10 @@ static int held_limit(const sb_worker *w)
 {
     if (w->early || w->prefetch == 0)
         return w->slots;
+    /* T36: a limited queue's leases count against its limits, so the
+     * worker claims only for its handlers, leaving the rest to others. */
+    if (w->limited)
+        return w->o.concurrency;
     int conc = w->o.concurrency;
     int64_t work_us = w->o.lease_ms * 500 < PREFETCH_WORK_US
                           ? w->o.lease_ms * 500
@@ -708,7 +771,7 @@ static int held_limit(const sb_worker *w)
  * claims that refill it are few and large. */
 static int claim_worthwhile(const sb_worker *w, int limit)
 {
-    if (w->early || w->prefetch == 0)
+    if (w->early || w->prefetch == 0 || w->limited)
         return 1;
     int conc = w->o.concurrency;
     if (w->running_handlers + w->n_ready + w->claiming < conc)
@@ -721,7 +784,7 @@ static int claim_worthwhile(const sb_worker *w, int limit)
  * is under way, and a second worker finds rows left to claim. */
 static int claim_size(const sb_worker *w, int limit, int free_slots)
 {
-    if (w->early || w->prefetch == 0)
+    if (w->early || w->prefetch == 0 || w->limited)
         return free_slots;
     int conc = w->o.concurrency;
     int chunk = (limit - conc) / 4 + conc;
@@ -827,9 +890,17 @@ static void refresh_settings(sb_worker *w)
                 err.message);
         return;
     }
-    if (w->paused && !st.paused)
-        w->next_poll_us = 0; /* resumed: claim at once */
+    if ((w->paused && !st.paused) || st.max_running != w->max_running ||
+        st.rate_limit != w->rate_limit ||
+        st.rate_interval_ms != w->rate_interval_ms)
+        w->next_poll_us = 0; /* resumed, or new limits: claim at once */
     w->paused = st.paused;
+    w->max_running = st.max_running;
+    w->rate_limit = st.rate_limit;
+    w->rate_interval_ms = st.rate_interval_ms;
+    w->limited = st.max_running > 0 || st.rate_limit > 0;
+    if (!w->limited)
+        w->limit_by_running = 0;
     w->prioritized = st.prioritized;
     w->ttl_ms = st.ttl_ms;
     /* Paused, a worker with nothing in hand has nothing it may run. */
@@ -837,6 +908,14 @@ static void refresh_settings(sb_worker *w)
         w->idle = 1;
         pthread_cond_broadcast(&w->idle_cv);
     }
+}
+
+/* Whether a claim is due by time: its poll came, or (T36) max_running
+ * cut the last claim short and the cycle settles `settled` deliveries of
+ * this worker, which free room for it. */
+static int claim_due(const sb_worker *w, int64_t now, int settled)
+{
+    return now >= w->next_poll_us || (w->limit_by_running && settled > 0);
 }
 
 /* The queue's settings let this worker claim (T35). */
@@ -914,7 +993,8 @@ static void *pump_main(void *arg)
         int settled = count_settled(w);
         int free_slots = limit - w->held - w->claiming + settled;
         int want_claim = !w->stopping && may_claim(w) && free_slots > 0 &&
-                         now >= w->next_poll_us && claim_worthwhile(w, limit);
+                         claim_due(w, now, settled) &&
+                         claim_worthwhile(w, limit);
         if (settled == 0 && x->n_renew == 0 && !want_claim && x->n_start == 0) {
             int64_t until = next_renew;
             /* While the other lane reads them, its broadcast wakes us. */
@@ -945,14 +1025,16 @@ static void *pump_main(void *arg)
             int64_t until = sb__mono_us() + SETTLE_LINGER_US;
             while (!w->stopping && !want_claim && sb__mono_us() < until) {
                 sb__cond_wait_until(&w->pump_cv, &w->mu, until);
-                free_slots = limit - w->held - w->claiming + count_settled(w);
+                settled = count_settled(w);
+                free_slots = limit - w->held - w->claiming + settled;
                 want_claim = !w->stopping && may_claim(w) && free_slots > 0 &&
-                             sb__mono_us() >= w->next_poll_us &&
+                             claim_due(w, sb__mono_us(), settled) &&
                              claim_worthwhile(w, limit);
             }
         }
         x->settle = take_settled(w);
         x->cursor.prioritized = w->prioritized;
+        x->limited = w->limited;
         x->claim_max = want_claim ? claim_size(w, limit, free_slots) : 0;
         w->claiming += x->claim_max;
         x->probe = want_claim && w->held == 0;

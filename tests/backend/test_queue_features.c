@@ -1,8 +1,8 @@
 /*
  * test_queue_features.c - the queue features of issue 21 on every
  * backend (docs/transport.md, "Queue features"): priorities (T34) and
- * pause/resume (T35), unique keys (T38), cancellation (T39), expiry
- * (T40), progress (T42).
+ * pause/resume (T35), limits (T36), unique keys (T38), cancellation
+ * (T39), expiry (T40), progress (T42).
  * Each test
  * names the rules it proves.
  */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Publish one message with `priority`; its payload is `text`. */
 static void publish_prio(sb_bus *bus, const char *queue, const char *text,
@@ -1093,6 +1094,270 @@ static void test_unique_input(void **state)
     sb_close(bus);
 }
 
+/* ---- T36: per-queue concurrency and rate limits ---- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_limits(sb_bus *bus, const char *queue, int max_running,
+                       int rate_limit, int64_t rate_interval_ms)
+{
+    sb_queue_limits l = {sizeof l, max_running, rate_limit, rate_interval_ms};
+    sb_error err;
+    sbt_ok(sb_queue_set_limits(bus, queue, &l, &err), &err, "set limits");
+}
+
+/* Fail unless `n` claims in `ms` fit a full bucket of `rate` tokens
+ * refilled at `rate` per `every_ms` since. */
+static void rate_bound(size_t n, int64_t rate, int64_t every_ms, int64_t ms)
+{
+    if ((int64_t)n > rate + rate * ms / every_ms)
+        fail_msg("%zu claims in %lld ms at %lld per %lld ms", n, (long long)ms,
+                 (long long)rate, (long long)every_ms);
+}
+
+/* Claim up to `max` of `queue` and ack them: how many were claimed. */
+static size_t claim_ack(sb_bus *bus, const char *queue, int max)
+{
+    sb_msg **got = NULL;
+    size_t n = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, queue, max, 30000, &got, &n, &err), &err, "claim");
+    for (size_t i = 0; i < n; i++)
+        sbt_ok(sb_ack(bus, NULL, got[i], &err), &err, "ack");
+    sb_msg_free_array(got, n);
+    return n;
+}
+
+/* Handlers of any worker running at once, the most seen, and the total. */
+typedef struct running_log {
+    pthread_mutex_t mu;
+    int now, most, total;
+} running_log;
+
+static int counting_handler(sb_delivery *d, void *user)
+{
+    (void)d;
+    running_log *r = user;
+    pthread_mutex_lock(&r->mu);
+    if (++r->now > r->most)
+        r->most = r->now;
+    pthread_mutex_unlock(&r->mu);
+    sbt_sleep_ms(20);
+    pthread_mutex_lock(&r->mu);
+    r->now--;
+    r->total++;
+    pthread_mutex_unlock(&r->mu);
+    return SB_OK;
+}
+
+static int running_total(running_log *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->total;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* T36: max_running holds across workers of two buses (two processes'
+ * worth of connections), each with more handlers and prefetch than the
+ * limit: never more than 3 handlers run at once, and every message is
+ * handled. */
+static void test_limit_running_workers(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *a = sbt_open(prefix, NULL), *b = sbt_open(prefix, NULL);
+    set_limits(a, "q", 3, 0, 0);
+    sbt_publish_n(a, "q", 40, NULL);
+    running_log r = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    sb_worker_options o;
+    one_handler(&o, "q", counting_handler, &r);
+    o.concurrency = 4;
+    o.empty_poll_ms = 20;
+    sb_worker *wa = start_opts(a, &o), *wb = start_opts(b, &o);
+    for (int i = 0; i < 1200 && running_total(&r) < 40; i++)
+        sbt_sleep_ms(50);
+    sb_error err;
+    sbt_ok(sb_worker_stop(wa, &err), &err, "stop a");
+    sbt_ok(sb_worker_stop(wb, &err), &err, "stop b");
+    sb_worker_free(wa);
+    sb_worker_free(wb);
+    assert_int_equal(r.total, 40);
+    assert_true(r.most >= 1);
+    assert_true(r.most <= 3);
+    assert_int_equal(sbt_count(a, "q"), 0);
+    sb_close(b);
+    sbt_drop(a, prefix);
+    sb_close(a);
+}
+
+/* T36 through sb_claim: with max_running 2, a claim of 10 takes 2 and
+ * the next takes nothing until one of them is settled; the limit is
+ * listed. */
+static void test_limit_running_claim(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    set_limits(bus, "q", 2, 0, 0);
+    sbt_publish_n(bus, "q", 5, NULL);
+    sb_msg **got = NULL, **more = NULL;
+    size_t n = 0, m = 0;
+    sb_error err;
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &got, &n, &err), &err, "claim");
+    assert_int_equal(n, 2);
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &more, &m, &err), &err, "claim");
+    assert_int_equal(m, 0);
+    sb_msg_free_array(more, m);
+    sbt_ok(sb_ack(bus, NULL, got[0], &err), &err, "ack");
+    sbt_ok(sb_claim(bus, "q", 10, 30000, &more, &m, &err), &err, "claim");
+    assert_int_equal(m, 1);
+    sbt_ok(sb_ack(bus, NULL, more[0], &err), &err, "ack");
+    sbt_ok(sb_ack(bus, NULL, got[1], &err), &err, "ack");
+    sb_msg_free_array(more, m);
+    sb_msg_free_array(got, n);
+    assert_int_equal(claim_ack(bus, "q", 10), 2);
+    assert_int_equal(sbt_count(bus, "q"), 0);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T36: a rate limit of 5 a second: however fast the claims come, they
+ * take no more than the full bucket plus what refilled since the limit
+ * was set; after a pause the bucket has refilled. Only upper bounds are
+ * timed (a slow machine claims less, never more). */
+static void test_limit_rate_claim(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 60, NULL);
+    int64_t t0 = mono_ms();
+    set_limits(bus, "q", 0, 5, 1000);
+    size_t total = 0;
+    while (mono_ms() - t0 < 600) {
+        total += claim_ack(bus, "q", 10);
+        rate_bound(total, 5, 1000, mono_ms() - t0);
+    }
+    assert_true(total >= 5); /* the bucket starts full */
+    sbt_sleep_ms(1100);      /* five tokens or more refilled */
+    size_t again = claim_ack(bus, "q", 10);
+    assert_true(again >= 1);
+    assert_true(again <= 5); /* the bucket holds five at most */
+    total += again;
+    rate_bound(total, 5, 1000, mono_ms() - t0);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T36 through the worker runtime: a rate of 10 a second is delivered at
+ * that pace (the worker does not back off into its idle polls) and
+ * never faster. */
+static void test_limit_rate_worker(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sbt_publish_n(bus, "q", 100, NULL);
+    int64_t t0 = mono_ms();
+    set_limits(bus, "q", 0, 10, 1000);
+    order_log l;
+    memset(&l, 0, sizeof l);
+    pthread_mutex_init(&l.mu, NULL);
+    sb_worker_options o;
+    one_handler(&o, "q", logging_handler, &l);
+    o.concurrency = 4;
+    o.max_poll_ms = 2000;
+    sb_worker *w = start_opts(bus, &o);
+    int seen = 0;
+    for (int i = 0; i < 600 && seen < 25; i++) {
+        sbt_sleep_ms(50);
+        seen = handled(&l);
+        rate_bound((size_t)seen, 10, 1000, mono_ms() - t0);
+    }
+    assert_true(seen >= 25);
+    sb_error err;
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    rate_bound((size_t)handled(&l), 10, 1000, mono_ms() - t0);
+    pthread_mutex_destroy(&l.mu);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
+/* T36: bad limits are refused naming the field and the limit, the
+ * dead-letter queue's too, and change nothing; limits are listed, and
+ * all 0 clears them (claims are unlimited again). */
+static void test_limit_input(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = sbt_open(prefix, NULL);
+    sb_error err;
+    assert_int_equal(sb_queue_set_limits(bus, "q", NULL, &err), SB_INVALID);
+    assert_string_equal(err.field, "limits");
+    struct {
+        sb_queue_limits l;
+        const char *field;
+    } bad[] = {
+        {{0, 1, 0, 0}, "limits->size"},
+        {{sizeof(sb_queue_limits), -1, 0, 0}, "max_running"},
+        {{sizeof(sb_queue_limits), 10001, 0, 0}, "max_running"},
+        {{sizeof(sb_queue_limits), 0, -1, 1000}, "rate_limit"},
+        {{sizeof(sb_queue_limits), 0, 1000001, 1000}, "rate_limit"},
+        {{sizeof(sb_queue_limits), 0, 5, 0}, "rate_interval_ms"},
+        {{sizeof(sb_queue_limits), 0, 5, 86400001}, "rate_interval_ms"},
+        {{sizeof(sb_queue_limits), 0, 0, 1000}, "rate_interval_ms"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(sb_queue_set_limits(bus, "q", &bad[i].l, &err),
+                         SB_INVALID);
+        assert_string_equal(err.field, bad[i].field);
+    }
+    sb_queue_limits ok = {sizeof ok, 5, 100, 1000};
+    assert_int_equal(sb_queue_set_limits(bus, "deadletter", &ok, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    assert_int_equal(sb_queue_set_limits(bus, "bad\nname", &ok, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "queue");
+    sb_queue_stats **s = NULL;
+    size_t n = 0;
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "list");
+    assert_null(find_queue(s, n, "q")); /* nothing was written */
+    assert_null(find_queue(s, n, "deadletter"));
+    sb_free(s);
+
+    sbt_ok(sb_queue_set_limits(bus, "q", &ok, &err), &err, "set");
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "list");
+    const sb_queue_stats *q = find_queue(s, n, "q");
+    assert_non_null(q);
+    assert_int_equal(q->max_running, 5);
+    assert_int_equal(q->rate_limit, 100);
+    assert_int_equal(q->rate_interval_ms, 1000);
+    sb_free(s);
+
+    set_limits(bus, "q", 1, 0, 0);
+    sbt_publish_n(bus, "q", 3, NULL);
+    assert_int_equal(claim_ack(bus, "q", 10), 1);
+    set_limits(bus, "q", 0, 0, 0);
+    sbt_ok(sb_queue_list(bus, &s, &n, &err), &err, "list");
+    q = find_queue(s, n, "q");
+    assert_non_null(q);
+    assert_int_equal(q->max_running, 0);
+    assert_int_equal(q->rate_limit, 0);
+    assert_int_equal(q->rate_interval_ms, 0);
+    sb_free(s);
+    assert_int_equal(claim_ack(bus, "q", 10), 2);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 int main(void)
 {
     sbt_init();
@@ -1116,6 +1381,11 @@ int main(void)
         cmocka_unit_test(test_unique_window),
         cmocka_unit_test(test_unique_race),
         cmocka_unit_test(test_unique_input),
+        cmocka_unit_test(test_limit_running_workers),
+        cmocka_unit_test(test_limit_running_claim),
+        cmocka_unit_test(test_limit_rate_claim),
+        cmocka_unit_test(test_limit_rate_worker),
+        cmocka_unit_test(test_limit_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,10 +43,10 @@ ok "queues --json"
 
 # T31: the table has a header and one aligned row per queue.
 sb queues >"$tmp/q.txt"
-head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY  *STATE  *TTL$' ||
+head -n1 "$tmp/q.txt" | grep -q '^QUEUE  *READY  *DELAYED  *IN-FLIGHT  *DEAD-LETTERED  *OLDEST-READY  *STATE  *TTL  *LIMITS$' ||
     fail "table header: $(head -n1 "$tmp/q.txt")"
-grep -Eq '^qa +2 +1 +0 +0 +[0-9][^ ]* +active +-$' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
-grep -Eq '^qb +0 +0 +0 +1 +- +active +-$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
+grep -Eq '^qa +2 +1 +0 +0 +[0-9][^ ]* +active +- +-$' "$tmp/q.txt" || fail "qa row: $(cat "$tmp/q.txt")"
+grep -Eq '^qb +0 +0 +0 +1 +- +active +- +-$' "$tmp/q.txt" || fail "qb row: $(cat "$tmp/q.txt")"
 # Every row is as wide as the header up to the last column's start.
 col=$(head -n1 "$tmp/q.txt" | awk '{print index($0, "OLDEST-READY")}')
 awk -v c="$col" 'NR > 1 && substr($0, c - 2, 2) != "  " { exit 1 }' "$tmp/q.txt" ||
@@ -67,7 +67,7 @@ jq -e '.[] | select(.queue == "qempty") | .paused == true and .ready == 0' \
     <(sb queues --json) >/dev/null || fail "an empty paused queue is not listed"
 printf '4' | sb publish --queue qa >/dev/null
 sb queues >"$tmp/q.txt"
-grep -Eq '^qa +3 +1 +0 +0 +[0-9][^ ]* +paused +-$' "$tmp/q.txt" || fail "qa paused row: $(cat "$tmp/q.txt")"
+grep -Eq '^qa +3 +1 +0 +0 +[0-9][^ ]* +paused +- +-$' "$tmp/q.txt" || fail "qa paused row: $(cat "$tmp/q.txt")"
 handler record 'cat >>"$SQLBUS_TEST_LOG"; echo >>"$SQLBUS_TEST_LOG"'
 export SQLBUS_TEST_LOG=$tmp/handled.log
 : >"$SQLBUS_TEST_LOG"
@@ -193,3 +193,50 @@ expect_err "--unique-policy must be active, queued or window"
 expect_exit 2 sb publish --queue qk --unique-key "$(printf 'a\tb')" /dev/null
 expect_err "no control characters"
 ok "publish --unique-key, queues cancel --key (T38)"
+# T36: queues limit sets max_running and a rate (N/D), keeps the limit a
+# command does not name, and `off` removes one; the table's LIMITS and
+# --json show them; a limited queue's worker still drains it (`work
+# --once` exits when done); bad values exit 2 naming the flag and the
+# limit; the dead-letter queue takes no limits.
+expect_exit 0 sb queues limit ql --max-running 2
+[ "$(cat "$tmp/out")" = "queue ql: limits max 2" ] || fail "limit said: $(cat "$tmp/out")"
+expect_exit 0 sb queues limit ql --rate 50/1s
+[ "$(cat "$tmp/out")" = "queue ql: limits max 2, 50/1s" ] || fail "limit said: $(cat "$tmp/out")"
+jq -e '.[] | select(.queue == "ql") | .max_running == 2 and .rate_limit == 50 and
+        .rate_interval_ms == 1000' <(sb queues --json) >/dev/null ||
+    fail "ql limits: $(sb queues --json)"
+jq -e '.[] | select(.queue == "qa") | .max_running == null and .rate_limit == null and
+        .rate_interval_ms == null' <(sb queues --json) >/dev/null ||
+    fail "qa has limits: $(sb queues --json)"
+sb queues >"$tmp/q.txt"
+grep -Eq '^ql +0 +0 +0 +0 +- +active +- +max 2, 50/1s$' "$tmp/q.txt" || fail "ql row: $(cat "$tmp/q.txt")"
+for i in 1 2 3 4 5; do printf '%s' "$i" | sb publish --queue ql >/dev/null; done
+: >"$SQLBUS_TEST_LOG"
+expect_exit 0 timeout 60 "$SQLBUS" --prefix "$prefix" work --queue ql --once --concurrency 4 -- "$tmp/record"
+# (Handlers run side by side: their lines may interleave; count digits.)
+[ "$(tr -cd '0-9' <"$SQLBUS_TEST_LOG" | fold -w1 | sort | tr -d '\n')" = 12345 ] ||
+    fail "limited queue handled: $(cat "$SQLBUS_TEST_LOG")"
+expect_exit 0 sb queues limit ql --rate 5/1m
+[ "$(cat "$tmp/out")" = "queue ql: limits max 2, 5/1m" ] || fail "limit said: $(cat "$tmp/out")"
+expect_exit 0 sb queues limit ql --max-running off
+expect_exit 0 sb queues limit ql --rate off
+[ "$(cat "$tmp/out")" = "queue ql: no limits" ] || fail "limit off said: $(cat "$tmp/out")"
+jq -e '.[] | select(.queue == "ql") | .max_running == null and .rate_limit == null' \
+    <(sb queues --json) >/dev/null || fail "ql limits off: $(sb queues --json)"
+expect_exit 2 sb queues limit ql --max-running 10001
+expect_err "--max-running must be 1..10000 (got 10001)"
+expect_exit 2 sb queues limit ql --rate 100
+expect_err "--rate is N/D"
+expect_exit 2 sb queues limit ql --rate 0/1s
+expect_err "--rate must be 1..1000000 (got 0)"
+expect_exit 2 sb queues limit ql --rate 5/2d
+expect_err "--rate must be 1ms..1d00h (got 2d)"
+expect_exit 2 sb queues limit ql
+expect_err "queues limit needs --max-running N|off or --rate N/D|off"
+expect_exit 2 sb queues limit --max-running 3
+expect_err "queues limit needs the QUEUE"
+expect_exit 2 sb queues limit deadletter --max-running 3
+expect_err "is the dead-letter queue"
+jq -e '[.[] | select(.max_running != null or .rate_limit != null)] == []' \
+    <(sb queues --json) >/dev/null || fail "limits after bad input: $(sb queues --json)"
+ok "queues limit (T36)"

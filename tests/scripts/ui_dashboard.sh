@@ -81,6 +81,8 @@ sb queues ttl emails 7d >/dev/null || fail "queues ttl emails"
 # T38: a sign-up holds its unique key.
 printf '{"user": 42}' | sb publish --queue signups --unique-key welcome-42 >/dev/null ||
     fail "publish signups"
+# T36: the emails go out at most 100 a second, 5 at a time.
+sb queues limit emails --max-running 5 --rate 100/1s >/dev/null || fail "queues limit emails"
 total=$(sb errors list --json | jq -r .total)
 [ "$total" = 9 ] || fail "seeded $total failed messages, want 9: $(sb errors list --json)"
 ok "seeded 9 failed messages in 2 groups and 7 ready messages"

@@ -377,6 +377,15 @@ async function journey() {
       (await page.locator('main tr[data-row] .badge.key').allTextContents()).includes('key welcome-42'));
   });
 
+  await step('queues: a queue\'s limits show on the list and its page (T36)', async () => {
+    await page.goto(base + '/#/queues');
+    await until('the limit badges', async () =>
+      (await page.locator('main tr[data-row="emails"] .badge.limit').allTextContents()).join(' ') === 'max 5 100/s');
+    await page.goto(base + '/#/queues/emails');
+    await until('the limit badges on the page', async () =>
+      (await page.locator('main .cards .badge.limit').allTextContents()).join(' ') === 'max 5 100/s');
+  });
+
   await step('queues: cancel a waiting message from its queue page (T39)', async () => {
     /* Last: its dead letter becomes a failed message the steps above count. */
     await page.goto(base + '/#/queues/orders');

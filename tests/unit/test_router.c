@@ -120,6 +120,7 @@ static void test_every_route(void **state)
         {"PUT", "/api/queues/orders/ttl", SB_R_QUEUE_TTL, "orders", NULL},
         {"POST", "/api/queues/orders/cancel", SB_R_QUEUE_CANCEL_KEY, "orders",
          NULL},
+        {"PUT", "/api/queues/orders/limits", SB_R_QUEUE_LIMITS, "orders", NULL},
         {"POST", "/api/failed-messages", SB_R_FAILED_MESSAGES, NULL, NULL},
         {"GET", "/api/recovery", SB_R_RECOVERY, NULL, NULL},
         {"GET", "/api/stats", SB_R_STATS, NULL, NULL},
@@ -317,6 +318,7 @@ static void test_body_kinds(void **state)
         {SB_R_SCHEDULE, SB_HTTP_PUT, SB_BODY_OBJECT},
         {SB_R_QUEUE_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT},
         {SB_R_QUEUE_TTL, SB_HTTP_PUT, SB_BODY_OBJECT},
+        {SB_R_QUEUE_LIMITS, SB_HTTP_PUT, SB_BODY_OBJECT},
         {SB_R_FAILED_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY},
     };
     size_t n = sb__route_count(), seen = 0;

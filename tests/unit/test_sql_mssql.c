@@ -206,6 +206,54 @@ static void test_unique_shape(void **state)
     sb__transport_sql_free(s);
 }
 
+/* T36: a limited queue's claim locks its settings row until the
+ * transaction ends (UPDLOCK, ROWLOCK: no READPAST, a second claimer
+ * waits), counts its leased rows (a lease moves available_at to its end,
+ * so the claim index is read from now on) up to the limit, refills the
+ * bucket from the server's clock, capped at rate_limit, and never moves
+ * rate_at back; setting the limits makes the bucket full. */
+static void test_limits_shape(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    sbt_has("limit_lock", s->limit_lock,
+            "SELECT max_running, rate_limit, rate_interval_ms, "
+            "CAST(FLOOR((CASE WHEN (COALESCE(rate_tokens, rate_limit) + ");
+    sbt_has("limit_lock", s->limit_lock,
+            "FROM t_queue_settings WITH (UPDLOCK, ROWLOCK) WHERE queue = $1 "
+            "AND queue + N'.' = $1 + N'.' COLLATE Latin1_General_100_BIN2");
+    sbt_lacks("limit_lock", s->limit_lock, "READPAST");
+    sbt_has("limit_lock", s->limit_lock,
+            "DATEDIFF_BIG(microsecond, COALESCE(rate_at, "
+            "CAST(SYSUTCDATETIME() AS datetime2(6))), CAST(SYSUTCDATETIME() "
+            "AS datetime2(6))) / 1000.0");
+    sbt_has("limit_lock", s->limit_lock,
+            " > rate_limit THEN CAST(rate_limit AS float) ELSE ");
+    sbt_has("limit_lock", s->limit_lock,
+            " * rate_limit / rate_interval_ms) END) * 1000) AS bigint)");
+    sbt_has("limit_running", s->limit_running,
+            "SELECT COUNT(*) FROM (SELECT TOP (CAST($3 AS int)) 1 AS x FROM "
+            "t_messages WHERE queue = $1 AND ");
+    sbt_has("limit_running", s->limit_running,
+            "AND available_at > CAST(SYSUTCDATETIME() AS datetime2(6)) AND "
+            "locked_until > CAST(SYSUTCDATETIME() AS datetime2(6))) AS r");
+    sbt_has("limit_take", s->limit_take,
+            "UPDATE t_queue_settings SET rate_tokens = (CASE WHEN ");
+    sbt_has("limit_take", s->limit_take,
+            ") - $2, rate_at = CASE WHEN rate_at > CAST(SYSUTCDATETIME() AS "
+            "datetime2(6)) THEN rate_at ELSE CAST(SYSUTCDATETIME() AS "
+            "datetime2(6)) END WHERE queue = $1 AND ");
+    sbt_has("limit_take", s->limit_take, "AND rate_limit IS NOT NULL");
+    sbt_has("settings_limits", s->settings_limits,
+            "WHEN MATCHED THEN UPDATE SET max_running = x.max_running, "
+            "rate_limit = x.rate_limit, rate_interval_ms = "
+            "x.rate_interval_ms, rate_tokens = NULL, rate_at = NULL");
+    sbt_has("settings_limits", s->settings_limits,
+            "CAST($2 AS int) AS max_running, CAST($3 AS int) AS rate_limit, "
+            "CAST($4 AS bigint) AS rate_interval_ms");
+    sb__transport_sql_free(s);
+}
+
 /* T34: a queue without priorities claims priority 0 in time order (the
  * claim index's seek); a prioritized one orders by priority first. The
  * publish with priorities inserts each row's priority, deduplicated by id
@@ -648,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_claim_shape),
         cmocka_unit_test(test_expiry_shape),
         cmocka_unit_test(test_unique_shape),
+        cmocka_unit_test(test_limits_shape),
         cmocka_unit_test(test_priority_shape),
         cmocka_unit_test(test_queue_sentinel_everywhere),
         cmocka_unit_test(test_fences_count_by_rowcount),

@@ -239,13 +239,33 @@ SB.common = (function () {
 
   /* -------------------------------------------------------------- Queues */
 
-  /* A queue's state (T35), whether it orders by priority (T34), and its
-   * time to live (T40). */
+  /* A rate limit's interval after the slash: "s" for a second, else
+   * its length ("250 ms", "5 min"). */
+  function per(ms) {
+    var units = [[86400000, 'd'], [3600000, 'h'], [60000, 'min'], [1000, 's']];
+    for (var i = 0; i < units.length; i++) {
+      if (ms % units[i][0] === 0) return (ms === units[i][0] ? '' : ms / units[i][0] + ' ') + units[i][1];
+    }
+    return ms + ' ms';
+  }
+
+  /* A queue's limits (T36): "max 5", "100/s". */
+  function limitBadges(q) {
+    return h('span',
+      q.max_running ? h('span.badge.limit', {title: 'At most ' + q.max_running +
+        ' messages handled at once, by every worker'}, 'max ' + q.max_running) : null,
+      q.rate_limit ? h('span.badge.limit', {title: 'At most ' + q.rate_limit + ' claims per ' +
+        D.ago(q.rate_interval_ms)}, q.rate_limit + '/' + per(q.rate_interval_ms)) : null);
+  }
+
+  /* A queue's state (T35), whether it orders by priority (T34), its
+   * time to live (T40) and its limits (T36). */
   function stateBadge(q) {
     return h('span', h('span.badge.' + (q.paused ? 'paused' : 'active'), q.paused ? 'paused' : 'active'),
       q.prioritized ? h('span.badge.prioritized', {title: 'Claims take higher priorities first'}, 'priorities') : null,
       q.ttl_ms ? h('span.badge.ttl', {title: 'Messages no handler has started ' + D.ago(q.ttl_ms) +
-        ' after their publish are dead-lettered “expired”'}, 'ttl ' + D.ago(q.ttl_ms)) : null);
+        ' after their publish are dead-lettered “expired”'}, 'ttl ' + D.ago(q.ttl_ms)) : null,
+      limitBadges(q));
   }
 
   SB.views.queues = function (root) {
@@ -347,7 +367,8 @@ SB.common = (function () {
       if (!q) return D.empty('No queue named “' + name + '”', 'It has no messages, or it was never used.');
       var paused = pausedNow !== null ? pausedNow : q.paused;
       return h('div.cards',
-        D.card('State', paused ? 'Paused' : 'Active', h('span', pauseButton(q)), paused ? 'warn' : 'good'),
+        D.card('State', paused ? 'Paused' : 'Active', h('span', pauseButton(q), limitBadges(q)),
+          paused ? 'warn' : 'good'),
         D.card('Ready', D.num(q.ready), q.oldest_ready_age_ms !== undefined ? 'oldest ' + D.ago(q.oldest_ready_age_ms) : ''),
         D.card('Delayed', D.num(q.delayed), ''), D.card('In flight', D.num(q.in_flight), ''),
         D.card('Dead-lettered', D.num(q.dead_lettered), q.dead_lettered ? 'see the failed messages' : 'none',
