@@ -60,7 +60,6 @@ static int take_rows(const sb_rows *rows, int prio, int64_t *newest_us,
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     *out = arr;
     int rc = SB_OK;
-    int64_t read_at = sb__mono_us();
     for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
         rc = sb__msg_from_row(rows, r, &arr[*n_out]);
         if (rc != SB_OK) {
@@ -69,8 +68,6 @@ static int take_rows(const sb_rows *rows, int prio, int64_t *newest_us,
         }
         sb_msg *m = arr[(*n_out)++];
         m->expires_at_us = sb__rows_int(rows, r, SB_CLAIM_COL_EXPIRES);
-        m->db_now_us = sb__rows_int(rows, r, SB_CLAIM_COL_NOW);
-        m->read_mono_us = read_at;
         int64_t at = sb__rows_int(rows, r, SB_CLAIM_COL_AVAILABLE);
         if (at > *newest_us)
             *newest_us = at;
@@ -276,9 +273,18 @@ typedef struct claim_ctx {
 static int drop_expired(claim_ctx *x, sb_conn *c, int64_t ttl_ms, sb_error *err)
 {
     size_t kept = 0, n = x->n;
+    int64_t offset = 0;
+    int known = 0;
     for (size_t i = 0; i < n; i++) {
         sb_msg *m = x->msgs[i];
-        if (sb__msg_expired(m, ttl_ms)) {
+        /* The database's clock is read only when an expiry is in play. */
+        if (!known && (ttl_ms > 0 || m->expires_at_us != 0)) {
+            int rc = sb__clock_offset_on(x->bus, c, &offset, err);
+            if (rc != SB_OK)
+                return rc;
+            known = 1;
+        }
+        if (known && sb__msg_expired(m, ttl_ms, offset)) {
             int rc = sb__expire_claimed_on(x->bus, c, m, err);
             if (rc != SB_OK)
                 return rc;

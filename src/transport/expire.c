@@ -12,7 +12,23 @@
 /* The rows one sweep transaction dead-letters at most. */
 #define SWEEP_BATCH 500
 
-int sb__msg_expired(const sb_msg *m, int64_t ttl_ms)
+int sb__clock_offset_on(sb_bus *bus, sb_conn *c, int64_t *offset_us,
+                        sb_error *err)
+{
+    *offset_us = 0;
+    if (bus->sql->clock_now == NULL)
+        return SB_OK;
+    sb_rows *rows = NULL;
+    int64_t before = sb__wall_us();
+    int rc = sb__query(c, bus->sql->clock_now, NULL, 0, &rows, NULL, err);
+    int64_t after = sb__wall_us();
+    if (rc == SB_OK && rows->nrows > 0)
+        *offset_us = sb__rows_int(rows, 0, 0) - (before + (after - before) / 2);
+    sb__rows_free(rows);
+    return rc;
+}
+
+int sb__msg_expired(const sb_msg *m, int64_t ttl_ms, int64_t clock_offset_us)
 {
     int64_t due = m->expires_at_us;
     if (ttl_ms > 0) {
@@ -22,7 +38,7 @@ int sb__msg_expired(const sb_msg *m, int64_t ttl_ms)
     }
     if (due == 0)
         return 0;
-    return due <= m->db_now_us + (sb__mono_us() - m->read_mono_us);
+    return due <= sb__wall_us() + clock_offset_us;
 }
 
 static sb_failure expired_failure(const char *why)

@@ -43,7 +43,10 @@ typedef struct get_ctx {
 static int get_tx(sb_conn *c, void *vctx, sb_error *err)
 {
     get_ctx *x = vctx;
-    return sb__settings_get_on(x->bus, c, x->queue, x->out, err);
+    int rc = sb__settings_get_on(x->bus, c, x->queue, x->out, err);
+    if (rc == SB_OK)
+        rc = sb__clock_offset_on(x->bus, c, &x->out->clock_offset_us, err);
+    return rc;
 }
 
 int sb__settings_get(sb_bus *bus, const char *queue, sb_settings *out,

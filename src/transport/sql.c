@@ -141,6 +141,7 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->limit_take = sb__sql_subst(t->limit_take, prefix, &rc);
     s->expire_due = sb__sql_subst(t->expire_due, prefix, &rc);
     s->expire_ttl = sb__sql_subst(t->expire_ttl, prefix, &rc);
+    s->clock_now = sb__sql_subst(t->clock_now, prefix, &rc);
     s->cancel_key_get = sb__sql_subst(t->cancel_key_get, prefix, &rc);
     s->unique_lock = sb__sql_subst(t->unique_lock, prefix, &rc);
     s->unique_holder = sb__sql_subst(t->unique_holder, prefix, &rc);
@@ -215,6 +216,7 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->limit_take,
                     &s->expire_due,
                     &s->expire_ttl,
+                    &s->clock_now,
                     &s->cancel_key_get,
                     &s->unique_lock,
                     &s->unique_holder,

@@ -32,6 +32,9 @@ typedef struct sb_sql_templates {
      * locked for the transaction (expire_due: their own expires_at;
      * expire_ttl: queue $3's, published $4 ms or longer ago). */
     const char *settings_ttl, *expire_due, *expire_ttl;
+    /* T40: the database's clock, for the offset of the host's from it;
+     * NULL where the host's clock is the store's (SQLite). */
+    const char *clock_now;
     /* T38: the messages of queue $1 holding key $2, locked, as cancel_get
      * (flag at $3 now_us); the publish lock of one key ($1, a 64-bit hash
      * of the queue and the key; NULL where the one writer serialises);

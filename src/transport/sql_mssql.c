@@ -47,15 +47,14 @@
     "headers nvarchar(max), attempts int, lock_id uniqueidentifier, "          \
     "created_at datetime2, queue nvarchar(200), available_at datetime2, "      \
     "priority smallint, expires_at datetime2); "
-/* Every claim returns the message, then available_at, the priority, the
- * expiry (T40) and the statement's clock, in that order (transport.h,
- * SB_CLAIM_COLS). OUTPUT returns rows in no promised order: the claim
- * hands them back in the index's (the order they were claimed in:
- * available_at before the claim moved it). */
+/* Every claim returns the message, then available_at, the priority and
+ * the expiry (T40), in that order (transport.h, SB_CLAIM_COL_*). OUTPUT
+ * returns rows in no promised order: the claim hands them back in the
+ * index's (the order they were claimed in: available_at before the claim
+ * moved it). */
 #define CLAIMED_ROWS_BY(order)                                                 \
     "SELECT id, payload, headers, attempts, lock_id, created_at, queue, "      \
-    "available_at, priority, expires_at, " NOW                                 \
-    " FROM @claimed ORDER BY " order
+    "available_at, priority, expires_at FROM @claimed ORDER BY " order
 #define CLAIMED_ROWS CLAIMED_ROWS_BY("available_at, created_at")
 /* The failed queue a dead letter's headers name. */
 #define FAILED_QUEUE "JSON_VALUE(headers, '$.\"sb-failed-queue\"')"
@@ -427,6 +426,7 @@ const sb_sql_templates sb__sql_mssql = {
                                  "updated_at = " NOW
                                  " WHEN NOT MATCHED THEN INSERT (queue, prioritized, "
                                  "updated_at) VALUES (x.queue, 1, " NOW ");",
+    .clock_now = "SELECT " NOW,
     .settings_ttl =
         "MERGE {p}queue_settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 "
         "AS nvarchar(200)) AS queue, CAST($2 AS bigint) AS ttl_ms) AS x "

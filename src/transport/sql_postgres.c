@@ -128,10 +128,9 @@ const sb_sql_templates sb__sql_postgres = {
     "UPDATE {p}messages m SET attempts = m.attempts + 1, "                     \
     "locked_until = now() + $3::int8 " MS ", lock_id = $4::uuid "              \
     "WHERE m.ctid = ANY (ARRAY("
-/* Every claim returns the message, then available_at, the priority, the
- * expiry (T40) and the statement's clock, in that order (transport.h,
- * SB_CLAIM_COLS). */
-#define CLAIM_TAIL "m.available_at, m.priority, m.expires_at, now()"
+/* Every claim returns the message, then available_at, the priority and
+ * the expiry (T40), in that order (transport.h, SB_CLAIM_COL_*). */
+#define CLAIM_TAIL "m.available_at, m.priority, m.expires_at"
 #define CLAIM_RETURNING                                                        \
     ")) RETURNING m.id, m.payload, m.headers, m.attempts, m.lock_id, "         \
     "m.created_at, m.queue, " CLAIM_TAIL
@@ -299,6 +298,7 @@ const sb_sql_templates sb__sql_postgres = {
         "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
         "($1, $2, now()) ON CONFLICT (queue) DO UPDATE SET paused = "
         "excluded.paused, updated_at = excluded.updated_at",
+    .clock_now = "SELECT now()",
     .settings_ttl =
         "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
         "($1, $2::int8, now()) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "

@@ -38,10 +38,9 @@
     "UPDATE {p}messages SET attempts = attempts + 1, "                         \
     "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "           \
     "lock_id = $4 WHERE id IN ("
-/* Every claim returns the message, then available_at, the priority, the
- * expiry (T40) and the statement's clock ($2), in that order
- * (transport.h, SB_CLAIM_COLS). */
-#define CLAIM_TAIL "available_at, priority, expires_at, $2"
+/* Every claim returns the message, then available_at, the priority and
+ * the expiry (T40), in that order (transport.h, SB_CLAIM_COL_*). */
+#define CLAIM_TAIL "available_at, priority, expires_at"
 #define CLAIM_RETURNING                                                        \
     ") RETURNING id, payload, headers, attempts, lock_id, created_at, "        \
     "queue, " CLAIM_TAIL
@@ -267,6 +266,7 @@ const sb_sql_templates sb__sql_sqlite = {
         "INSERT INTO {p}queue_settings (queue, paused, updated_at) VALUES "
         "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET paused = "
         "excluded.paused, updated_at = excluded.updated_at",
+    .clock_now = NULL, /* the host's clock is the store's (T5) */
     .settings_ttl =
         "INSERT INTO {p}queue_settings (queue, ttl_ms, updated_at) VALUES "
         "($1, $2, $3) ON CONFLICT (queue) DO UPDATE SET ttl_ms = "

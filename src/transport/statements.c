@@ -66,6 +66,7 @@ static const struct {
     F(limit_take),
     F(expire_due),
     F(expire_ttl),
+    F(clock_now),
     F(cancel_key_get),
     F(unique_lock),
     F(unique_holder),

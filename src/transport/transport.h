@@ -34,6 +34,7 @@ typedef struct sb_transport_sql {
     char *limit_take;       /* $1 queue, $2 tokens taken, $3 now_us */
     char *expire_due;       /* $1 now_us, $2 limit: expired rows, locked */
     char *expire_ttl;       /* as expire_due, $3 queue, $4 ttl_ms */
+    char *clock_now;        /* the database's clock, or NULL (T40) */
     char *cancel_key_get;   /* T38, see sql_dialect.h */
     char *unique_lock, *unique_holder, *unique_window_get;
     char *unique_window_put, *unique_prune;
@@ -220,10 +221,8 @@ struct sb_msg {
     int priority;            /* sb_queue_peek only (T34) */
     char *progress;          /* sb_queue_peek only (T42), or NULL */
     char *unique_key;        /* sb_queue_peek only (T38), or NULL */
-    /* T40: its own expiry (0: none), in the database's clock; a claim
-     * also keeps the statement's clock and sb__mono_us() when read, for
-     * sb__msg_expired to tell the database's time later. */
-    int64_t expires_at_us, db_now_us, read_mono_us;
+    /* T40: its own expiry (0: none), in the database's clock. */
+    int64_t expires_at_us;
     char **kv; /* headers parsed on first lookup: key, value, key, ... */
     size_t n_kv;
 };
@@ -262,6 +261,8 @@ typedef struct sb_settings {
     int prioritized; /* T34: claims order by priority */
     int max_running, rate_limit;
     int64_t rate_interval_ms, ttl_ms;
+    int64_t clock_offset_us; /* sb__settings_get only: the database's
+                                clock less the host's (T40) */
 } sb_settings;
 
 /* T36 (limits.c): what a limited queue's claim may take. */
@@ -349,12 +350,11 @@ int sb__claim_next_on(sb_bus *bus, sb_conn *c, sb_claim_cursor *cur,
  * it, runs the full scan and the pending probe on `c` in their own
  * statements. Call finish whenever prepare ran. */
 /* The columns of every claim statement: the message's seven (as
- * sb__msg_from_row reads them), then available_at, the priority, the
- * expiry and the statement's clock. */
+ * sb__msg_from_row reads them), then available_at, the priority and the
+ * expiry. */
 #define SB_CLAIM_COL_AVAILABLE 7
 #define SB_CLAIM_COL_PRIORITY 8
 #define SB_CLAIM_COL_EXPIRES 9
-#define SB_CLAIM_COL_NOW 10
 /* The parameters a row of the _ex inserts: id, payload, headers, delay,
  * priority, expiry, unique key. */
 #define SB_INSERT_EX_WIDTH 7
@@ -381,9 +381,13 @@ int sb__unique_check_on(sb_bus *bus, sb_conn *c, const char *queue,
 int sb__unique_prune(sb_bus *bus, size_t max, sb_error *err);
 
 /* T40: whether claimed message `m` is past its expiry, or older than the
- * queue's time to live `ttl_ms` (0: none), now by the database's clock as
- * the claim read it plus the time since. */
-int sb__msg_expired(const sb_msg *m, int64_t ttl_ms);
+ * queue's time to live `ttl_ms` (0: none), now by the database's clock:
+ * the host's plus `clock_offset_us` (sb__clock_offset_on). */
+int sb__msg_expired(const sb_msg *m, int64_t ttl_ms, int64_t clock_offset_us);
+/* The database's clock less the host's, in microseconds (0 where they
+ * are one: SQLite). Transient and backend codes. */
+int sb__clock_offset_on(sb_bus *bus, sb_conn *c, int64_t *offset_us,
+                        sb_error *err);
 /* Dead-letter claimed message `m` with reason "expired", fenced by its
  * lease (T40). As sb__dead_letter_on. */
 int sb__expire_claimed_on(sb_bus *bus, sb_conn *c, const sb_msg *m,

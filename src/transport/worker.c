@@ -108,7 +108,8 @@ struct sb_worker {
      * by one lane at a time; each lane copies `prioritized` into its own
      * claim cursor before a cycle. */
     int paused, prioritized, settings_reading, settings_read;
-    int64_t ttl_ms; /* T40: the queue's time to live, 0: none */
+    int64_t ttl_ms;          /* T40: the queue's time to live, 0: none */
+    int64_t clock_offset_us; /* T40: the database's clock less the host's */
     /* T36: the queue's limits; while it has any, the worker claims only
      * for idle handlers and through limits.c. `limit_by_running`: the
      * last claim was cut by max_running, so a cycle that settles (and
@@ -903,6 +904,7 @@ static void refresh_settings(sb_worker *w)
         w->limit_by_running = 0;
     w->prioritized = st.prioritized;
     w->ttl_ms = st.ttl_ms;
+    w->clock_offset_us = st.clock_offset_us;
     /* Paused, a worker with nothing in hand has nothing it may run. */
     if (w->paused && w->held == 0 && w->claiming == 0) {
         w->idle = 1;
@@ -1263,7 +1265,7 @@ static void *handler_main(void *arg)
         }
         d->running = 1;
         w->running_handlers++;
-        int64_t ttl_ms = w->ttl_ms;
+        int64_t ttl_ms = w->ttl_ms, clock_offset_us = w->clock_offset_us;
         pthread_mutex_unlock(&w->mu);
         int64_t began = sb__mono_us();
 
@@ -1279,7 +1281,7 @@ static void *handler_main(void *arg)
             d->dl_reason = sb__strdup(reason);
             d->exc_type = sb__strdup("max-attempts");
             outcome = finish(w, d, SB_ERROR);
-        } else if (sb__msg_expired(d->msg, ttl_ms)) {
+        } else if (sb__msg_expired(d->msg, ttl_ms, clock_offset_us)) {
             /* T40: past its expiry, checked as late as it can be. */
             d->dl_reason = sb__strdup("expired");
             d->exc_type = sb__strdup("expired");
