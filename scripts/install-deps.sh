@@ -9,9 +9,10 @@ build_only=0
 [ "${1:-}" = --build ] && build_only=1
 bench=0
 [ "${1:-}" = --bench ] && bench=1
+# tzdata: the zones of schedules' cron expressions (T41).
 pkgs=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
-      libmicrohttpd-dev unixodbc-dev)
+      libmicrohttpd-dev unixodbc-dev tzdata)
 # odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it;
 # tdsodbc (FreeTDS): they load SQL Server's driver (no server here).
 [ $build_only = 1 ] ||

@@ -363,9 +363,10 @@ static void test_pause_running_worker(void **state)
     sb_close(bus);
 }
 
-/* The dead letters of `queue` cancelled (reason "cancelled"), and the
- * original id of the last one in `orig` (when not NULL). */
-static size_t cancelled_letters(sb_bus *bus, const char *queue, char *orig)
+/* The dead letters of `queue` with reason `reason`, and the original id
+ * of the last one in `orig` (when not NULL). */
+static size_t letters(sb_bus *bus, const char *queue, const char *reason,
+                      char *orig)
 {
     sb_dlq_filter f;
     memset(&f, 0, sizeof f);
@@ -377,7 +378,7 @@ static size_t cancelled_letters(sb_bus *bus, const char *queue, char *orig)
     sbt_ok(sb_dlq_list(bus, &f, &m, &n, &err), &err, "dlq list");
     for (size_t i = 0; i < n; i++) {
         const char *why = sb_msg_header(m[i], "sb-dead-letter-reason");
-        if (why == NULL || strcmp(why, "cancelled") != 0)
+        if (why == NULL || strcmp(why, reason) != 0)
             continue;
         k++;
         const char *id = sb_msg_header(m[i], "sb-message-id");
@@ -386,6 +387,12 @@ static size_t cancelled_letters(sb_bus *bus, const char *queue, char *orig)
     }
     sb_msg_free_array(m, n);
     return k;
+}
+
+/* The cancelled dead letters of `queue` (T39). */
+static size_t cancelled_letters(sb_bus *bus, const char *queue, char *orig)
+{
+    return letters(bus, queue, "cancelled", orig);
 }
 
 /* T39: a ready and a delayed message are cancelled by id: each is
@@ -630,29 +637,10 @@ static void publish_expiring(sb_bus *bus, const char *queue, const char *text,
         memcpy(id, ids[0], 37);
 }
 
-/* The dead letters of `queue` with reason "expired"; the original id of
- * the last one into `orig` (when not NULL). */
+/* The expired dead letters of `queue` (T40). */
 static size_t expired_letters(sb_bus *bus, const char *queue, char *orig)
 {
-    sb_dlq_filter f;
-    memset(&f, 0, sizeof f);
-    f.size = sizeof f;
-    f.failed_queue = queue;
-    sb_msg **m = NULL;
-    size_t n = 0, k = 0;
-    sb_error err;
-    sbt_ok(sb_dlq_list(bus, &f, &m, &n, &err), &err, "dlq list");
-    for (size_t i = 0; i < n; i++) {
-        const char *why = sb_msg_header(m[i], "sb-dead-letter-reason");
-        if (why == NULL || strcmp(why, "expired") != 0)
-            continue;
-        k++;
-        const char *id = sb_msg_header(m[i], "sb-message-id");
-        if (orig != NULL && id != NULL)
-            snprintf(orig, 37, "%s", id);
-    }
-    sb_msg_free_array(m, n);
-    return k;
+    return letters(bus, queue, "expired", orig);
 }
 
 /* T40: a message past its own expiry is never handed to a consumer: the
