@@ -610,9 +610,8 @@ SB_API int sb_cancel_key(sb_bus *bus, const char *queue, const char *key,
  * each occurrence once: its message id is derived from the schedule's
  * name and the occurrence, and the occurrence is recorded in the
  * publish's transaction. */
-#define SB_SCHEDULE_GRACE_MS                                                   \
-    60000 /* later than this, an occurrence is
-                                      missed */
+/* Later than this, an occurrence is missed. */
+#define SB_SCHEDULE_GRACE_MS 60000
 enum {
     SB_SCHEDULE_MISSED_SKIP = 0, /* missed occurrences are dropped */
     SB_SCHEDULE_MISSED_ONCE = 1  /* one message stands for all of them */
