@@ -189,7 +189,11 @@
     "OBJECT_ID(N'{p}messages', N'U') AND name = "                              \
     "N'{p}messages_unique_idx')\n"                                             \
     "CREATE INDEX {p}messages_unique_idx\n"                                    \
-    "  ON {p}messages (queue, unique_key) WHERE unique_key IS NOT NULL;\n"
+    "  ON {p}messages (queue, unique_key) WHERE unique_key IS NOT NULL;\n"     \
+    "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = "              \
+    "OBJECT_ID(N'{p}unique_keys', N'U') AND name = "                           \
+    "N'{p}unique_keys_until_idx')\n"                                           \
+    "CREATE INDEX {p}unique_keys_until_idx ON {p}unique_keys (until);\n"
 
 const sb_sql_templates sb__sql_mssql = {
     .ddl = TABLES,

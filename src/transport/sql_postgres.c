@@ -85,7 +85,9 @@ const sb_sql_templates sb__sql_postgres = {
            "  message_id uuid NOT NULL,\n"
            "  until timestamptz NOT NULL,\n"
            "  PRIMARY KEY (queue, unique_key)\n"
-           ");\n",
+           ");\n"
+           "CREATE INDEX IF NOT EXISTS {p}unique_keys_until_idx\n"
+           "  ON {p}unique_keys (until);\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",

@@ -126,7 +126,9 @@ const sb_sql_templates sb__sql_sqlite = {
            "  message_id TEXT NOT NULL,\n"
            "  until INTEGER NOT NULL,\n"
            "  PRIMARY KEY (queue, unique_key)\n"
-           ");\n",
+           ");\n"
+           "CREATE INDEX IF NOT EXISTS {p}unique_keys_until_idx\n"
+           "  ON {p}unique_keys (until);\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx;\n"
                "DROP INDEX IF EXISTS {p}messages_claim_idx",
     .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */

@@ -4,7 +4,9 @@
  * looked up; a key held under the message's policy refuses the whole
  * batch with SB_CONFLICT naming the message that holds it. A key's
  * window (SB_UNIQUE_WINDOW) is a row of {prefix}unique_keys, pruned by
- * the expiry sweep. Messages without a key take none of these steps. */
+ * the expiry sweep through the index on its end (`until`), so the sweep
+ * that runs every second reads only the windows that ended. Messages
+ * without a key take none of these steps. */
 #include "transport/transport.h"
 
 #include <stdio.h>

@@ -109,6 +109,17 @@ static void test_priority_order(void **state)
     sb_close(bus);
 }
 
+/* A batch of two messages "x" without options, for the input tests. */
+static void two_messages(sb_outgoing_ex m[2])
+{
+    memset(m, 0, 2 * sizeof *m);
+    for (int i = 0; i < 2; i++) {
+        m[i].size = sizeof m[0];
+        m[i].msg.payload = "x";
+        m[i].msg.payload_len = 1;
+    }
+}
+
 /* T34, T9, T11: the publish checks every priority and size before it
  * writes anything; a batch is all or nothing; an id published again is
  * success and changes nothing, its priority included. */
@@ -118,12 +129,7 @@ static void test_priority_input(void **state)
     const char *prefix = sbt_new_prefix();
     sb_bus *bus = sbt_open(prefix, NULL);
     sb_outgoing_ex m[2];
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < 2; i++) {
-        m[i].size = sizeof m[i];
-        m[i].msg.payload = "x";
-        m[i].msg.payload_len = 1;
-    }
+    two_messages(m);
     m[1].priority = SB_PRIORITY_MAX + 1;
     sb_error err;
     assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
@@ -744,12 +750,7 @@ static void test_expiry_input(void **state)
     const char *prefix = sbt_new_prefix();
     sb_bus *bus = sbt_open(prefix, NULL);
     sb_outgoing_ex m[2];
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < 2; i++) {
-        m[i].size = sizeof m[0];
-        m[i].msg.payload = "x";
-        m[i].msg.payload_len = 1;
-    }
+    two_messages(m);
     sb_error err;
     const int64_t bad[] = {-1, SB_TTL_MAX_MS + 1};
     for (size_t i = 0; i < 2; i++) {
@@ -967,10 +968,14 @@ static void test_unique_window(void **state)
         publish_keyed(bus, "q", "c", "daily", SB_UNIQUE_ACTIVE, 0, NULL, &err),
         &err, "active ignores the window");
     sbt_ok(sb_cancel_key(bus, "q", "daily", NULL, &err), &err, "cancel c");
+    char count[160];
+    snprintf(count, sizeof count,
+             "SELECT count(*) FROM %sunique_keys WHERE queue = $1", prefix);
+    assert_int_equal(sbt_native_scalar(count, "q"), 1);
     sbt_sleep_ms(600);
     size_t expired = 0;
-    sbt_ok(sb_queue_expire(bus, 10, &expired, &err), &err,
-           "the sweep prunes ended windows");
+    sbt_ok(sb_queue_expire(bus, 10, &expired, &err), &err, "the sweep");
+    assert_int_equal(sbt_native_scalar(count, "q"), 0); /* pruned */
     sbt_ok(publish_keyed(bus, "q", "d", "daily", SB_UNIQUE_WINDOW, 400, NULL,
                          &err),
            &err, "free after the window");
@@ -1035,13 +1040,8 @@ static void test_unique_input(void **state)
     const char *prefix = sbt_new_prefix();
     sb_bus *bus = sbt_open(prefix, NULL);
     sb_outgoing_ex m[2];
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < 2; i++) {
-        m[i].size = sizeof m[0];
-        m[i].msg.payload = "x";
-        m[i].msg.payload_len = 1;
-        m[i].unique_key = "same";
-    }
+    two_messages(m);
+    m[0].unique_key = m[1].unique_key = "same";
     sb_error err;
     assert_int_equal(sb_publish_ex(bus, NULL, "q", m, 2, NULL, &err),
                      SB_CONFLICT);

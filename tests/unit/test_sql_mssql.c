@@ -204,6 +204,9 @@ static void test_unique_shape(void **state)
     sbt_has("schema", sb__sql_mssql_schema,
             "unique_key nvarchar(255) COLLATE Latin1_General_100_BIN2 NOT "
             "NULL");
+    sbt_has("schema", sb__sql_mssql_schema,
+            "CREATE INDEX {p}unique_keys_until_idx ON {p}unique_keys "
+            "(until);");
     sb__transport_sql_free(s);
 }
 
