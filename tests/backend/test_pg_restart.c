@@ -76,8 +76,18 @@ static void test_restart_under_load(void **state)
     for (int i = 0; i < N; i++)
         assert_true(atomic_load(&s.handled[i]) >= 1);
     /* A row is deleted once: acks that committed plus acks whose commit
-     * the restart hid (found gone on retry) account for every message. */
-    assert_int_equal(st.acked + st.lost_leases, N);
+     * the restart hid (found gone on retry) account for every message.
+     * A restart that outlasts a lease (a loaded machine) lets a later
+     * claim run a message again (T17): each extra run ends in a lost
+     * lease, so the sum covers the runs, and no more acks commit than
+     * there are messages. */
+    int calls = atomic_load(&s.calls);
+    if (calls == N) {
+        assert_int_equal(st.acked + st.lost_leases, N);
+    } else {
+        assert_true(st.acked <= N);
+        assert_true(st.acked + st.lost_leases >= calls);
+    }
     assert_int_equal(st.naked, 0);
     assert_int_equal(sbt_count(bus, "q"), 0);
     assert_int_equal(sbt_count(bus, "deadletter"), 0);
