@@ -15,29 +15,36 @@
  * one index with priority as its second key cost the plain burn-down 2%
  * in key compares (docs/benchmarks.md). A prioritized queue (T34) reads
  * three ordered runs (above 0 through the second index, 0 through the
- * first, below 0 through the second) and merges them. */
+ * first, below 0 through the second) and merges them.
+ *
+ * A claim picks its rows by rowid, which every index entry holds, so each
+ * claimed row is found in the table directly, not through the primary
+ * key's index on id again: 7% of a plain drain's instructions
+ * (docs/benchmarks.md, "Issue 21: the no-cost rule by instruction
+ * count"). Rowids are stable inside the statement's transaction. */
 #define PLAIN "AND priority = 0 "
 #define BY_TIME "ORDER BY available_at, created_at "
 #define READY_ROWS                                                             \
     "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
 #define READY(prio, order)                                                     \
-    "SELECT id FROM {p}messages WHERE queue = $1 " prio READY_ROWS order       \
+    "SELECT rowid FROM {p}messages WHERE queue = $1 " prio READY_ROWS order    \
     "LIMIT $5"
 #define PRIO_RUN(cond, order)                                                  \
-    "SELECT * FROM (SELECT id, priority, available_at, created_at FROM "       \
-    "{p}messages WHERE queue = $1 AND " cond " " READY_ROWS order "LIMIT $5)"
+    "SELECT * FROM (SELECT rowid AS rid, priority, available_at, "             \
+    "created_at FROM {p}messages WHERE queue = $1 AND " cond                   \
+    " " READY_ROWS order "LIMIT $5)"
 #define BY_PRIORITY "ORDER BY priority DESC, available_at, created_at "
 #define ABOVE_0 "priority <> 0 AND priority > 0"
 #define BELOW_0 "priority <> 0 AND priority < 0"
 #define READY_BY_PRIORITY                                                      \
-    "SELECT id FROM (" PRIO_RUN(ABOVE_0, BY_PRIORITY) " UNION ALL " PRIO_RUN(  \
+    "SELECT rid FROM (" PRIO_RUN(ABOVE_0, BY_PRIORITY) " UNION ALL " PRIO_RUN( \
         "priority = 0",                                                        \
         BY_TIME) " UNION ALL " PRIO_RUN(BELOW_0,                               \
                                         BY_PRIORITY) " ORDER BY 2 DESC, 3, 4 LIMIT $5)"
 #define CLAIM_SET                                                              \
     "UPDATE {p}messages SET attempts = attempts + 1, "                         \
     "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "           \
-    "lock_id = $4 WHERE id IN ("
+    "lock_id = $4 WHERE rowid IN ("
 /* Every claim returns the message, then available_at, the priority and
  * the expiry (T40), in that order (transport.h, SB_CLAIM_COL_*). */
 #define CLAIM_TAIL "available_at, priority, expires_at"
@@ -164,7 +171,7 @@ const sb_sql_templates sb__sql_sqlite = {
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
     /* RETURNING gives no order: claim.c sorts by the priority. */
     .claim_prio = CLAIM_SET READY_BY_PRIORITY CLAIM_RETURNING,
-    .claim_delete = "DELETE FROM {p}messages WHERE id IN (" READY(
+    .claim_delete = "DELETE FROM {p}messages WHERE rowid IN (" READY(
         PLAIN, BY_TIME) ") "
                         "RETURNING id, payload, headers, attempts + 1, $4, "
                         "created_at, queue, " CLAIM_TAIL,
