@@ -69,6 +69,12 @@ typedef struct sb_server_options {
     int edit_enabled;           /* E18: the store was opened with allow_edit */
     sb_log_fn log;              /* the operations worker's log, may be NULL */
     void *log_user;
+    /* Issue 22: the origins whose pages may call the API (cors.h):
+     * "*" (any) or "http(s)://HOST[:PORT]", or the one word "none".
+     * None given: any origin when listening on loopback with no token,
+     * else none (the server's own pages only). */
+    const char *const *cors_origins;
+    size_t n_cors_origins;
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address
@@ -85,6 +91,9 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                      sb_server **out, sb_error *err);
 /* The port bound. */
 int sb__server_port(const sb_server *s);
+/* Issue 22: which origins may call the API, for serve's startup line
+ * ("any origin", the list, or "none"), into `out` (`cap` bytes). */
+void sb__server_cors_text(const sb_server *s, char *out, size_t cap);
 /* Stop accepting, finish the requests in flight, free. NULL-safe. */
 void sb__server_stop(sb_server *s);
 
