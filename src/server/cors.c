@@ -118,3 +118,53 @@ int sb__cors_readable(const sb_cors *c, const char *origin)
 {
     return origin != NULL && (c->any || sb__cors_listed(c, origin));
 }
+
+/* Whether `authority` (host[:port] of a normal origin) is `host` (a
+ * request's Host value), the scheme's default port aside. */
+static int same_authority(const char *origin, const char *authority,
+                          const char *host)
+{
+    if (host == NULL)
+        return 0;
+    size_t n = strlen(host);
+    const char *dflt = strncmp(origin, "https:", 6) == 0 ? ":443" : ":80";
+    size_t dn = strlen(dflt);
+    if (n > dn && strcmp(host + n - dn, dflt) == 0)
+        n -= dn;
+    return strlen(authority) == n && strncasecmp(authority, host, n) == 0;
+}
+
+int sb__cors_may_change(const sb_cors *c, const char *origin, const char *host,
+                        const char *forwarded_host)
+{
+    if (origin == NULL)
+        return 1;
+    char o[SB_CORS_ORIGIN_MAX + 1];
+    const char *authority;
+    if (!normal_origin(origin, strlen(origin), o, sizeof o, &authority))
+        return 0; /* "null" and the like: a page of no origin */
+    if (sb__cors_listed(c, origin) || same_authority(o, authority, host))
+        return 1;
+    if (forwarded_host != NULL) {
+        /* A proxy's list: the first is the client's. */
+        char fh[SB_CORS_ORIGIN_MAX + 1];
+        size_t n = strcspn(forwarded_host, ", \t");
+        if (n < sizeof fh) {
+            memcpy(fh, forwarded_host, n);
+            fh[n] = '\0';
+            if (same_authority(o, authority, fh))
+                return 1;
+        }
+    }
+    if (!c->any)
+        return 0;
+    static const char *const local[] = {"localhost", "127.0.0.1", "[::1]"};
+    size_t host_len = strcspn(authority, ":");
+    if (authority[0] == '[')
+        host_len = (size_t)(strchr(authority, ']') - authority) + 1;
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+        if (strlen(local[i]) == host_len &&
+            strncmp(authority, local[i], host_len) == 0)
+            return 1;
+    return 0;
+}

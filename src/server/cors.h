@@ -43,4 +43,14 @@ int sb__cors_readable(const sb_cors *c, const char *origin);
  * names it and allows credentials. */
 int sb__cors_listed(const sb_cors *c, const char *origin);
 
+/* Whether a request from `origin` may change anything (S11): no Origin
+ * (not a browser's cross-site request), an origin of the list, the
+ * server's own (`origin`'s host and port are the request's Host, or the
+ * X-Forwarded-Host a proxy set: `host`, `forwarded_host`, NULL when
+ * absent), or, when any origin is served, a page on this machine
+ * (http or https on localhost, 127.0.0.1 or [::1]). A page elsewhere
+ * reads with `*` but changes nothing unless it is listed. */
+int sb__cors_may_change(const sb_cors *c, const char *origin, const char *host,
+                        const char *forwarded_host);
+
 #endif

@@ -644,6 +644,19 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
         return send_error(r, c, 405, "method_not_allowed",
                           "this route does not take that method", NULL, allow);
     }
+    /* S11, issue 22: a page of another origin changes nothing unless
+     * that origin is allowed to (cors.h): a bodiless POST needs no
+     * preflight, so the browser would send it whatever CORS says. */
+    if ((method &
+         (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH | SB_HTTP_DELETE)) &&
+        !sb__cors_may_change(&s->cors, header_of(c, "Origin"),
+                             header_of(c, "Host"),
+                             header_of(c, "X-Forwarded-Host")))
+        return send_error(r, c, 403, "forbidden",
+                          "pages of this origin may not change anything "
+                          "here (serve --cors-origin names the origins "
+                          "that may)",
+                          "origin", NULL);
     if (r->too_big) {
         char msg[96];
         snprintf(msg, sizeof msg, "the request body must be at most %zu bytes",

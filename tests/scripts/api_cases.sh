@@ -79,6 +79,7 @@ done
 
 declare -A vars
 vars[ADMIN_TOKEN]=$admin_token
+vars[SELF_ORIGIN]=$base
 raw_py="$here/lib/http_raw.py"
 
 subst() {

@@ -69,7 +69,22 @@ req corspre -X OPTIONS -H 'Origin: https://ops.example:8443' \
 [ "$(header corspre Access-Control-Allow-Origin)" = '*' ] || fail "preflight without *"
 [ "$(header corspre Access-Control-Allow-Methods)" = 'POST, OPTIONS' ] ||
     fail "Access-Control-Allow-Methods: $(header corspre Access-Control-Allow-Methods)"
-ok "CORS: any origin on loopback with no token"
+# S11: with any origin served, a page elsewhere still changes nothing (a
+# bodiless POST needs no preflight); a page on this machine may.
+req evil -X POST -H 'Origin: https://evil.example' "$base/api/errors/retry/all"
+expect evil 403 .error forbidden .field origin
+req evilpre -X OPTIONS -H 'Origin: https://evil.example' -H 'Access-Control-Request-Method: POST' \
+    -H 'Access-Control-Request-Headers: content-type' "$base/api/errors/retry/all"
+[ "$(cat "$tmp/evilpre.status")" = 204 ] || fail "the preflight of a page elsewhere: $(cat "$tmp/evilpre.status")"
+req eviljson -X POST -H 'Origin: https://evil.example' -H 'Content-Type: application/json' "$base/api/errors/retry/all"
+expect eviljson 403 .field origin
+req local -X POST -H 'Origin: http://localhost:9090' -H 'Content-Type: application/json' \
+    "$base/api/errors/queues/no.such.queue/retry"
+expect local 200 .total 0
+req self -X POST -H "Origin: $base" -H 'Content-Type: application/json' \
+    "$base/api/errors/queues/no.such.queue/retry"
+expect self 200 .total 0
+ok "CORS: any origin on loopback with no token; changes from this machine only"
 
 # S7: 404, 405 with Allow, 400 naming the field and the limit.
 req nf "$base/api/nothing"
