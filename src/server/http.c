@@ -311,11 +311,9 @@ static unsigned check_token(const sb_server *s, struct MHD_Connection *c,
     return 401;
 }
 
-/* S11: a mutation's body must be JSON. */
-static int json_content(struct MHD_Connection *c)
+/* S11: whether a Content-Type (NULL: none) is JSON. */
+static int json_content(const char *ct)
 {
-    const char *ct =
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (ct == NULL)
         return 0;
     size_t n = strcspn(ct, "; \t");
@@ -663,12 +661,18 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                  s->max_body);
         return send_error(r, c, 413, "too_large", msg, "body", NULL);
     }
+    /* S7, S11: a body must be JSON; a request with none needs no
+     * Content-Type (ServicePulse sends its bodiless POSTs and DELETEs
+     * so), but one that names another type is refused still: a form
+     * posts its type with no field too. */
+    const char *ct = header_of(c, "Content-Type");
     if ((method &
          (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH | SB_HTTP_DELETE)) &&
-        !json_content(c))
+        (ct != NULL || r->body.len > 0) && !json_content(ct))
         return send_error(r, c, 415, "unsupported_media_type",
-                          "a request that changes something must be sent "
-                          "as Content-Type: application/json",
+                          "a request body must be sent as Content-Type: "
+                          "application/json (a request with no body needs "
+                          "no Content-Type)",
                           "Content-Type", NULL);
     if (r->body.failed)
         return send_error(r, c, 503, "unavailable", "out of memory", NULL,
