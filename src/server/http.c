@@ -192,6 +192,7 @@ static enum MHD_Result queue(request *r, struct MHD_Connection *c,
     if (resp == NULL)
         return MHD_NO;
     cors_headers(r, c, resp);
+    MHD_add_response_header(resp, "X-Particular-Version", SB_SERVER_SC_VERSION);
     r->status = status;
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -539,8 +540,10 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
                       .q = q,
                       .body = r->body.data ? r->body.data : "",
                       .body_len = r->body.len,
-                      .idempotency_key = MHD_lookup_connection_value(
-                          c, MHD_HEADER_KIND, "Idempotency-Key")};
+                      .idempotency_key = header_of(c, "Idempotency-Key"),
+                      .host = header_of(c, "Host"),
+                      .forwarded_host = header_of(c, "X-Forwarded-Host"),
+                      .forwarded_proto = header_of(c, "X-Forwarded-Proto")};
     sb_api_resp *a = sb__api_resp_new(s->request_timeout_ms);
     if (a == NULL)
         return send_error(r, c, 503, "unavailable", "out of memory", NULL,

@@ -23,6 +23,7 @@ typedef struct route {
 #define BODY(methods, kind) methods, kind
 
 static const route routes[] = {
+    {GET_, "/api", SB_R_ROOT, NO_BODY},
     {GET_, "/api/errors", SB_R_ERRORS, NO_BODY},
     {GET_, "/api/errors/{id}", SB_R_ERROR, NO_BODY},
     {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST, NO_BODY},

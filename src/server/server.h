@@ -31,6 +31,15 @@
 #define SB_SERVER_HEADER_TIMEOUT_MIN_MS 100
 #define SB_SERVER_HEADER_TIMEOUT_MAX_MS (3600LL * 1000)
 
+/* Issue 22: the ServiceControl version every answer names
+ * (X-Particular-Version). ServicePulse turns screens on by it: 5.2.0
+ * (redirect conflicts' X-Particular-Reason), 5.9.0 (endpoint settings),
+ * 6.6.0 (its minimum: below it nags to upgrade) and, in 2.10.2, 6.19.0
+ * (license details); 6.19.2 is ServiceControl's newest release, so no
+ * "newer version" notice either. docs/http-api.md, "Using
+ * ServicePulse". */
+#define SB_SERVER_SC_VERSION "6.19.2"
+
 typedef struct sb_server sb_server;
 
 typedef struct sb_server_options {

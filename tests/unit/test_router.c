@@ -44,6 +44,7 @@ static void test_every_route(void **state)
         sb_route_id id;
         const char *c0, *c1;
     } cases[] = {
+        {"GET", "/api", SB_R_ROOT, NULL, NULL},
         {"GET", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"HEAD", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"GET", "/api/errors/u-1", SB_R_ERROR, "u-1", NULL},
