@@ -60,6 +60,9 @@ typedef struct sb_api_resp {
     char message[512];
     char field[64];
     unsigned retry_after_s; /* > 0: the Retry-After header (503s) */
+    /* "" or the X-Particular-Reason header (issue 22: a redirect's 409
+     * says "Duplicate" or "Dependents", as ServiceControl's). */
+    char reason[16];
     /* Set by http.c before the handler runs: the time limit of each of
      * the request's statements (--request-timeout, S10), which the
      * timeout error names; 0 = none. */

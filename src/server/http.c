@@ -75,6 +75,7 @@ typedef struct request {
     const char *pattern;
     unsigned status;
     int64_t start_us;
+    char reason[16]; /* "" or the X-Particular-Reason of the answer */
 } request;
 
 /* Keep the path as it came: the router decodes each segment itself, so
@@ -193,6 +194,8 @@ static enum MHD_Result queue(request *r, struct MHD_Connection *c,
         return MHD_NO;
     cors_headers(r, c, resp);
     MHD_add_response_header(resp, "X-Particular-Version", SB_SERVER_SC_VERSION);
+    if (r->reason[0] != '\0')
+        MHD_add_response_header(resp, "X-Particular-Reason", r->reason);
     r->status = status;
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -436,6 +439,7 @@ static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
                                 int method, sb_api_resp *a)
 {
     sb__api_resp_finish(a);
+    sb__strlcpy(r->reason, a->reason, sizeof r->reason);
     if (a->code != NULL)
         return send_error_after(r, c, a->status, a->code, a->message, a->field,
                                 NULL, a->retry_after_s);
