@@ -1708,7 +1708,8 @@ typedef struct sb_failed_query {
     const char *message_type;
     const char *sort; /* "time_of_failure" (default), "message_type",
                                  "failed_queue", "attempts",
-                                 "status_changed" */
+                                 "status_changed", "message_id",
+                                 "status", "time_sent" */
     int ascending;    /* 0 = newest / largest first */
     size_t page;      /* from 1 (0 = 1) */
     size_t per_page;  /* 1 to 500 (0 = 50) */

@@ -23,6 +23,7 @@ typedef struct route {
 #define BODY(methods, kind) methods, kind
 
 static const route routes[] = {
+    {GET_, "/api", SB_R_ROOT, NO_BODY},
     {GET_, "/api/errors", SB_R_ERRORS, NO_BODY},
     {GET_, "/api/errors/{id}", SB_R_ERROR, NO_BODY},
     {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST, NO_BODY},
@@ -238,6 +239,13 @@ int sb__route(const char *method, const char *path, sb_route_match *m,
                        SB_PATH_MAX);
     span raw[MAX_SEGMENTS + 1];
     size_t n = split(path, raw);
+    /* Issue 22: one trailing slash is taken on every route
+     * (ServicePulse's PATCH errors/archive/): the empty segment after it
+     * is dropped, "/" aside. */
+    size_t plen = strlen(path);
+    if (n > 0 && n <= MAX_SEGMENTS && raw[n - 1].n == 0 && plen >= 3 &&
+        path[plen - 2] != '/')
+        n--;
     if (n > MAX_SEGMENTS)
         return SB_NOTFOUND;
     char seg[MAX_SEGMENTS][SB_SEGMENT_MAX + 1];

@@ -33,6 +33,7 @@ enum {
  * own (S6), health and metrics (S8), the dashboard (S13). */
 typedef enum sb_route_id {
     SB_R_NONE = 0,
+    SB_R_ROOT,                   /* GET /api (issue 22: RootUrls) */
     SB_R_ERRORS,                 /* GET /api/errors */
     SB_R_ERROR,                  /* GET /api/errors/{id} */
     SB_R_ERROR_LAST,             /* GET /api/errors/last/{id} */

@@ -44,6 +44,7 @@ static void test_every_route(void **state)
         sb_route_id id;
         const char *c0, *c1;
     } cases[] = {
+        {"GET", "/api", SB_R_ROOT, NULL, NULL},
         {"GET", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"HEAD", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"GET", "/api/errors/u-1", SB_R_ERROR, "u-1", NULL},
@@ -138,6 +139,13 @@ static void test_every_route(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         expect_route(cases[i].method, cases[i].path, cases[i].id, cases[i].c0,
                      cases[i].c1);
+        /* Issue 22: the same with a trailing slash (ServicePulse's
+         * PATCH errors/archive/), every route. */
+        char slashed[300];
+        snprintf(slashed, sizeof slashed, "%s/", cases[i].path);
+        if (strcmp(cases[i].path, "/") != 0)
+            expect_route(cases[i].method, slashed, cases[i].id, cases[i].c0,
+                         cases[i].c1);
         seen[cases[i].id] = 1;
     }
     for (int id = SB_R_NONE + 1; id < SB_R_COUNT; id++)
@@ -182,7 +190,10 @@ static void test_not_found_and_method(void **state)
     (void)state;
     int get = SB_HTTP_GET | SB_HTTP_HEAD;
     expect_missing("GET", "/api/nothing", 0);
-    expect_missing("GET", "/api/errors/", 0);
+    /* Issue 22: one trailing slash is taken (test_every_route), not two,
+     * and "/" alone is the dashboard's. */
+    expect_missing("GET", "/api/errors//", 0);
+    expect_missing("GET", "/ui/", 0);
     expect_missing("GET", "/api//errors", 0);
     expect_missing("GET", "/a/b/c/d/e/f/g/h/i", 0);
     expect_missing("PATCH", "/api/errors/...2026/unarchive", 0);
