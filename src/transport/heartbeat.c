@@ -22,7 +22,8 @@ static const uint8_t instance_ns[16] = {0xa1, 0x47, 0x0c, 0x9e, 0x63, 0xd2,
 typedef struct beat_entry {
     char endpoint[201];
     char id[37];
-    int refs; /* workers of this bus running the endpoint */
+    int refs;   /* workers of this bus running the endpoint */
+    int beaten; /* a beat of it was written */
     struct beat_entry *next;
 } beat_entry;
 
@@ -103,7 +104,8 @@ int sb__beater_new(sb_bus *bus, int64_t interval_ms, sb_error *err)
 typedef struct beat_item {
     char id[37];
     char endpoint[201];
-    int stop; /* write its stop, not a beat */
+    int beat; /* write a beat */
+    int stop; /* then its stop */
 } beat_item;
 
 typedef struct beat_ctx {
@@ -120,18 +122,19 @@ static int beat_tx(sb_conn *c, void *arg, sb_error *err)
     int rc = SB_OK;
     for (size_t i = 0; rc == SB_OK && i < x->n; i++) {
         const beat_item *it = &x->items[i];
-        if (it->stop) {
+        if (it->beat) {
+            sb_value p[7] = {
+                sb__v_text(it->id),    sb__v_text(it->endpoint),
+                sb__v_text(bus->host), sb__v_text(x->b->host_id),
+                sb__v_int(x->b->pid),  sb__v_int(x->b->every_us / 1000),
+                sb__v_int(now)};
+            rc = sb__query(c, bus->sql->heartbeat_beat, p, 7, NULL, NULL, err);
+        }
+        if (rc == SB_OK && it->stop) {
             sb_value p[3] = {sb__v_text(it->id), sb__v_int(x->b->pid),
                              sb__v_int(now)};
             rc = sb__query(c, bus->sql->heartbeat_stop, p, 3, NULL, NULL, err);
-            continue;
         }
-        sb_value p[7] = {
-            sb__v_text(it->id),    sb__v_text(it->endpoint),
-            sb__v_text(bus->host), sb__v_text(x->b->host_id),
-            sb__v_int(x->b->pid),  sb__v_int(x->b->every_us / 1000),
-            sb__v_int(now)};
-        rc = sb__query(c, bus->sql->heartbeat_beat, p, 7, NULL, NULL, err);
     }
     return rc;
 }
@@ -152,6 +155,9 @@ static void pass(sb_beater *b, int closing)
         memcpy(it->id, e->id, sizeof it->id);
         memcpy(it->endpoint, e->endpoint, sizeof it->endpoint);
         it->stop = closing || e->refs == 0;
+        /* One that stops before its first beat (a short run) is written
+         * first, so it shows as having run and stopped. */
+        it->beat = !it->stop || !e->beaten;
     }
     pthread_mutex_unlock(&b->mu);
     if (n > 0 && x.items == NULL) {
@@ -176,13 +182,18 @@ static void pass(sb_beater *b, int closing)
         b->failing = rc != SB_OK;
     }
     /* Forget the stopped endpoints this pass stopped (unless a worker
-     * registered one again meanwhile: it beats at the next pass). */
+     * registered one again meanwhile: it beats at the next pass); the
+     * others have beaten once this pass wrote. */
     pthread_mutex_lock(&b->mu);
     for (beat_entry **pp = &b->entries; *pp != NULL;) {
         beat_entry *e = *pp;
         int stopped = 0;
-        for (size_t i = 0; i < x.n && !stopped; i++)
-            stopped = x.items[i].stop && strcmp(x.items[i].id, e->id) == 0;
+        for (size_t i = 0; i < x.n; i++) {
+            if (strcmp(x.items[i].id, e->id) != 0)
+                continue;
+            stopped = x.items[i].stop;
+            e->beaten |= !b->failing && x.items[i].beat;
+        }
         if (stopped && (closing || e->refs == 0)) {
             *pp = e->next;
             sb__free(e);

@@ -198,6 +198,25 @@ static void test_issue22_worker_beats_then_stops(void **state)
     sb_close(bus);
 }
 
+/* A worker stopped before its first beat (a short run, `sqlbus work
+ * --once` on an empty queue) still shows: as run and stopped. */
+static void test_issue22_short_run_shows_stopped(void **state)
+{
+    (void)state;
+    const char *prefix = sbt_new_prefix();
+    sb_bus *bus = open_beating(prefix, 60000);
+    sb_worker *w = start_worker(bus, "hb.short", "Short");
+    sb_error err;
+    sbt_ok(sb_worker_stop(w, &err), &err, "stop");
+    sb_worker_free(w);
+    sb_heartbeat h;
+    assert_true(wait_for(bus, "Short", STOPPED, &h, 5000));
+    assert_true(h.started_us > 0 && h.stopped_us >= h.started_us);
+    assert_true(h.interval_ms == 60000);
+    sbt_drop(bus, prefix);
+    sb_close(bus);
+}
+
 /* A process that vanishes without a stop (here: _exit in a child) is
  * dead once its last beat is SB_HEARTBEAT_GRACE_INTERVALS intervals old,
  * and not before; its row names it. */
@@ -434,6 +453,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_issue22_interval_bounds),
         cmocka_unit_test(test_issue22_worker_beats_then_stops),
+        cmocka_unit_test(test_issue22_short_run_shows_stopped),
         cmocka_unit_test(test_issue22_vanished_process_goes_dead),
         cmocka_unit_test(test_issue22_monitor_and_remove),
         cmocka_unit_test(test_issue22_off),
