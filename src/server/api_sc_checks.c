@@ -488,6 +488,37 @@ static void outage_events(const sb_api *a, events *v)
     }
 }
 
+/* Error ingestion's failing episodes in this process. */
+static void ingestion_events(const sb_api *a, events *v)
+{
+    sb_loops_episode ep[SB_LOOPS_EPISODES];
+    size_t n = sb__loops_episodes(a->loops, ep, SB_LOOPS_EPISODES);
+    for (size_t i = 0; i < n && !v->nomem; i++) {
+        char at[32];
+        snprintf(at, sizeof at, "%lld", (long long)ep[i].start_us);
+        event *e = add(v, "sqlbus-ingestion-failed", at);
+        if (e == NULL)
+            return;
+        snprintf(e->description, sizeof e->description,
+                 "Error ingestion failed: %s", ep[i].error);
+        e->severity = "error";
+        e->raised_us = ep[i].start_us;
+        e->category = "sqlbus";
+        e->event_type = "IngestionFailed";
+        if (ep[i].end_us == 0)
+            continue;
+        e = add(v, "sqlbus-ingestion-restored", at);
+        if (e == NULL)
+            return;
+        snprintf(e->description, sizeof e->description,
+                 "Error ingestion works again, after %lld s",
+                 (long long)((ep[i].end_us - ep[i].start_us) / 1000000));
+        e->raised_us = ep[i].end_us;
+        e->category = "sqlbus";
+        e->event_type = "IngestionRestored";
+    }
+}
+
 static int newest_first(const void *pa, const void *pb)
 {
     const event *a = pa, *b = pb;
@@ -539,6 +570,7 @@ static int event_log(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     heartbeat_events(h, n, &v);
     sb_free(h);
     outage_events(a, &v);
+    ingestion_events(a, &v);
     if (v.nomem) {
         sb__free(v.e);
         return sb__api_error(out, 503, "unavailable", NULL, "out of memory"), 1;
