@@ -175,5 +175,15 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_schedules.c: periodic jobs (T41): list, add or replace, remove. */
 int sb__api_schedules(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* Issue 22, ServicePulse's screens beyond failed messages.
+ * api_endpoints.c: endpoint liveness (endpoints, endpointssettings,
+ * heartbeats/stats). */
+int sb__api_endpoints(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_sc_checks.c: sqlbus's own health as custom checks, and the event
+ * log. */
+int sb__api_sc_checks(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_sc_misc.c: license, connection, e-mail notifications, remotes,
+ * authentication. */
+int sb__api_sc_misc(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 #endif

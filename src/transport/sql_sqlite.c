@@ -135,7 +135,24 @@ const sb_sql_templates sb__sql_sqlite = {
            "  PRIMARY KEY (queue, unique_key)\n"
            ");\n"
            "CREATE INDEX IF NOT EXISTS {p}unique_keys_until_idx\n"
-           "  ON {p}unique_keys (until);\n",
+           "  ON {p}unique_keys (until);\n"
+           "CREATE TABLE IF NOT EXISTS {p}heartbeats (\n"
+           "  id TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  endpoint TEXT NOT NULL,\n"
+           "  host TEXT NOT NULL,\n"
+           "  host_id TEXT NOT NULL,\n"
+           "  pid INTEGER NOT NULL,\n"
+           "  interval_ms INTEGER NOT NULL,\n"
+           "  started_at INTEGER NOT NULL,\n"
+           "  last_beat_at INTEGER NOT NULL,\n"
+           "  stopped_at INTEGER,\n"
+           "  monitored INTEGER NOT NULL DEFAULT 1\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}settings (\n"
+           "  name TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  value TEXT NOT NULL,\n"
+           "  updated_at INTEGER NOT NULL\n"
+           ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx;\n"
                "DROP INDEX IF EXISTS {p}messages_claim_idx",
     .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */
@@ -208,6 +225,33 @@ const sb_sql_templates sb__sql_sqlite = {
     .schedule_settle = "UPDATE {p}schedules SET last_us = $2, next_us = $3 "
                        "WHERE name = $1 AND anchor_us = $4 AND last_us = $5",
     .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
+    /* Issue 22: a restart (another pid) or a beat after a graceful
+     * stop starts the instance again; monitored is the operator's. */
+    .heartbeat_beat =
+        "INSERT INTO {p}heartbeats (id, endpoint, host, host_id, pid, "
+        "interval_ms, started_at, last_beat_at, stopped_at, monitored) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, NULL, 1) ON CONFLICT (id) "
+        "DO UPDATE SET endpoint = excluded.endpoint, host = excluded.host, "
+        "host_id = excluded.host_id, started_at = CASE WHEN pid = "
+        "excluded.pid AND stopped_at IS NULL THEN started_at ELSE "
+        "excluded.started_at END, pid = excluded.pid, interval_ms = "
+        "excluded.interval_ms, last_beat_at = excluded.last_beat_at, "
+        "stopped_at = NULL",
+    .heartbeat_stop = "UPDATE {p}heartbeats SET stopped_at = $3, "
+                      "last_beat_at = $3 WHERE id = $1 AND pid = $2",
+    .heartbeat_list = "SELECT id, endpoint, host, host_id, pid, interval_ms, "
+                      "started_at, last_beat_at, stopped_at, monitored, $1 "
+                      "FROM {p}heartbeats ORDER BY endpoint, host, id",
+    .heartbeat_monitor =
+        "UPDATE {p}heartbeats SET monitored = $2 WHERE id = $1",
+    .heartbeat_remove = "DELETE FROM {p}heartbeats WHERE id = $1",
+    .setting_get = "SELECT value, updated_at FROM {p}settings WHERE name = $1",
+    .setting_put = "INSERT INTO {p}settings (name, value, updated_at) VALUES "
+                   "($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = "
+                   "excluded.value, updated_at = excluded.updated_at",
+    .setting_remove = "DELETE FROM {p}settings WHERE name = $1",
+    .setting_list =
+        "SELECT name, value, updated_at FROM {p}settings ORDER BY name",
     .renew = "UPDATE {p}messages SET locked_until = $3 + $4 * 1000, "
              "available_at = $3 + $4 * 1000 "
              "WHERE id = $1 AND lock_id = $2",

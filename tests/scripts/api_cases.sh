@@ -67,6 +67,13 @@ seed() {
 }
 
 seed
+# Issue 22, endpoint liveness: Shipping runs for the whole suite and
+# beats every second; Stopped ran once and stopped gracefully.
+"$SQLBUS" --prefix "$prefix" work --queue liveness.shipping --endpoint Shipping \
+    --heartbeat 1s -- true 2>"$tmp/shipping.err" &
+bg_pids+=("$!")
+sb work --queue liveness.stopped --endpoint Stopped --once -- true 2>/dev/null ||
+    fail "work --once (Stopped)"
 start_server api --token-file "$tmp/tokens" --allow-edit \
     --cors-origin http://servicepulse.test
 for i in $(seq 1 100); do

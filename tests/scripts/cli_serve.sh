@@ -203,3 +203,26 @@ kill -TERM "$pid"
 wait_exit "$pid" 20
 [ "$wait_rc" -eq 0 ] || fail "serve --ingesters 3 exited $wait_rc after SIGTERM"
 ok "--ingesters 3 drains 3000 dead letters, each once"
+
+# Issue 22: a failing check of sqlbus's own shows on ServicePulse's custom
+# checks poll (a dead letter that cannot become a failed message is a
+# failed import), with its reason; a dismissal hides it while it fails.
+printf 'x' | sb publish --queue deadletter >/dev/null
+start_server checks
+failing() {
+    req checks "$base/api/customchecks?status=fail&page=1"
+    [ "$(header checks Total-Count)" = 1 ]
+}
+within 20 "the failed-imports check failing" failing
+expect checks 200 '.[0].custom_check_id' 'Failed imports' '.[0].status' Fail
+jq -r '.[0].failure_reason' "$tmp/checks.json" | grep -q 'could not be imported' ||
+    fail "failure reason: $(cat "$tmp/checks.json")"
+req dismiss -X DELETE -H 'Content-Type: application/json' "$base/api/customchecks/$(jq -r '.[0].id' "$tmp/checks.json")"
+expect dismiss 200 .dismissed true
+req hidden "$base/api/customchecks?status=fail&page=1"
+expect hidden 200 length 0
+[ "$(header hidden Total-Count)" = 0 ] || fail "a dismissed check is counted: $(cat "$tmp/hidden.h")"
+kill -TERM "$pid"
+wait_exit "$pid" 20
+[ "$wait_rc" -eq 0 ] || fail "serve exited $wait_rc after SIGTERM"
+ok "custom checks: a failing check, its reason, dismissed (issue 22)"
