@@ -22,11 +22,14 @@ enum {
     OPT_MAX_CONNECTIONS,
     OPT_MAX_PER_IP,
     OPT_HEADER_TIMEOUT,
-    OPT_CORS_ORIGIN
+    OPT_CORS_ORIGIN,
+    OPT_ALLOWED_HOST
 };
 
 /* Issue 22: --cors-origin values kept (the server checks them). */
 #define CORS_ORIGINS_MAX 16
+/* Issue 22: --allowed-host values kept (the server checks them). */
+#define ALLOWED_HOSTS_MAX 16
 
 /* Ingestion threads by default: PostgreSQL (and SQL Server) runs one
  * pass's statements on one database core, so two passes at once use two
@@ -160,6 +163,7 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"max-connections-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
+        {"allowed-host", required_argument, NULL, OPT_ALLOWED_HOST},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
@@ -171,6 +175,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     int64_t header_timeout_ms = SB_SERVER_HEADER_TIMEOUT_MS;
     const char *cors[CORS_ORIGINS_MAX];
     size_t n_cors = 0;
+    const char *hosts[ALLOWED_HOSTS_MAX];
+    size_t n_hosts = 0;
     int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
@@ -191,6 +197,14 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                                        "%d times",
                                        CORS_ORIGINS_MAX);
             cors[n_cors++] = optarg;
+            break;
+        case OPT_ALLOWED_HOST:
+            if (n_hosts == ALLOWED_HOSTS_MAX)
+                return cli_usage_error(ctx,
+                                       "--allowed-host may be given at most "
+                                       "%d times",
+                                       ALLOWED_HOSTS_MAX);
+            hosts[n_hosts++] = optarg;
             break;
         case OPT_REQUEST_TIMEOUT: {
             int prc = cli_parse_duration(ctx, "--request-timeout", optarg,
@@ -305,7 +319,9 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                            .max_per_ip = (unsigned)max_per_ip,
                            .header_timeout_ms = header_timeout_ms,
                            .cors_origins = cors,
-                           .n_cors_origins = n_cors};
+                           .n_cors_origins = n_cors,
+                           .allowed_hosts = hosts,
+                           .n_allowed_hosts = n_hosts};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);

@@ -1,5 +1,5 @@
-/* cors.c - which origins may read the API and which may change anything
- * (see cors.h). An origin is compared in the form browsers send it:
+/* cors.c - which origins may read the API and which may change anything,
+ * and which Host names a server with no token answers (see cors.h). An origin is compared in the form browsers send it:
  * scheme and host in lower case, the scheme's default port left out. */
 #include "server/cors.h"
 
@@ -165,6 +165,96 @@ int sb__cors_may_change(const sb_cors *c, const char *origin, const char *host,
     for (size_t i = 0; i < sizeof local / sizeof *local; i++)
         if (strlen(local[i]) == host_len &&
             strncmp(authority, local[i], host_len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A name of DNS letters, digits, '-', '_' and '.', or a bracketed IPv6
+ * address: 1, in lower case into out (cap bytes). */
+static int host_name(const char *s, size_t len, char *out, size_t cap)
+{
+    if (len == 0 || len >= cap)
+        return 0;
+    int v6 = s[0] == '[';
+    if (v6 && (len < 3 || s[len - 1] != ']'))
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || c == '.' ||
+                 (v6 ? c == ':' ||
+                           ((i == 0 || i == len - 1) && (c == '[' || c == ']'))
+                     : c == '-' || c == '_');
+        if (!ok)
+            return 0;
+        out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    out[len] = '\0';
+    return 1;
+}
+
+int sb__hosts_add(sb_hosts *h, const char *name, sb_error *err)
+{
+    sb_error_clear(err);
+    if (h->n == SB_HOSTS_MAX)
+        return sb__err(err, SB_INVALID, "allowed_host",
+                       "at most %d host names may be named", SB_HOSTS_MAX);
+    size_t len = name != NULL ? strlen(name) : 0;
+    if (len > SB_HOST_NAME_MAX ||
+        !host_name(name, len, h->names[h->n], sizeof h->names[h->n]))
+        return sb__err(err, SB_INVALID, "allowed_host",
+                       "a host must be a DNS name or an IP address with no "
+                       "port, at most %d bytes (got \"%.60s\")",
+                       SB_HOST_NAME_MAX, name != NULL ? name : "");
+    h->n++;
+    return SB_OK;
+}
+
+/* 127.0.0.0/8 written as four decimal numbers. */
+static int loopback_v4(const char *s)
+{
+    int parts = 0, digits = 0;
+    long part = 0, first = -1;
+    for (const char *p = s;; p++) {
+        if (*p >= '0' && *p <= '9') {
+            part = part * 10 + (*p - '0');
+            if (++digits > 3 || part > 255)
+                return 0;
+        } else if (*p == '.' || *p == '\0') {
+            if (digits == 0)
+                return 0;
+            if (parts++ == 0)
+                first = part;
+            part = 0;
+            digits = 0;
+            if (*p == '\0')
+                break;
+        } else
+            return 0;
+    }
+    return parts == 4 && first == 127;
+}
+
+int sb__host_allowed(const sb_hosts *h, const char *host)
+{
+    if (!h->check || host == NULL)
+        return 1;
+    /* host[:port]: the port is after the last ':' outside brackets. */
+    size_t len = strlen(host);
+    const char *colon = strrchr(host, ':');
+    const char *bracket = strrchr(host, ']');
+    if (colon != NULL && (bracket == NULL || colon > bracket))
+        len = (size_t)(colon - host);
+    char name[SB_HOST_NAME_MAX + 1];
+    if (!host_name(host, len, name, sizeof name))
+        return 0;
+    size_t n = strlen(name);
+    if (strcmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0 ||
+        (n > 10 && strcmp(name + n - 10, ".localhost") == 0) ||
+        loopback_v4(name))
+        return 1;
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(name, h->names[i]) == 0)
             return 1;
     return 0;
 }

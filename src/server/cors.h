@@ -53,4 +53,29 @@ int sb__cors_listed(const sb_cors *c, const char *origin);
 int sb__cors_may_change(const sb_cors *c, const char *origin, const char *host,
                         const char *forwarded_host);
 
+/* Issue 22, DNS rebinding: a server with no token answers requests for
+ * loopback names only, so a page whose name was made to resolve to this
+ * machine (same origin to the browser, so CORS and the origin check let
+ * it read and change) is refused; --allowed-host adds names (a proxy's
+ * Host). With tokens the token guards it and no name is checked. */
+#define SB_HOSTS_MAX 16      /* names given with --allowed-host */
+#define SB_HOST_NAME_MAX 253 /* bytes of one DNS name */
+
+typedef struct sb_hosts {
+    int check; /* 0: every Host is answered (tokens are configured) */
+    size_t n;
+    char names[SB_HOSTS_MAX][SB_HOST_NAME_MAX + 1];
+} sb_hosts;
+
+/* Add one --allowed-host value: a DNS name or an IP address, no port
+ * (kept in lower case). SB_INVALID naming "allowed_host": anything else,
+ * more than SB_HOSTS_MAX names, or one over SB_HOST_NAME_MAX bytes. */
+int sb__hosts_add(sb_hosts *h, const char *name, sb_error *err);
+
+/* Whether a request whose Host header is `host` (NULL: none, an HTTP/1.0
+ * client, never a browser) may be answered: no check, a loopback name
+ * (localhost, NAME.localhost, 127.0.0.0/8, [::1]) or one of the list,
+ * any port. */
+int sb__host_allowed(const sb_hosts *h, const char *host);
+
 #endif

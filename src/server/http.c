@@ -51,7 +51,8 @@ struct sb_server {
     sb_deadline *deadline; /* slow clients: the request-head deadline */
     sb_api api;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
-    sb_cors cors; /* issue 22: the origins whose pages may call the API */
+    sb_cors cors;   /* issue 22: the origins whose pages may call the API */
+    sb_hosts hosts; /* issue 22: the Host names answered with no token */
     size_t max_body;
     int port;
 };
@@ -620,6 +621,15 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
                      part);
         return send_error(r, c, 400, "invalid", msg, part, NULL);
     }
+    /* Issue 22, DNS rebinding (cors.h): with no token, a request for a
+     * name that is not this machine's is refused before anything. */
+    if (!sb__host_allowed(&s->hosts, header_of(c, "Host")))
+        return send_error(r, c, 403, "forbidden",
+                          "with no token this server answers loopback names "
+                          "only (localhost, 127.0.0.1, [::1]); ask for one "
+                          "of those, name this host with serve "
+                          "--allowed-host, or configure a token",
+                          "host", NULL);
     sb_route_match m;
     sb_error err;
     int rc = sb__route(method_text, url, &m, &err);
@@ -913,6 +923,12 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
      * may change is cors.h's), and none may call one with tokens. */
     if (opts->n_cors_origins == 0)
         cors.any = loopback && admin[0] == '\0' && read[0] == '\0';
+    sb_hosts hosts;
+    memset(&hosts, 0, sizeof hosts);
+    hosts.check = admin[0] == '\0' && read[0] == '\0';
+    for (size_t i = 0; i < opts->n_allowed_hosts; i++)
+        if ((rc = sb__hosts_add(&hosts, opts->allowed_hosts[i], err)) != SB_OK)
+            return rc;
     sb_server *s = sb__calloc(1, sizeof *s);
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -939,6 +955,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     s->loops = opts->loops;
     sb__strlcpy(s->admin, admin, sizeof s->admin);
     s->cors = cors;
+    s->hosts = hosts;
     sb__strlcpy(s->read, read, sizeof s->read);
     s->max_body = opts->max_body ? opts->max_body : SB_SERVER_MAX_BODY;
     unsigned threads = opts->threads ? opts->threads : 2;

@@ -84,6 +84,10 @@ typedef struct sb_server_options {
      * else none (the server's own pages only). */
     const char *const *cors_origins;
     size_t n_cors_origins;
+    /* Issue 22: with no token, the Host names answered besides loopback
+     * ones (cors.h, sb_hosts): a proxy's, say. Ignored with tokens. */
+    const char *const *allowed_hosts;
+    size_t n_allowed_hosts;
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address

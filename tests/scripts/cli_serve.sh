@@ -86,6 +86,21 @@ req self -X POST -H "Origin: $base" -H 'Content-Type: application/json' \
 expect self 200 .total 0
 ok "CORS: any origin on loopback with no token; changes from this machine only"
 
+# Issue 22, DNS rebinding: with no token, a request for a name that is
+# not this machine's (a page whose name was made to resolve here) is
+# refused before anything, reads and changes alike; loopback names are
+# answered in every form, any port.
+req rebind -H 'Host: rebind.example:8080' "$base/api/errors"
+expect rebind 403 .error forbidden .field host
+req rebindpost -X POST -H 'Host: rebind.example' -H 'Origin: http://rebind.example' \
+    "$base/api/errors/retry/all"
+expect rebindpost 403 .field host
+for h in localhost:1 LOCALHOST 127.0.0.2 '[::1]:8080' app.localhost; do
+    req lo -H "Host: $h" "$base/api/errors"
+    expect lo 200
+done
+ok "DNS rebinding: loopback names only, with no token"
+
 # S7: 404, 405 with Allow, 400 naming the field and the limit.
 req nf "$base/api/nothing"
 expect nf 404 .error not_found
@@ -142,6 +157,9 @@ req readpost -X POST -H 'Authorization: Bearer read-secret' -H 'Content-Type: ap
 expect readpost 403 .error forbidden
 req adminpost -X POST -H 'Authorization: Bearer adm-secret' -H 'Content-Type: application/json' -d '["no-such-id"]' "$base/api/errors/retry"
 expect adminpost 200 .state completed .total 0
+# Issue 22: with tokens, the token guards the API and any Host is answered.
+req tokhost -H 'Host: sqlbus.example' -H 'Authorization: Bearer read-secret' "$base/api/errors"
+expect tokhost 200
 set -m
 kill -INT "$pid"
 set +m
@@ -183,6 +201,11 @@ expect_exit 2 sb serve --cors-origin http://ops.example:99999
 expect_err "an origin must be"
 expect_exit 2 sb serve --cors-origin none --cors-origin http://ops.example
 expect_err "--cors-origin none cannot be given with origins"
+# Issue 22: --allowed-host is a name or an address, no port.
+expect_exit 2 sb serve --allowed-host proxy.example:8080
+expect_err "a host must be a DNS name or an IP address with no port"
+expect_exit 2 sb serve --allowed-host 'proxy example'
+expect_err "(field: allowed_host)"
 printf 'root:x\n' >"$tmp/badtokens"
 expect_exit 2 sb serve --token-file "$tmp/badtokens"
 expect_err "expected admin:TOKEN or read:TOKEN"
@@ -208,7 +231,12 @@ ok "--ingesters 3 drains 3000 dead letters, each once"
 # checks poll (a dead letter that cannot become a failed message is a
 # failed import), with its reason; a dismissal hides it while it fails.
 printf 'x' | sb publish --queue deadletter >/dev/null
-start_server checks
+start_server checks --allowed-host Proxy.Example
+# Issue 22: a name given with --allowed-host is answered as loopback's are.
+req prox -H 'Host: proxy.example:9000' "$base/api/errors"
+expect prox 200
+req proxother -H 'Host: other.example' "$base/api/errors"
+expect proxother 403 .field host
 failing() {
     req checks "$base/api/customchecks?status=fail&page=1"
     [ "$(header checks Total-Count)" = 1 ]
