@@ -294,8 +294,10 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     sb__json_int_m(b, &f, "body_size", (int64_t)blen);
     sb__json_bool_m(b, &f, "body_stored_externally",
                     sb_failed_body_stored_externally(m));
+    /* Relative to the API root, as ServiceControl's: clients put their
+     * root ("/api") before it (issue 22). */
     sb__json_key(b, &f, "body_url");
-    sb__buf_puts(b, "\"/api/messages/");
+    sb__buf_puts(b, "\"/messages/");
     sb__url_encode(b, s.unique_id);
     sb__buf_puts(b, "/body\"}");
     json_decref(hj);

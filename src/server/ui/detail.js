@@ -163,7 +163,8 @@ SB.detail = (function () {
       bodyError = null;
       if (!m.body_url && m.body_size === 0) { bodyText = ''; return; }
       try {
-        var r = await api.get(m.body_url || '/api/messages/' + api.seg(m.id) + '/body', {accept: '*/*', raw: true});
+        /* body_url is relative to the API root, as ServiceControl's. */
+        var r = await api.get('/api' + (m.body_url || '/messages/' + api.seg(m.id) + '/body'), {accept: '*/*', raw: true});
         bodyText = r.data || '';
       } catch (e) {
         bodyText = null;
