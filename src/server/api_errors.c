@@ -9,62 +9,11 @@
 #include <strings.h>
 
 #include "server/isotime.h"
+#include "server/views.h"
 
 #define SUMMARY_TOP 50
 #define COUNTS_MAX 1000
 #define SEARCH_DEFAULT 50
-
-/* One sb_failed_summary as a FailedMessageView object; `trace` (the
- * detail's stack trace, or NULL) joins its exception. */
-static void view_with(sb_buf *b, const sb_failed_summary *s, const char *trace)
-{
-    int f = 1;
-    sb__buf_puts(b, "{");
-    sb__json_str_m(b, &f, "id", s->unique_id);
-    sb__json_str_m(b, &f, "message_id", s->message_id);
-    sb__json_str_m(b, &f, "message_type", s->message_type);
-    sb__json_time_m(b, &f, "time_sent", s->time_sent_us);
-    sb__json_bool_m(b, &f, "is_system_message", s->is_system);
-    sb__json_key(b, &f, "exception");
-    int g = 1;
-    sb__buf_puts(b, "{");
-    sb__json_str_m(b, &g, "exception_type", s->exception_type);
-    sb__json_str_m(b, &g, "message", s->exception_message);
-    sb__json_str_m(b, &g, "stack_trace", trace);
-    sb__buf_puts(b, "}");
-    sb__json_int_m(b, &f, "number_of_processing_attempts", s->attempts);
-    sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
-    if (s->processing_endpoint[0] != '\0') {
-        sb__json_key(b, &f, "receiving_endpoint");
-        g = 1;
-        sb__buf_puts(b, "{");
-        sb__json_str_m(b, &g, "name", s->processing_endpoint);
-        sb__json_str_m(b, &g, "host", s->host);
-        sb__json_str_m(b, &g, "host_id", s->host_id);
-        sb__buf_puts(b, "}");
-    }
-    sb__json_str_m(b, &f, "queue_address", s->failed_queue);
-    sb__json_time_m(b, &f, "time_of_failure", s->last_failure_us);
-    sb__json_time_m(b, &f, "first_time_of_failure", s->first_failure_us);
-    sb__json_time_m(b, &f, "last_modified", s->last_modified_us);
-    sb__buf_puts(b, "}");
-}
-
-static void view(sb_buf *b, const sb_failed_summary *s)
-{
-    view_with(b, s, NULL);
-}
-
-static void views(sb_buf *b, sb_failed_summary *const *s, size_t n)
-{
-    sb__buf_puts(b, "[");
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            sb__buf_puts(b, ",");
-        view(b, s[i]);
-    }
-    sb__buf_puts(b, "]");
-}
 
 /* Sort keys of the API and the library's names for them (S12: a
  * whitelist; anything else is a 400). */
@@ -151,22 +100,9 @@ static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
     sb__page_headers(out, path, r->q, q.page, q.per_page, total);
     out->status = 200;
     if (r->method != SB_HTTP_HEAD)
-        views(&out->body, s, n);
+        sb__view_failed_list(&out->body, s, n);
     sb_free(s);
     return 1;
-}
-
-/* The newest attempt's stack trace from the headers, or NULL. */
-static const char *stack_trace(json_t *headers)
-{
-    static const char *const keys[] = {"sb-exception-stacktrace",
-                                       "NServiceBus.ExceptionInfo.StackTrace"};
-    for (size_t i = 0; i < 2; i++) {
-        const char *v = json_string_value(json_object_get(headers, keys[i]));
-        if (v != NULL)
-            return v;
-    }
-    return NULL;
 }
 
 /* The body's content type from the headers, or NULL. */
@@ -182,21 +118,6 @@ static const char *content_type(json_t *headers)
     return NULL;
 }
 
-/* A stored message's headers parsed (NULL: none, "{}"), in *hj (NULL
- * when they are not JSON: shown as none). 0 with the 503 in `out` when
- * memory ran out: jansson reports that as a syntax error or drops bytes,
- * and an answer without the headers would not be the message's. */
-static int headers_json(const char *headers, json_t **hj, sb_api_resp *out)
-{
-    unsigned long fails = sb__alloc_failures();
-    *hj = json_loads(headers ? headers : "{}", 0, NULL);
-    if (sb__alloc_failures() == fails)
-        return 1;
-    json_decref(*hj);
-    *hj = NULL;
-    return sb__api_error(out, 503, "unavailable", NULL, "out of memory");
-}
-
 static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
 {
     sb_failed_message *m = NULL;
@@ -205,55 +126,22 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     sb_failed_summary s;
-    memset(&s, 0, sizeof s);
-    sb__strlcpy(s.unique_id, sb_failed_unique_id(m), sizeof s.unique_id);
-    s.status = sb_failed_status(m);
-    s.attempts = sb_failed_attempts(m);
-    s.last_failure_us = sb_failed_last_failure_us(m);
-    s.first_failure_us = sb_failed_first_failure_us(m);
-    s.last_modified_us = sb_failed_last_modified_us(m);
-    s.time_sent_us = sb_failed_time_sent_us(m);
-    s.is_system = sb_failed_is_system(m);
-    static const struct {
-        const char *name;
-        size_t off, cap;
-    } fields[] = {
-#define F(n, member)                                                           \
-    {n, offsetof(sb_failed_summary, member),                                   \
-     sizeof(((sb_failed_summary *)0)->member)}
-        F("message_id", message_id),
-        F("message_type", message_type),
-        F("failed_queue", failed_queue),
-        F("processing_endpoint", processing_endpoint),
-        F("host", host),
-        F("host_id", host_id),
-        F("exception_type", exception_type),
-        F("exception_message", exception_message),
-#undef F
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        const char *v = sb_failed_field(m, fields[i].name);
-        if (v != NULL)
-            sb__strlcpy((char *)&s + fields[i].off, v, fields[i].cap);
-    }
+    sb__view_summary_of(m, &s);
     const char *headers = sb_failed_headers(m);
     json_t *hj = NULL;
-    if (!headers_json(headers, &hj, out)) {
+    if (!sb__view_headers(headers, &hj, out)) {
         sb_failed_message_free(m);
         return 1;
     }
     out->status = 200;
     sb_buf *b = &out->body;
+    /* The view's members, then (whole) the detail's. */
+    sb__view_failed(b, &s, 1, hj);
     if (!full) {
-        view(b, &s);
         json_decref(hj);
         sb_failed_message_free(m);
         return 1;
     }
-    /* The view's members (the exception with its stack trace), then the
-     * detail's. */
-    const char *trace = stack_trace(hj);
-    view_with(b, &s, trace);
     if (!b->failed && b->len > 0) /* reopen the object */
         b->data[--b->len] = '\0';
     int f = 0;
@@ -297,9 +185,8 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     /* Relative to the API root, as ServiceControl's: clients put their
      * root ("/api") before it (issue 22). */
     sb__json_key(b, &f, "body_url");
-    sb__buf_puts(b, "\"/messages/");
-    sb__url_encode(b, s.unique_id);
-    sb__buf_puts(b, "/body\"}");
+    sb__view_body_url(b, s.unique_id);
+    sb__buf_puts(b, "}");
     json_decref(hj);
     sb_failed_message_free(m);
     return 1;
@@ -327,7 +214,7 @@ static int body(const sb_api *a, const char *id, sb_api_resp *out)
     size_t len = 0;
     const void *data = sb_failed_body(m, &len);
     json_t *hj = NULL;
-    if (!headers_json(sb_failed_headers(m), &hj, out)) {
+    if (!sb__view_headers(sb_failed_headers(m), &hj, out)) {
         sb_failed_message_free(m);
         return 1;
     }
@@ -363,7 +250,7 @@ static int search(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         return sb__api_fail(out, rc, &err), 1;
     out->total = (int64_t)n;
     out->status = 200;
-    views(&out->body, s, n);
+    sb__view_failed_list(&out->body, s, n);
     sb_free(s);
     return 1;
 }
