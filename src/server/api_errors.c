@@ -105,20 +105,12 @@ static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
     return 1;
 }
 
-/* The body's content type from the headers, or NULL. */
-static const char *content_type(json_t *headers)
-{
-    static const char *const keys[] = {"sb-content-type", "Content-Type",
-                                       "NServiceBus.ContentType"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const char *v = json_string_value(json_object_get(headers, keys[i]));
-        if (v != NULL)
-            return v;
-    }
-    return NULL;
-}
+/* How a message is shown: ServiceControl's FailedMessageView
+ * (errors/last) or FailedMessage (errors/{id}), or sqlbus's own whole
+ * view (the dashboard's). */
+enum { SHOW_VIEW, SHOW_FAILED_MESSAGE, SHOW_OWN };
 
-static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
+static int message(const sb_api *a, const char *id, int show, sb_api_resp *out)
 {
     sb_failed_message *m = NULL;
     sb_error err;
@@ -135,9 +127,11 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     }
     out->status = 200;
     sb_buf *b = &out->body;
-    /* The view's members, then (whole) the detail's. */
-    sb__view_failed(b, &s, 1, hj);
-    if (!full) {
+    if (show == SHOW_FAILED_MESSAGE)
+        sb__view_failed_message(b, m, &s, hj);
+    else /* the view's members, then (own) the detail's */
+        sb__view_failed(b, &s, 1, hj);
+    if (show != SHOW_OWN) {
         json_decref(hj);
         sb_failed_message_free(m);
         return 1;
@@ -145,7 +139,7 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     if (!b->failed && b->len > 0) /* reopen the object */
         b->data[--b->len] = '\0';
     int f = 0;
-    sb__json_str_m(b, &f, "content_type", content_type(hj));
+    sb__json_str_m(b, &f, "content_type", sb__view_content_type(hj));
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, hj != NULL ? headers : "{}");
     sb__json_str_m(b, &f, "conversation_id",
@@ -218,7 +212,7 @@ static int body(const sb_api *a, const char *id, sb_api_resp *out)
         sb_failed_message_free(m);
         return 1;
     }
-    const char *type = content_type(hj);
+    const char *type = sb__view_content_type(hj);
     if (type == NULL || !safe_type(type))
         type = sb_failed_body_text(m) != NULL && data != NULL
                    ? "text/plain; charset=utf-8"
@@ -381,8 +375,10 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sb__buf_free(&path);
         return rc;
     }
-    case SB_R_ERROR: return message(a, m->captures[0], 1, out);
-    case SB_R_ERROR_LAST: return message(a, m->captures[0], 0, out);
+    case SB_R_ERROR:
+        return message(a, m->captures[0], SHOW_FAILED_MESSAGE, out);
+    case SB_R_ERROR_LAST: return message(a, m->captures[0], SHOW_VIEW, out);
+    case SB_R_OWN_ERROR: return message(a, m->captures[0], SHOW_OWN, out);
     case SB_R_MESSAGE_BODY: return body(a, m->captures[0], out);
     case SB_R_SEARCH: return search(a, r, out);
     case SB_R_ERRORS_SUMMARY: return summary(a, out);

@@ -96,7 +96,7 @@ static const char *const k_edit_of[] = {"sb-edit-of", "ServiceControl.EditOf",
 
 /* The sending endpoint from NServiceBus's originating headers (the
  * address "queue@machine" when the name or machine is missing). */
-static void sender(sb_buf *b, int *f, const json_t *hj)
+static void sender(sb_buf *b, int *f, const json_t *hj, const char *key)
 {
     static const char *const k_name[] = {"NServiceBus.OriginatingEndpoint",
                                          NULL};
@@ -119,7 +119,31 @@ static void sender(sb_buf *b, int *f, const json_t *hj)
         name = name ? name : queue;
         host = host ? host : machine;
     }
-    endpoint(b, f, "sending_endpoint", name, sb__view_header(hj, k_id), host);
+    endpoint(b, f, key, name, sb__view_header(hj, k_id), host);
+}
+
+const char *sb__view_content_type(const json_t *hj)
+{
+    static const char *const keys[] = {"sb-content-type", "Content-Type",
+                                       "NServiceBus.ContentType", NULL};
+    return sb__view_header(hj, keys);
+}
+
+/* The exception of the newest attempt (ServiceControl's
+ * ExceptionDetails); `whole` adds what the headers hold. */
+static void exception(sb_buf *b, int *f, const sb_failed_summary *s, int whole,
+                      const json_t *hj)
+{
+    sb__json_key(b, f, "exception");
+    int g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "exception_type", s->exception_type);
+    sb__json_str_m(b, &g, "message", s->exception_message);
+    if (whole) {
+        sb__json_str_m(b, &g, "source", sb__view_header(hj, k_source));
+        sb__json_str_m(b, &g, "stack_trace", sb__view_header(hj, k_trace));
+    }
+    sb__buf_puts(b, "}");
 }
 
 void sb__view_failed(sb_buf *b, const sb_failed_summary *s, int whole,
@@ -132,18 +156,11 @@ void sb__view_failed(sb_buf *b, const sb_failed_summary *s, int whole,
     sb__json_str_m(b, &f, "message_type", s->message_type);
     sb__json_time_m(b, &f, "time_sent", s->time_sent_us);
     sb__json_bool_m(b, &f, "is_system_message", s->is_system);
-    sb__json_key(b, &f, "exception");
-    int g = 1;
-    sb__buf_puts(b, "{");
-    sb__json_str_m(b, &g, "exception_type", s->exception_type);
-    sb__json_str_m(b, &g, "message", s->exception_message);
-    sb__json_str_m(b, &g, "source", sb__view_header(hj, k_source));
-    sb__json_str_m(b, &g, "stack_trace", sb__view_header(hj, k_trace));
-    sb__buf_puts(b, "}");
+    exception(b, &f, s, whole, hj);
     sb__json_int_m(b, &f, "number_of_processing_attempts", s->attempts);
     sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
     if (whole)
-        sender(b, &f, hj);
+        sender(b, &f, hj, "sending_endpoint");
     endpoint(b, &f, "receiving_endpoint", s->processing_endpoint, s->host_id,
              s->host);
     sb__json_str_m(b, &f, "queue_address", s->failed_queue);
@@ -174,4 +191,78 @@ void sb__view_body_url(sb_buf *b, const char *unique_id)
     sb__buf_puts(b, "\"/messages/");
     sb__url_encode(b, unique_id);
     sb__buf_puts(b, "/body\"");
+}
+
+/* ServiceControl's relational store keeps the newest attempt only and
+ * gives one empty attempt for each earlier one, so clients that count
+ * them show the number; RavenDB kept 10 at most, which is the most given
+ * here. */
+#define ATTEMPTS_SHOWN 10
+
+void sb__view_failed_message(sb_buf *b, const sb_failed_message *m,
+                             const sb_failed_summary *s, const json_t *hj)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", s->unique_id);
+    sb__json_key(b, &f, "processing_attempts");
+    sb__buf_puts(b, "[");
+    int64_t earlier = s->attempts > ATTEMPTS_SHOWN ? ATTEMPTS_SHOWN - 1
+                      : s->attempts > 1            ? s->attempts - 1
+                                                   : 0;
+    for (int64_t i = 0; i < earlier; i++)
+        sb__buf_puts(b, "{\"message_metadata\":{},\"headers\":{}},");
+    /* The newest attempt, whole. The metadata's names are ServiceControl's
+     * dictionary keys, not snake_case. */
+    int g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_key(b, &g, "message_metadata");
+    int k = 1;
+    sb__buf_puts(b, "{");
+    size_t body_len = 0;
+    sb_failed_body(m, &body_len);
+    sb__json_bool_m(b, &k, "IsSystemMessage", s->is_system);
+    sb__json_int_m(b, &k, "ContentLength", (int64_t)body_len);
+    sb__json_str_m(b, &k, "MessageId", s->message_id);
+    sb__json_str_m(b, &k, "MessageType", s->message_type);
+    sb__json_str_m(b, &k, "ConversationId",
+                   sb_failed_field(m, "conversation_id"));
+    sb__json_str_m(b, &k, "ContentType", sb__view_content_type(hj));
+    sender(b, &k, hj, "SendingEndpoint");
+    endpoint(b, &k, "ReceivingEndpoint", s->processing_endpoint, s->host_id,
+             s->host);
+    sb__json_time_m(b, &k, "TimeSent", s->time_sent_us);
+    sb__buf_puts(b, "}");
+    sb__json_key(b, &g, "failure_details");
+    k = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &k, "address_of_failing_endpoint", s->failed_queue);
+    sb__json_time_m(b, &k, "time_of_failure", s->last_failure_us);
+    exception(b, &k, s, 1, hj);
+    sb__buf_puts(b, "}");
+    sb__json_time_m(b, &g, "attempted_at", s->last_failure_us);
+    sb__json_str_m(b, &g, "message_id", s->message_id);
+    /* The text of a body kept in the row; a body in the body store (or
+     * binary) is served by its body_url only. */
+    if (!sb_failed_body_stored_externally(m))
+        sb__json_str_m(b, &g, "body", sb_failed_body_text(m));
+    sb__json_key(b, &g, "headers");
+    sb__buf_puts(b, hj != NULL ? sb_failed_headers(m) : "{}");
+    sb__buf_puts(b, "}]");
+    sb__json_key(b, &f, "failure_groups");
+    sb__buf_puts(b, "[");
+    for (size_t i = 0; i < sb_failed_group_count(m); i++) {
+        const char *gid, *type, *title;
+        sb_failed_group(m, i, &gid, &type, &title);
+        k = 1;
+        sb__buf_puts(b, i ? ",{" : "{");
+        sb__json_str_m(b, &k, "id", gid);
+        sb__json_str_m(b, &k, "title", title);
+        sb__json_str_m(b, &k, "type", type);
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
+    sb__json_str_m(b, &f, "unique_message_id", s->unique_id);
+    sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
+    sb__buf_puts(b, "}");
 }

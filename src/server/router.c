@@ -108,6 +108,8 @@ static const route routes[] = {
     {GET_, "/metrics", SB_R_METRICS, NO_BODY},
     {GET_, "/", SB_R_UI, NO_BODY},
     {GET_, "/ui/{file}", SB_R_UI_ASSET, NO_BODY},
+    /* issue 22: ServiceControl's message views; sqlbus's own shapes */
+    {GET_, "/api/sqlbus/errors/{id}", SB_R_OWN_ERROR, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

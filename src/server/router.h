@@ -90,6 +90,9 @@ typedef enum sb_route_id {
     SB_R_METRICS,          /* GET /metrics */
     SB_R_UI,               /* GET / */
     SB_R_UI_ASSET,         /* GET /ui/{file} */
+    /* issue 22: ServiceControl's message views, and sqlbus's own shapes
+     * of the routes that now answer in ServiceControl's */
+    SB_R_OWN_ERROR, /* GET /api/sqlbus/errors/{id} */
     SB_R_COUNT
 } sb_route_id;
 

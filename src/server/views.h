@@ -39,6 +39,17 @@ void sb__view_summary_of(const sb_failed_message *m, sb_failed_summary *s);
 void sb__view_failed(sb_buf *b, const sb_failed_summary *s, int whole,
                      const struct json_t *hj);
 
+/* ServiceControl's FailedMessage of `m` (its summary `s`, its headers
+ * `hj`, NULL when they are not JSON): the failure groups and the
+ * processing attempts, the newest whole (metadata, failure details,
+ * headers, the body's text when it is kept in the row). */
+void sb__view_failed_message(sb_buf *b, const sb_failed_message *m,
+                             const sb_failed_summary *s,
+                             const struct json_t *hj);
+
+/* The body's content type named by the headers, or NULL. Borrowed. */
+const char *sb__view_content_type(const struct json_t *hj);
+
 /* A JSON array of the FailedMessageViews of a list. */
 void sb__view_failed_list(sb_buf *b, sb_failed_summary *const *s, size_t n);
 

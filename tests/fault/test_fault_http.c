@@ -875,6 +875,8 @@ static const fh_case read_cases[] = {
      3},
     {"GET errors/last/{id}", "GET", "/api/errors/last/{U1}", NULL, NULL, 200, 0,
      0, 300, 3},
+    {"GET sqlbus/errors/{id}", "GET", "/api/sqlbus/errors/{U0}", NULL, NULL,
+     200, 0, 0, 300, 3},
     {"GET messages/{id}/body", "GET", "/api/messages/{U0}/body", NULL, NULL,
      200, 0, 0, 300, 3},
     {"GET messages/{id}/body (stored)", "GET", "/api/messages/{U5}/body", NULL,

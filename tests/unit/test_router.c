@@ -133,6 +133,8 @@ static void test_every_route(void **state)
         {"GET", "/metrics", SB_R_METRICS, NULL, NULL},
         {"GET", "/", SB_R_UI, NULL, NULL},
         {"GET", "/ui/app.js", SB_R_UI_ASSET, "app.js", NULL},
+        /* issue 22 */
+        {"GET", "/api/sqlbus/errors/u-1", SB_R_OWN_ERROR, "u-1", NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -299,7 +299,7 @@ SB.detail = (function () {
       refresh: async function (force) {
         try {
           var cfgP = loadEditConfig();
-          var r = await api.get('/api/errors/' + api.seg(id), {conditional: true});
+          var r = await api.get('/api/sqlbus/errors/' + api.seg(id), {conditional: true});
           await cfgP;
           var m = r.data;
           var needBody = bodyFor !== (m.id + '|' + (m.last_modified || '') + '|' + (m.body_size || ''));
