@@ -1718,11 +1718,20 @@ typedef struct sb_failed_query {
                                  `status` */
     int64_t modified_from_us; /* last modified in [from, to] (microseconds */
     int64_t modified_to_us;   /* since the epoch; 0 = open end) */
+    /* Later still (SB_FAILED_QUERY_V2_SIZE is the size before them):
+     * exactly this message id or conversation id (NULL or "" = any), and
+     * a time of failure in [from, to] (microseconds since the epoch; 0 =
+     * open end). */
+    const char *message_id;
+    const char *conversation_id;
+    int64_t failed_from_us, failed_to_us;
 } sb_failed_query;
 /* The bit of a status in sb_failed_query.statuses. */
 #define SB_FAILED_BIT(status) (1u << (status))
 /* The size of the first sb_failed_query, which such callers pass. */
 #define SB_FAILED_QUERY_V1_SIZE offsetof(sb_failed_query, statuses)
+/* The size of the second, before message_id. */
+#define SB_FAILED_QUERY_V2_SIZE offsetof(sb_failed_query, message_id)
 
 /* `*out` is a transferred list ("Lists": free with sb_free); `*total`
  * (optional) is the number of matches over all pages. */
