@@ -379,6 +379,9 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         return message(a, m->captures[0], SHOW_FAILED_MESSAGE, out);
     case SB_R_ERROR_LAST: return message(a, m->captures[0], SHOW_VIEW, out);
     case SB_R_OWN_ERROR: return message(a, m->captures[0], SHOW_OWN, out);
+    case SB_R_MESSAGES_SEARCH_KEYWORD:
+    case SB_R_MESSAGES2:
+    case SB_R_CONVERSATION: return sb__api_messages(a, r, out);
     case SB_R_MESSAGE_BODY: return body(a, m->captures[0], out);
     case SB_R_SEARCH: return search(a, r, out);
     case SB_R_ERRORS_SUMMARY: return summary(a, out);

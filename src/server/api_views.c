@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 int sb__view_headers(const char *headers, json_t **hj, sb_api_resp *out)
 {
@@ -264,5 +265,81 @@ void sb__view_failed_message(sb_buf *b, const sb_failed_message *m,
     sb__buf_puts(b, "]");
     sb__json_str_m(b, &f, "unique_message_id", s->unique_id);
     sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
+    sb__buf_puts(b, "}");
+}
+
+/* ServiceControl's MessageStatus of a failed message, camelCase. */
+static const char *message_status(const sb_failed_summary *s)
+{
+    switch (s->status) {
+    case SB_FAILED_RETRY_ISSUED: return "retryIssued";
+    case SB_FAILED_RESOLVED: return "resolvedSuccessfully";
+    case SB_FAILED_ARCHIVED: return "archivedFailure";
+    default: return s->attempts > 1 ? "repeatedFailure" : "failed";
+    }
+}
+
+/* NServiceBus's MessageIntent as ServiceControl writes its enum
+ * (camelCase: "send", "publish", ...), or NULL when none is known. */
+static void intent(sb_buf *b, int *f, const json_t *hj)
+{
+    static const char *const k_intent[] = {"NServiceBus.MessageIntent", NULL};
+    static const char *const known[] = {"send",        "publish", "subscribe",
+                                        "unsubscribe", "reply",   "init"};
+    const char *v = sb__view_header(hj, k_intent);
+    for (size_t i = 0; v != NULL && i < sizeof known / sizeof *known; i++)
+        if (strcasecmp(v, known[i]) == 0) {
+            sb__json_str_m(b, f, "message_intent", known[i]);
+            return;
+        }
+}
+
+void sb__view_message(sb_buf *b, const sb_failed_message *m,
+                      const sb_failed_summary *s, const json_t *hj)
+{
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "id", s->unique_id);
+    sb__json_str_m(b, &f, "message_id", s->message_id);
+    sb__json_str_m(b, &f, "message_type", s->message_type);
+    sender(b, &f, hj, "sending_endpoint");
+    endpoint(b, &f, "receiving_endpoint", s->processing_endpoint, s->host_id,
+             s->host);
+    sb__json_time_m(b, &f, "time_sent", s->time_sent_us);
+    /* A failed message was processed, and failed, at its time of failure;
+     * ServiceControl's error instance has no durations for it. */
+    sb__json_time_m(b, &f, "processed_at", s->last_failure_us);
+    sb__json_str_m(b, &f, "critical_time", "00:00:00");
+    sb__json_str_m(b, &f, "processing_time", "00:00:00");
+    sb__json_str_m(b, &f, "delivery_time", "00:00:00");
+    sb__json_bool_m(b, &f, "is_system_message", s->is_system);
+    sb__json_str_m(b, &f, "conversation_id",
+                   sb_failed_field(m, "conversation_id"));
+    /* ServicePulse looks headers up in a list of {key, value}. */
+    sb__json_key(b, &f, "headers");
+    sb__buf_puts(b, "[");
+    const char *key;
+    json_t *value;
+    int k = 0;
+    json_object_foreach((json_t *)hj, key, value)
+    {
+        if (!json_is_string(value))
+            continue;
+        int g = 1;
+        sb__buf_puts(b, k++ ? ",{" : "{");
+        sb__json_key(b, &g, "key");
+        sb__buf_json_str(b, key);
+        sb__json_key(b, &g, "value");
+        sb__buf_json_str(b, json_string_value(value));
+        sb__buf_puts(b, "}");
+    }
+    sb__buf_puts(b, "]");
+    sb__json_str_m(b, &f, "status", message_status(s));
+    intent(b, &f, hj);
+    sb__json_key(b, &f, "body_url");
+    sb__view_body_url(b, s->unique_id);
+    size_t len = 0;
+    sb_failed_body(m, &len);
+    sb__json_int_m(b, &f, "body_size", (int64_t)len);
     sb__buf_puts(b, "}");
 }

@@ -110,6 +110,10 @@ static const route routes[] = {
     {GET_, "/ui/{file}", SB_R_UI_ASSET, NO_BODY},
     /* issue 22: ServiceControl's message views; sqlbus's own shapes */
     {GET_, "/api/sqlbus/errors/{id}", SB_R_OWN_ERROR, NO_BODY},
+    {GET_, "/api/messages/search/{keyword}", SB_R_MESSAGES_SEARCH_KEYWORD,
+     NO_BODY},
+    {GET_, "/api/messages2", SB_R_MESSAGES2, NO_BODY},
+    {GET_, "/api/conversations/{id}", SB_R_CONVERSATION, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

@@ -92,7 +92,10 @@ typedef enum sb_route_id {
     SB_R_UI_ASSET,         /* GET /ui/{file} */
     /* issue 22: ServiceControl's message views, and sqlbus's own shapes
      * of the routes that now answer in ServiceControl's */
-    SB_R_OWN_ERROR, /* GET /api/sqlbus/errors/{id} */
+    SB_R_OWN_ERROR,               /* GET /api/sqlbus/errors/{id} */
+    SB_R_MESSAGES_SEARCH_KEYWORD, /* GET /api/messages/search/{keyword} */
+    SB_R_MESSAGES2,               /* GET /api/messages2 */
+    SB_R_CONVERSATION,            /* GET /api/conversations/{id} */
     SB_R_COUNT
 } sb_route_id;
 

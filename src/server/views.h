@@ -47,6 +47,13 @@ void sb__view_failed_message(sb_buf *b, const sb_failed_message *m,
                              const sb_failed_summary *s,
                              const struct json_t *hj);
 
+/* ServiceControl's MessagesView of `m` (its summary `s`, its headers
+ * `hj`, NULL when they are not JSON): the message as the "messages"
+ * routes list it, its headers as a list of {key, value}, its status in
+ * ServiceControl's MessageStatus, its body_url. */
+void sb__view_message(sb_buf *b, const sb_failed_message *m,
+                      const sb_failed_summary *s, const struct json_t *hj);
+
 /* The body's content type named by the headers, or NULL. Borrowed. */
 const char *sb__view_content_type(const struct json_t *hj);
 
@@ -56,5 +63,10 @@ void sb__view_failed_list(sb_buf *b, sb_failed_summary *const *s, size_t n);
 /* The body's URL relative to the API root, as ServiceControl gives it:
  * "/messages/{id}/body" (a JSON string with its quotes). */
 void sb__view_body_url(sb_buf *b, const char *unique_id);
+
+/* api_messages.c: ServiceControl's message routes over the failed
+ * messages (messages/search/{keyword}, messages2, conversations/{id}),
+ * each entry a MessagesView. 1 when `r` is one of them (handled). */
+int sb__api_messages(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 #endif

@@ -135,6 +135,12 @@ static void test_every_route(void **state)
         {"GET", "/ui/app.js", SB_R_UI_ASSET, "app.js", NULL},
         /* issue 22 */
         {"GET", "/api/sqlbus/errors/u-1", SB_R_OWN_ERROR, "u-1", NULL},
+        {"GET", "/api/messages/search/m-1", SB_R_MESSAGES_SEARCH_KEYWORD, "m-1",
+         NULL},
+        {"GET", "/api/messages/search/body", SB_R_MESSAGES_SEARCH_KEYWORD,
+         "body", NULL},
+        {"GET", "/api/messages2", SB_R_MESSAGES2, NULL, NULL},
+        {"GET", "/api/conversations/c-1", SB_R_CONVERSATION, "c-1", NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
