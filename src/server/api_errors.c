@@ -5,6 +5,7 @@
 #include "server/api.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -297,6 +298,138 @@ static int summary(const sb_api *a, sb_api_resp *out)
     return 1;
 }
 
+/* GET errors/summary: ServiceControl's summary of the unresolved
+ * messages, counts by receiving endpoint, host and message type in
+ * objects keyed by name (its dictionary keys, written as they are). The
+ * store keeps no count per host: "Hosts" is empty. */
+static int sc_summary(const sb_api *a, sb_api_resp *out)
+{
+    static const struct {
+        const char *by, *key;
+    } by[] = {{"endpoint", "Endpoints"}, {"message_type", "Message types"}};
+    sb_buf *b = &out->body;
+    sb_error err;
+    int rc = SB_OK;
+    sb__buf_puts(b, "{\"Hosts\":{}");
+    for (size_t i = 0; rc == SB_OK && i < sizeof by / sizeof *by; i++) {
+        sb_failed_count **c = NULL;
+        size_t n = 0;
+        rc = sb_errors_counts(a->store, by[i].by, SB_FAILED_UNRESOLVED,
+                              COUNTS_MAX, &c, &n, &err);
+        sb__buf_printf(b, ",\"%s\":{", by[i].key);
+        for (size_t k = 0; k < n; k++) {
+            sb__buf_puts(b, k ? "," : "");
+            sb__buf_json_str(b, c[k]->name);
+            sb__buf_printf(b, ":%lld", (long long)c[k]->count);
+        }
+        sb__buf_puts(b, "}");
+        sb_free(c);
+    }
+    sb__buf_puts(b, "}");
+    if (rc != SB_OK) {
+        sb__buf_reset(b);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    out->status = 200;
+    return 1;
+}
+
+/* GET endpoints/known: ServiceControl's KnownEndpointsView of the
+ * processing endpoints seen in failures, paged in memory: an id (its
+ * DeterministicGuid of the name and host id, as ServiceControl's) and
+ * the endpoint's details. The counts the list comes from know the name
+ * only: the host id is ServiceControl's zero GUID. */
+static int sc_known_endpoints(const sb_api *a, const sb_api_req *r,
+                              sb_api_resp *out)
+{
+    size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
+    if (!sb__page_params(r->q, &page, &per, out))
+        return 1;
+    sb_failed_count **c = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc =
+        sb_errors_counts(a->store, "endpoint", -1, COUNTS_MAX, &c, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    size_t from = (page - 1) * per < n ? (page - 1) * per : n;
+    size_t k = n - from < per ? n - from : per;
+    sb__page_headers(out, "/api/endpoints/known", r->q, page, per, (int64_t)n);
+    sb_buf *b = &out->body;
+    sb__buf_puts(b, "[");
+    for (size_t i = from; i < from + k; i++) {
+        char id[37];
+        sb_deterministic_guid(c[i]->name, SB_VIEW_NO_HOST_ID, id);
+        int f = 1, g = 1;
+        sb__buf_puts(b, i > from ? ",{" : "{");
+        sb__json_str_m(b, &f, "id", id);
+        sb__json_key(b, &f, "endpoint_details");
+        sb__buf_puts(b, "{");
+        sb__json_str_m(b, &g, "name", c[i]->name);
+        sb__json_str_m(b, &g, "host_id", SB_VIEW_NO_HOST_ID);
+        sb__buf_puts(b, "}}");
+    }
+    sb__buf_puts(b, "]");
+    sb_free(c);
+    out->status = 200;
+    return 1;
+}
+
+/* `ms` as a .NET TimeSpan is written ("[d.]hh:mm:ss[.fffffff]"), in
+ * quotes: how ServiceControl's configuration gives its periods. */
+static void timespan(sb_buf *b, int64_t ms)
+{
+    int64_t s = ms / 1000, days = s / 86400;
+    sb__buf_puts(b, "\"");
+    if (days > 0)
+        sb__buf_printf(b, "%lld.", (long long)days);
+    sb__buf_printf(b, "%02d:%02d:%02d", (int)(s / 3600 % 24),
+                   (int)(s / 60 % 60), (int)(s % 60));
+    if (ms % 1000 != 0)
+        sb__buf_printf(b, ".%03d0000", (int)(ms % 1000));
+    sb__buf_puts(b, "\"");
+}
+
+/* GET configuration: ServiceControl's configuration document, with what
+ * sqlbus has of it: the instance, the error retention (ServicePulse
+ * counts down to a message's deletion with it) and the transport. */
+static int sc_configuration(const sb_api *a, sb_api_resp *out)
+{
+    sb_bus_counters *c = sb__calloc(1, sizeof *c);
+    if (c == NULL)
+        return sb__api_error(out, 503, "unavailable", NULL, "out of memory"), 1;
+    c->size = sizeof *c;
+    sb_error err;
+    int rc = sb_bus_metrics(a->bus, c, &err);
+    if (rc != SB_OK) {
+        sb__free(c);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    sb_buf *b = &out->body;
+    int f = 1, g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_key(b, &f, "host");
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "instance_name", "sqlbus");
+    sb__buf_puts(b, "}");
+    sb__json_key(b, &f, "data_retention");
+    sb__buf_puts(b, "{\"error_retention_period\":");
+    timespan(b, a->retention_ms);
+    sb__buf_puts(b, "}");
+    char transport[64];
+    snprintf(transport, sizeof transport, "sqlbus (%s)", a->backend);
+    sb__json_key(b, &f, "transport");
+    g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "transport_type", transport);
+    sb__json_str_m(b, &g, "error_queue", c->dead_letter_queue);
+    sb__json_bool_m(b, &g, "forward_error_messages", 0);
+    sb__buf_puts(b, "}}");
+    sb__free(c);
+    out->status = 200;
+    return 1;
+}
+
 /* Counts of one column over every status, paged in memory (at most
  * COUNTS_MAX values). */
 static int counts(const sb_api *a, const sb_api_req *r, const char *by,
@@ -384,15 +517,18 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     case SB_R_CONVERSATION: return sb__api_messages(a, r, out);
     case SB_R_MESSAGE_BODY: return body(a, m->captures[0], out);
     case SB_R_SEARCH: return search(a, r, out);
-    case SB_R_ERRORS_SUMMARY: return summary(a, out);
+    case SB_R_ERRORS_SUMMARY: return sc_summary(a, out);
+    case SB_R_OWN_ERRORS_SUMMARY: return summary(a, out);
     case SB_R_ERRORS_QUEUE_ADDRESSES:
         return counts(a, r, "failed_queue", "physical_address",
                       "failed_message_count", "/api/errors/queues/addresses",
                       out);
-    case SB_R_KNOWN_ENDPOINTS:
+    case SB_R_KNOWN_ENDPOINTS: return sc_known_endpoints(a, r, out);
+    case SB_R_OWN_KNOWN_ENDPOINTS:
         return counts(a, r, "endpoint", "name", "failed_message_count",
-                      "/api/endpoints/known", out);
-    case SB_R_CONFIGURATION: return configuration(a, out);
+                      "/api/sqlbus/endpoints/known", out);
+    case SB_R_CONFIGURATION: return sc_configuration(a, out);
+    case SB_R_OWN_CONFIGURATION: return configuration(a, out);
     case SB_R_EDIT_CONFIG: return edit_config(a, out);
     default: return 0;
     }

@@ -248,6 +248,167 @@ static int operations(const sb_api *a, int groups_only, sb_api_resp *out)
     return 1;
 }
 
+/* ---- ServiceControl's retry history (issue 22) ---- */
+
+#define HISTORY_SHOWN 10 /* ServiceControl keeps the 10 newest */
+
+/* What a history entry names of a group: its title (ServiceControl's
+ * originator), classifier and last failure, from its newest message. */
+typedef struct group_names {
+    char id[37];
+    char title[512];
+    char type[64];
+    int64_t last_us;
+} group_names;
+
+/* The names of group `id` into `g`; a group with no message left keeps
+ * them empty. 0 with the failure in `out` when a read failed. */
+static int names_of(const sb_api *a, const char *id, group_names *g,
+                    sb_api_resp *out)
+{
+    memset(g, 0, sizeof *g);
+    sb__strlcpy(g->id, id, sizeof g->id);
+    sb_failed_query q = {
+        .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
+    sb_failed_summary **s = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc = sb_errors_list(a->store, &q, &s, &n, NULL, &err);
+    sb_failed_message *m = NULL;
+    if (rc == SB_OK && n > 0) {
+        g->last_us = s[0]->last_failure_us;
+        rc = sb_errors_get(a->store, s[0]->unique_id, &m, &err);
+        if ((rc & 0xff) == SB_NOTFOUND) /* gone since: no names */
+            rc = SB_OK;
+    }
+    sb_free(s);
+    for (size_t i = 0; m != NULL && i < sb_failed_group_count(m); i++) {
+        const char *gid, *type, *title;
+        sb_failed_group(m, i, &gid, &type, &title);
+        if (strcmp(gid, id) == 0) {
+            sb__strlcpy(g->title, title, sizeof g->title);
+            sb__strlcpy(g->type, type, sizeof g->type);
+        }
+    }
+    sb_failed_message_free(m);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err);
+    return 1;
+}
+
+/* The finished retries among the newest operations, newest first. */
+typedef struct retries {
+    sb_operation_info op[HISTORY_MAX];
+    size_t n;
+} retries;
+
+static int retry_member(const sb_operation_info *op, void *user)
+{
+    retries *r = user;
+    int retry = strcmp(op->kind, "retry") == 0 ||
+                strcmp(op->kind, "retry_pending") == 0;
+    int finished =
+        strcmp(op->state, "completed") == 0 || strcmp(op->state, "failed") == 0;
+    if (retry && finished && r->n < HISTORY_MAX)
+        r->op[r->n++] = *op;
+    return 0;
+}
+
+/* GET recoverability/history: ServiceControl's RetryHistory. The
+ * historic operations are the 10 newest finished retries (a group's
+ * named by its group id, titled by the group); the unacknowledged ones
+ * the finished group retries whose group still shows its operation (not
+ * acknowledged: DELETE recoverability/unacknowledgedgroups/{id}). The
+ * store records an operation's kind and group but not which other
+ * selection it had: those are retry_type "unknown". */
+static int retry_history(const sb_api *a, sb_api_resp *out)
+{
+    retries *r = sb__calloc(1, sizeof *r);
+    group_names *names = sb__calloc(HISTORY_MAX, sizeof *names);
+    const char **ids = sb__calloc(HISTORY_MAX, sizeof *ids);
+    sb_group_operation **ops = NULL;
+    size_t n_names = 0, n_ops = 0, n_ids = 0;
+    sb_error err;
+    int ok = 1;
+    if (r == NULL || names == NULL || ids == NULL)
+        ok = sb__api_error(out, 503, "unavailable", NULL, "out of memory");
+    int rc = ok ? sb_operations_list(a->ops, a->bus, HISTORY_MAX, retry_member,
+                                     r, &err)
+                : SB_OK;
+    if (ok && rc != SB_OK)
+        ok = sb__api_fail(out, rc, &err);
+    /* Each group once: its names, and its operation as it stands. */
+    for (size_t i = 0; ok && i < r->n; i++) {
+        const char *gid = r->op[i].group_id;
+        size_t k = 0;
+        while (gid[0] != '\0' && k < n_names && strcmp(names[k].id, gid) != 0)
+            k++;
+        if (gid[0] != '\0' && k == n_names) {
+            ok = names_of(a, gid, &names[n_names], out);
+            ids[n_ids++] = names[n_names++].id;
+        }
+    }
+    if (ok && n_ids > 0) {
+        rc = sb_errors_group_operations(a->store, ids, n_ids, &ops, &n_ops,
+                                        &err);
+        if (rc != SB_OK)
+            ok = sb__api_fail(out, rc, &err);
+    }
+    sb_buf *b = &out->body;
+    if (ok) {
+        sb__buf_puts(b, "{\"historic_operations\":[");
+        for (size_t i = 0; i < r->n && i < HISTORY_SHOWN; i++) {
+            const sb_operation_info *o = &r->op[i];
+            const group_names *g = NULL;
+            for (size_t k = 0; o->group_id[0] && k < n_names && !g; k++)
+                if (strcmp(names[k].id, o->group_id) == 0)
+                    g = &names[k];
+            int f = 1;
+            sb__buf_puts(b, i ? ",{" : "{");
+            sb__json_str_m(b, &f, "request_id", g ? g->id : o->id);
+            sb__json_str_m(b, &f, "retry_type", g ? "failureGroup" : "unknown");
+            sb__json_time_m(b, &f, "start_time", o->created_us);
+            sb__json_time_m(b, &f, "completion_time", o->updated_us);
+            sb__json_str_m(b, &f, "originator", g ? g->title : NULL);
+            sb__json_bool_m(b, &f, "failed", strcmp(o->state, "failed") == 0);
+            sb__json_int_m(b, &f, "number_of_messages_processed", o->done);
+            sb__buf_puts(b, "}");
+        }
+        sb__buf_puts(b, "],\"unacknowledged_operations\":[");
+        int k = 0;
+        for (size_t i = 0; i < n_ops; i++) {
+            const sb_group_operation *o = ops[i];
+            if (strcmp(o->kind, "retry") != 0 ||
+                (strcmp(o->state, "completed") != 0 &&
+                 strcmp(o->state, "failed") != 0))
+                continue;
+            const group_names *g = NULL;
+            for (size_t j = 0; j < n_names && !g; j++)
+                if (strcmp(names[j].id, o->group_id) == 0)
+                    g = &names[j];
+            int f = 1;
+            sb__buf_puts(b, k++ ? ",{" : "{");
+            sb__json_str_m(b, &f, "request_id", o->group_id);
+            sb__json_str_m(b, &f, "retry_type", "failureGroup");
+            sb__json_time_m(b, &f, "start_time", o->started_us);
+            sb__json_time_m(b, &f, "completion_time", o->finished_us);
+            sb__json_time_m(b, &f, "last", g ? g->last_us : 0);
+            sb__json_str_m(b, &f, "originator", g ? g->title : NULL);
+            sb__json_str_m(b, &f, "classifier", g ? g->type : NULL);
+            sb__json_bool_m(b, &f, "failed", strcmp(o->state, "failed") == 0);
+            sb__json_int_m(b, &f, "number_of_messages_processed", o->done);
+            sb__buf_puts(b, "}");
+        }
+        sb__buf_puts(b, "]}");
+        out->status = 200;
+    }
+    sb_free(ops);
+    sb__free(ids);
+    sb__free(names);
+    sb__free(r);
+    return 1;
+}
+
 static int operation(const sb_api *a, const char *id, sb_api_resp *out)
 {
     sb_operation_info o = {.size = sizeof o};
@@ -394,7 +555,8 @@ int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                                               : SB_FAILED_ARCHIVED,
                       out);
     case SB_R_GROUP: return group(a, m->captures[0], out);
-    case SB_R_HISTORY: return operations(a, 1, out);
+    case SB_R_HISTORY: return retry_history(a, out);
+    case SB_R_OWN_HISTORY: return operations(a, 1, out);
     case SB_R_OPERATIONS: return operations(a, 0, out);
     case SB_R_OPERATION: return operation(a, m->captures[0], out);
     case SB_R_GROUP_COMMENT: return comment(a, r, out);

@@ -114,6 +114,10 @@ static const route routes[] = {
      NO_BODY},
     {GET_, "/api/messages2", SB_R_MESSAGES2, NO_BODY},
     {GET_, "/api/conversations/{id}", SB_R_CONVERSATION, NO_BODY},
+    {GET_, "/api/sqlbus/errors/summary", SB_R_OWN_ERRORS_SUMMARY, NO_BODY},
+    {GET_, "/api/sqlbus/endpoints/known", SB_R_OWN_KNOWN_ENDPOINTS, NO_BODY},
+    {GET_, "/api/sqlbus/configuration", SB_R_OWN_CONFIGURATION, NO_BODY},
+    {GET_, "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

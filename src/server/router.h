@@ -96,6 +96,10 @@ typedef enum sb_route_id {
     SB_R_MESSAGES_SEARCH_KEYWORD, /* GET /api/messages/search/{keyword} */
     SB_R_MESSAGES2,               /* GET /api/messages2 */
     SB_R_CONVERSATION,            /* GET /api/conversations/{id} */
+    SB_R_OWN_ERRORS_SUMMARY,      /* GET /api/sqlbus/errors/summary */
+    SB_R_OWN_KNOWN_ENDPOINTS,     /* GET /api/sqlbus/endpoints/known */
+    SB_R_OWN_CONFIGURATION,       /* GET /api/sqlbus/configuration */
+    SB_R_OWN_HISTORY,             /* GET /api/sqlbus/recoverability/history */
     SB_R_COUNT
 } sb_route_id;
 

@@ -141,6 +141,14 @@ static void test_every_route(void **state)
          "body", NULL},
         {"GET", "/api/messages2", SB_R_MESSAGES2, NULL, NULL},
         {"GET", "/api/conversations/c-1", SB_R_CONVERSATION, "c-1", NULL},
+        {"GET", "/api/sqlbus/errors/summary", SB_R_OWN_ERRORS_SUMMARY, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/endpoints/known", SB_R_OWN_KNOWN_ENDPOINTS, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/configuration", SB_R_OWN_CONFIGURATION, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NULL,
+         NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

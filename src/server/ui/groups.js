@@ -169,7 +169,7 @@ SB.groups = (function () {
           return content(r);
         })];
         if (hist.open) {
-          jobs.push(C.load(hist.querySelector('.history-body'), ['/api/recoverability/history'], force, function (r) {
+          jobs.push(C.load(hist.querySelector('.history-body'), ['/api/sqlbus/recoverability/history'], force, function (r) {
             var ops = (r.data || []).slice(0, 10);
             if (!ops.length) return D.empty('No group operations yet');
             return D.table('compact', [C.th('Group'), C.th('Operation'), C.th('Messages', 'n'), C.th('Finished')],
