@@ -1586,6 +1586,14 @@ typedef struct sb_group_operation {
  * first, "Lists"). SB_NOTFOUND when the group never had an operation. */
 SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
                                      sb_group_operation *out, sb_error *err);
+/* Acknowledge the group's latest operation once it has finished
+ * ("completed" or "failed"; ServicePulse's "Dismiss"): its record is
+ * removed, so the group shows none (and its next operation starts
+ * afresh). SB_NOTFOUND naming "group_id" when the group has none,
+ * SB_CONFLICT naming it while one runs (an interrupted one too: it is
+ * resumed, not dismissed). Thread-safe. */
+SB_API int sb_errors_group_acknowledge(sb_errors *e, const char *group_id,
+                                       sb_error *err);
 /* The latest operations of up to 1,000 groups in one read (a group list's
  * overlay): those that had one, in no order. `*out` is a transferred
  * list ("Lists": free with sb_free). SB_INVALID names `group_ids` or `n`. */

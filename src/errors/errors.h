@@ -85,6 +85,7 @@ enum {
      * (outside any transaction), and whether search can run. */
     ER_FULLTEXT,
     ER_SEARCH_READY,
+    ER_OP_ACK,
     ER_N
 };
 

@@ -633,6 +633,10 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "updated_at, finished_at FROM {p}group_operations "
                         "WHERE group_id = $1");
         break;
+    case ER_OP_ACK: /* $1 group: a finished operation's record */
+        sb__buf_puts(b, "DELETE FROM {p}group_operations WHERE group_id = $1 "
+                        "AND state <> 'running'");
+        break;
     case ER_OPS_GET: /* $1 JSON array of group ids */
         sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
                         "updated_at, finished_at, group_id FROM "

@@ -24,7 +24,7 @@ static const char *const names[] = {
     "imports_take",  "imports_delete",  "prune_groups",
     "counts_state",  "counts_rebuild",  "stale_take",
     "stale_fix",     "groups_stale",    "groups_exact",
-    "fulltext",      "search_ready",
+    "fulltext",      "search_ready",    "op_ack",
 };
 _Static_assert(sizeof names / sizeof names[0] == ER_N,
                "every statement of the error store has a name");
