@@ -118,6 +118,8 @@ static const route routes[] = {
     {GET_, "/api/sqlbus/endpoints/known", SB_R_OWN_KNOWN_ENDPOINTS, NO_BODY},
     {GET_, "/api/sqlbus/configuration", SB_R_OWN_CONFIGURATION, NO_BODY},
     {GET_, "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NO_BODY},
+    {SB_HTTP_DELETE, "/api/recoverability/unacknowledgedgroups/{id}",
+     SB_R_GROUP_ACK, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

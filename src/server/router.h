@@ -100,6 +100,7 @@ typedef enum sb_route_id {
     SB_R_OWN_KNOWN_ENDPOINTS,     /* GET /api/sqlbus/endpoints/known */
     SB_R_OWN_CONFIGURATION,       /* GET /api/sqlbus/configuration */
     SB_R_OWN_HISTORY,             /* GET /api/sqlbus/recoverability/history */
+    SB_R_GROUP_ACK, /* DELETE /api/recoverability/unacknowledgedgroups/{id} */
     SB_R_COUNT
 } sb_route_id;
 

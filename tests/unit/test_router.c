@@ -149,6 +149,8 @@ static void test_every_route(void **state)
          NULL},
         {"GET", "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NULL,
          NULL},
+        {"DELETE", "/api/recoverability/unacknowledgedgroups/g-1",
+         SB_R_GROUP_ACK, "g-1", NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
