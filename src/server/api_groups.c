@@ -152,13 +152,14 @@ static int op_group_member(const sb_operation_info *op, void *user)
 
 /* ServiceControl's closed groups of `classifier`: groups no longer open
  * (their messages retried or archived) whose finished operation waits
- * for its acknowledgement, found among the newest operations' groups;
+ * for its acknowledgement, found among the newest operations' groups
+ * (of `title` only, when it is not NULL);
  * each counts the messages its operation changed, and carries sqlbus's
  * "closed": true. Written after the
  * `*n` entries of `b`, counted in *n. 0 with the failure in `out`. */
 static int closed_groups(const sb_api *a, const char *classifier,
-                         sb_failure_group *const *open, size_t n_open,
-                         sb_buf *b, size_t *n, sb_api_resp *out)
+                         const char *title, sb_failure_group *const *open,
+                         size_t n_open, sb_buf *b, size_t *n, sb_api_resp *out)
 {
     op_groups *w = sb__calloc(1, sizeof *w);
     sb_group_operation **ops = NULL;
@@ -185,7 +186,8 @@ static int closed_groups(const sb_api *a, const char *classifier,
         sc_status(ops[i], &ack);
         group_names names;
         if (!ack || !(ok = names_of(a, ops[i]->group_id, &names, out)) ||
-            strcmp(names.type, classifier) != 0)
+            strcmp(names.type, classifier) != 0 ||
+            (title != NULL && strcmp(names.title, title) != 0))
             continue;
         sb_failure_group g;
         memset(&g, 0, sizeof g);
@@ -207,19 +209,31 @@ static int closed_groups(const sb_api *a, const char *classifier,
     return ok;
 }
 
+/* The groups of `classifier` over messages of `status`; `title` (NULL:
+ * any) narrows them to the one with that title (ServiceControl's
+ * classifierFilter). */
 static int groups(const sb_api *a, const char *classifier, int status,
-                  sb_api_resp *out)
+                  const char *title, sb_api_resp *out)
 {
-    if (!known_classifier(classifier))
-        return sb__api_error(out, 404, "not_found", "classifier",
-                             "no classifier \"%.100s\" (see "
-                             "/api/recoverability/classifiers)",
-                             classifier),
-               1;
+    if (!known_classifier(classifier)) {
+        /* S12: never put in a statement; as ServiceControl answers it
+         * (ServicePulse may send one a cookie kept, or "undefined"). */
+        sb__buf_puts(&out->body, "[]");
+        out->total = 0;
+        out->status = 200;
+        return 1;
+    }
     sb_failure_group **g = NULL;
     size_t n = 0, n_ops = 0;
     sb_error err;
     int rc = sb_errors_groups(a->store, classifier, status, &g, &n, &err);
+    if (rc == SB_OK && title != NULL) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(g[i]->title, title) == 0)
+                g[k++] = g[i];
+        n = k;
+    }
     /* The overlay in one read, not one per group. */
     const char **ids = n ? sb__calloc(n, sizeof *ids) : NULL;
     sb_group_operation **ops = NULL;
@@ -247,8 +261,9 @@ static int groups(const sb_api *a, const char *classifier, int status,
     size_t listed = n;
     /* Without durable operations (a caller of the handlers that opened
      * none) no operation has a record to show. */
-    int ok = status != SB_FAILED_UNRESOLVED || a->ops == NULL ||
-             closed_groups(a, classifier, g, n, &out->body, &listed, out);
+    int ok =
+        status != SB_FAILED_UNRESOLVED || a->ops == NULL ||
+        closed_groups(a, classifier, title, g, n, &out->body, &listed, out);
     sb__buf_puts(&out->body, "]");
     if (ok) {
         out->total = (int64_t)listed;
@@ -264,12 +279,12 @@ static int groups(const sb_api *a, const char *classifier, int status,
 /* The newest message of group `id` (of any status) into *s (transferred,
  * sb_free) and the group's size into *total (optional); 0 with the 404
  * naming "id", or the failure, in `out`. */
-static int group_message(const sb_api *a, const char *id,
+static int group_message(const sb_api *a, const char *id, int status,
                          sb_failed_summary ***s, int64_t *total,
                          sb_api_resp *out)
 {
     sb_failed_query q = {
-        .size = sizeof q, .status = -1, .group_id = id, .per_page = 1};
+        .size = sizeof q, .status = status, .group_id = id, .per_page = 1};
     size_t n = 0;
     sb_error err;
     int rc = sb_errors_list(a->store, &q, s, &n, total, &err);
@@ -287,19 +302,20 @@ static int group_message(const sb_api *a, const char *id,
 int sb__api_group_known(const sb_api *a, const char *id, sb_api_resp *out)
 {
     sb_failed_summary **s = NULL;
-    int known = group_message(a, id, &s, NULL, out);
+    int known = group_message(a, id, -1, &s, NULL, out);
     sb_free(s);
     return known;
 }
 
-/* One group: its classifier and title from one of its messages, its
- * counts and window from the classifier's list when it is among the 200
- * newest, else counted. */
-static int group(const sb_api *a, const char *id, sb_api_resp *out)
+/* One group over its messages of `status` (-1: any; archived: the
+ * archived group): its classifier and title from one of them, its counts
+ * and window from the classifier's list when it is among the 200 newest,
+ * else counted. */
+static int group(const sb_api *a, const char *id, int status, sb_api_resp *out)
 {
     sb_failed_summary **s = NULL;
     int64_t total = 0;
-    if (!group_message(a, id, &s, &total, out))
+    if (!group_message(a, id, status, &s, &total, out))
         return 1;
     sb_error err;
     sb_failed_message *m = NULL;
@@ -322,7 +338,7 @@ static int group(const sb_api *a, const char *id, sb_api_resp *out)
     sb_failed_message_free(m);
     g.count = total;
     int found = 0;
-    for (int st = SB_FAILED_UNRESOLVED;
+    for (int st = status < 0 ? SB_FAILED_UNRESOLVED : status;
          rc == SB_OK && !found && st <= SB_FAILED_ARCHIVED;
          st += SB_FAILED_ARCHIVED) {
         sb_failure_group **all = NULL;
@@ -684,12 +700,21 @@ int sb__api_groups(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         out->status = 200;
         return 1;
     case SB_R_GROUPS:
-    case SB_R_ARCHIVED_GROUPS:
+    case SB_R_ARCHIVED_GROUPS: {
+        /* ServicePulse sends "undefined" for no filter. */
+        const char *title = m->route == SB_R_GROUPS
+                                ? sb__query_get(r->q, "classifierFilter")
+                                : NULL;
+        if (title != NULL && (title[0] == '\0' || !strcmp(title, "undefined")))
+            title = NULL;
         return groups(a, m->n_captures ? m->captures[0] : classifiers[0],
                       m->route == SB_R_GROUPS ? SB_FAILED_UNRESOLVED
                                               : SB_FAILED_ARCHIVED,
-                      out);
-    case SB_R_GROUP: return group(a, m->captures[0], out);
+                      title, out);
+    }
+    case SB_R_GROUP: return group(a, m->captures[0], -1, out);
+    case SB_R_ARCHIVED_GROUP:
+        return group(a, m->captures[0], SB_FAILED_ARCHIVED, out);
     case SB_R_HISTORY: return retry_history(a, out);
     case SB_R_OWN_HISTORY: return operations(a, 1, out);
     case SB_R_OPERATIONS: return operations(a, 0, out);

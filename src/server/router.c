@@ -120,6 +120,7 @@ static const route routes[] = {
     {GET_, "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NO_BODY},
     {SB_HTTP_DELETE, "/api/recoverability/unacknowledgedgroups/{id}",
      SB_R_GROUP_ACK, NO_BODY},
+    {GET_, "/api/archive/groups/id/{id}", SB_R_ARCHIVED_GROUP, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

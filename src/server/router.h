@@ -101,6 +101,7 @@ typedef enum sb_route_id {
     SB_R_OWN_CONFIGURATION,       /* GET /api/sqlbus/configuration */
     SB_R_OWN_HISTORY,             /* GET /api/sqlbus/recoverability/history */
     SB_R_GROUP_ACK, /* DELETE /api/recoverability/unacknowledgedgroups/{id} */
+    SB_R_ARCHIVED_GROUP, /* GET /api/archive/groups/id/{id} */
     SB_R_COUNT
 } sb_route_id;
 

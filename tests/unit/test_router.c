@@ -151,6 +151,7 @@ static void test_every_route(void **state)
          NULL},
         {"DELETE", "/api/recoverability/unacknowledgedgroups/g-1",
          SB_R_GROUP_ACK, "g-1", NULL},
+        {"GET", "/api/archive/groups/id/g-1", SB_R_ARCHIVED_GROUP, "g-1", NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
