@@ -1,7 +1,10 @@
 /* api_errors.c - the error store's failed-message read routes (S4), in
  * ServiceControl's shapes: lists of FailedMessageView with their filters
- * and paging headers, one message in full, its body, search, the summary
- * and the per-queue / per-endpoint counts. */
+ * and paging headers, one message (FailedMessage, FailedMessageView), its
+ * body, search, the summary, the per-queue counts, the known endpoints
+ * and the configuration; and sqlbus's own shapes of the same under
+ * /api/sqlbus/ (issue 22). The views are api_views.c's; the message
+ * routes (search by keyword, messages2, conversations) api_messages.c's. */
 #include "server/api.h"
 
 #include <jansson.h>

@@ -1,7 +1,8 @@
 /* api_groups.c - failure groups and retry redirects (S4, E13, E19, E20):
- * classifiers, the open and archived groups of a classifier with the
- * overlay of their latest group operation, one group, the operation
- * history, group comments, and the redirect routes. */
+ * classifiers, the open (and closed) and archived groups of a classifier
+ * with the overlay of their latest group operation in ServiceControl's
+ * terms, one group, its acknowledgement, ServiceControl's retry history
+ * and sqlbus's own, group comments, and the redirect routes. */
 #include "server/api.h"
 
 #include <jansson.h>
