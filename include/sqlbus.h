@@ -241,6 +241,15 @@ typedef struct sb_options {
      * handler stops waiting at the limit. For buses that answer people
      * (`sqlbus serve --request-timeout`), not for bulk work. */
     int64_t statement_timeout_ms;
+    /* Endpoint liveness (issue 22): while a worker of this bus runs, a
+     * thread of the bus writes one row per endpoint to {p}heartbeats
+     * every this many ms (one upsert an endpoint, never one a message):
+     * 0 = every SB_HEARTBEAT_INTERVAL_DEFAULT_MS (default),
+     * SB_HEARTBEAT_INTERVAL_MIN_MS to SB_HEARTBEAT_INTERVAL_MAX_MS, or -1
+     * = never. An endpoint is dead once its last beat is
+     * SB_HEARTBEAT_GRACE_INTERVALS intervals old, or at once after its
+     * last worker stopped gracefully (sb_heartbeat_list). */
+    int64_t heartbeat_interval_ms;
 } sb_options;
 
 /* The size of sb_options as first published (through `endpoint`). */
@@ -682,6 +691,81 @@ SB_API int sb_schedule_list(sb_bus *bus, sb_schedule_info ***out, size_t *n_out,
  * see schedules added meanwhile. Transient and backend codes. Thread-safe. */
 SB_API int sb_schedule_run_due(sb_bus *bus, int64_t now_us, int *published,
                                int64_t *next_wake_us, sb_error *err);
+
+/* Endpoint liveness (issue 22; docs/transport.md, "Endpoint liveness").
+ * Every worker started with sb_worker_start registers its endpoint (its
+ * `endpoint` option, else its queue) with its bus, which beats for it
+ * every sb_options.heartbeat_interval_ms: one row per endpoint instance
+ * (the endpoint on a host) in {prefix}heartbeats. */
+#define SB_HEARTBEAT_INTERVAL_DEFAULT_MS 10000
+#define SB_HEARTBEAT_INTERVAL_MIN_MS 100
+#define SB_HEARTBEAT_INTERVAL_MAX_MS 3600000
+/* An instance whose last beat is this many of its own intervals old is
+ * dead (40 s at the default interval). */
+#define SB_HEARTBEAT_GRACE_INTERVALS 4
+
+/* One endpoint instance as sb_heartbeat_list gives it ("Lists" above).
+ * Instants in microseconds since the epoch, by the database's clock
+ * (SQLite: the writer's). */
+typedef struct sb_heartbeat {
+    size_t size; /* filled by the library */
+    char id[37]; /* stable: a name-based UUID of endpoint and host_id */
+    char endpoint[201];
+    char host[256];
+    char host_id[37];    /* a name-based UUID of the host's name and id */
+    int64_t pid;         /* the process that beat last */
+    int64_t interval_ms; /* its interval */
+    int64_t started_us;  /* when that process started beating for it */
+    int64_t last_beat_us;
+    int64_t stopped_us; /* its last worker stopped gracefully; 0: not */
+    int64_t now_us;     /* the database's clock when it was listed */
+    int monitored;      /* 0: muted (sb_heartbeat_monitor) */
+    int alive;          /* beating: not stopped, and its last beat at most
+                           SB_HEARTBEAT_GRACE_INTERVALS intervals old */
+} sb_heartbeat;
+
+/* Every endpoint instance, by endpoint and host. `*out` is a transferred
+ * list ("Lists" above: free with sb_free). Transient and backend codes.
+ * Thread-safe. */
+SB_API int sb_heartbeat_list(sb_bus *bus, sb_heartbeat ***out, size_t *n_out,
+                             sb_error *err);
+/* Mute (`monitored` 0) or unmute (1) instance `id`; kept across its
+ * beats. SB_NOTFOUND naming "id" when there is none; SB_INVALID naming
+ * "id" when it is not a UUID. Thread-safe. */
+SB_API int sb_heartbeat_monitor(sb_bus *bus, const char *id, int monitored,
+                                sb_error *err);
+/* Forget instance `id` (a process still running it writes it again at
+ * its next beat). SB_NOTFOUND / SB_INVALID as sb_heartbeat_monitor. */
+SB_API int sb_heartbeat_remove(sb_bus *bus, const char *id, sb_error *err);
+
+/* Settings (issue 22): small named documents in {prefix}settings, kept
+ * between runs and shared by every process of the database (`sqlbus
+ * serve` keeps its e-mail settings and endpoint settings there). A name
+ * is 1 to SB_SETTING_NAME_MAX bytes of UTF-8 without control
+ * characters; a value at most SB_SETTING_VALUE_MAX bytes of UTF-8
+ * (JSON by convention). */
+#define SB_SETTING_NAME_MAX 400
+#define SB_SETTING_VALUE_MAX 65536
+/* Setting `name`'s value into `*value` (transferred: sb_free) and, when
+ * `updated_us` is not NULL, when it was last written. SB_NOTFOUND naming
+ * "name" when there is none. Thread-safe. */
+SB_API int sb_setting_get(sb_bus *bus, const char *name, char **value,
+                          int64_t *updated_us, sb_error *err);
+/* Store `value` as setting `name`, replacing any. SB_INVALID naming
+ * "name" or "value" and the limit. Thread-safe. */
+SB_API int sb_setting_put(sb_bus *bus, const char *name, const char *value,
+                          sb_error *err);
+/* Remove setting `name`: SB_NOTFOUND when there is none. */
+SB_API int sb_setting_remove(sb_bus *bus, const char *name, sb_error *err);
+/* Called once per setting; everything is borrowed for the call. Return
+ * 0 to go on, anything else to stop (the call still returns SB_OK). */
+typedef int (*sb_setting_fn)(const char *name, const char *value,
+                             int64_t updated_us, void *user);
+/* Every setting whose name starts with `prefix` (NULL or "" for all), by
+ * name, to `fn` on the caller's thread with no connection held.
+ * Thread-safe. */
+SB_API int sb_setting_list(sb_bus *bus, const char *prefix, sb_setting_fn fn,
+                           void *user, sb_error *err);
 
 /* This process's own counts on one bus since sb_open (S8; docs/metrics.md).
  * Other processes on the same database count their own: these are not
@@ -1716,7 +1800,8 @@ typedef struct sb_failed_query {
     const char *message_type;
     const char *sort; /* "time_of_failure" (default), "message_type",
                                  "failed_queue", "attempts",
-                                 "status_changed" */
+                                 "status_changed", "message_id",
+                                 "status", "time_sent" */
     int ascending;    /* 0 = newest / largest first */
     size_t page;      /* from 1 (0 = 1) */
     size_t per_page;  /* 1 to 500 (0 = 50) */

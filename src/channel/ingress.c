@@ -168,7 +168,7 @@ int sb_channel_start_ingress(sb_channel *ch, const sb_ingress_options *o,
     w.handler = ingest;
     w.user = ch;
     w.concurrency = o->concurrency ? o->concurrency : 1;
-    rc = sb_worker_start(ch->bus, &w, &in->worker, err);
+    rc = sb__worker_start_internal(ch->bus, &w, &in->worker, err);
     if (rc != SB_OK) {
         pthread_mutex_lock(&ch->mu);
         ch->ingress = NULL;

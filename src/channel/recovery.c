@@ -193,7 +193,7 @@ int sb_channel_add_recovery_handler(sb_channel *ch,
         o.redelivery_delay_ms = ch->o.recovery_retry_ms;
         o.empty_poll_ms = ch->o.full_sweep_interval_ms / 4 + 1;
         o.max_poll_ms = ch->o.full_sweep_interval_ms;
-        rc = sb_worker_start(ch->bus, &o, &ch->recovery_worker, err);
+        rc = sb__worker_start_internal(ch->bus, &o, &ch->recovery_worker, err);
     }
     if (rc == SB_OK) {
         e->next = ch->handlers;

@@ -21,8 +21,12 @@ enum {
     OPT_INGESTERS,
     OPT_MAX_CONNECTIONS,
     OPT_MAX_PER_IP,
-    OPT_HEADER_TIMEOUT
+    OPT_HEADER_TIMEOUT,
+    OPT_CORS_ORIGIN
 };
+
+/* Issue 22: --cors-origin values kept (the server checks them). */
+#define CORS_ORIGINS_MAX 16
 
 /* Ingestion threads by default: PostgreSQL (and SQL Server) runs one
  * pass's statements on one database core, so two passes at once use two
@@ -155,6 +159,7 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"max-connections-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+        {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
@@ -164,6 +169,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     int64_t max_conns = SB_SERVER_MAX_CONNECTIONS;
     int64_t max_per_ip = SB_SERVER_MAX_PER_IP;
     int64_t header_timeout_ms = SB_SERVER_HEADER_TIMEOUT_MS;
+    const char *cors[CORS_ORIGINS_MAX];
+    size_t n_cors = 0;
     int demo = 0, allow_edit = 0, c;
     opterr = 0;
     optind = 0;
@@ -177,6 +184,14 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         case OPT_TOKEN_FILE: token_file = optarg; break;
         case OPT_DEMO: demo = 1; break;
         case OPT_ALLOW_EDIT: allow_edit = 1; break;
+        case OPT_CORS_ORIGIN:
+            if (n_cors == CORS_ORIGINS_MAX)
+                return cli_usage_error(ctx,
+                                       "--cors-origin may be given at most "
+                                       "%d times",
+                                       CORS_ORIGINS_MAX);
+            cors[n_cors++] = optarg;
+            break;
         case OPT_REQUEST_TIMEOUT: {
             int prc = cli_parse_duration(ctx, "--request-timeout", optarg,
                                          SB_SERVER_REQUEST_TIMEOUT_MIN_MS,
@@ -288,7 +303,9 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                            .request_timeout_ms = request_timeout_ms,
                            .max_connections = (unsigned)max_conns,
                            .max_per_ip = (unsigned)max_per_ip,
-                           .header_timeout_ms = header_timeout_ms};
+                           .header_timeout_ms = header_timeout_ms,
+                           .cors_origins = cors,
+                           .n_cors_origins = n_cors};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);
@@ -314,6 +331,10 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
               "http: at most %lld connections, %lld from one address; a "
               "request head must arrive within %s",
               (long long)max_conns, (long long)max_per_ip, head);
+    char origins[512];
+    sb__server_cors_text(srv, origins, sizeof origins);
+    cli_notef(ctx, "http: pages of other origins may call the API: %s",
+              origins);
     cli_notef(ctx,
               "http: listening on port %d: %s (%s, %s, request timeout %s "
               "per statement)",

@@ -58,6 +58,7 @@ typedef struct work_opts {
     double factor;                    /* --backoff-factor; 0 = not given */
     const char *base_text, *max_text; /* as given, for messages */
     int64_t prefetch;                 /* -1 = the library's default; 0 = none */
+    int64_t heartbeat_ms;             /* 0 = the library's default; -1 = off */
     int once;
     const char *endpoint; /* sb-processing-endpoint; NULL = the queue */
     char **argv;          /* the handler command */
@@ -76,7 +77,8 @@ enum {
     OPT_BACKOFF,
     OPT_BACKOFF_BASE,
     OPT_BACKOFF_MAX,
-    OPT_BACKOFF_FACTOR
+    OPT_BACKOFF_FACTOR,
+    OPT_HEARTBEAT
 };
 
 /* --backoff-factor: a decimal number within the limits, nothing after it. */
@@ -177,6 +179,7 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
         {"backoff-base", required_argument, NULL, OPT_BACKOFF_BASE},
         {"backoff-max", required_argument, NULL, OPT_BACKOFF_MAX},
         {"backoff-factor", required_argument, NULL, OPT_BACKOFF_FACTOR},
+        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c, rc = CLI_OK;
@@ -238,6 +241,15 @@ static int parse(cli_ctx *ctx, int argc, char **argv, work_opts *o)
             rc = parse_factor(ctx, optarg, &o->factor);
             break;
         case OPT_ONCE: o->once = 1; break;
+        case OPT_HEARTBEAT:
+            /* Issue 22: the endpoint's liveness (sb_options). */
+            if (strcmp(optarg, "off") == 0)
+                o->heartbeat_ms = -1;
+            else
+                rc = cli_parse_duration(
+                    ctx, "--heartbeat", optarg, SB_HEARTBEAT_INTERVAL_MIN_MS,
+                    SB_HEARTBEAT_INTERVAL_MAX_MS, &o->heartbeat_ms);
+            break;
         case OPT_PREFETCH:
             rc = cli_parse_int(ctx, "--prefetch", optarg, 0, SB_PREFETCH_MAX,
                                &o->prefetch);
@@ -360,7 +372,19 @@ int cli_cmd_work(cli_ctx *ctx, int argc, char **argv)
         return CLI_ERROR;
     }
     sb_bus *bus = NULL;
-    rc = cli_open_bus(ctx, SB_SCHEMA_AUTO, &bus);
+    rc = cli_check_db(ctx);
+    if (rc == CLI_OK) {
+        sb_options bo;
+        cli_bus_options(ctx, SB_SCHEMA_AUTO, &bo);
+        bo.heartbeat_interval_ms = o.heartbeat_ms;
+        sb_error berr;
+        sb_error_clear(&berr);
+        int brc = sb_open(&bo, &bus, &berr);
+        if (brc != SB_OK) {
+            bus = NULL;
+            rc = cli_report(brc, &berr);
+        }
+    }
     if (rc != CLI_OK) {
         cli_keeper_stop(keeper_fd, keeper);
         return rc;

@@ -3,7 +3,6 @@
  * name-based UUIDs (version 3), for ids every process derives alike. */
 #include "core.h"
 
-#include <ctype.h>
 #include <string.h>
 
 static const char hexdig[] = "0123456789abcdef";
@@ -49,6 +48,16 @@ int sb_uuid7(char out[37], sb_error *err)
     return SB_OK;
 }
 
+/* Each hex digit's lower-case form, 0 for every other byte: a table, not
+ * <ctype.h>, so no locale applies and the claim path (two ids a
+ * message) makes no call per character. */
+static const char lower_hex[256] = {
+    ['0'] = '0', ['1'] = '1', ['2'] = '2', ['3'] = '3', ['4'] = '4',
+    ['5'] = '5', ['6'] = '6', ['7'] = '7', ['8'] = '8', ['9'] = '9',
+    ['a'] = 'a', ['b'] = 'b', ['c'] = 'c', ['d'] = 'd', ['e'] = 'e',
+    ['f'] = 'f', ['A'] = 'a', ['B'] = 'b', ['C'] = 'c', ['D'] = 'd',
+    ['E'] = 'e', ['F'] = 'f'};
+
 int sb__uuid_normalize(const char *in, char out[37])
 {
     if (in == NULL || strlen(in) != 36)
@@ -60,9 +69,10 @@ int sb__uuid_normalize(const char *in, char out[37])
                 return SB_INVALID;
             out[i] = '-';
         } else {
-            if (!isxdigit(c))
+            char h = lower_hex[c];
+            if (h == 0)
                 return SB_INVALID;
-            out[i] = (char)tolower(c);
+            out[i] = h;
         }
     }
     out[36] = '\0';

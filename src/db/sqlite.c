@@ -400,75 +400,45 @@ static int bind(sqlite_conn *c, sqlite3_stmt *st, const sb_value *params,
     return SB_OK;
 }
 
-/* Cells collected while stepping, before the row count is known. */
-typedef struct pending {
-    sb_value *v;
-    size_t n, cap;
-} pending;
-
-static int pending_push(pending *pd, sqlite3_stmt *st, int col)
+/* The cell (r, col) of `rows` read from the statement's current row: an
+ * integer in place, text and blobs copied once, into the rows' arena. */
+static int read_cell(sb_rows *rows, size_t r, sqlite3_stmt *st, int col)
 {
-    if (pd->n == pd->cap) {
-        size_t cap = pd->cap ? pd->cap * 2 : 64;
-        sb_value *nv = sb__realloc(pd->v, cap * sizeof *nv);
-        if (nv == NULL)
-            return SB_NOMEM;
-        pd->v = nv;
-        pd->cap = cap;
-    }
-    sb_value *v = &pd->v[pd->n];
-    memset(v, 0, sizeof *v);
+    size_t c = (size_t)col;
     switch (sqlite3_column_type(st, col)) {
     case SQLITE_INTEGER:
-        v->type = SB_V_INT;
-        v->i = sqlite3_column_int64(st, col);
-        break;
+        rows->cells[r * rows->ncols + c] =
+            sb__v_int(sqlite3_column_int64(st, col));
+        return SB_OK;
     case SQLITE_FLOAT:
-        v->type = SB_V_INT;
-        v->i = (int64_t)sqlite3_column_double(st, col);
-        break;
+        rows->cells[r * rows->ncols + c] =
+            sb__v_int((int64_t)sqlite3_column_double(st, col));
+        return SB_OK;
     case SQLITE_TEXT:
     case SQLITE_BLOB: {
-        int is_text = sqlite3_column_type(st, col) == SQLITE_TEXT;
-        const void *p = is_text ? (const void *)sqlite3_column_text(st, col)
-                                : sqlite3_column_blob(st, col);
-        v->type = is_text ? SB_V_TEXT : SB_V_BLOB;
-        v->len = (size_t)sqlite3_column_bytes(st, col);
-        v->p = sb__memdup(p != NULL ? p : "", v->len);
-        if (v->p == NULL)
-            return SB_NOMEM;
-        break;
+        int type =
+            sqlite3_column_type(st, col) == SQLITE_TEXT ? SB_V_TEXT : SB_V_BLOB;
+        const void *p = type == SB_V_TEXT
+                            ? (const void *)sqlite3_column_text(st, col)
+                            : sqlite3_column_blob(st, col);
+        size_t len = (size_t)sqlite3_column_bytes(st, col);
+        if (p == NULL && len != 0)
+            return SB_NOMEM; /* SQLite could not convert the value */
+        return sb__rows_set_bytes(rows, r, c, type, p, len);
     }
-    default: v->type = SB_V_NULL; break;
+    default: return SB_OK; /* SQL NULL: the cell already is */
     }
-    pd->n++;
-    return SB_OK;
 }
 
-static void pending_free(pending *pd)
+/* Room for row r in `*rows`, made at the first row and doubled as rows
+ * come: the count is known only at SQLITE_DONE. */
+static int room_for_row(sb_rows **rows, size_t ncols, size_t r)
 {
-    for (size_t i = 0; i < pd->n; i++)
-        sb__free((void *)pd->v[i].p);
-    sb__free(pd->v);
-}
-
-static int build_rows(pending *pd, size_t ncols, sb_rows **out)
-{
-    size_t nrows = ncols ? pd->n / ncols : 0;
-    int rc = sb__rows_new(nrows, ncols, out);
-    for (size_t i = 0; rc == SB_OK && i < pd->n; i++) {
-        sb_value *v = &pd->v[i];
-        if (v->type == SB_V_TEXT || v->type == SB_V_BLOB)
-            rc = sb__rows_set_bytes(*out, i / ncols, i % ncols, v->type, v->p,
-                                    v->len);
-        else
-            (*out)->cells[i] = *v;
-    }
-    if (rc != SB_OK) {
-        sb__rows_free(*out);
-        *out = NULL;
-    }
-    return rc;
+    if (*rows == NULL)
+        return sb__rows_new(16, ncols, rows);
+    if (r < (*rows)->nrows)
+        return SB_OK;
+    return sb__rows_grow(*rows, (*rows)->nrows * 2);
 }
 
 static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
@@ -485,8 +455,9 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
     if (rc != SB_OK)
         return rc;
     rc = bind(c, st, params, nparams, err);
-    pending pd = {NULL, 0, 0};
     int ncols = sqlite3_column_count(st);
+    sb_rows *got = NULL;
+    size_t n = 0;
     deadline_start(c);
     while (rc == SB_OK) {
         int xrc = sqlite3_step(st);
@@ -496,9 +467,14 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
             rc = fail(c, sqlite3_extended_errcode(c->db), err, "step");
             break;
         }
-        for (int i = 0; rows != NULL && rc == SB_OK && i < ncols; i++)
-            if (pending_push(&pd, st, i) != SB_OK)
-                rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+        if (rows == NULL || ncols == 0)
+            continue;
+        int xr = room_for_row(&got, (size_t)ncols, n);
+        for (int i = 0; xr == SB_OK && i < ncols; i++)
+            xr = read_cell(got, n, st, i);
+        if (xr != SB_OK)
+            rc = sb__err(err, SB_NOMEM, NULL, "out of memory");
+        n++;
     }
     deadline_end(c);
     if (rc == SB_OK && changes != NULL)
@@ -507,12 +483,19 @@ static int sl_query(sb_conn *conn, const char *sql, const sb_value *params,
     sqlite3_clear_bindings(st);
     if (rc == SB_TIMEOUT)
         rollback_timed_out(c);
-    if (rc == SB_OK && rows != NULL) {
-        rc = build_rows(&pd, (size_t)ncols, rows);
+    if (rc == SB_OK && rows != NULL && got == NULL) {
+        rc = sb__rows_new(0, (size_t)(ncols > 0 ? ncols : 0), &got);
         if (rc != SB_OK)
             sb__err(err, rc, NULL, "out of memory");
     }
-    pending_free(&pd);
+    if (rc != SB_OK) {
+        sb__rows_free(got);
+        return rc;
+    }
+    if (rows != NULL) {
+        got->nrows = n; /* the cells past it were room, never read */
+        *rows = got;
+    }
     return rc;
 }
 

@@ -22,6 +22,12 @@ static const sort_key sort_keys[] = {
     {"failed_queue", "failed_queue"},
     {"attempts", "number_of_processing_attempts"},
     {"status_changed", "status_changed_at"},
+    /* Issue 22 (ServiceControl's keys): a missing value sorts as the
+     * smallest on every backend (PostgreSQL puts NULLs last when
+     * ascending, SQLite and SQL Server first). */
+    {"message_id", "COALESCE(message_id, '')"},
+    {"status", "status"},
+    {"time_sent", "COALESCE(time_sent, 0)"},
 };
 
 /* The set filters only, numbered from $1, with their values in `p` (up
@@ -171,8 +177,8 @@ static int check(const sb_failed_query *q, const sort_key **key, sb_error *err)
         }
     return sb__err(err, SB_INVALID, "sort",
                    "sort must be time_of_failure, message_type, "
-                   "failed_queue, attempts or status_changed (got "
-                   "\"%.40s\")",
+                   "failed_queue, attempts, status_changed, message_id, "
+                   "status or time_sent (got \"%.40s\")",
                    q->sort);
 }
 

@@ -603,7 +603,7 @@ int sb_operations_open(sb_errors *store, const sb_operations_options *opts,
                                .redelivery_delay_ms = 2000,
                                .redelivery_factor = 2.0,
                                .redelivery_max_ms = 60000};
-        rc = sb_worker_start(bus, &w, &o->worker, err);
+        rc = sb__worker_start_internal(bus, &w, &o->worker, err);
     }
     if (rc != SB_OK) {
         sb_operations_close(o);

@@ -106,9 +106,11 @@ void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
             return;
         req.json = j;
     }
-    if (!(sb__api_errors_read(a, &req, out) || sb__api_groups(a, &req, out) ||
-          sb__api_errors_write(a, &req, out) || sb__api_own(a, &req, out) ||
-          sb__api_schedules(a, &req, out)))
+    if (!(sb__api_root(&req, out) || sb__api_errors_read(a, &req, out) ||
+          sb__api_groups(a, &req, out) || sb__api_errors_write(a, &req, out) ||
+          sb__api_own(a, &req, out) || sb__api_schedules(a, &req, out) ||
+          sb__api_endpoints(a, &req, out) || sb__api_sc_checks(a, &req, out) ||
+          sb__api_sc_misc(a, &req, out)))
         /* Every route of the router has a handler; this would be a route
          * added to the table without one. */
         sb__api_error(out, 500, "internal", NULL, "no handler for %s",

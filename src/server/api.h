@@ -42,6 +42,10 @@ typedef struct sb_api_req {
      * route that takes one; NULL on the others. Borrowed. */
     const struct json_t *json;
     const char *idempotency_key; /* header, or NULL */
+    /* Issue 22: where the client reached the API, for the root
+     * document's URLs: the Host header, or the X-Forwarded-Host and
+     * X-Forwarded-Proto a proxy set (NULL when absent). */
+    const char *host, *forwarded_host, *forwarded_proto;
 } sb_api_req;
 
 typedef struct sb_api_resp {
@@ -56,6 +60,9 @@ typedef struct sb_api_resp {
     char message[512];
     char field[64];
     unsigned retry_after_s; /* > 0: the Retry-After header (503s) */
+    /* "" or the X-Particular-Reason header (issue 22: a redirect's 409
+     * says "Duplicate" or "Dependents", as ServiceControl's). */
+    char reason[16];
     /* Set by http.c before the handler runs: the time limit of each of
      * the request's statements (--request-timeout, S10), which the
      * timeout error names; 0 = none. */
@@ -87,6 +94,10 @@ void sb__api_resp_free(sb_api_resp *out);
  * handler runs; the handler gets it as r->json. Always fills `out` (an
  * error status on failure). */
 void sb__api_handle(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+
+/* api_util.c: GET /api, the root document (issue 22): ServiceControl's
+ * RootUrls, its URL templates on sqlbus's routes. */
+int sb__api_root(const sb_api_req *r, sb_api_resp *out);
 
 /* api.c: a filled response made ready for the wire: a body that could
  * not be written whole (memory ran out, or over SB_API_BODY_MAX) becomes
@@ -164,5 +175,15 @@ int sb__api_errors_write(const sb_api *a, const sb_api_req *r,
 int sb__api_own(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 /* api_schedules.c: periodic jobs (T41): list, add or replace, remove. */
 int sb__api_schedules(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* Issue 22, ServicePulse's screens beyond failed messages.
+ * api_endpoints.c: endpoint liveness (endpoints, endpointssettings,
+ * heartbeats/stats). */
+int sb__api_endpoints(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_sc_checks.c: sqlbus's own health as custom checks, and the event
+ * log. */
+int sb__api_sc_checks(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
+/* api_sc_misc.c: license, connection, e-mail notifications, remotes,
+ * authentication. */
+int sb__api_sc_misc(const sb_api *a, const sb_api_req *r, sb_api_resp *out);
 
 #endif

@@ -610,6 +610,47 @@ static void redirect_json(sb_buf *b, const sb_redirect *d)
     sb__buf_puts(b, "}");
 }
 
+/* Issue 22: the fields of a redirect body, sqlbus's and ServiceControl's
+ * (it ignores what it does not know, and ServicePulse sends the
+ * redirect's id with a PUT): a wrong type is a 400 naming the field, a
+ * field neither knows too (S10). *retry: retryexisting. 0 with the 400
+ * in `out`. */
+static int redirect_fields(const json_t *j, int *retry, sb_api_resp *out)
+{
+    static const char *const known[] = {"fromphysicaladdress",
+                                        "tophysicaladdress", "id",
+                                        "retryexisting", NULL};
+    if (!sb__api_known_fields(j, known, out))
+        return 0;
+    static const char *const text[] = {"fromphysicaladdress",
+                                       "tophysicaladdress", "id"};
+    for (size_t i = 0; i < sizeof text / sizeof *text; i++) {
+        const json_t *v = json_object_get(j, text[i]);
+        if (v != NULL && !json_is_string(v))
+            return sb__api_error(out, 400, "invalid", text[i],
+                                 "%s must be a string", text[i]);
+    }
+    const json_t *v = json_object_get(j, "retryexisting");
+    if (v != NULL && !json_is_boolean(v))
+        return sb__api_error(out, 400, "invalid", "retryexisting",
+                             "retryexisting must be true or false");
+    *retry = json_is_true(v);
+    return 1;
+}
+
+/* Issue 22: the 409 of a redirect, with ServiceControl's reason: the
+ * queue is already redirected ("Duplicate", `duplicate`), or the change
+ * would chain redirects ("Dependents"). */
+static int redirect_conflict(int rc, const sb_error *err, int duplicate,
+                             sb_api_resp *out)
+{
+    sb__api_fail(out, rc, err);
+    if ((rc & 0xff) == SB_CONFLICT)
+        sb__strlcpy(out->reason, duplicate ? "Duplicate" : "Dependents",
+                    sizeof out->reason);
+    return 1;
+}
+
 static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     sb_error err;
@@ -632,13 +673,12 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sb_free(d);
         return 1;
     }
-    static const char *const known[] = {"fromphysicaladdress",
-                                        "tophysicaladdress", NULL};
     const json_t *j = r->json;
     const char *from =
         json_string_value(json_object_get(j, "fromphysicaladdress"));
     const char *to = json_string_value(json_object_get(j, "tophysicaladdress"));
-    if (!sb__api_known_fields(j, known, out))
+    int retry = 0;
+    if (!redirect_fields(j, &retry, out))
         return 1;
     if (from == NULL || to == NULL)
         return sb__api_error(out, 400, "invalid",
@@ -647,14 +687,46 @@ static int redirects(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
                              "fromphysicaladdress and tophysicaladdress "
                              "(strings) are required"),
                1;
+    /* What the queue had before: the same redirect again changes
+     * nothing and retries nothing (ServiceControl's); another target is
+     * a duplicate. */
+    sb_redirect **had = NULL;
+    size_t n_had = 0;
+    rc = sb_errors_redirects(a->store, &had, &n_had, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    int exists = 0, same = 0;
+    for (size_t i = 0; i < n_had; i++)
+        if (strcmp(had[i]->from_queue, from) == 0) {
+            exists = 1;
+            same = strcmp(had[i]->to_queue, to) == 0;
+        }
+    sb_free(had);
     sb_redirect d;
     d.size = sizeof d;
     rc = sb_errors_redirect_add(a->store, from, to, &d, &err);
     if (rc != SB_OK)
-        return sb__api_fail(out, rc, &err), 1;
+        return redirect_conflict(rc, &err, exists, out);
     redirect_json(&out->body, &d);
     out->status = 201;
     snprintf(out->location, sizeof out->location, "/api/redirects/%s", d.id);
+    if (retry && !same) {
+        /* Issue 22: retryexisting re-sends the queue's pending retries,
+         * now through the redirect; the answer carries the operation. A
+         * redirect made is answered as made: if the operation could not
+         * be accepted, it is left out (POST
+         * /api/pendingretries/queues/retry does the same). */
+        sb_failed_selection sel = {.size = sizeof sel, .failed_queue = from};
+        sb_operation_info op = {.size = sizeof op};
+        if (sb_operations_submit(a->ops, a->bus, "retry_pending", &sel, &op,
+                                 &err) == SB_OK) {
+            if (!out->body.failed && out->body.len > 0)
+                out->body.data[--out->body.len] = '\0'; /* reopen */
+            sb__buf_puts(&out->body, ",\"retry\":");
+            sb__api_op_json(&out->body, &op);
+            sb__buf_puts(&out->body, "}");
+        }
+    }
     return 1;
 }
 
@@ -666,10 +738,13 @@ static int redirect(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     if (r->method == SB_HTTP_DELETE) {
         rc = sb_errors_redirect_remove(a->store, id, &err);
     } else {
-        static const char *const known[] = {"tophysicaladdress", NULL};
+        /* ServiceControl's PUT reads the target only: the id and the
+         * from address ServicePulse sends beside it are taken, not
+         * used. */
         const char *to =
             json_string_value(json_object_get(r->json, "tophysicaladdress"));
-        if (!sb__api_known_fields(r->json, known, out) || to == NULL) {
+        int retry = 0;
+        if (!redirect_fields(r->json, &retry, out) || to == NULL) {
             if (out->code == NULL)
                 sb__api_error(out, 400, "invalid", "tophysicaladdress",
                               "the body must be an object with "
@@ -677,6 +752,8 @@ static int redirect(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
             return 1;
         }
         rc = sb_errors_redirect_update(a->store, id, to, &err);
+        if (rc != SB_OK)
+            return redirect_conflict(rc, &err, 0, out);
     }
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;

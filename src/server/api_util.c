@@ -172,3 +172,74 @@ int sb__api_status_parse(const char *s, size_t len)
             return i;
     return -1;
 }
+
+/* ---- the root document (issue 22) ---- */
+
+/* Whether `h` may stand in a URL as its host[:port]: a name or address
+ * and a port, nothing that could end the URL or the JSON text. */
+static int host_ok(const char *h, size_t n)
+{
+    if (n == 0 || n > 255)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr(".-_:[]", c) != NULL))
+            return 0;
+    }
+    return 1;
+}
+
+int sb__api_root(const sb_api_req *r, sb_api_resp *out)
+{
+    if (r->m->route != SB_R_ROOT)
+        return 0;
+    /* Absolute on the host the client reached, as ServiceControl's are
+     * (behind a proxy the public one it names); relative to the server
+     * when the host is none or unusable. */
+    const char *host = r->forwarded_host != NULL ? r->forwarded_host : r->host;
+    size_t n = host != NULL ? strcspn(host, ", \t") : 0;
+    const char *scheme =
+        r->forwarded_proto != NULL &&
+                strncasecmp(r->forwarded_proto, "https", 5) == 0 &&
+                (r->forwarded_proto[5] == '\0' || r->forwarded_proto[5] == ',')
+            ? "https"
+            : "http";
+    char base[300];
+    if (host_ok(host, n))
+        snprintf(base, sizeof base, "%s://%.*s/api/", scheme, (int)n, host);
+    else
+        snprintf(base, sizeof base, "/api/");
+    static const struct {
+        const char *name, *path;
+    } urls[] = {
+        {"errors_url", "errors/{?page,per_page,direction,sort}"},
+        {"endpoints_error_url",
+         "endpoints/{name}/errors/{?page,per_page,direction,sort}"},
+        {"message_search_url",
+         "messages/search{?q,page,per_page,direction,sort}"},
+        {"configuration", "configuration"},
+        {"archived_groups_url", "errors/groups/{classifier?}"},
+    };
+    sb_buf *b = &out->body;
+    int f = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &f, "name", "sqlbus");
+    sb__json_str_m(b, &f, "description",
+                   "sqlbus: the error store and HTTP API of a message bus "
+                   "on SQL, in ServiceControl's shapes");
+    for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
+        sb__json_key(b, &f, urls[i].name);
+        sb__buf_puts(b, "\"");
+        sb__buf_puts(b, base);
+        sb__buf_puts(b, urls[i].path);
+        sb__buf_puts(b, "\"");
+    }
+    /* Relative to the API's root, as ServiceControl's (for proxies). */
+    sb__json_str_m(b, &f, "known_endpoints_url", "/endpoints/known");
+    /* sqlbus needs no license. */
+    sb__json_str_m(b, &f, "license_status", "valid");
+    sb__buf_puts(b, "}");
+    out->status = 200;
+    return 1;
+}

@@ -6,6 +6,7 @@
  * errors, ETags and 304, the health routes and the dashboard's files;
  * every other route goes to the handlers (api.c). */
 #include "server/api.h"
+#include "server/cors.h"
 #include "server/deadline.h"
 #include "server/metrics.h"
 #include "server/rawhead.h"
@@ -50,6 +51,7 @@ struct sb_server {
     sb_deadline *deadline; /* slow clients: the request-head deadline */
     sb_api api;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
+    sb_cors cors; /* issue 22: the origins whose pages may call the API */
     size_t max_body;
     int port;
 };
@@ -58,6 +60,7 @@ struct sb_server {
  * and for the metrics its route (the router's static pattern), the
  * status sent and when it began. */
 typedef struct request {
+    const sb_server *s;
     sb_deadline_slot *slot; /* the connection's, NULL when not watched */
     int begun;              /* its head has reached on_request */
     const char *target;     /* the request target in libmicrohttpd's buffer */
@@ -72,6 +75,7 @@ typedef struct request {
     const char *pattern;
     unsigned status;
     int64_t start_us;
+    char reason[16]; /* "" or the X-Particular-Reason of the answer */
 } request;
 
 /* Keep the path as it came: the router decodes each segment itself, so
@@ -141,7 +145,8 @@ static struct MHD_Response *response(const void *data, size_t len,
         persistent ? MHD_RESPMEM_PERSISTENT : MHD_RESPMEM_MUST_COPY);
     if (resp == NULL)
         return NULL;
-    MHD_add_response_header(resp, "Content-Type", type);
+    if (type != NULL)
+        MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Content-Security-Policy", csp);
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
@@ -149,13 +154,48 @@ static struct MHD_Response *response(const void *data, size_t len,
     return resp;
 }
 
+static const char *header_of(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* Issue 22: what a page of another origin may read of an answer. With
+ * any origin served, `*` on every answer (the same for all, so a cached
+ * answer serves every page); a listed origin is named, with credentials;
+ * an origin neither gets nothing, and the browser keeps the answer from
+ * its page. */
+static void cors_headers(const request *r, struct MHD_Connection *c,
+                         struct MHD_Response *resp)
+{
+    const sb_cors *cors = &r->s->cors;
+    const char *origin = header_of(c, "Origin");
+    if (cors->n > 0)
+        MHD_add_response_header(resp, "Vary", "Origin");
+    if (sb__cors_listed(cors, origin)) {
+        /* Checked to be scheme://host[:port], nothing more (cors.c). */
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Allow-Credentials",
+                                "true");
+    } else if (cors->any) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    } else {
+        return;
+    }
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                            SB_CORS_EXPOSE_HEADERS);
+}
+
 /* Queue `resp` (NULL: none could be made) with `status`, kept for the
- * metrics, and let it go. */
+ * metrics, and let it go; the headers of every answer added first. */
 static enum MHD_Result queue(request *r, struct MHD_Connection *c,
                              unsigned status, struct MHD_Response *resp)
 {
     if (resp == NULL)
         return MHD_NO;
+    cors_headers(r, c, resp);
+    MHD_add_response_header(resp, "X-Particular-Version", SB_SERVER_SC_VERSION);
+    if (r->reason[0] != '\0')
+        MHD_add_response_header(resp, "X-Particular-Reason", r->reason);
     r->status = status;
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -275,11 +315,9 @@ static unsigned check_token(const sb_server *s, struct MHD_Connection *c,
     return 401;
 }
 
-/* S11: a mutation's body must be JSON. */
-static int json_content(struct MHD_Connection *c)
+/* S11: whether a Content-Type (NULL: none) is JSON. */
+static int json_content(const char *ct)
 {
-    const char *ct =
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (ct == NULL)
         return 0;
     size_t n = strcspn(ct, "; \t");
@@ -401,6 +439,7 @@ static enum MHD_Result send_api(request *r, struct MHD_Connection *c,
                                 int method, sb_api_resp *a)
 {
     sb__api_resp_finish(a);
+    sb__strlcpy(r->reason, a->reason, sizeof r->reason);
     if (a->code != NULL)
         return send_error_after(r, c, a->status, a->code, a->message, a->field,
                                 NULL, a->retry_after_s);
@@ -505,8 +544,10 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
                       .q = q,
                       .body = r->body.data ? r->body.data : "",
                       .body_len = r->body.len,
-                      .idempotency_key = MHD_lookup_connection_value(
-                          c, MHD_HEADER_KIND, "Idempotency-Key")};
+                      .idempotency_key = header_of(c, "Idempotency-Key"),
+                      .host = header_of(c, "Host"),
+                      .forwarded_host = header_of(c, "X-Forwarded-Host"),
+                      .forwarded_proto = header_of(c, "X-Forwarded-Proto")};
     sb_api_resp *a = sb__api_resp_new(s->request_timeout_ms);
     if (a == NULL)
         return send_error(r, c, 503, "unavailable", "out of memory", NULL,
@@ -515,6 +556,39 @@ static enum MHD_Result dispatch(sb_server *s, struct MHD_Connection *c,
     enum MHD_Result rc = send_api(r, c, method, a);
     sb__api_resp_free(a);
     return rc;
+}
+
+/* Issue 22: OPTIONS on a route. A browser's preflight (an Origin) from a
+ * page that may read the API: 204 with the route's methods, the request
+ * headers a page may send and how long to keep the answer; from another
+ * page, 403 naming "origin". Without an Origin, 204 with Allow. No token
+ * is needed: a browser never sends one with a preflight. */
+static enum MHD_Result preflight(request *r, const sb_server *s,
+                                 struct MHD_Connection *c,
+                                 const sb_route_match *m)
+{
+    char methods[64] = "", allow[80];
+    allow_text(m->allowed, methods, sizeof methods);
+    snprintf(allow, sizeof allow, "%s, OPTIONS", methods);
+    const char *origin = header_of(c, "Origin");
+    if (origin != NULL && !sb__cors_readable(&s->cors, origin))
+        return send_error(r, c, 403, "forbidden",
+                          "pages of this origin may not call the API (serve "
+                          "--cors-origin names the origins that may)",
+                          "origin", NULL);
+    struct MHD_Response *resp = response("", 0, 1, NULL, API_CSP, "no-store");
+    if (resp != NULL) {
+        MHD_add_response_header(resp, "Allow", allow);
+        if (origin != NULL) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                                    allow);
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                    SB_CORS_ALLOW_HEADERS);
+            MHD_add_response_header(resp, "Access-Control-Max-Age",
+                                    SB_CORS_MAX_AGE);
+        }
+    }
+    return queue(r, c, 204, resp);
 }
 
 static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
@@ -555,6 +629,10 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
         return send_error(r, c, 400, "invalid", err.message, err.field, NULL);
     if (rc == SB_NOTFOUND && m.allowed == 0)
         return send_error(r, c, 404, "not_found", "no such route", NULL, NULL);
+    if (strcmp(method_text, "OPTIONS") == 0) {
+        r->pattern = m.pattern;
+        return preflight(r, s, c, &m);
+    }
     unsigned denied = check_token(s, c, method, m.route);
     if (denied == 401)
         return send_error(r, c, 401, "unauthorized",
@@ -571,18 +649,37 @@ static enum MHD_Result respond(sb_server *s, struct MHD_Connection *c,
         return send_error(r, c, 405, "method_not_allowed",
                           "this route does not take that method", NULL, allow);
     }
+    /* S11, issue 22: a page of another origin changes nothing unless
+     * that origin is allowed to (cors.h): a bodiless POST needs no
+     * preflight, so the browser would send it whatever CORS says. */
+    if ((method &
+         (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH | SB_HTTP_DELETE)) &&
+        !sb__cors_may_change(&s->cors, header_of(c, "Origin"),
+                             header_of(c, "Host"),
+                             header_of(c, "X-Forwarded-Host")))
+        return send_error(r, c, 403, "forbidden",
+                          "pages of this origin may not change anything "
+                          "here (serve --cors-origin names the origins "
+                          "that may)",
+                          "origin", NULL);
     if (r->too_big) {
         char msg[96];
         snprintf(msg, sizeof msg, "the request body must be at most %zu bytes",
                  s->max_body);
         return send_error(r, c, 413, "too_large", msg, "body", NULL);
     }
+    /* S7, S11: a body must be JSON; a request with none needs no
+     * Content-Type (ServicePulse sends its bodiless POSTs and DELETEs
+     * so), but one that names another type is refused still: a form
+     * posts its type with no field too. */
+    const char *ct = header_of(c, "Content-Type");
     if ((method &
          (SB_HTTP_POST | SB_HTTP_PUT | SB_HTTP_PATCH | SB_HTTP_DELETE)) &&
-        !json_content(c))
+        (ct != NULL || r->body.len > 0) && !json_content(ct))
         return send_error(r, c, 415, "unsupported_media_type",
-                          "a request that changes something must be sent "
-                          "as Content-Type: application/json",
+                          "a request body must be sent as Content-Type: "
+                          "application/json (a request with no body needs "
+                          "no Content-Type)",
                           "Content-Type", NULL);
     if (r->body.failed)
         return send_error(r, c, 503, "unavailable", "out of memory", NULL,
@@ -676,6 +773,7 @@ static request *request_new(const sb_server *s)
     request *r = sb__calloc(1, sizeof *r);
     if (r == NULL)
         return NULL;
+    r->s = s;
     sb__buf_init(&r->query, QUERY_TEXT_MAX);
     sb__buf_init(&r->body, s->max_body);
     r->start_us = sb__mono_us();
@@ -797,6 +895,24 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                        "listening on %s (not loopback) needs an admin token "
                        "(--token-file or SQLBUS_TOKEN)",
                        listen);
+    sb_cors cors;
+    memset(&cors, 0, sizeof cors);
+    int none = 0;
+    for (size_t i = 0; i < opts->n_cors_origins; i++) {
+        const char *o = opts->cors_origins[i];
+        if (o != NULL && strcmp(o, "none") == 0)
+            none = 1;
+        else if ((rc = sb__cors_add(&cors, o, err)) != SB_OK)
+            return rc;
+    }
+    if (none && (cors.any || cors.n > 0))
+        return sb__err(err, SB_INVALID, "cors_origin",
+                       "--cors-origin none cannot be given with origins");
+    /* Issue 22: with no origin named, any page may call a server on
+     * loopback with no token, as ServiceControl allows by default (what it
+     * may change is cors.h's), and none may call one with tokens. */
+    if (opts->n_cors_origins == 0)
+        cors.any = loopback && admin[0] == '\0' && read[0] == '\0';
     sb_server *s = sb__calloc(1, sizeof *s);
     if (s == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
@@ -822,6 +938,7 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
     s->request_timeout_ms = opts->request_timeout_ms;
     s->loops = opts->loops;
     sb__strlcpy(s->admin, admin, sizeof s->admin);
+    s->cors = cors;
     sb__strlcpy(s->read, read, sizeof s->read);
     s->max_body = opts->max_body ? opts->max_body : SB_SERVER_MAX_BODY;
     unsigned threads = opts->threads ? opts->threads : 2;
@@ -895,6 +1012,31 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
 int sb__server_port(const sb_server *s)
 {
     return s->port;
+}
+
+/* `s` appended to `out` (`cap` bytes), cut when it does not fit. */
+static void append(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(out);
+    if (n + 1 < cap)
+        sb__strlcpy(out + n, s, cap - n);
+}
+
+void sb__server_cors_text(const sb_server *s, char *out, size_t cap)
+{
+    const sb_cors *c = &s->cors;
+    out[0] = '\0';
+    if (c->any)
+        append(out, cap, c->n > 0 ? "any origin, and " : "any origin");
+    for (size_t i = 0; i < c->n; i++) {
+        if (i > 0)
+            append(out, cap, ", ");
+        append(out, cap, c->origins[i]);
+    }
+    if (c->n > 0)
+        append(out, cap, " with credentials");
+    if (!c->any && c->n == 0)
+        append(out, cap, "none (the server's own pages only)");
 }
 
 void sb__server_stop(sb_server *s)

@@ -25,6 +25,10 @@ struct sb_loops {
     int64_t last_ok_us;
     int64_t expire_next_us; /* T40: the next expiry sweep is due then */
     int expire_failing;
+    /* under mu: ingestion's failing episodes, a ring (episode_next: the
+     * next slot) */
+    sb_loops_episode episodes[SB_LOOPS_EPISODES];
+    size_t n_episodes, episode_next;
 };
 
 static void say(sb_loops *l, int level, const char *component, const char *what,
@@ -110,6 +114,19 @@ static void *ingest_loop(void *arg)
             l->st.errors++;
         else
             l->last_ok_us = sb__mono_us();
+        if (rc != SB_OK && !was_failing) {
+            sb_loops_episode *e = &l->episodes[l->episode_next];
+            e->start_us = sb__wall_us();
+            e->end_us = 0;
+            sb__strlcpy(e->error, sb_strerror(rc), sizeof e->error);
+            l->episode_next = (l->episode_next + 1) % SB_LOOPS_EPISODES;
+            if (l->n_episodes < SB_LOOPS_EPISODES)
+                l->n_episodes++;
+        } else if (rc == SB_OK && was_failing && l->n_episodes > 0) {
+            l->episodes[(l->episode_next + SB_LOOPS_EPISODES - 1) %
+                        SB_LOOPS_EPISODES]
+                .end_us = sb__wall_us();
+        }
         pthread_mutex_unlock(&l->mu);
         if (rc != SB_OK && !was_failing)
             say(l, SB_LOG_ERROR, "ingest",
@@ -257,6 +274,19 @@ void sb__loops_state(sb_loops *l, sb_loops_state *out)
     out->last_ok_age_ms =
         l->last_ok_us ? (sb__mono_us() - l->last_ok_us) / 1000 : -1;
     pthread_mutex_unlock(&l->mu);
+}
+
+size_t sb__loops_episodes(sb_loops *l, sb_loops_episode *out, size_t max)
+{
+    if (l == NULL)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->n_episodes < max ? l->n_episodes : max;
+    for (size_t i = 0; i < n; i++)
+        out[i] = l->episodes[(l->episode_next + SB_LOOPS_EPISODES - 1 - i) %
+                             SB_LOOPS_EPISODES];
+    pthread_mutex_unlock(&l->mu);
+    return n;
 }
 
 void sb__loops_stop(sb_loops *l)

@@ -58,6 +58,17 @@ int sb__loops_start(sb_bus *bus, sb_errors *store, const sb_loops_options *opts,
                     sb_loops **out, sb_error *err);
 /* A consistent copy of the state. Thread-safe. */
 void sb__loops_state(sb_loops *l, sb_loops_state *out);
+/* An episode of failing ingestion (issue 22's event log): from the first
+ * failed pass to the next good one (end_us 0 while it lasts), wall-clock
+ * microseconds, with the first failure's result text (sb_strerror). */
+#define SB_LOOPS_EPISODES 32 /* the newest kept */
+typedef struct sb_loops_episode {
+    int64_t start_us, end_us;
+    char error[256];
+} sb_loops_episode;
+/* The newest episodes (at most `max`), newest first, into `out`; returns
+ * how many. 0 for a NULL `l`. Thread-safe. */
+size_t sb__loops_episodes(sb_loops *l, sb_loops_episode *out, size_t max);
 /* Stop: a pass or sweep under way finishes first. NULL-safe. */
 void sb__loops_stop(sb_loops *l);
 

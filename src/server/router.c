@@ -23,6 +23,7 @@ typedef struct route {
 #define BODY(methods, kind) methods, kind
 
 static const route routes[] = {
+    {GET_, "/api", SB_R_ROOT, NO_BODY},
     {GET_, "/api/errors", SB_R_ERRORS, NO_BODY},
     {GET_, "/api/errors/{id}", SB_R_ERROR, NO_BODY},
     {GET_, "/api/errors/last/{id}", SB_R_ERROR_LAST, NO_BODY},
@@ -103,6 +104,29 @@ static const route routes[] = {
     {GET_, "/api/stats", SB_R_STATS, NO_BODY},
     {GET_, "/api/operations", SB_R_OPERATIONS, NO_BODY},
     {GET_, "/api/operations/{id}", SB_R_OPERATION, NO_BODY},
+    /* Issue 22: ServicePulse's heartbeats, checks, events, settings. */
+    {GET_, "/api/endpoints", SB_R_SC_ENDPOINTS, NO_BODY},
+    {SB_HTTP_PATCH | SB_HTTP_DELETE, "/api/endpoints/{id}", SB_R_SC_ENDPOINT,
+     BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
+    {GET_ | SB_HTTP_PATCH, "/api/endpointssettings", SB_R_SC_ENDPOINTS_SETTINGS,
+     BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
+    {SB_HTTP_PATCH, "/api/endpointssettings/{name}", SB_R_SC_ENDPOINT_SETTINGS,
+     BODY(SB_HTTP_PATCH, SB_BODY_OBJECT)},
+    {GET_, "/api/heartbeats/stats", SB_R_SC_HEARTBEAT_STATS, NO_BODY},
+    {GET_, "/api/customchecks", SB_R_SC_CUSTOMCHECKS, NO_BODY},
+    {SB_HTTP_DELETE, "/api/customchecks/{id}", SB_R_SC_CUSTOMCHECK, NO_BODY},
+    {GET_, "/api/eventlogitems", SB_R_SC_EVENTLOG, NO_BODY},
+    {GET_, "/api/license", SB_R_SC_LICENSE, NO_BODY},
+    {GET_, "/api/license/details", SB_R_SC_LICENSE_DETAILS, NO_BODY},
+    {GET_, "/api/connection", SB_R_SC_CONNECTION, NO_BODY},
+    {GET_ | SB_HTTP_POST, "/api/notifications/email", SB_R_SC_EMAIL,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/notifications/email/toggle", SB_R_SC_EMAIL_TOGGLE,
+     BODY(SB_HTTP_POST, SB_BODY_OBJECT)},
+    {SB_HTTP_POST, "/api/notifications/email/test", SB_R_SC_EMAIL_TEST,
+     NO_BODY},
+    {GET_, "/api/configuration/remotes", SB_R_SC_REMOTES, NO_BODY},
+    {GET_, "/api/authentication/configuration", SB_R_SC_AUTH_CONFIG, NO_BODY},
     {GET_, "/health", SB_R_HEALTH, NO_BODY},
     {GET_, "/health/ready", SB_R_HEALTH_READY, NO_BODY},
     {GET_, "/metrics", SB_R_METRICS, NO_BODY},
@@ -251,6 +275,13 @@ int sb__route(const char *method, const char *path, sb_route_match *m,
                        SB_PATH_MAX);
     span raw[MAX_SEGMENTS + 1];
     size_t n = split(path, raw);
+    /* Issue 22: one trailing slash is taken on every route
+     * (ServicePulse's PATCH errors/archive/): the empty segment after it
+     * is dropped, "/" aside. */
+    size_t plen = strlen(path);
+    if (n > 0 && n <= MAX_SEGMENTS && raw[n - 1].n == 0 && plen >= 3 &&
+        path[plen - 2] != '/')
+        n--;
     if (n > MAX_SEGMENTS)
         return SB_NOTFOUND;
     char seg[MAX_SEGMENTS][SB_SEGMENT_MAX + 1];

@@ -33,6 +33,7 @@ enum {
  * own (S6), health and metrics (S8), the dashboard (S13). */
 typedef enum sb_route_id {
     SB_R_NONE = 0,
+    SB_R_ROOT,                   /* GET /api (issue 22: RootUrls) */
     SB_R_ERRORS,                 /* GET /api/errors */
     SB_R_ERROR,                  /* GET /api/errors/{id} */
     SB_R_ERROR_LAST,             /* GET /api/errors/last/{id} */
@@ -85,11 +86,25 @@ typedef enum sb_route_id {
     SB_R_STATS,            /* GET /api/stats */
     SB_R_OPERATION,        /* GET /api/operations/{id} */
     SB_R_OPERATIONS,       /* GET /api/operations */
-    SB_R_HEALTH,           /* GET /health */
-    SB_R_HEALTH_READY,     /* GET /health/ready */
-    SB_R_METRICS,          /* GET /metrics */
-    SB_R_UI,               /* GET / */
-    SB_R_UI_ASSET,         /* GET /ui/{file} */
+    /* Issue 22: ServicePulse's heartbeats, custom checks, events and
+     * configuration screens (api_endpoints.c, api_sc_checks.c,
+     * api_sc_misc.c). */
+    SB_R_SC_ENDPOINTS,          /* GET /api/endpoints */
+    SB_R_SC_ENDPOINT,           /* PATCH|DELETE /api/endpoints/{id} */
+    SB_R_SC_ENDPOINTS_SETTINGS, /* GET|PATCH /api/endpointssettings */
+    SB_R_SC_ENDPOINT_SETTINGS,  /* PATCH /api/endpointssettings/{name} */
+    SB_R_SC_HEARTBEAT_STATS,    /* GET /api/heartbeats/stats */
+    SB_R_SC_CUSTOMCHECKS,       /* GET /api/customchecks */
+    SB_R_SC_CUSTOMCHECK,        /* DELETE /api/customchecks/{id} */
+    SB_R_SC_EVENTLOG,           /* GET /api/eventlogitems */
+    SB_R_SC_LICENSE,            /* GET /api/license */
+    SB_R_SC_LICENSE_DETAILS,    /* GET /api/license/details */
+    SB_R_SC_CONNECTION,         /* GET /api/connection */
+    SB_R_SC_EMAIL,              /* GET|POST /api/notifications/email */
+    SB_R_SC_EMAIL_TOGGLE,       /* POST /api/notifications/email/toggle */
+    SB_R_SC_EMAIL_TEST,         /* POST /api/notifications/email/test */
+    SB_R_SC_REMOTES,            /* GET /api/configuration/remotes */
+    SB_R_SC_AUTH_CONFIG,        /* GET /api/authentication/configuration */
     /* issue 22: ServiceControl's message views, and sqlbus's own shapes
      * of the routes that now answer in ServiceControl's */
     SB_R_OWN_ERROR,               /* GET /api/sqlbus/errors/{id} */
@@ -102,6 +117,11 @@ typedef enum sb_route_id {
     SB_R_OWN_HISTORY,             /* GET /api/sqlbus/recoverability/history */
     SB_R_GROUP_ACK, /* DELETE /api/recoverability/unacknowledgedgroups/{id} */
     SB_R_ARCHIVED_GROUP, /* GET /api/archive/groups/id/{id} */
+    SB_R_HEALTH,         /* GET /health */
+    SB_R_HEALTH_READY,   /* GET /health/ready */
+    SB_R_METRICS,        /* GET /metrics */
+    SB_R_UI,             /* GET / */
+    SB_R_UI_ASSET,       /* GET /ui/{file} */
     SB_R_COUNT
 } sb_route_id;
 

@@ -31,6 +31,15 @@
 #define SB_SERVER_HEADER_TIMEOUT_MIN_MS 100
 #define SB_SERVER_HEADER_TIMEOUT_MAX_MS (3600LL * 1000)
 
+/* Issue 22: the ServiceControl version every answer names
+ * (X-Particular-Version). ServicePulse turns screens on by it: 5.2.0
+ * (redirect conflicts' X-Particular-Reason), 5.9.0 (endpoint settings),
+ * 6.6.0 (its minimum: below it nags to upgrade) and, in 2.10.2, 6.19.0
+ * (license details); 6.19.2 is ServiceControl's newest release, so no
+ * "newer version" notice either. docs/http-api.md, "Using
+ * ServicePulse". */
+#define SB_SERVER_SC_VERSION "6.19.2"
+
 typedef struct sb_server sb_server;
 
 typedef struct sb_server_options {
@@ -69,6 +78,12 @@ typedef struct sb_server_options {
     int edit_enabled;           /* E18: the store was opened with allow_edit */
     sb_log_fn log;              /* the operations worker's log, may be NULL */
     void *log_user;
+    /* Issue 22: the origins whose pages may call the API (cors.h):
+     * "*" (any) or "http(s)://HOST[:PORT]", or the one word "none".
+     * None given: any origin when listening on loopback with no token,
+     * else none (the server's own pages only). */
+    const char *const *cors_origins;
+    size_t n_cors_origins;
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address
@@ -85,6 +100,9 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                      sb_server **out, sb_error *err);
 /* The port bound. */
 int sb__server_port(const sb_server *s);
+/* Issue 22: which origins may call the API, for serve's startup line
+ * ("any origin", the list, or "none"), into `out` (`cap` bytes). */
+void sb__server_cors_text(const sb_server *s, char *out, size_t cap);
 /* Stop accepting, finish the requests in flight, free. NULL-safe. */
 void sb__server_stop(sb_server *s);
 

@@ -58,6 +58,9 @@ struct sb_stats {
     int pair;      /* this sample has two readings to subtract */
     int64_t prev_rows;
     int down;
+    /* under mu: the outages seen, a ring (outage_next: the next slot) */
+    sb_stats_outage outages[SB_STATS_OUTAGES];
+    size_t n_outages, outage_next;
 };
 
 static void say(sb_stats *s, int level, const char *msg, const char *detail)
@@ -237,7 +240,35 @@ static void take_sample(sb_stats *s)
             qrc != SB_OK ? qerr.message : ferr.message);
     else if (!failed && s->down)
         say(s, SB_LOG_INFO, "the database answers again", NULL);
+    if (failed != s->down) {
+        pthread_mutex_lock(&s->mu);
+        if (failed) {
+            s->outages[s->outage_next] =
+                (sb_stats_outage){.start_us = sb__wall_us(), .end_us = 0};
+            s->outage_next = (s->outage_next + 1) % SB_STATS_OUTAGES;
+            if (s->n_outages < SB_STATS_OUTAGES)
+                s->n_outages++;
+        } else if (s->n_outages > 0) {
+            size_t last =
+                (s->outage_next + SB_STATS_OUTAGES - 1) % SB_STATS_OUTAGES;
+            s->outages[last].end_us = sb__wall_us();
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
     s->down = failed;
+}
+
+size_t sb__stats_outages(sb_stats *s, sb_stats_outage *out, size_t max)
+{
+    if (s == NULL)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n_outages < max ? s->n_outages : max;
+    for (size_t i = 0; i < n; i++)
+        out[i] = s->outages[(s->outage_next + SB_STATS_OUTAGES - 1 - i) %
+                            SB_STATS_OUTAGES];
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 static void *run(void *arg)

@@ -47,6 +47,17 @@ void sb__stats_stop(sb_stats *s);
 int sb__stats_queues(sb_stats *s, int64_t max_age_ms, sb_queue_stats ***out,
                      size_t *n_out, int64_t *at_us);
 
+/* A database outage the sampler saw (issue 22's event log): from the
+ * first sample that could not read the database to the first that could
+ * again (0 while it lasts), wall-clock microseconds. */
+#define SB_STATS_OUTAGES 32 /* the newest kept */
+typedef struct sb_stats_outage {
+    int64_t start_us, end_us;
+} sb_stats_outage;
+/* The newest outages (at most `max`), newest first, into `out`; returns
+ * how many. 0 for a NULL `s`. Thread-safe. */
+size_t sb__stats_outages(sb_stats *s, sb_stats_outage *out, size_t max);
+
 /* The JSON of the last `minutes` (1 to 60), appended to `out`:
  * {"interval_s": 10, "now": ISO, "queues": [{"name": Q, "points": [{"t":
  * ISO, "ready", "in_flight", "dead_lettered", "published", "acked"}]}],

@@ -59,6 +59,15 @@ static int copy_opts(sb_bus *bus, const sb_options *o, sb_error *err)
                        "%lld (24 h) (got %lld)",
                        (long long)MAX_STATEMENT_TIMEOUT_MS,
                        (long long)o->statement_timeout_ms);
+    if (o->heartbeat_interval_ms != -1 && o->heartbeat_interval_ms != 0 &&
+        (o->heartbeat_interval_ms < SB_HEARTBEAT_INTERVAL_MIN_MS ||
+         o->heartbeat_interval_ms > SB_HEARTBEAT_INTERVAL_MAX_MS))
+        return sb__err(
+            err, SB_INVALID, "heartbeat_interval_ms",
+            "heartbeat_interval_ms must be 0 (default %d), %d to "
+            "%d, or -1 (never) (got %lld)",
+            SB_HEARTBEAT_INTERVAL_DEFAULT_MS, SB_HEARTBEAT_INTERVAL_MIN_MS,
+            SB_HEARTBEAT_INTERVAL_MAX_MS, (long long)o->heartbeat_interval_ms);
     char host[128] = "host";
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
@@ -155,6 +164,8 @@ int sb_open(const sb_options *opts, sb_bus **out, sb_error *err)
     }
     if (rc == SB_OK)
         rc = sb__flusher_start(bus, err);
+    if (rc == SB_OK)
+        rc = sb__beater_new(bus, opts->heartbeat_interval_ms, err);
     if (rc != SB_OK) {
         sb_close(bus);
         return rc;
@@ -168,6 +179,7 @@ void sb_close(sb_bus *bus)
     if (bus == NULL)
         return;
     sb__flusher_stop(bus->flusher);
+    sb__beater_free(bus->beater);
     sb__pool_free(bus->pool);
     sb__transport_sql_free(bus->sql);
     if (!bus->counters_borrowed)

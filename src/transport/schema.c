@@ -32,6 +32,41 @@ const sb_column_spec sb__message_columns[] = {
 const size_t sb__message_column_count =
     sizeof sb__message_columns / sizeof sb__message_columns[0];
 
+/* {prefix}heartbeats (heartbeat.c, issue 22): typed, as its columns are
+ * read back by position. */
+static const sb_column_spec heartbeat_columns[] = {
+    {"id", "TEXT", "text", "nvarchar(36)", 1, NULL},
+    {"endpoint", "TEXT", "text", "nvarchar(200)", 1, NULL},
+    {"host", "TEXT", "text", "nvarchar(255)", 1, NULL},
+    {"host_id", "TEXT", "text", "nvarchar(36)", 1, NULL},
+    {"pid", "INTEGER", "bigint", "bigint", 1, NULL},
+    {"interval_ms", "INTEGER", "bigint", "bigint", 1, NULL},
+    {"started_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1,
+     NULL},
+    {"last_beat_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 1,
+     NULL},
+    {"stopped_at", "INTEGER", "timestamp with time zone", "datetime2(7)", 0,
+     NULL},
+    {"monitored", "INTEGER", "integer", "int", 1, "1"},
+};
+
+/* The heartbeats table's column types, when it exists (a missing one is
+ * left to its first use, as every table but the messages'). */
+static int check_heartbeats(sb_bus *bus, sb_conn *c, sb_error *err)
+{
+    char table[SB_MAX_PREFIX_LEN + 16];
+    snprintf(table, sizeof table, "%sheartbeats", bus->prefix);
+    sb_value p = sb__v_text(table);
+    sb_rows *cols = NULL;
+    int rc = sb__query(c, bus->sql->columns, &p, 1, &cols, NULL, err);
+    if (rc == SB_OK && cols->nrows > 0)
+        rc = sb__check_columns(
+            bus->dialect, table, heartbeat_columns,
+            sizeof heartbeat_columns / sizeof heartbeat_columns[0], cols, err);
+    sb__rows_free(cols);
+    return rc;
+}
+
 static int create_tx(sb_conn *c, void *ctx, sb_error *err)
 {
     sb_bus *bus = ctx;
@@ -196,6 +231,8 @@ int sb_schema_verify(sb_bus *bus, sb_error *err)
         rc = sb__query(c, bus->sql->indexes, &p, 1, &idx, NULL, err);
     if (rc == SB_OK)
         rc = check_indexes(bus, idx, err);
+    if (rc == SB_OK)
+        rc = check_heartbeats(bus, c, err);
     sb__rows_free(cols);
     sb__rows_free(idx);
     sb__pool_release(bus->pool, c);

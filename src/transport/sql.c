@@ -156,6 +156,15 @@ int sb__transport_sql_new(int dialect, const char *prefix,
     s->schedule_due = sb__sql_subst(t->schedule_due, prefix, &rc);
     s->schedule_settle = sb__sql_subst(t->schedule_settle, prefix, &rc);
     s->schedule_wake = sb__sql_subst(t->schedule_wake, prefix, &rc);
+    s->heartbeat_beat = sb__sql_subst(t->heartbeat_beat, prefix, &rc);
+    s->heartbeat_stop = sb__sql_subst(t->heartbeat_stop, prefix, &rc);
+    s->heartbeat_list = sb__sql_subst(t->heartbeat_list, prefix, &rc);
+    s->heartbeat_monitor = sb__sql_subst(t->heartbeat_monitor, prefix, &rc);
+    s->heartbeat_remove = sb__sql_subst(t->heartbeat_remove, prefix, &rc);
+    s->setting_get = sb__sql_subst(t->setting_get, prefix, &rc);
+    s->setting_put = sb__sql_subst(t->setting_put, prefix, &rc);
+    s->setting_remove = sb__sql_subst(t->setting_remove, prefix, &rc);
+    s->setting_list = sb__sql_subst(t->setting_list, prefix, &rc);
     s->claim = sb__sql_subst(t->claim, prefix, &rc);
     s->claim_delete = sb__sql_subst(t->claim_delete, prefix, &rc);
     s->claim_from = sb__sql_subst(t->claim_from, prefix, &rc);
@@ -231,6 +240,15 @@ void sb__transport_sql_free(sb_transport_sql *s)
                     &s->schedule_due,
                     &s->schedule_settle,
                     &s->schedule_wake,
+                    &s->heartbeat_beat,
+                    &s->heartbeat_stop,
+                    &s->heartbeat_list,
+                    &s->heartbeat_monitor,
+                    &s->heartbeat_remove,
+                    &s->setting_get,
+                    &s->setting_put,
+                    &s->setting_remove,
+                    &s->setting_list,
                     &s->claim,
                     &s->claim_delete,
                     &s->claim_from,
@@ -305,6 +323,14 @@ int sb__ddl_for(const char *backend, const char *table_prefix,
 int sb_schema_sql(const char *backend, const char *table_prefix, char **out,
                   sb_error *err)
 {
-    return sb__ddl_for(backend, table_prefix, sb__sql_sqlite.ddl,
-                       sb__sql_postgres.ddl, sb__sql_mssql_schema, out, err);
+    sb_buf mssql;
+    sb__buf_init(&mssql, 1 << 20);
+    sb__buf_puts(&mssql, sb__sql_mssql_tables);
+    sb__buf_puts(&mssql, sb__sql_mssql_indexes);
+    int rc = mssql.failed
+                 ? sb__err(err, SB_NOMEM, NULL, "out of memory")
+                 : sb__ddl_for(backend, table_prefix, sb__sql_sqlite.ddl,
+                               sb__sql_postgres.ddl, mssql.data, out, err);
+    sb__buf_free(&mssql);
+    return rc;
 }

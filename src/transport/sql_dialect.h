@@ -65,6 +65,18 @@ typedef struct sb_sql_templates {
      * anchor_us $4 and last_us $5; the earliest next_us. */
     const char *schedule_put, *schedule_remove, *schedule_list;
     const char *schedule_due, *schedule_settle, *schedule_wake;
+    /* {p}heartbeats (heartbeat.c, issue 22): the beat ($1 id, $2
+     * endpoint, $3 host, $4 host_id, $5 pid, $6 interval_ms, $7 now_us);
+     * the graceful stop of $1 while $2 pid holds it ($3 now_us); every
+     * row with the database's now as its last column ($1 now_us);
+     * monitored set to $2 for $1; the delete of $1 (both with their row
+     * counts). */
+    const char *heartbeat_beat, *heartbeat_stop, *heartbeat_list;
+    const char *heartbeat_monitor, *heartbeat_remove;
+    /* {p}settings (settings_store.c): $1's value and updated_at; the
+     * upsert ($1 name, $2 value, $3 now_us); the delete of $1 (its row
+     * count); every row by name. */
+    const char *setting_get, *setting_put, *setting_remove, *setting_list;
     const char *claim, *claim_delete, *ack, *nak, *hand_back, *renew;
     /* The claim with a lower bound on available_at ($6, microseconds
      * since the epoch), returning available_at as an eighth column; NULL
@@ -87,7 +99,10 @@ typedef struct sb_sql_templates {
 extern const sb_sql_templates sb__sql_sqlite;
 extern const sb_sql_templates sb__sql_postgres;
 extern const sb_sql_templates sb__sql_mssql;
-/* SQL Server's tables and indexes as one script, for `schema print`. */
-extern const char sb__sql_mssql_schema[];
+/* SQL Server's tables and indexes, one after the other the script of
+ * `schema print` (two literals: one would pass the 4095 bytes ISO C
+ * promises a literal). */
+extern const char sb__sql_mssql_tables[];
+extern const char sb__sql_mssql_indexes[];
 
 #endif

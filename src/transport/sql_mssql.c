@@ -159,6 +159,27 @@
     "  message_id uniqueidentifier NOT NULL,\n"                                \
     "  until datetime2(7) NOT NULL,\n"                                         \
     "  PRIMARY KEY (queue, unique_key)\n"                                      \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}heartbeats', N'U') IS NULL\n"                           \
+    "CREATE TABLE {p}heartbeats (\n"                                           \
+    "  id nvarchar(36) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY "      \
+    "KEY,\n"                                                                   \
+    "  endpoint nvarchar(200) NOT NULL,\n"                                     \
+    "  host nvarchar(255) NOT NULL,\n"                                         \
+    "  host_id nvarchar(36) NOT NULL,\n"                                       \
+    "  pid bigint NOT NULL,\n"                                                 \
+    "  interval_ms bigint NOT NULL,\n"                                         \
+    "  started_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"           \
+    "  last_beat_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),\n"         \
+    "  stopped_at datetime2(7) NULL,\n"                                        \
+    "  monitored int NOT NULL DEFAULT 1\n"                                     \
+    ");\n"                                                                     \
+    "IF OBJECT_ID(N'{p}settings', N'U') IS NULL\n"                             \
+    "CREATE TABLE {p}settings (\n"                                             \
+    "  name nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY "   \
+    "KEY,\n"                                                                   \
+    "  value nvarchar(max) NOT NULL,\n"                                        \
+    "  updated_at datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME()\n"            \
     ");\n"
 /* The claim index: queue, then priority (highest first), then readiness.
  * A store made before priorities had the same index without priority
@@ -344,6 +365,49 @@ const sb_sql_templates sb__sql_mssql = {
             "name", "$1") " AND anchor_us = CAST($4 AS bigint) AND last_us = "
                           "CAST($5 AS bigint)" ROWCOUNT,
     .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
+    /* Issue 22: the upsert holds the key range so two first beats of
+     * one instance cannot both insert; a restart (another pid) or a beat
+     * after a graceful stop starts the instance again; monitored is the
+     * operator's. Ids and names match byte-exactly (the sentinel). */
+    .heartbeat_beat =
+        "MERGE {p}heartbeats WITH (HOLDLOCK) AS h USING (SELECT CAST($1 AS "
+        "nvarchar(36)) AS id) AS x ON " SAME_QUEUE(
+            "h.id", "x.id") " WHEN MATCHED THEN UPDATE SET endpoint = $2, "
+                            "host = $3, host_id = $4, started_at = CASE WHEN "
+                            "h.pid = CAST($5 AS bigint) AND h.stopped_at IS "
+                            "NULL THEN h.started_at ELSE " NOW
+                            " END, pid = CAST($5 AS bigint), interval_ms = "
+                            "CAST($6 AS bigint), last_beat_at = " NOW
+                            ", stopped_at = NULL WHEN NOT MATCHED THEN INSERT "
+                            "(id, endpoint, host, host_id, pid, interval_ms, "
+                            "started_at, last_beat_at, stopped_at, monitored) "
+                            "VALUES (x.id, $2, $3, $4, CAST($5 AS bigint), "
+                            "CAST($6 AS bigint), " NOW ", " NOW ", NULL, 1);",
+    .heartbeat_stop =
+        "UPDATE {p}heartbeats SET stopped_at = " NOW ", last_beat_at = " NOW
+        " WHERE " SAME_QUEUE("id", "$1") " AND pid = CAST($2 AS bigint)",
+    .heartbeat_list = "SELECT id, endpoint, host, host_id, pid, interval_ms, "
+                      "started_at, last_beat_at, stopped_at, monitored, " NOW
+                      " FROM {p}heartbeats ORDER BY endpoint, host, id",
+    .heartbeat_monitor =
+        "UPDATE {p}heartbeats SET monitored = CAST($2 AS int) WHERE " SAME_QUEUE(
+            "id", "$1") ROWCOUNT,
+    .heartbeat_remove =
+        "DELETE FROM {p}heartbeats WHERE " SAME_QUEUE("id", "$1") ROWCOUNT,
+    .setting_get =
+        "SELECT value, updated_at FROM {p}settings WHERE " SAME_QUEUE("name",
+                                                                      "$1"),
+    .setting_put =
+        "MERGE {p}settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 AS "
+        "nvarchar(200)) AS name) AS x ON " SAME_QUEUE(
+            "s.name", "x.name") " WHEN MATCHED THEN UPDATE SET value = $2, "
+                                "updated_at = " NOW
+                                " WHEN NOT MATCHED THEN INSERT (name, value, "
+                                "updated_at) VALUES (x.name, $2, " NOW ");",
+    .setting_remove =
+        "DELETE FROM {p}settings WHERE " SAME_QUEUE("name", "$1") ROWCOUNT,
+    .setting_list =
+        "SELECT name, value, updated_at FROM {p}settings ORDER BY name",
     .renew = "UPDATE {p}messages SET locked_until = " PLUS_MS(
         "$4") ", available_at = " PLUS_MS("$4") " WHERE id = $1 AND lock_id = $2" ROWCOUNT,
     .dead_letter =
@@ -522,4 +586,5 @@ const sb_sql_templates sb__sql_mssql = {
     .counts_prune = "DELETE FROM {p}counts WHERE updated_at < " MINUS_MS("$2"),
 };
 
-const char sb__sql_mssql_schema[] = TABLES INDEXES;
+const char sb__sql_mssql_tables[] = TABLES;
+const char sb__sql_mssql_indexes[] = INDEXES;

@@ -87,7 +87,24 @@ const sb_sql_templates sb__sql_postgres = {
            "  PRIMARY KEY (queue, unique_key)\n"
            ");\n"
            "CREATE INDEX IF NOT EXISTS {p}unique_keys_until_idx\n"
-           "  ON {p}unique_keys (until);\n",
+           "  ON {p}unique_keys (until);\n"
+           "CREATE TABLE IF NOT EXISTS {p}heartbeats (\n"
+           "  id text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+           "  endpoint text NOT NULL,\n"
+           "  host text NOT NULL,\n"
+           "  host_id text NOT NULL,\n"
+           "  pid bigint NOT NULL,\n"
+           "  interval_ms bigint NOT NULL,\n"
+           "  started_at timestamptz NOT NULL DEFAULT now(),\n"
+           "  last_beat_at timestamptz NOT NULL DEFAULT now(),\n"
+           "  stopped_at timestamptz,\n"
+           "  monitored integer NOT NULL DEFAULT 1\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}settings (\n"
+           "  name text COLLATE \"C\" NOT NULL PRIMARY KEY,\n"
+           "  value text NOT NULL,\n"
+           "  updated_at timestamptz NOT NULL DEFAULT now()\n"
+           ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx",
     .lock = "SELECT pg_advisory_xact_lock(hashtext('sqlbus-schema:' || "
             "current_schema() || ':{p}'))",
@@ -222,6 +239,33 @@ const sb_sql_templates sb__sql_postgres = {
                        "next_us = $3::int8 WHERE name = $1 AND anchor_us = "
                        "$4::int8 AND last_us = $5::int8",
     .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
+    /* Issue 22: a restart (another pid) or a beat after a graceful
+     * stop starts the instance again; monitored is the operator's. */
+    .heartbeat_beat =
+        "INSERT INTO {p}heartbeats AS h (id, endpoint, host, host_id, pid, "
+        "interval_ms, started_at, last_beat_at, stopped_at, monitored) "
+        "VALUES ($1, $2, $3, $4, $5::int8, $6::int8, now(), now(), NULL, 1) "
+        "ON CONFLICT (id) DO UPDATE SET endpoint = excluded.endpoint, "
+        "host = excluded.host, host_id = excluded.host_id, started_at = "
+        "CASE WHEN h.pid = excluded.pid AND h.stopped_at IS NULL THEN "
+        "h.started_at ELSE excluded.started_at END, pid = excluded.pid, "
+        "interval_ms = excluded.interval_ms, last_beat_at = "
+        "excluded.last_beat_at, stopped_at = NULL",
+    .heartbeat_stop = "UPDATE {p}heartbeats SET stopped_at = now(), "
+                      "last_beat_at = now() WHERE id = $1 AND pid = $2::int8",
+    .heartbeat_list = "SELECT id, endpoint, host, host_id, pid, interval_ms, "
+                      "started_at, last_beat_at, stopped_at, monitored, now() "
+                      "FROM {p}heartbeats ORDER BY endpoint, host, id",
+    .heartbeat_monitor =
+        "UPDATE {p}heartbeats SET monitored = $2::int4 WHERE id = $1",
+    .heartbeat_remove = "DELETE FROM {p}heartbeats WHERE id = $1",
+    .setting_get = "SELECT value, updated_at FROM {p}settings WHERE name = $1",
+    .setting_put = "INSERT INTO {p}settings (name, value, updated_at) VALUES "
+                   "($1, $2, now()) ON CONFLICT (name) DO UPDATE SET value = "
+                   "excluded.value, updated_at = excluded.updated_at",
+    .setting_remove = "DELETE FROM {p}settings WHERE name = $1",
+    .setting_list =
+        "SELECT name, value, updated_at FROM {p}settings ORDER BY name",
     .renew = "UPDATE {p}messages SET locked_until = now() + $4::int8 " MS
              " WHERE id = $1::uuid AND lock_id = $2::uuid",
     .dead_letter =

@@ -15,29 +15,36 @@
  * one index with priority as its second key cost the plain burn-down 2%
  * in key compares (docs/benchmarks.md). A prioritized queue (T34) reads
  * three ordered runs (above 0 through the second index, 0 through the
- * first, below 0 through the second) and merges them. */
+ * first, below 0 through the second) and merges them.
+ *
+ * A claim picks its rows by rowid, which every index entry holds, so each
+ * claimed row is found in the table directly, not through the primary
+ * key's index on id again: 7% of a plain drain's instructions
+ * (docs/benchmarks.md, "Issue 21: the no-cost rule by instruction
+ * count"). Rowids are stable inside the statement's transaction. */
 #define PLAIN "AND priority = 0 "
 #define BY_TIME "ORDER BY available_at, created_at "
 #define READY_ROWS                                                             \
     "AND available_at <= $2 AND (locked_until IS NULL OR locked_until <= $2) "
 #define READY(prio, order)                                                     \
-    "SELECT id FROM {p}messages WHERE queue = $1 " prio READY_ROWS order       \
+    "SELECT rowid FROM {p}messages WHERE queue = $1 " prio READY_ROWS order    \
     "LIMIT $5"
 #define PRIO_RUN(cond, order)                                                  \
-    "SELECT * FROM (SELECT id, priority, available_at, created_at FROM "       \
-    "{p}messages WHERE queue = $1 AND " cond " " READY_ROWS order "LIMIT $5)"
+    "SELECT * FROM (SELECT rowid AS rid, priority, available_at, "             \
+    "created_at FROM {p}messages WHERE queue = $1 AND " cond                   \
+    " " READY_ROWS order "LIMIT $5)"
 #define BY_PRIORITY "ORDER BY priority DESC, available_at, created_at "
 #define ABOVE_0 "priority <> 0 AND priority > 0"
 #define BELOW_0 "priority <> 0 AND priority < 0"
 #define READY_BY_PRIORITY                                                      \
-    "SELECT id FROM (" PRIO_RUN(ABOVE_0, BY_PRIORITY) " UNION ALL " PRIO_RUN(  \
+    "SELECT rid FROM (" PRIO_RUN(ABOVE_0, BY_PRIORITY) " UNION ALL " PRIO_RUN( \
         "priority = 0",                                                        \
         BY_TIME) " UNION ALL " PRIO_RUN(BELOW_0,                               \
                                         BY_PRIORITY) " ORDER BY 2 DESC, 3, 4 LIMIT $5)"
 #define CLAIM_SET                                                              \
     "UPDATE {p}messages SET attempts = attempts + 1, "                         \
     "locked_until = $2 + $3 * 1000, available_at = $2 + $3 * 1000, "           \
-    "lock_id = $4 WHERE id IN ("
+    "lock_id = $4 WHERE rowid IN ("
 /* Every claim returns the message, then available_at, the priority and
  * the expiry (T40), in that order (transport.h, SB_CLAIM_COL_*). */
 #define CLAIM_TAIL "available_at, priority, expires_at"
@@ -128,7 +135,24 @@ const sb_sql_templates sb__sql_sqlite = {
            "  PRIMARY KEY (queue, unique_key)\n"
            ");\n"
            "CREATE INDEX IF NOT EXISTS {p}unique_keys_until_idx\n"
-           "  ON {p}unique_keys (until);\n",
+           "  ON {p}unique_keys (until);\n"
+           "CREATE TABLE IF NOT EXISTS {p}heartbeats (\n"
+           "  id TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  endpoint TEXT NOT NULL,\n"
+           "  host TEXT NOT NULL,\n"
+           "  host_id TEXT NOT NULL,\n"
+           "  pid INTEGER NOT NULL,\n"
+           "  interval_ms INTEGER NOT NULL,\n"
+           "  started_at INTEGER NOT NULL,\n"
+           "  last_beat_at INTEGER NOT NULL,\n"
+           "  stopped_at INTEGER,\n"
+           "  monitored INTEGER NOT NULL DEFAULT 1\n"
+           ");\n"
+           "CREATE TABLE IF NOT EXISTS {p}settings (\n"
+           "  name TEXT NOT NULL COLLATE BINARY PRIMARY KEY,\n"
+           "  value TEXT NOT NULL,\n"
+           "  updated_at INTEGER NOT NULL\n"
+           ");\n",
     .upgrade = "DROP INDEX IF EXISTS {p}messages_ready_idx;\n"
                "DROP INDEX IF EXISTS {p}messages_claim_idx",
     .lock = NULL, /* BEGIN IMMEDIATE already serialises writers */
@@ -164,7 +188,7 @@ const sb_sql_templates sb__sql_sqlite = {
     .claim = CLAIM_SET READY(PLAIN, BY_TIME) CLAIM_RETURNING,
     /* RETURNING gives no order: claim.c sorts by the priority. */
     .claim_prio = CLAIM_SET READY_BY_PRIORITY CLAIM_RETURNING,
-    .claim_delete = "DELETE FROM {p}messages WHERE id IN (" READY(
+    .claim_delete = "DELETE FROM {p}messages WHERE rowid IN (" READY(
         PLAIN, BY_TIME) ") "
                         "RETURNING id, payload, headers, attempts + 1, $4, "
                         "created_at, queue, " CLAIM_TAIL,
@@ -201,6 +225,33 @@ const sb_sql_templates sb__sql_sqlite = {
     .schedule_settle = "UPDATE {p}schedules SET last_us = $2, next_us = $3 "
                        "WHERE name = $1 AND anchor_us = $4 AND last_us = $5",
     .schedule_wake = "SELECT MIN(next_us) FROM {p}schedules",
+    /* Issue 22: a restart (another pid) or a beat after a graceful
+     * stop starts the instance again; monitored is the operator's. */
+    .heartbeat_beat =
+        "INSERT INTO {p}heartbeats (id, endpoint, host, host_id, pid, "
+        "interval_ms, started_at, last_beat_at, stopped_at, monitored) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $7, NULL, 1) ON CONFLICT (id) "
+        "DO UPDATE SET endpoint = excluded.endpoint, host = excluded.host, "
+        "host_id = excluded.host_id, started_at = CASE WHEN pid = "
+        "excluded.pid AND stopped_at IS NULL THEN started_at ELSE "
+        "excluded.started_at END, pid = excluded.pid, interval_ms = "
+        "excluded.interval_ms, last_beat_at = excluded.last_beat_at, "
+        "stopped_at = NULL",
+    .heartbeat_stop = "UPDATE {p}heartbeats SET stopped_at = $3, "
+                      "last_beat_at = $3 WHERE id = $1 AND pid = $2",
+    .heartbeat_list = "SELECT id, endpoint, host, host_id, pid, interval_ms, "
+                      "started_at, last_beat_at, stopped_at, monitored, $1 "
+                      "FROM {p}heartbeats ORDER BY endpoint, host, id",
+    .heartbeat_monitor =
+        "UPDATE {p}heartbeats SET monitored = $2 WHERE id = $1",
+    .heartbeat_remove = "DELETE FROM {p}heartbeats WHERE id = $1",
+    .setting_get = "SELECT value, updated_at FROM {p}settings WHERE name = $1",
+    .setting_put = "INSERT INTO {p}settings (name, value, updated_at) VALUES "
+                   "($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = "
+                   "excluded.value, updated_at = excluded.updated_at",
+    .setting_remove = "DELETE FROM {p}settings WHERE name = $1",
+    .setting_list =
+        "SELECT name, value, updated_at FROM {p}settings ORDER BY name",
     .renew = "UPDATE {p}messages SET locked_until = $3 + $4 * 1000, "
              "available_at = $3 + $4 * 1000 "
              "WHERE id = $1 AND lock_id = $2",

@@ -81,6 +81,15 @@ static const struct {
     F(schedule_due),
     F(schedule_settle),
     F(schedule_wake),
+    F(heartbeat_beat),
+    F(heartbeat_stop),
+    F(heartbeat_list),
+    F(heartbeat_monitor),
+    F(heartbeat_remove),
+    F(setting_get),
+    F(setting_put),
+    F(setting_remove),
+    F(setting_list),
 #undef F
 };
 _Static_assert(sizeof fields / sizeof fields[0] ==

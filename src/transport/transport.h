@@ -42,6 +42,9 @@ typedef struct sb_transport_sql {
     char *progress_set; /* $1 id, $2 lock_id, $3 progress (T42) */
     char *schedule_put, *schedule_remove, *schedule_list; /* T41 */
     char *schedule_due, *schedule_settle, *schedule_wake;
+    char *heartbeat_beat, *heartbeat_stop, *heartbeat_list; /* issue 22 */
+    char *heartbeat_monitor, *heartbeat_remove;
+    char *setting_get, *setting_put, *setting_remove, *setting_list;
     char *claim; /* $1 queue, $2 now_us, $3 lease_ms, $4 lock_id, $5 max */
     char *claim_delete; /* claim and delete at once (error ingestion) */
     char *claim_from;   /* the claim bounded by a cursor ($6), or NULL */
@@ -162,6 +165,26 @@ int sb__ddl_add_missing(sb_conn *c, int dialect, const char *columns_sql,
 int sb__schema_after_ddl(sb_bus *bus, const char *ddl, int ddl_rc,
                          const sb_error *ddl_err, sb_error *err);
 
+/* Endpoint liveness (heartbeat.c, issue 22). The bus's beater, made at
+ * open when heartbeat_interval_ms is not -1 (no thread until the first
+ * registration); freed at close, which marks every endpoint it still beat
+ * for stopped (one attempt). */
+typedef struct sb_beater sb_beater;
+int sb__beater_new(sb_bus *bus, int64_t interval_ms, sb_error *err);
+void sb__beater_free(sb_beater *b);
+/* A worker of `endpoint` starts / stops on `bus`: the first starts its
+ * beats (at once), the last one's stop is written at once by the beater's
+ * thread. Never fail and never wait for the database; a no-op when
+ * liveness is off, under SB_SCHEMA_NONE, or (logged once) when the table
+ * is missing under SB_SCHEMA_VERIFY. */
+void sb__beat_register(sb_bus *bus, const char *endpoint);
+void sb__beat_unregister(sb_bus *bus, const char *endpoint);
+/* sb_worker_start for the library's own workers (the durable operations',
+ * the channel's recovery and ingress): they do not beat, as they are not
+ * the program's endpoints. */
+int sb__worker_start_internal(sb_bus *bus, const sb_worker_options *opts,
+                              sb_worker **out, sb_error *err);
+
 /* In-process wake-ups: a worker registers interest in its queue. */
 typedef struct sb_waker {
     const char *queue;
@@ -205,6 +228,7 @@ struct sb_bus {
     int64_t counts_flush_ms; /* -1: counts are not written (counts.c) */
     sb_flusher *flusher;     /* counts.c; NULL when not writing */
     int counters_borrowed;   /* another bus's (sb_bus_count_into) */
+    sb_beater *beater;       /* heartbeat.c; NULL when liveness is off */
 };
 
 struct sb_msg {

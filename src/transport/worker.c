@@ -63,12 +63,13 @@ struct sb_worker {
     sb_bus *bus;
     sb_worker_options o;
     char *queue;
-    char *endpoint;     /* the dead letters' endpoint, or NULL (the bus's) */
-    int early;          /* SB_ACK_AFTER_ENQUEUE */
-    int slots;          /* max rows held at once: handlers plus prefetch */
-    int prefetch;       /* rows claimed ahead of the handlers (T15), or 0 */
-    int64_t avg_run_us; /* handlers' run time, a moving average */
-    int64_t avg_bytes;  /* claimed rows' payload and headers, likewise */
+    char *endpoint;      /* the dead letters' endpoint, or NULL (the bus's) */
+    char *beat_endpoint; /* the endpoint it beats for (issue 22), or NULL */
+    int early;           /* SB_ACK_AFTER_ENQUEUE */
+    int slots;           /* max rows held at once: handlers plus prefetch */
+    int prefetch;        /* rows claimed ahead of the handlers (T15), or 0 */
+    int64_t avg_run_us;  /* handlers' run time, a moving average */
+    int64_t avg_bytes;   /* claimed rows' payload and headers, likewise */
     pthread_mutex_t mu;
     pthread_cond_t pump_cv, handler_cv, idle_cv;
     struct cycle *lanes; /* one per pump thread */
@@ -1422,6 +1423,7 @@ static void free_buffers(sb_worker *w)
     sb__free(w->handlers);
     sb__free(w->queue);
     sb__free(w->endpoint);
+    sb__free(w->beat_endpoint);
     for (int i = 0; w->lanes != NULL && i < w->n_lanes; i++)
         free_lane(&w->lanes[i]);
     sb__free(w->lanes);
@@ -1458,8 +1460,9 @@ static void apply_defaults(sb_worker_options *o)
         o->drain_timeout_ms = 20000;
 }
 
-int sb_worker_start(sb_bus *bus, const sb_worker_options *opts, sb_worker **out,
-                    sb_error *err)
+/* sb_worker_start; `beat`: the worker's endpoint beats (issue 22). */
+static int worker_start(sb_bus *bus, const sb_worker_options *opts, int beat,
+                        sb_worker **out, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -1562,8 +1565,27 @@ int sb_worker_start(sb_bus *bus, const sb_worker_options *opts, sb_worker **out,
     else if (bus->dialect == SB_DIALECT_SQLITE && bus->notify >= 0)
         w->wal = sb__wal_watch_start(sb__pool_config(bus->pool)->target,
                                      &bus->log, wake_pump, w);
+    /* Issue 22: its endpoint beats while it runs (its name: the endpoint
+     * option, else the queue); without memory it only does not beat. */
+    if (beat) {
+        w->beat_endpoint = sb__strdup(w->endpoint ? w->endpoint : w->queue);
+        if (w->beat_endpoint != NULL)
+            sb__beat_register(bus, w->beat_endpoint);
+    }
     *out = w;
     return SB_OK;
+}
+
+int sb_worker_start(sb_bus *bus, const sb_worker_options *opts, sb_worker **out,
+                    sb_error *err)
+{
+    return worker_start(bus, opts, 1, out, err);
+}
+
+int sb__worker_start_internal(sb_bus *bus, const sb_worker_options *opts,
+                              sb_worker **out, sb_error *err)
+{
+    return worker_start(bus, opts, 0, out, err);
 }
 
 static void join_lanes(sb_worker *w)
@@ -1639,6 +1661,8 @@ int sb_worker_stop(sb_worker *w, sb_error *err)
     w->joined = done;
     w->stopped = 1;
     pthread_mutex_unlock(&w->mu);
+    if (w->beat_endpoint != NULL)
+        sb__beat_unregister(w->bus, w->beat_endpoint);
     return rc;
 }
 

@@ -197,11 +197,11 @@ void sbt_drop(sb_bus *bus, const char *prefix)
     char sql[640];
     snprintf(sql, sizeof sql,
              "DROP TABLE IF EXISTS %smessages, %scounts, %squeue_settings, "
-             "%sschedules, %sunique_keys, %schannel_messages, "
-             "%schannel_subscribers, %srecovery_state; DROP SEQUENCE IF "
-             "EXISTS %schannel_ack_seq",
+             "%sschedules, %sunique_keys, %sheartbeats, %ssettings, "
+             "%schannel_messages, %schannel_subscribers, %srecovery_state; "
+             "DROP SEQUENCE IF EXISTS %schannel_ack_seq",
              prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix,
-             prefix);
+             prefix, prefix, prefix);
     sbt_exec(bus, sql);
 }
 

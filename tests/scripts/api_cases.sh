@@ -3,7 +3,8 @@
 # file of tests/api/*.case is one request and what its response must be,
 # run in name order against a real `sqlbus serve` on loopback, with the
 # same seeded store on each backend. Tokens are configured, so each case
-# runs with the admin token unless it says otherwise.
+# runs with the admin token unless it says otherwise; the pages of
+# http://servicepulse.test may call the API (--cors-origin, issue 22).
 #
 # A case file (one directive per line; '#' starts a comment line):
 #   request: METHOD PATH          the request (PATH may hold {{VAR}})
@@ -68,7 +69,15 @@ seed() {
 }
 
 seed
-start_server api --token-file "$tmp/tokens" --allow-edit
+# Issue 22, endpoint liveness: Shipping runs for the whole suite and
+# beats every second; Stopped ran once and stopped gracefully.
+"$SQLBUS" --prefix "$prefix" work --queue liveness.shipping --endpoint Shipping \
+    --heartbeat 1s -- true 2>"$tmp/shipping.err" &
+bg_pids+=("$!")
+sb work --queue liveness.stopped --endpoint Stopped --once -- true 2>/dev/null ||
+    fail "work --once (Stopped)"
+start_server api --token-file "$tmp/tokens" --allow-edit \
+    --cors-origin http://servicepulse.test
 for i in $(seq 1 100); do
     n=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $admin_token" "$base/api/errors" |
         tr -d '\r' | sed -n 's/^Total-Count: //Ip')
@@ -79,6 +88,7 @@ done
 
 declare -A vars
 vars[ADMIN_TOKEN]=$admin_token
+vars[SELF_ORIGIN]=$base
 raw_py="$here/lib/http_raw.py"
 
 subst() {

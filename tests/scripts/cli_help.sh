@@ -35,7 +35,7 @@ done
 # Every flag of work is documented in its help.
 "$SQLBUS" work --help >"$tmp/work.txt"
 for flag in --queue --concurrency --max-attempts --timeout --lease --once --delay \
-    --backoff --backoff-base --backoff-max --backoff-factor; do
+    --backoff --backoff-base --backoff-max --backoff-factor --heartbeat; do
     grep -q -- "$flag" "$tmp/work.txt" || fail "work --help does not mention $flag"
 done
 ok "--help for every command"

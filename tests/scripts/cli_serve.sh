@@ -52,6 +52,40 @@ header health Content-Type | grep -q '^application/json' || fail "not JSON"
 grep -qi '^set-cookie' "$tmp/health.h" && fail "a cookie was set"
 ok "security headers, no cookies"
 
+# Issue 22: on loopback with no token and no --cors-origin, any page may
+# read the API (ServiceControl's default), preflights included; the
+# startup line says so.
+grep -q 'http: pages of other origins may call the API: any origin' "$tmp/plain.err" ||
+    fail "the startup line does not name the origins: $(cat "$tmp/plain.err")"
+req corsget -H 'Origin: http://localhost:9090' "$base/api/errors"
+expect corsget 200
+[ "$(header corsget Access-Control-Allow-Origin)" = '*' ] ||
+    fail "Access-Control-Allow-Origin: $(header corsget Access-Control-Allow-Origin)"
+[ -z "$(header corsget Access-Control-Allow-Credentials)" ] || fail "credentials allowed with *"
+header corsget Access-Control-Expose-Headers | grep -q 'Total-Count' || fail "Total-Count not exposed"
+req corspre -X OPTIONS -H 'Origin: https://ops.example:8443' \
+    -H 'Access-Control-Request-Method: POST' "$base/api/recoverability/groups/g-1/errors/retry"
+[ "$(cat "$tmp/corspre.status")" = 204 ] || fail "preflight: $(cat "$tmp/corspre.status")"
+[ "$(header corspre Access-Control-Allow-Origin)" = '*' ] || fail "preflight without *"
+[ "$(header corspre Access-Control-Allow-Methods)" = 'POST, OPTIONS' ] ||
+    fail "Access-Control-Allow-Methods: $(header corspre Access-Control-Allow-Methods)"
+# S11: with any origin served, a page elsewhere still changes nothing (a
+# bodiless POST needs no preflight); a page on this machine may.
+req evil -X POST -H 'Origin: https://evil.example' "$base/api/errors/retry/all"
+expect evil 403 .error forbidden .field origin
+req evilpre -X OPTIONS -H 'Origin: https://evil.example' -H 'Access-Control-Request-Method: POST' \
+    -H 'Access-Control-Request-Headers: content-type' "$base/api/errors/retry/all"
+[ "$(cat "$tmp/evilpre.status")" = 204 ] || fail "the preflight of a page elsewhere: $(cat "$tmp/evilpre.status")"
+req eviljson -X POST -H 'Origin: https://evil.example' -H 'Content-Type: application/json' "$base/api/errors/retry/all"
+expect eviljson 403 .field origin
+req local -X POST -H 'Origin: http://localhost:9090' -H 'Content-Type: application/json' \
+    "$base/api/errors/queues/no.such.queue/retry"
+expect local 200 .total 0
+req self -X POST -H "Origin: $base" -H 'Content-Type: application/json' \
+    "$base/api/errors/queues/no.such.queue/retry"
+expect self 200 .total 0
+ok "CORS: any origin on loopback with no token; changes from this machine only"
+
 # S7: 404, 405 with Allow, 400 naming the field and the limit.
 req nf "$base/api/nothing"
 expect nf 404 .error not_found
@@ -97,6 +131,13 @@ req wrong -H 'Authorization: Bearer adm-secreT' "$base/api/errors"
 expect wrong 401
 req reader -H 'Authorization: Bearer read-secret' "$base/api/errors"
 expect reader 200
+# Issue 22: with tokens and no --cors-origin, no other page may call it.
+grep -q 'may call the API: none' "$tmp/tokens.err" || fail "the startup line: $(cat "$tmp/tokens.err")"
+req tokcors -H 'Origin: http://localhost:9090' -H 'Authorization: Bearer read-secret' "$base/api/errors"
+expect tokcors 200
+[ -z "$(header tokcors Access-Control-Allow-Origin)" ] || fail "a page may read with tokens and no --cors-origin"
+req tokpre -X OPTIONS -H 'Origin: http://localhost:9090' -H 'Access-Control-Request-Method: GET' "$base/api/errors"
+expect tokpre 403 .field origin
 req readpost -X POST -H 'Authorization: Bearer read-secret' -H 'Content-Type: application/json' -d '{}' "$base/api/errors/retry"
 expect readpost 403 .error forbidden
 req adminpost -X POST -H 'Authorization: Bearer adm-secret' -H 'Content-Type: application/json' -d '["no-such-id"]' "$base/api/errors/retry"
@@ -133,6 +174,15 @@ expect_exit 2 sb serve --ingesters 9
 expect_err "--ingesters must be 1..8 (got 9)"
 expect_exit 2 sb serve --ingesters two
 expect_err "--ingesters must be a whole number 1..8 (got \"two\")"
+# Issue 22: --cors-origin is * , none or http(s)://HOST[:PORT].
+expect_exit 2 sb serve --cors-origin http://ops.example/servicepulse
+expect_err "an origin must be * or http(s)://HOST[:PORT] with no path"
+expect_exit 2 sb serve --cors-origin ops.example:9090
+expect_err "an origin must be * or http(s)://HOST[:PORT]"
+expect_exit 2 sb serve --cors-origin http://ops.example:99999
+expect_err "an origin must be"
+expect_exit 2 sb serve --cors-origin none --cors-origin http://ops.example
+expect_err "--cors-origin none cannot be given with origins"
 printf 'root:x\n' >"$tmp/badtokens"
 expect_exit 2 sb serve --token-file "$tmp/badtokens"
 expect_err "expected admin:TOKEN or read:TOKEN"
@@ -153,3 +203,26 @@ kill -TERM "$pid"
 wait_exit "$pid" 20
 [ "$wait_rc" -eq 0 ] || fail "serve --ingesters 3 exited $wait_rc after SIGTERM"
 ok "--ingesters 3 drains 3000 dead letters, each once"
+
+# Issue 22: a failing check of sqlbus's own shows on ServicePulse's custom
+# checks poll (a dead letter that cannot become a failed message is a
+# failed import), with its reason; a dismissal hides it while it fails.
+printf 'x' | sb publish --queue deadletter >/dev/null
+start_server checks
+failing() {
+    req checks "$base/api/customchecks?status=fail&page=1"
+    [ "$(header checks Total-Count)" = 1 ]
+}
+within 20 "the failed-imports check failing" failing
+expect checks 200 '.[0].custom_check_id' 'Failed imports' '.[0].status' Fail
+jq -r '.[0].failure_reason' "$tmp/checks.json" | grep -q 'could not be imported' ||
+    fail "failure reason: $(cat "$tmp/checks.json")"
+req dismiss -X DELETE -H 'Content-Type: application/json' "$base/api/customchecks/$(jq -r '.[0].id' "$tmp/checks.json")"
+expect dismiss 200 .dismissed true
+req hidden "$base/api/customchecks?status=fail&page=1"
+expect hidden 200 length 0
+[ "$(header hidden Total-Count)" = 0 ] || fail "a dismissed check is counted: $(cat "$tmp/hidden.h")"
+kill -TERM "$pid"
+wait_exit "$pid" 20
+[ "$wait_rc" -eq 0 ] || fail "serve exited $wait_rc after SIGTERM"
+ok "custom checks: a failing check, its reason, dismissed (issue 22)"

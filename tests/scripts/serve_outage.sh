@@ -74,6 +74,16 @@ done
 grep -q 'ingestion works again' "$tmp/outage.err" || fail "the recovery was not logged"
 ok "database back: ready again, ingestion resumed, same process"
 
+# Issue 22: the event log (ServicePulse's Events) tells of the outage:
+# ingestion failed, then worked again, newest first.
+req events "$base/api/eventlogitems?per_page=500"
+expect events 200
+jq -e '[.[] | select(.category == "sqlbus" and (.event_type | startswith("Ingestion")))] |
+    (.[0].event_type == "IngestionRestored" and .[1].event_type == "IngestionFailed" and
+     .[1].severity == "error" and .[0].raised_at >= .[1].raised_at)' "$tmp/events.json" >/dev/null ||
+    fail "the event log does not tell of the outage: $(cat "$tmp/events.json")"
+ok "the event log tells of the outage"
+
 kill -TERM "$pid"
 wait_exit "$pid" 10
 [ "$wait_rc" -eq 0 ] || fail "serve exited $wait_rc after SIGTERM"

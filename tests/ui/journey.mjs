@@ -140,6 +140,18 @@ async function journey() {
     await until('the nav badge', async () => (await text('#nav-failed')) === '9');
   });
 
+  // Issue 22: the running worker of "reports" beats; the Overview lists
+  // its endpoint as beating.
+  await step('overview: the endpoints and their liveness (issue 22)', async () => {
+    const row = 'tr[data-row^="endpoint-reports@"]';
+    await until('the reports endpoint row', async () => (await page.locator(row).count()) === 1);
+    const t = await until('beating', async () => {
+      const v = await text(row);
+      return /beating/.test(v) ? v : null;
+    });
+    if (!/reports/.test(t) || !/ago|just now/.test(t)) throw new Error('endpoint row: ' + t);
+  });
+
   await step('failed messages: the list', async () => {
     await nav('Failed messages');
     await until('9 rows', async () => (await rowCount()) === 9);

@@ -893,6 +893,21 @@ static void test_uuid_normalize(void **state)
             fail_msg("accepted uuid \"%s\"", bad[i]);
     }
     assert_int_equal(sb__uuid_normalize(NULL, out), SB_INVALID);
+
+    /* Every byte at a hex position: exactly 0-9, a-f and A-F pass, and
+     * come out as lower-case ASCII, whatever the locale. */
+    for (int b = 1; b < 256; b++) {
+        char in[37] = "0189abcd-ef01-7abc-9def-0123456789ab";
+        in[35] = (char)b;
+        int hex = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') ||
+                  (b >= 'A' && b <= 'F');
+        int rc = sb__uuid_normalize(in, out);
+        if (rc != (hex ? SB_OK : SB_INVALID))
+            fail_msg("byte 0x%02x: rc %d", b, rc);
+        if (hex && out[35] != (b >= 'A' && b <= 'F' ? b + 32 : b))
+            fail_msg("byte 0x%02x came out as 0x%02x", b,
+                     (unsigned char)out[35]);
+    }
 }
 
 /* ------------------------------------------------------------------ */

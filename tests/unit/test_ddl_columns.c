@@ -134,7 +134,8 @@ static void test_module_ddl(void **state)
         assert_int_equal(sb__transport_sql_new(dialect, "x_", &t, &err), SB_OK);
         expect_tables("transport", t->ddl,
                       "x_messages/15 x_counts/6 x_queue_settings/10 "
-                      "x_schedules/13 x_unique_keys/4");
+                      "x_schedules/13 x_unique_keys/4 x_heartbeats/10 "
+                      "x_settings/3");
         /* The messages table declares the typed check's columns, in its
          * order (schema.c). */
         sb_ddl_column *c = NULL;

@@ -44,6 +44,7 @@ static void test_every_route(void **state)
         sb_route_id id;
         const char *c0, *c1;
     } cases[] = {
+        {"GET", "/api", SB_R_ROOT, NULL, NULL},
         {"GET", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"HEAD", "/api/errors", SB_R_ERRORS, NULL, NULL},
         {"GET", "/api/errors/u-1", SB_R_ERROR, "u-1", NULL},
@@ -128,6 +129,38 @@ static void test_every_route(void **state)
         {"GET", "/api/operations", SB_R_OPERATIONS, NULL, NULL},
         {"GET", "/api/recoverability/groups", SB_R_GROUPS, NULL, NULL},
         {"GET", "/api/errors/groups", SB_R_ARCHIVED_GROUPS, NULL, NULL},
+        /* Issue 22: ServicePulse's heartbeats, checks, events and
+         * configuration; endpoints/known and endpoints/{name}/errors
+         * keep theirs. */
+        {"GET", "/api/endpoints", SB_R_SC_ENDPOINTS, NULL, NULL},
+        {"PATCH", "/api/endpoints/0190aa00-0000-7000-8000-000000000001",
+         SB_R_SC_ENDPOINT, "0190aa00-0000-7000-8000-000000000001", NULL},
+        {"DELETE", "/api/endpoints/0190aa00-0000-7000-8000-000000000001",
+         SB_R_SC_ENDPOINT, "0190aa00-0000-7000-8000-000000000001", NULL},
+        {"GET", "/api/endpoints/Sales/errors", SB_R_ENDPOINT_ERRORS, "Sales",
+         NULL},
+        {"GET", "/api/endpointssettings", SB_R_SC_ENDPOINTS_SETTINGS, NULL,
+         NULL},
+        {"PATCH", "/api/endpointssettings", SB_R_SC_ENDPOINTS_SETTINGS, NULL,
+         NULL},
+        {"PATCH", "/api/endpointssettings/Sales", SB_R_SC_ENDPOINT_SETTINGS,
+         "Sales", NULL},
+        {"GET", "/api/heartbeats/stats", SB_R_SC_HEARTBEAT_STATS, NULL, NULL},
+        {"GET", "/api/customchecks", SB_R_SC_CUSTOMCHECKS, NULL, NULL},
+        {"DELETE", "/api/customchecks/c-1", SB_R_SC_CUSTOMCHECK, "c-1", NULL},
+        {"GET", "/api/eventlogitems", SB_R_SC_EVENTLOG, NULL, NULL},
+        {"GET", "/api/license", SB_R_SC_LICENSE, NULL, NULL},
+        {"GET", "/api/license/details", SB_R_SC_LICENSE_DETAILS, NULL, NULL},
+        {"GET", "/api/connection", SB_R_SC_CONNECTION, NULL, NULL},
+        {"GET", "/api/notifications/email", SB_R_SC_EMAIL, NULL, NULL},
+        {"POST", "/api/notifications/email", SB_R_SC_EMAIL, NULL, NULL},
+        {"POST", "/api/notifications/email/toggle", SB_R_SC_EMAIL_TOGGLE, NULL,
+         NULL},
+        {"POST", "/api/notifications/email/test", SB_R_SC_EMAIL_TEST, NULL,
+         NULL},
+        {"GET", "/api/configuration/remotes", SB_R_SC_REMOTES, NULL, NULL},
+        {"GET", "/api/authentication/configuration", SB_R_SC_AUTH_CONFIG, NULL,
+         NULL},
         {"GET", "/health", SB_R_HEALTH, NULL, NULL},
         {"GET", "/health/ready", SB_R_HEALTH_READY, NULL, NULL},
         {"GET", "/metrics", SB_R_METRICS, NULL, NULL},
@@ -157,6 +190,13 @@ static void test_every_route(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         expect_route(cases[i].method, cases[i].path, cases[i].id, cases[i].c0,
                      cases[i].c1);
+        /* Issue 22: the same with a trailing slash (ServicePulse's
+         * PATCH errors/archive/), every route. */
+        char slashed[300];
+        snprintf(slashed, sizeof slashed, "%s/", cases[i].path);
+        if (strcmp(cases[i].path, "/") != 0)
+            expect_route(cases[i].method, slashed, cases[i].id, cases[i].c0,
+                         cases[i].c1);
         seen[cases[i].id] = 1;
     }
     for (int id = SB_R_NONE + 1; id < SB_R_COUNT; id++)
@@ -201,7 +241,10 @@ static void test_not_found_and_method(void **state)
     (void)state;
     int get = SB_HTTP_GET | SB_HTTP_HEAD;
     expect_missing("GET", "/api/nothing", 0);
-    expect_missing("GET", "/api/errors/", 0);
+    /* Issue 22: one trailing slash is taken (test_every_route), not two,
+     * and "/" alone is the dashboard's. */
+    expect_missing("GET", "/api/errors//", 0);
+    expect_missing("GET", "/ui/", 0);
     expect_missing("GET", "/api//errors", 0);
     expect_missing("GET", "/a/b/c/d/e/f/g/h/i", 0);
     expect_missing("PATCH", "/api/errors/...2026/unarchive", 0);
@@ -339,6 +382,12 @@ static void test_body_kinds(void **state)
         {SB_R_QUEUE_TTL, SB_HTTP_PUT, SB_BODY_OBJECT},
         {SB_R_QUEUE_LIMITS, SB_HTTP_PUT, SB_BODY_OBJECT},
         {SB_R_FAILED_MESSAGES, SB_HTTP_POST, SB_BODY_OBJECT_OR_ARRAY},
+        /* Issue 22. */
+        {SB_R_SC_ENDPOINT, SB_HTTP_PATCH, SB_BODY_OBJECT},
+        {SB_R_SC_ENDPOINTS_SETTINGS, SB_HTTP_PATCH, SB_BODY_OBJECT},
+        {SB_R_SC_ENDPOINT_SETTINGS, SB_HTTP_PATCH, SB_BODY_OBJECT},
+        {SB_R_SC_EMAIL, SB_HTTP_POST, SB_BODY_OBJECT},
+        {SB_R_SC_EMAIL_TOGGLE, SB_HTTP_POST, SB_BODY_OBJECT},
     };
     size_t n = sb__route_count(), seen = 0;
     assert_true(n > 0);

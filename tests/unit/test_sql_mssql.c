@@ -34,6 +34,18 @@ static sb_transport_sql *build(void)
     return s;
 }
 
+/* The script of `schema print --backend mssql` before the prefix is
+ * put in: the tables, then the indexes. */
+static const char *mssql_schema(void)
+{
+    static char text[16384];
+    int n = snprintf(text, sizeof text, "%s%s", sb__sql_mssql_tables,
+                     sb__sql_mssql_indexes);
+    if (n < 0 || (size_t)n >= sizeof text)
+        fail_msg("the SQL Server schema is over %zu bytes", sizeof text);
+    return text;
+}
+
 static size_t all_of(const sb_transport_sql *s, named out[64])
 {
     const named all[] = {
@@ -80,6 +92,15 @@ static size_t all_of(const sb_transport_sql *s, named out[64])
         {"schedule_due", s->schedule_due},
         {"schedule_settle", s->schedule_settle},
         {"schedule_wake", s->schedule_wake},
+        {"heartbeat_beat", s->heartbeat_beat},
+        {"heartbeat_stop", s->heartbeat_stop},
+        {"heartbeat_list", s->heartbeat_list},
+        {"heartbeat_monitor", s->heartbeat_monitor},
+        {"heartbeat_remove", s->heartbeat_remove},
+        {"setting_get", s->setting_get},
+        {"setting_put", s->setting_put},
+        {"setting_remove", s->setting_remove},
+        {"setting_list", s->setting_list},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -163,7 +184,7 @@ static void test_expiry_shape(void **state)
             "SELECT CAST(SYSUTCDATETIME() AS datetime2(6))");
     sbt_has("settings_ttl", s->settings_ttl,
             "WHEN MATCHED THEN UPDATE SET ttl_ms = x.ttl_ms");
-    sbt_has("schema", sb__sql_mssql_schema,
+    sbt_has("schema", mssql_schema(),
             "CREATE INDEX {p}messages_expires_idx\n  ON {p}messages "
             "(expires_at) WHERE expires_at IS NOT NULL;");
     sb__transport_sql_free(s);
@@ -198,13 +219,13 @@ static void test_unique_shape(void **state)
     sbt_has("cancel_key_get", s->cancel_key_get,
             "FROM t_messages WITH (UPDLOCK, ROWLOCK) WHERE queue = $1");
     sbt_has("peek", s->peek, "expires_at, unique_key FROM");
-    sbt_has("schema", sb__sql_mssql_schema,
+    sbt_has("schema", mssql_schema(),
             "CREATE INDEX {p}messages_unique_idx\n  ON {p}messages (queue, "
             "unique_key) WHERE unique_key IS NOT NULL;");
-    sbt_has("schema", sb__sql_mssql_schema,
+    sbt_has("schema", mssql_schema(),
             "unique_key nvarchar(255) COLLATE Latin1_General_100_BIN2 NOT "
             "NULL");
-    sbt_has("schema", sb__sql_mssql_schema,
+    sbt_has("schema", mssql_schema(),
             "CREATE INDEX {p}unique_keys_until_idx ON {p}unique_keys "
             "(until);");
     sb__transport_sql_free(s);
@@ -437,8 +458,8 @@ static void test_schema_and_locks(void **state)
     sbt_applock_checked("lock", s->lock);
     sbt_applock_checked("index_ddl", s->index_ddl);
     /* The script for DBAs: tables and indexes, no locks. */
-    sbt_lacks("schema", sb__sql_mssql_schema, "sp_getapplock");
-    sbt_has("schema", sb__sql_mssql_schema, "{p}messages_claim_idx");
+    sbt_lacks("schema", mssql_schema(), "sp_getapplock");
+    sbt_has("schema", mssql_schema(), "{p}messages_claim_idx");
     sb__transport_sql_free(s);
 }
 
@@ -550,7 +571,7 @@ static void test_clustered_by_creation_time(void **state)
     sbt_has("ddl", s->ddl, "PRIMARY KEY NONCLUSTERED");
     sbt_lacks("ddl", s->ddl, " CLUSTERED");
     /* The DBA's script makes the same. */
-    sbt_has("schema", sb__sql_mssql_schema,
+    sbt_has("schema", mssql_schema(),
             "CREATE CLUSTERED INDEX {p}messages_created_idx\n"
             "  ON {p}messages (created_at);");
     sb__transport_sql_free(s);
@@ -673,6 +694,85 @@ static void test_schedules_t41(void **state)
     sb__transport_sql_free(s);
 }
 
+/* Issue 22: an endpoint instance and a setting are found by their key
+ * byte-exactly (the padding sentinel); the beat and the setting's upsert
+ * hold their key range so two first writes cannot both insert; the beat
+ * keeps the operator's mute and the start of a running process, and
+ * clears a graceful stop; mute, removal and a setting's removal report
+ * their row counts, which decide SB_NOTFOUND. Every time is the
+ * server's. */
+static void test_liveness_issue22(void **state)
+{
+    (void)state;
+    sb_transport_sql *s = build();
+    sbt_has("ddl", s->ddl,
+            "IF OBJECT_ID(N't_heartbeats', N'U') IS NULL\nCREATE TABLE "
+            "t_heartbeats (\n  id nvarchar(36) COLLATE "
+            "Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,\n  endpoint "
+            "nvarchar(200) NOT NULL,\n  host nvarchar(255) NOT NULL,\n  "
+            "host_id nvarchar(36) NOT NULL,\n  pid bigint NOT NULL,\n  "
+            "interval_ms bigint NOT NULL,\n  started_at datetime2(7) NOT "
+            "NULL DEFAULT SYSUTCDATETIME(),\n  last_beat_at datetime2(7) NOT "
+            "NULL DEFAULT SYSUTCDATETIME(),\n  stopped_at datetime2(7) "
+            "NULL,\n  monitored int NOT NULL DEFAULT 1\n);\n");
+    sbt_has("ddl", s->ddl,
+            "IF OBJECT_ID(N't_settings', N'U') IS NULL\nCREATE TABLE "
+            "t_settings (\n  name nvarchar(200) COLLATE "
+            "Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,\n  value "
+            "nvarchar(max) NOT NULL,\n  updated_at datetime2(7) NOT NULL "
+            "DEFAULT SYSUTCDATETIME()\n);\n");
+    sbt_has("heartbeat_beat", s->heartbeat_beat,
+            "MERGE t_heartbeats WITH (HOLDLOCK) AS h USING (SELECT CAST($1 "
+            "AS nvarchar(36)) AS id) AS x ON " SAME_NAME("h.id", "x.id"));
+    sbt_has("heartbeat_beat", s->heartbeat_beat,
+            "WHEN MATCHED THEN UPDATE SET endpoint = $2, host = $3, host_id "
+            "= $4, started_at = CASE WHEN h.pid = CAST($5 AS bigint) AND "
+            "h.stopped_at IS NULL THEN h.started_at ELSE " SB_TSQL_NOW
+            " END, pid = CAST($5 AS bigint), interval_ms = CAST($6 AS "
+            "bigint), last_beat_at = " SB_TSQL_NOW ", stopped_at = NULL "
+            "WHEN NOT MATCHED THEN INSERT (id, endpoint, host, host_id, pid, "
+            "interval_ms, started_at, last_beat_at, stopped_at, monitored) "
+            "VALUES (x.id, $2, $3, $4, CAST($5 AS bigint), CAST($6 AS "
+            "bigint), " SB_TSQL_NOW ", " SB_TSQL_NOW ", NULL, 1);");
+    sbt_lacks("heartbeat_beat", s->heartbeat_beat, "monitored =");
+    sbt_has("heartbeat_stop", s->heartbeat_stop,
+            "UPDATE t_heartbeats SET stopped_at = " SB_TSQL_NOW
+            ", last_beat_at = " SB_TSQL_NOW
+            " WHERE " SAME_NAME("id", "$1") " AND pid = CAST($2 AS bigint)");
+    sbt_has("heartbeat_list", s->heartbeat_list,
+            "SELECT id, endpoint, host, host_id, pid, interval_ms, "
+            "started_at, last_beat_at, stopped_at, monitored, " SB_TSQL_NOW
+            " FROM t_heartbeats ORDER BY endpoint, host, id");
+    sbt_has(
+        "heartbeat_monitor", s->heartbeat_monitor,
+        "UPDATE t_heartbeats SET monitored = CAST($2 AS int) WHERE " SAME_NAME(
+            "id", "$1") "; SELECT @@ROWCOUNT");
+    sbt_has("heartbeat_remove", s->heartbeat_remove,
+            "DELETE FROM t_heartbeats WHERE " SAME_NAME(
+                "id", "$1") "; SELECT @@ROWCOUNT");
+    sbt_has("setting_get", s->setting_get,
+            "SELECT value, updated_at FROM t_settings WHERE " SAME_NAME("name",
+                                                                        "$1"));
+    sbt_has("setting_put", s->setting_put,
+            "MERGE t_settings WITH (HOLDLOCK) AS s USING (SELECT CAST($1 AS "
+            "nvarchar(200)) AS name) AS x ON " SAME_NAME(
+                "s.name",
+                "x.name") " WHEN MATCHED THEN UPDATE SET value = "
+                          "$2, updated_at = " SB_TSQL_NOW
+                          " WHEN NOT MATCHED THEN INSERT (name, "
+                          "value, updated_at) VALUES (x.name, $2, " SB_TSQL_NOW
+                          ");");
+    sbt_has("setting_remove", s->setting_remove,
+            "DELETE FROM t_settings WHERE " SAME_NAME(
+                "name", "$1") "; SELECT @@ROWCOUNT");
+    sbt_has("setting_list", s->setting_list,
+            "SELECT name, value, updated_at FROM t_settings ORDER BY name");
+    /* schema print carries both tables. */
+    sbt_has("schema", mssql_schema(), "CREATE TABLE {p}heartbeats (");
+    sbt_has("schema", mssql_schema(), "CREATE TABLE {p}settings (");
+    sb__transport_sql_free(s);
+}
+
 static void test_lock_timeout_reset(void **state)
 {
     (void)state;
@@ -714,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_compat_refusal),
         cmocka_unit_test(test_lock_timeout_reset),
         cmocka_unit_test(test_schedules_t41),
+        cmocka_unit_test(test_liveness_issue22),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

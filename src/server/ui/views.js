@@ -94,9 +94,10 @@ SB.common = (function () {
     var failedChart = C.panel('Failed messages over time', 'half');
     var queues = C.panel('Queues', 'half');
     var top = C.panel('Where messages fail (unresolved)', 'half');
+    var endpoints = C.panel('Endpoints', 'wide');
     D.append(root, [screenHead('Overview', 'What the bus is doing now. Refreshes every 2 seconds.'),
       h('div.grid', cards.el, health.el, recovery.el, byStatus.el, depth.el, through.el, failedChart.el,
-        queues.el, top.el)]);
+        queues.el, top.el, endpoints.el)]);
 
     function statusCards(r) {
       var st = (r.data && r.data.statuses) || {};
@@ -212,6 +213,31 @@ SB.common = (function () {
         h('div', h('h3', 'By message type'), SB.charts.bars({label: 'Unresolved by message type', items: items(d.message_types)})));
     }
 
+    /* Issue 22: the endpoint instances the workers' beats wrote, dead
+     * ones first. */
+    function endpointTable(r) {
+      var list = (r.data || []).slice();
+      if (!list.length) {
+        return D.empty('No endpoints yet', 'A running worker (sqlbus work) writes its liveness and shows here.');
+      }
+      var dead = function (e) { return (e.heartbeat_information || {}).reported_status !== 'beating'; };
+      list.sort(function (a, b) {
+        return (dead(b) - dead(a)) || String(a.name).localeCompare(String(b.name)) ||
+          String(a.host_display_name).localeCompare(String(b.host_display_name));
+      });
+      return D.table('compact', [C.th('Endpoint'), C.th('Host'), C.th('State'), C.th('Last beat'),
+        C.th('Started', 'opt')],
+      list.map(function (e) {
+        var beat = e.heartbeat_information || {};
+        var state = !dead(e) ? h('span.badge.status-resolved', 'beating')
+          : e.stopped_at ? h('span.badge', 'stopped') : h('span.badge.status-unresolved', 'dead');
+        return h('tr', {dataset: {row: 'endpoint-' + e.name + '@' + e.host_display_name}},
+          C.cell(e.name), C.cell(e.host_display_name),
+          C.cell([state, e.monitor_heartbeat ? null : h('span.badge.paused', 'muted')]),
+          C.cell(D.time(beat.last_report_at)), C.cell(D.time(e.started_at), 'opt'));
+      }));
+    }
+
     var statsUrl = '/api/stats?minutes=60';
     return {
       title: 'Overview',
@@ -231,7 +257,8 @@ SB.common = (function () {
           C.load(depth.body, [statsUrl], force, depthChart),
           C.load(through.body, [statsUrl], force, throughputChart),
           C.load(failedChart.body, [statsUrl], force, failedOverTime),
-          C.load(queues.body, ['/api/queues'], force, queueTable)
+          C.load(queues.body, ['/api/queues'], force, queueTable),
+          C.load(endpoints.body, ['/api/endpoints'], force, endpointTable)
         ]);
       }
     };
