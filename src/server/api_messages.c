@@ -16,19 +16,20 @@
 #define MESSAGES2_DEFAULT 50
 
 /* ServiceControl's sort keys of its message views and the store's for
- * them: a failed message's times sent, processed, critical, delivery and
- * processing all go with its time of failure. */
+ * them: a failed message was processed, and its critical, delivery and
+ * processing times end, at its time of failure; its id is sorted as its
+ * message id, as the failed-message lists sort it. */
 static const struct {
     const char *api, *lib;
-} sorts[] = {{"time_sent", "time_of_failure"},
+} sorts[] = {{"time_sent", "time_sent"},
              {"processed_at", "time_of_failure"},
              {"time_of_failure", "time_of_failure"},
              {"critical_time", "time_of_failure"},
              {"delivery_time", "time_of_failure"},
              {"processing_time", "time_of_failure"},
-             {"id", "time_of_failure"},
-             {"message_id", "time_of_failure"},
-             {"status", "time_of_failure"},
+             {"id", "message_id"},
+             {"message_id", "message_id"},
+             {"status", "status"},
              {"message_type", "message_type"},
              {"modified", "status_changed"}};
 
