@@ -1670,6 +1670,14 @@ typedef struct sb_group_operation {
  * first, "Lists"). SB_NOTFOUND when the group never had an operation. */
 SB_API int sb_errors_group_operation(sb_errors *e, const char *group_id,
                                      sb_group_operation *out, sb_error *err);
+/* Acknowledge the group's latest operation once it has finished
+ * ("completed" or "failed"; ServicePulse's "Dismiss"): its record is
+ * removed, so the group shows none (and its next operation starts
+ * afresh). SB_NOTFOUND naming "group_id" when the group has none,
+ * SB_CONFLICT naming it while one runs (an interrupted one too: it is
+ * resumed, not dismissed). Thread-safe. */
+SB_API int sb_errors_group_acknowledge(sb_errors *e, const char *group_id,
+                                       sb_error *err);
 /* The latest operations of up to 1,000 groups in one read (a group list's
  * overlay): those that had one, in no order. `*out` is a transferred
  * list ("Lists": free with sb_free). SB_INVALID names `group_ids` or `n`. */
@@ -1803,11 +1811,20 @@ typedef struct sb_failed_query {
                                  `status` */
     int64_t modified_from_us; /* last modified in [from, to] (microseconds */
     int64_t modified_to_us;   /* since the epoch; 0 = open end) */
+    /* Later still (SB_FAILED_QUERY_V2_SIZE is the size before them):
+     * exactly this message id or conversation id (NULL or "" = any), and
+     * a time of failure in [from, to] (microseconds since the epoch; 0 =
+     * open end). */
+    const char *message_id;
+    const char *conversation_id;
+    int64_t failed_from_us, failed_to_us;
 } sb_failed_query;
 /* The bit of a status in sb_failed_query.statuses. */
 #define SB_FAILED_BIT(status) (1u << (status))
 /* The size of the first sb_failed_query, which such callers pass. */
 #define SB_FAILED_QUERY_V1_SIZE offsetof(sb_failed_query, statuses)
+/* The size of the second, before message_id. */
+#define SB_FAILED_QUERY_V2_SIZE offsetof(sb_failed_query, message_id)
 
 /* `*out` is a transferred list ("Lists": free with sb_free); `*total`
  * (optional) is the number of matches over all pages. */

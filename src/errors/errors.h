@@ -85,6 +85,7 @@ enum {
      * (outside any transaction), and whether search can run. */
     ER_FULLTEXT,
     ER_SEARCH_READY,
+    ER_OP_ACK,
     ER_N
 };
 
@@ -224,7 +225,7 @@ int sb__errors_summaries(const sb_rows *rows, sb_failed_summary ***out,
                          size_t *n_out, sb_error *err);
 /* The list's page statement ({p} unsubstituted), sorted by `sort_column`
  * (a key from list.c's fixed table), or with `sort_column` NULL its count:
- * the filters' values go to `p` (up to 11), their count is returned; the
+ * the filters' values go to `p` (up to 14), their count is returned; the
  * page takes the page size and offset after them. */
 size_t sb__errors_list_sql(int dialect, const sb_failed_query *q,
                            const char *sort_column, sb_buf *b, sb_value *p);

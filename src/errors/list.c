@@ -31,7 +31,7 @@ static const sort_key sort_keys[] = {
 };
 
 /* The set filters only, numbered from $1, with their values in `p` (up
- * to 11); returns how many. A filter written for every call as "($n = ''
+ * to 14); returns how many. A filter written for every call as "($n = ''
  * OR column = $n)" gives one plan for all of them, and it scans the whole
  * table (P11: 0.5 s and more at 1,000,000 messages); a text per set of
  * filters lets each use its index. The statements stay parameterized:
@@ -40,14 +40,18 @@ static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
                       sb_value *p)
 {
     static const char *const cond[] = {
-        "failed_queue = ", "processing_endpoint = ",
+        "failed_queue = ",
+        "processing_endpoint = ",
         "unique_message_id IN (SELECT unique_message_id FROM "
         "{p}failed_message_groups WHERE group_id = ",
-        "message_type = "};
+        "message_type = ",
+        "message_id = ",
+        "conversation_id = "};
     static const char *const col[] = {"failed_queue", "processing_endpoint",
-                                      "group_id", "message_type"};
-    const char *text[] = {q->failed_queue, q->endpoint, q->group_id,
-                          q->message_type};
+                                      "group_id",     "message_type",
+                                      "message_id",   "conversation_id"};
+    const char *text[] = {q->failed_queue, q->endpoint,   q->group_id,
+                          q->message_type, q->message_id, q->conversation_id};
     int ms = dialect == SB_DIALECT_MSSQL;
     size_t n = 0;
     sb__buf_puts(b, ms ? " FROM {p}failed_messages f WHERE 1 = 1"
@@ -64,7 +68,7 @@ static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
         p[n++] = sb__v_int(q->status);
         sb__buf_printf(b, " AND status = $%zu", n);
     }
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof text / sizeof *text; i++) {
         if (text[i] == NULL || text[i][0] == '\0')
             continue;
         p[n++] = sb__v_text(text[i]);
@@ -73,6 +77,13 @@ static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
                            " AND %s$%zu COLLATE " SB_MS_BIN2 " AND %s + "
                            "N'.' = $%zu + N'.' COLLATE " SB_MS_BIN2 "%s",
                            cond[i], n, col[i], n, i == 2 ? ")" : "");
+        else if (i >= 4) /* the indexed prefix, then the rest (sql_int.h) */
+            sb__buf_printf(b,
+                           " AND substr(%s, 1, " SB_ERR_PREFIX_INDEXED
+                           ") = substr($%zu, 1, " SB_ERR_PREFIX_INDEXED
+                           ") AND substr(%s, " SB_ERR_PREFIX_REST
+                           ") = substr($%zu, " SB_ERR_PREFIX_REST ")",
+                           col[i], n, col[i], n);
         else
             sb__buf_printf(b, " AND %s$%zu%s", cond[i], n, i == 2 ? ")" : "");
     }
@@ -83,6 +94,14 @@ static size_t filters(int dialect, const sb_failed_query *q, sb_buf *b,
     if (q->modified_to_us != 0) {
         p[n++] = sb__v_int(q->modified_to_us);
         sb__buf_printf(b, " AND last_modified <= $%zu", n);
+    }
+    if (q->failed_from_us != 0) {
+        p[n++] = sb__v_int(q->failed_from_us);
+        sb__buf_printf(b, " AND last_time_of_failure >= $%zu", n);
+    }
+    if (q->failed_to_us != 0) {
+        p[n++] = sb__v_int(q->failed_to_us);
+        sb__buf_printf(b, " AND last_time_of_failure <= $%zu", n);
     }
     return n;
 }
@@ -115,7 +134,11 @@ static int counted(const sb_failed_query *q, int *kind, const char **item,
         if (*status < 0 && q->statuses != 0xfu)
             set = 2;
     }
-    if (set > 1 || q->modified_from_us != 0 || q->modified_to_us != 0)
+    /* The counts know no message id, conversation or failure time. */
+    if (set > 1 || q->modified_from_us != 0 || q->modified_to_us != 0 ||
+        (q->message_id != NULL && q->message_id[0] != '\0') ||
+        (q->conversation_id != NULL && q->conversation_id[0] != '\0') ||
+        q->failed_from_us != 0 || q->failed_to_us != 0)
         *kind = 0;
     return *kind;
 }
@@ -129,6 +152,11 @@ static int check(const sb_failed_query *q, const sort_key **key, sb_error *err)
         (q->modified_to_us != 0 && q->modified_from_us > q->modified_to_us))
         return sb__err(err, SB_INVALID, "modified",
                        "the modified range must be from <= to, both >= 0");
+    if (q->failed_from_us < 0 || q->failed_to_us < 0 ||
+        (q->failed_to_us != 0 && q->failed_from_us > q->failed_to_us))
+        return sb__err(err, SB_INVALID, "failed",
+                       "the time-of-failure range must be from <= to, both "
+                       ">= 0");
     if (q->status < -1 || q->status > SB_FAILED_ARCHIVED)
         return sb__err(err, SB_INVALID, "status",
                        "status must be -1 (any) or 0 to 3 (got %d)", q->status);
@@ -253,7 +281,7 @@ int sb_errors_list(sb_errors *e, const sb_failed_query *q,
         return rc;
     size_t per = q->per_page ? q->per_page : DEFAULT_PER_PAGE;
     size_t page = q->page ? q->page : 1;
-    sb_value p[13];
+    sb_value p[18];
     sb_buf b;
     sb__buf_init(&b, 4096);
     size_t np = sb__errors_list_sql(e->bus->dialect, q, key->column, &b, p);

@@ -620,3 +620,49 @@ int sb_errors_group_operation(sb_errors *e, const char *group_id,
     sb__rows_free(rows);
     return rc;
 }
+
+typedef struct ack_ctx {
+    sb_errors *e;
+    const char *group_id;
+} ack_ctx;
+
+/* ER_OP_ACK, then (nothing removed) whether a record is there: a running
+ * one. */
+static int ack_tx(sb_conn *c, void *vctx, sb_error *err)
+{
+    const ack_ctx *x = vctx;
+    sb_errors *e = x->e;
+    sb_value p = sb__v_text(x->group_id);
+    int64_t changes = 0;
+    int rc = sb__query(c, e->sql.s[ER_OP_ACK], &p, 1, NULL, &changes, err);
+    sb_rows *rows = NULL;
+    if (rc == SB_OK && changes == 0)
+        rc = sb__query(c, e->sql.s[ER_OP_GET], &p, 1, &rows, NULL, err);
+    if (rc == SB_OK && rows != NULL)
+        rc = rows->nrows > 0
+                 ? sb__err(err, SB_CONFLICT, "group_id",
+                           "the operation of group %s is still running (an "
+                           "interrupted one is resumed by starting it again)",
+                           x->group_id)
+                 : sb__err(err, SB_NOTFOUND, "group_id",
+                           "group %s has no operation to acknowledge",
+                           x->group_id);
+    sb__rows_free(rows);
+    return rc;
+}
+
+int sb_errors_group_acknowledge(sb_errors *e, const char *group_id,
+                                sb_error *err)
+{
+    sb_error_clear(err);
+    if (e == NULL || group_id == NULL)
+        return sb__err(err, SB_INVALID, e == NULL ? "errors" : "group_id",
+                       "arguments must not be NULL");
+    if (group_id[0] == '\0' ||
+        strlen(group_id) >= sizeof((sb_group_operation *)NULL)->group_id)
+        return sb__err(err, SB_INVALID, "group_id",
+                       "group_id must be 1 to %zu bytes",
+                       sizeof((sb_group_operation *)NULL)->group_id - 1);
+    ack_ctx x = {e, group_id};
+    return sb__db_run_tx(e->bus->pool, NULL, ack_tx, &x, err);
+}

@@ -48,7 +48,10 @@ const size_t sb__err_n_columns = N_COLUMNS;
  * default and its status lists). The queue index
  * is in (message type, unique id) order within a queue, so one queue's
  * page sorted by type reads only that page (P11); the status at its end
- * filters inside the index. It replaced (failed_queue, status). */
+ * filters inside the index. It replaced (failed_queue, status). The
+ * message id and conversation indexes serve a message's lookup by its
+ * message id and a conversation's messages (the HTTP API's message
+ * views, issue 22). */
 static const char ddl_tail[] =
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_status_idx\n"
     "  ON {p}failed_messages (status, last_time_of_failure);\n"
@@ -65,6 +68,12 @@ static const char ddl_tail[] =
     "  unique_message_id);\n"
     "CREATE INDEX IF NOT EXISTS {p}failed_messages_retention_idx\n"
     "  ON {p}failed_messages (status_changed_at) WHERE status IN (2, 3);\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_message_id_idx\n"
+    "  ON {p}failed_messages (substr(message_id, 1, " SB_ERR_PREFIX_INDEXED
+    "));\n"
+    "CREATE INDEX IF NOT EXISTS {p}failed_messages_conversation_idx\n"
+    "  ON {p}failed_messages (substr(conversation_id, 1, " SB_ERR_PREFIX_INDEXED
+    "));\n"
     "CREATE TABLE IF NOT EXISTS {p}failed_message_groups (\n"
     "  unique_message_id TEXT NOT NULL,\n"
     "  group_id TEXT NOT NULL,\n"
@@ -623,6 +632,10 @@ static void build(const dialect *d, int k, sb_buf *b)
         sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "
                         "updated_at, finished_at FROM {p}group_operations "
                         "WHERE group_id = $1");
+        break;
+    case ER_OP_ACK: /* $1 group: a finished operation's record */
+        sb__buf_puts(b, "DELETE FROM {p}group_operations WHERE group_id = $1 "
+                        "AND state <> 'running'");
         break;
     case ER_OPS_GET: /* $1 JSON array of group ids */
         sb__buf_puts(b, "SELECT kind, state, total, done, started_at, "

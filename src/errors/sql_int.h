@@ -44,6 +44,15 @@ typedef struct sb_err_dialect {
  * compare under the binary collation (the store's columns are all binary
  * already; db/tsql.h's SB_TSQL_SAME leaves the first comparison to the
  * column's own collation, for tables a migration owns). */
+/* Message and conversation ids are indexed by their first characters
+ * (SQLite, PostgreSQL): a header value is of any length, and a whole one
+ * over PostgreSQL's B-tree limit (about 2.7 KB) would fail its batch.
+ * A lookup compares the prefixes, then the rests (list.c): not the whole
+ * column with the value, which SQLite would propagate into the prefix
+ * term as a constant, leaving it nothing to look up by. */
+#define SB_ERR_PREFIX_INDEXED "200"
+#define SB_ERR_PREFIX_REST "201"
+
 #define SB_MS_BIN2 SB_TSQL_BIN2
 #define SB_MS_SAME(col, val)                                                   \
     col " = " val " COLLATE " SB_MS_BIN2 " AND " col " + N'.' = " val          \

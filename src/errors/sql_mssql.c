@@ -491,6 +491,12 @@ int sb__errors_sql_mssql(const sb_err_dialect *d, int k, sb_buf *b)
                         "updated_at, finished_at FROM {p}group_operations "
                         "WHERE " SB_MS_SAME("group_id", "$1"));
         break;
+    case ER_OP_ACK: /* $1 group: a finished operation's record; the caller
+                       reads the row count */
+        sb__buf_puts(
+            b, "DELETE FROM {p}group_operations WHERE " SB_MS_SAME(
+                   "group_id", "$1") " AND state <> N'running'" SB_MS_ROWCOUNT);
+        break;
     case ER_OPS_GET: /* $1 JSON array of group ids (a caller's: exact, each
                         row once) */
         sb__buf_puts(b, "SELECT o.kind, o.state, o.total, o.done, "

@@ -24,7 +24,7 @@ static const char *const names[] = {
     "imports_take",  "imports_delete",  "prune_groups",
     "counts_state",  "counts_rebuild",  "stale_take",
     "stale_fix",     "groups_stale",    "groups_exact",
-    "fulltext",      "search_ready",
+    "fulltext",      "search_ready",    "op_ack",
 };
 _Static_assert(sizeof names / sizeof names[0] == ER_N,
                "every statement of the error store has a name");
@@ -53,7 +53,11 @@ static int emit_shapes(int dialect, const char *prefix, sb_statement_fn fn,
                          .statuses = SB_FAILED_BIT(SB_FAILED_UNRESOLVED) |
                                      SB_FAILED_BIT(SB_FAILED_RETRY_ISSUED),
                          .modified_from_us = 1,
-                         .modified_to_us = 2};
+                         .modified_to_us = 2,
+                         .message_id = "m",
+                         .conversation_id = "c",
+                         .failed_from_us = 3,
+                         .failed_to_us = 4};
     static const char *const ids[] = {"id"};
     sb_failed_selection sel = {.size = sizeof sel,
                                .ids = ids,
@@ -63,7 +67,7 @@ static int emit_shapes(int dialect, const char *prefix, sb_statement_fn fn,
                                .endpoint = "e",
                                .modified_from_us = 1,
                                .modified_to_us = 2};
-    sb_value p[16];
+    sb_value p[18];
     sb_buf b;
     sb__buf_init(&b, (size_t)1 << 20);
     sb__errors_list_sql(dialect, &q, NULL, &b, p);

@@ -1,70 +1,23 @@
 /* api_errors.c - the error store's failed-message read routes (S4), in
  * ServiceControl's shapes: lists of FailedMessageView with their filters
- * and paging headers, one message in full, its body, search, the summary
- * and the per-queue / per-endpoint counts. */
+ * and paging headers, one message (FailedMessage, FailedMessageView), its
+ * body, search, the summary, the per-queue counts, the known endpoints
+ * and the configuration; and sqlbus's own shapes of the same under
+ * /api/sqlbus/ (issue 22). The views are api_views.c's; the message
+ * routes (search by keyword, messages2, conversations) api_messages.c's. */
 #include "server/api.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "server/isotime.h"
+#include "server/views.h"
 
 #define SUMMARY_TOP 50
 #define COUNTS_MAX 1000
 #define SEARCH_DEFAULT 50
-
-/* One sb_failed_summary as a FailedMessageView object; `trace` (the
- * detail's stack trace, or NULL) joins its exception. */
-static void view_with(sb_buf *b, const sb_failed_summary *s, const char *trace)
-{
-    int f = 1;
-    sb__buf_puts(b, "{");
-    sb__json_str_m(b, &f, "id", s->unique_id);
-    sb__json_str_m(b, &f, "message_id", s->message_id);
-    sb__json_str_m(b, &f, "message_type", s->message_type);
-    sb__json_time_m(b, &f, "time_sent", s->time_sent_us);
-    sb__json_bool_m(b, &f, "is_system_message", s->is_system);
-    sb__json_key(b, &f, "exception");
-    int g = 1;
-    sb__buf_puts(b, "{");
-    sb__json_str_m(b, &g, "exception_type", s->exception_type);
-    sb__json_str_m(b, &g, "message", s->exception_message);
-    sb__json_str_m(b, &g, "stack_trace", trace);
-    sb__buf_puts(b, "}");
-    sb__json_int_m(b, &f, "number_of_processing_attempts", s->attempts);
-    sb__json_str_m(b, &f, "status", sb__api_status_name(s->status));
-    if (s->processing_endpoint[0] != '\0') {
-        sb__json_key(b, &f, "receiving_endpoint");
-        g = 1;
-        sb__buf_puts(b, "{");
-        sb__json_str_m(b, &g, "name", s->processing_endpoint);
-        sb__json_str_m(b, &g, "host", s->host);
-        sb__json_str_m(b, &g, "host_id", s->host_id);
-        sb__buf_puts(b, "}");
-    }
-    sb__json_str_m(b, &f, "queue_address", s->failed_queue);
-    sb__json_time_m(b, &f, "time_of_failure", s->last_failure_us);
-    sb__json_time_m(b, &f, "first_time_of_failure", s->first_failure_us);
-    sb__json_time_m(b, &f, "last_modified", s->last_modified_us);
-    sb__buf_puts(b, "}");
-}
-
-static void view(sb_buf *b, const sb_failed_summary *s)
-{
-    view_with(b, s, NULL);
-}
-
-static void views(sb_buf *b, sb_failed_summary *const *s, size_t n)
-{
-    sb__buf_puts(b, "[");
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            sb__buf_puts(b, ",");
-        view(b, s[i]);
-    }
-    sb__buf_puts(b, "]");
-}
 
 /* Sort keys of the API and the library's names for them (S12: a
  * whitelist; anything else is a 400): sqlbus's, and ServiceControl's
@@ -160,53 +113,17 @@ static int list(const sb_api *a, const sb_api_req *r, const char *endpoint,
     sb__page_headers(out, path, r->q, q.page, q.per_page, total);
     out->status = 200;
     if (r->method != SB_HTTP_HEAD)
-        views(&out->body, s, n);
+        sb__view_failed_list(&out->body, s, n);
     sb_free(s);
     return 1;
 }
 
-/* The newest attempt's stack trace from the headers, or NULL. */
-static const char *stack_trace(json_t *headers)
-{
-    static const char *const keys[] = {"sb-exception-stacktrace",
-                                       "NServiceBus.ExceptionInfo.StackTrace"};
-    for (size_t i = 0; i < 2; i++) {
-        const char *v = json_string_value(json_object_get(headers, keys[i]));
-        if (v != NULL)
-            return v;
-    }
-    return NULL;
-}
+/* How a message is shown: ServiceControl's FailedMessageView
+ * (errors/last) or FailedMessage (errors/{id}), or sqlbus's own whole
+ * view (the dashboard's). */
+enum { SHOW_VIEW, SHOW_FAILED_MESSAGE, SHOW_OWN };
 
-/* The body's content type from the headers, or NULL. */
-static const char *content_type(json_t *headers)
-{
-    static const char *const keys[] = {"sb-content-type", "Content-Type",
-                                       "NServiceBus.ContentType"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const char *v = json_string_value(json_object_get(headers, keys[i]));
-        if (v != NULL)
-            return v;
-    }
-    return NULL;
-}
-
-/* A stored message's headers parsed (NULL: none, "{}"), in *hj (NULL
- * when they are not JSON: shown as none). 0 with the 503 in `out` when
- * memory ran out: jansson reports that as a syntax error or drops bytes,
- * and an answer without the headers would not be the message's. */
-static int headers_json(const char *headers, json_t **hj, sb_api_resp *out)
-{
-    unsigned long fails = sb__alloc_failures();
-    *hj = json_loads(headers ? headers : "{}", 0, NULL);
-    if (sb__alloc_failures() == fails)
-        return 1;
-    json_decref(*hj);
-    *hj = NULL;
-    return sb__api_error(out, 503, "unavailable", NULL, "out of memory");
-}
-
-static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
+static int message(const sb_api *a, const char *id, int show, sb_api_resp *out)
 {
     sb_failed_message *m = NULL;
     sb_error err;
@@ -214,59 +131,28 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 1;
     sb_failed_summary s;
-    memset(&s, 0, sizeof s);
-    sb__strlcpy(s.unique_id, sb_failed_unique_id(m), sizeof s.unique_id);
-    s.status = sb_failed_status(m);
-    s.attempts = sb_failed_attempts(m);
-    s.last_failure_us = sb_failed_last_failure_us(m);
-    s.first_failure_us = sb_failed_first_failure_us(m);
-    s.last_modified_us = sb_failed_last_modified_us(m);
-    s.time_sent_us = sb_failed_time_sent_us(m);
-    s.is_system = sb_failed_is_system(m);
-    static const struct {
-        const char *name;
-        size_t off, cap;
-    } fields[] = {
-#define F(n, member)                                                           \
-    {n, offsetof(sb_failed_summary, member),                                   \
-     sizeof(((sb_failed_summary *)0)->member)}
-        F("message_id", message_id),
-        F("message_type", message_type),
-        F("failed_queue", failed_queue),
-        F("processing_endpoint", processing_endpoint),
-        F("host", host),
-        F("host_id", host_id),
-        F("exception_type", exception_type),
-        F("exception_message", exception_message),
-#undef F
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        const char *v = sb_failed_field(m, fields[i].name);
-        if (v != NULL)
-            sb__strlcpy((char *)&s + fields[i].off, v, fields[i].cap);
-    }
+    sb__view_summary_of(m, &s);
     const char *headers = sb_failed_headers(m);
     json_t *hj = NULL;
-    if (!headers_json(headers, &hj, out)) {
+    if (!sb__view_headers(headers, &hj, out)) {
         sb_failed_message_free(m);
         return 1;
     }
     out->status = 200;
     sb_buf *b = &out->body;
-    if (!full) {
-        view(b, &s);
+    if (show == SHOW_FAILED_MESSAGE)
+        sb__view_failed_message(b, m, &s, hj);
+    else /* the view's members, then (own) the detail's */
+        sb__view_failed(b, &s, 1, hj);
+    if (show != SHOW_OWN) {
         json_decref(hj);
         sb_failed_message_free(m);
         return 1;
     }
-    /* The view's members (the exception with its stack trace), then the
-     * detail's. */
-    const char *trace = stack_trace(hj);
-    view_with(b, &s, trace);
     if (!b->failed && b->len > 0) /* reopen the object */
         b->data[--b->len] = '\0';
     int f = 0;
-    sb__json_str_m(b, &f, "content_type", content_type(hj));
+    sb__json_str_m(b, &f, "content_type", sb__view_content_type(hj));
     sb__json_key(b, &f, "headers");
     sb__buf_puts(b, hj != NULL ? headers : "{}");
     sb__json_str_m(b, &f, "conversation_id",
@@ -303,10 +189,11 @@ static int message(const sb_api *a, const char *id, int full, sb_api_resp *out)
     sb__json_int_m(b, &f, "body_size", (int64_t)blen);
     sb__json_bool_m(b, &f, "body_stored_externally",
                     sb_failed_body_stored_externally(m));
+    /* Relative to the API root, as ServiceControl's: clients put their
+     * root ("/api") before it (issue 22). */
     sb__json_key(b, &f, "body_url");
-    sb__buf_puts(b, "\"/api/messages/");
-    sb__url_encode(b, s.unique_id);
-    sb__buf_puts(b, "/body\"}");
+    sb__view_body_url(b, s.unique_id);
+    sb__buf_puts(b, "}");
     json_decref(hj);
     sb_failed_message_free(m);
     return 1;
@@ -334,11 +221,11 @@ static int body(const sb_api *a, const char *id, sb_api_resp *out)
     size_t len = 0;
     const void *data = sb_failed_body(m, &len);
     json_t *hj = NULL;
-    if (!headers_json(sb_failed_headers(m), &hj, out)) {
+    if (!sb__view_headers(sb_failed_headers(m), &hj, out)) {
         sb_failed_message_free(m);
         return 1;
     }
-    const char *type = content_type(hj);
+    const char *type = sb__view_content_type(hj);
     if (type == NULL || !safe_type(type))
         type = sb_failed_body_text(m) != NULL && data != NULL
                    ? "text/plain; charset=utf-8"
@@ -370,7 +257,7 @@ static int search(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         return sb__api_fail(out, rc, &err), 1;
     out->total = (int64_t)n;
     out->status = 200;
-    views(&out->body, s, n);
+    sb__view_failed_list(&out->body, s, n);
     sb_free(s);
     return 1;
 }
@@ -419,6 +306,138 @@ static int summary(const sb_api *a, sb_api_resp *out)
         sb__buf_reset(b);
         return sb__api_fail(out, rc, &err), 1;
     }
+    out->status = 200;
+    return 1;
+}
+
+/* GET errors/summary: ServiceControl's summary of the unresolved
+ * messages, counts by receiving endpoint, host and message type in
+ * objects keyed by name (its dictionary keys, written as they are). The
+ * store keeps no count per host: "Hosts" is empty. */
+static int sc_summary(const sb_api *a, sb_api_resp *out)
+{
+    static const struct {
+        const char *by, *key;
+    } by[] = {{"endpoint", "Endpoints"}, {"message_type", "Message types"}};
+    sb_buf *b = &out->body;
+    sb_error err;
+    int rc = SB_OK;
+    sb__buf_puts(b, "{\"Hosts\":{}");
+    for (size_t i = 0; rc == SB_OK && i < sizeof by / sizeof *by; i++) {
+        sb_failed_count **c = NULL;
+        size_t n = 0;
+        rc = sb_errors_counts(a->store, by[i].by, SB_FAILED_UNRESOLVED,
+                              COUNTS_MAX, &c, &n, &err);
+        sb__buf_printf(b, ",\"%s\":{", by[i].key);
+        for (size_t k = 0; k < n; k++) {
+            sb__buf_puts(b, k ? "," : "");
+            sb__buf_json_str(b, c[k]->name);
+            sb__buf_printf(b, ":%lld", (long long)c[k]->count);
+        }
+        sb__buf_puts(b, "}");
+        sb_free(c);
+    }
+    sb__buf_puts(b, "}");
+    if (rc != SB_OK) {
+        sb__buf_reset(b);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    out->status = 200;
+    return 1;
+}
+
+/* GET endpoints/known: ServiceControl's KnownEndpointsView of the
+ * processing endpoints seen in failures, paged in memory: an id (its
+ * DeterministicGuid of the name and host id, as ServiceControl's) and
+ * the endpoint's details. The counts the list comes from know the name
+ * only: the host id is ServiceControl's zero GUID. */
+static int sc_known_endpoints(const sb_api *a, const sb_api_req *r,
+                              sb_api_resp *out)
+{
+    size_t page = 1, per = SB_API_DEFAULT_PER_PAGE;
+    if (!sb__page_params(r->q, &page, &per, out))
+        return 1;
+    sb_failed_count **c = NULL;
+    size_t n = 0;
+    sb_error err;
+    int rc =
+        sb_errors_counts(a->store, "endpoint", -1, COUNTS_MAX, &c, &n, &err);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    size_t from = (page - 1) * per < n ? (page - 1) * per : n;
+    size_t k = n - from < per ? n - from : per;
+    sb__page_headers(out, "/api/endpoints/known", r->q, page, per, (int64_t)n);
+    sb_buf *b = &out->body;
+    sb__buf_puts(b, "[");
+    for (size_t i = from; i < from + k; i++) {
+        char id[37];
+        sb_deterministic_guid(c[i]->name, SB_VIEW_NO_HOST_ID, id);
+        int f = 1, g = 1;
+        sb__buf_puts(b, i > from ? ",{" : "{");
+        sb__json_str_m(b, &f, "id", id);
+        sb__json_key(b, &f, "endpoint_details");
+        sb__buf_puts(b, "{");
+        sb__json_str_m(b, &g, "name", c[i]->name);
+        sb__json_str_m(b, &g, "host_id", SB_VIEW_NO_HOST_ID);
+        sb__buf_puts(b, "}}");
+    }
+    sb__buf_puts(b, "]");
+    sb_free(c);
+    out->status = 200;
+    return 1;
+}
+
+/* `ms` as a .NET TimeSpan is written ("[d.]hh:mm:ss[.fffffff]"), in
+ * quotes: how ServiceControl's configuration gives its periods. */
+static void timespan(sb_buf *b, int64_t ms)
+{
+    int64_t s = ms / 1000, days = s / 86400;
+    sb__buf_puts(b, "\"");
+    if (days > 0)
+        sb__buf_printf(b, "%lld.", (long long)days);
+    sb__buf_printf(b, "%02d:%02d:%02d", (int)(s / 3600 % 24),
+                   (int)(s / 60 % 60), (int)(s % 60));
+    if (ms % 1000 != 0)
+        sb__buf_printf(b, ".%03d0000", (int)(ms % 1000));
+    sb__buf_puts(b, "\"");
+}
+
+/* GET configuration: ServiceControl's configuration document, with what
+ * sqlbus has of it: the instance, the error retention (ServicePulse
+ * counts down to a message's deletion with it) and the transport. */
+static int sc_configuration(const sb_api *a, sb_api_resp *out)
+{
+    sb_bus_counters *c = sb__calloc(1, sizeof *c);
+    if (c == NULL)
+        return sb__api_error(out, 503, "unavailable", NULL, "out of memory"), 1;
+    c->size = sizeof *c;
+    sb_error err;
+    int rc = sb_bus_metrics(a->bus, c, &err);
+    if (rc != SB_OK) {
+        sb__free(c);
+        return sb__api_fail(out, rc, &err), 1;
+    }
+    sb_buf *b = &out->body;
+    int f = 1, g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_key(b, &f, "host");
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "instance_name", "sqlbus");
+    sb__buf_puts(b, "}");
+    sb__json_key(b, &f, "data_retention");
+    sb__buf_puts(b, "{\"error_retention_period\":");
+    timespan(b, a->retention_ms);
+    sb__buf_puts(b, "}");
+    char transport[64];
+    snprintf(transport, sizeof transport, "sqlbus (%s)", a->backend);
+    sb__json_key(b, &f, "transport");
+    g = 1;
+    sb__buf_puts(b, "{");
+    sb__json_str_m(b, &g, "transport_type", transport);
+    sb__json_str_m(b, &g, "error_queue", c->dead_letter_queue);
+    sb__json_bool_m(b, &g, "forward_error_messages", 0);
+    sb__buf_puts(b, "}}");
+    sb__free(c);
     out->status = 200;
     return 1;
 }
@@ -501,19 +520,27 @@ int sb__api_errors_read(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         sb__buf_free(&path);
         return rc;
     }
-    case SB_R_ERROR: return message(a, m->captures[0], 1, out);
-    case SB_R_ERROR_LAST: return message(a, m->captures[0], 0, out);
+    case SB_R_ERROR:
+        return message(a, m->captures[0], SHOW_FAILED_MESSAGE, out);
+    case SB_R_ERROR_LAST: return message(a, m->captures[0], SHOW_VIEW, out);
+    case SB_R_OWN_ERROR: return message(a, m->captures[0], SHOW_OWN, out);
+    case SB_R_MESSAGES_SEARCH_KEYWORD:
+    case SB_R_MESSAGES2:
+    case SB_R_CONVERSATION: return sb__api_messages(a, r, out);
     case SB_R_MESSAGE_BODY: return body(a, m->captures[0], out);
     case SB_R_SEARCH: return search(a, r, out);
-    case SB_R_ERRORS_SUMMARY: return summary(a, out);
+    case SB_R_ERRORS_SUMMARY: return sc_summary(a, out);
+    case SB_R_OWN_ERRORS_SUMMARY: return summary(a, out);
     case SB_R_ERRORS_QUEUE_ADDRESSES:
         return counts(a, r, "failed_queue", "physical_address",
                       "failed_message_count", "/api/errors/queues/addresses",
                       out);
-    case SB_R_KNOWN_ENDPOINTS:
+    case SB_R_KNOWN_ENDPOINTS: return sc_known_endpoints(a, r, out);
+    case SB_R_OWN_KNOWN_ENDPOINTS:
         return counts(a, r, "endpoint", "name", "failed_message_count",
-                      "/api/endpoints/known", out);
-    case SB_R_CONFIGURATION: return configuration(a, out);
+                      "/api/sqlbus/endpoints/known", out);
+    case SB_R_CONFIGURATION: return sc_configuration(a, out);
+    case SB_R_OWN_CONFIGURATION: return configuration(a, out);
     case SB_R_EDIT_CONFIG: return edit_config(a, out);
     default: return 0;
     }

@@ -132,6 +132,19 @@ static const route routes[] = {
     {GET_, "/metrics", SB_R_METRICS, NO_BODY},
     {GET_, "/", SB_R_UI, NO_BODY},
     {GET_, "/ui/{file}", SB_R_UI_ASSET, NO_BODY},
+    /* issue 22: ServiceControl's message views; sqlbus's own shapes */
+    {GET_, "/api/sqlbus/errors/{id}", SB_R_OWN_ERROR, NO_BODY},
+    {GET_, "/api/messages/search/{keyword}", SB_R_MESSAGES_SEARCH_KEYWORD,
+     NO_BODY},
+    {GET_, "/api/messages2", SB_R_MESSAGES2, NO_BODY},
+    {GET_, "/api/conversations/{id}", SB_R_CONVERSATION, NO_BODY},
+    {GET_, "/api/sqlbus/errors/summary", SB_R_OWN_ERRORS_SUMMARY, NO_BODY},
+    {GET_, "/api/sqlbus/endpoints/known", SB_R_OWN_KNOWN_ENDPOINTS, NO_BODY},
+    {GET_, "/api/sqlbus/configuration", SB_R_OWN_CONFIGURATION, NO_BODY},
+    {GET_, "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NO_BODY},
+    {SB_HTTP_DELETE, "/api/recoverability/unacknowledgedgroups/{id}",
+     SB_R_GROUP_ACK, NO_BODY},
+    {GET_, "/api/archive/groups/id/{id}", SB_R_ARCHIVED_GROUP, NO_BODY},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

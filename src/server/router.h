@@ -105,11 +105,23 @@ typedef enum sb_route_id {
     SB_R_SC_EMAIL_TEST,         /* POST /api/notifications/email/test */
     SB_R_SC_REMOTES,            /* GET /api/configuration/remotes */
     SB_R_SC_AUTH_CONFIG,        /* GET /api/authentication/configuration */
-    SB_R_HEALTH,                /* GET /health */
-    SB_R_HEALTH_READY,          /* GET /health/ready */
-    SB_R_METRICS,               /* GET /metrics */
-    SB_R_UI,                    /* GET / */
-    SB_R_UI_ASSET,              /* GET /ui/{file} */
+    /* issue 22: ServiceControl's message views, and sqlbus's own shapes
+     * of the routes that now answer in ServiceControl's */
+    SB_R_OWN_ERROR,               /* GET /api/sqlbus/errors/{id} */
+    SB_R_MESSAGES_SEARCH_KEYWORD, /* GET /api/messages/search/{keyword} */
+    SB_R_MESSAGES2,               /* GET /api/messages2 */
+    SB_R_CONVERSATION,            /* GET /api/conversations/{id} */
+    SB_R_OWN_ERRORS_SUMMARY,      /* GET /api/sqlbus/errors/summary */
+    SB_R_OWN_KNOWN_ENDPOINTS,     /* GET /api/sqlbus/endpoints/known */
+    SB_R_OWN_CONFIGURATION,       /* GET /api/sqlbus/configuration */
+    SB_R_OWN_HISTORY,             /* GET /api/sqlbus/recoverability/history */
+    SB_R_GROUP_ACK, /* DELETE /api/recoverability/unacknowledgedgroups/{id} */
+    SB_R_ARCHIVED_GROUP, /* GET /api/archive/groups/id/{id} */
+    SB_R_HEALTH,         /* GET /health */
+    SB_R_HEALTH_READY,   /* GET /health/ready */
+    SB_R_METRICS,        /* GET /metrics */
+    SB_R_UI,             /* GET / */
+    SB_R_UI_ASSET,       /* GET /ui/{file} */
     SB_R_COUNT
 } sb_route_id;
 

@@ -1669,6 +1669,121 @@ static void test_list_views(void **state)
     sbe_close(&e);
 }
 
+/* The HTTP API's message views (issue 22): a message looked up by its
+ * message id (two failures of one message in two endpoints' stores share
+ * it; ids alike in their indexed prefix still differ), a conversation's
+ * messages, a time-of-failure range, and a caller of the second
+ * sb_failed_query, whose newer fields are never read. */
+static void test_list_lookups(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    char long_a[256], long_b[256];
+    memset(long_a, 'x', 250);
+    long_a[250] = '\0';
+    memcpy(long_b, long_a, sizeof long_a);
+    long_a[249] = 'a';
+    long_b[249] = 'b';
+    static const struct {
+        const char *uid, *conversation;
+        int mid; /* 0 shared, 1 own, 2 long_a, 3 long_b */
+    } m[] = {{"lk-1", "conv-a", 0},
+             {"lk-2", "conv-a", 0},
+             {"lk-3", "conv-a", 1},
+             {"lk-4", "conv-b", 2},
+             {"lk-5", "conv-b", 3}};
+    for (size_t i = 0; i < 5; i++) {
+        char when[40], extra[160];
+        snprintf(when, sizeof when, "2026-01-04T00:00:%02zuZ", 10 + i * 10);
+        snprintf(extra, sizeof extra,
+                 ",\"sb-retry-of\":\"%s\",\"sb-conversation-id\":\"%s\"",
+                 m[i].uid, m[i].conversation);
+        const char *mid = m[i].mid == 0   ? "m-shared"
+                          : m[i].mid == 1 ? m[i].uid
+                          : m[i].mid == 2 ? long_a
+                                          : long_b;
+        sbe_dead_letter(&e, mid, "ql", when, "X", "b", extra);
+    }
+    sbe_ingest(&e);
+    sb_failed_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.status = -1;
+    q.message_id = "m-shared";
+    sb_failed_summary **s = NULL;
+    size_t n = 0;
+    int64_t total = 0;
+    sb_error err;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "mid");
+    assert_int_equal(total, 2);
+    assert_int_equal(n, 2);
+    assert_string_equal(s[0]->unique_id, "lk-2");
+    assert_string_equal(s[1]->unique_id, "lk-1");
+    assert_string_equal(s[0]->message_id, "m-shared");
+    sb_free(s);
+    q.message_id = long_b;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "long");
+    assert_int_equal(total, 1);
+    assert_string_equal(s[0]->unique_id, "lk-5");
+    sb_free(s);
+    q.message_id = "m-none";
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "none");
+    assert_int_equal(total, 0);
+    assert_int_equal(n, 0);
+    sb_free(s);
+    /* A conversation, with a status: one of its three archived. */
+    const char *ids[] = {"lk-3"};
+    sb_failed_selection sel = {0};
+    sel.ids = ids;
+    sel.n_ids = 1;
+    int64_t changed = 0;
+    sbt_ok(sb_errors_archive(e.store, &sel, 1, &changed, &err), &err,
+           "archive");
+    q.message_id = NULL;
+    q.conversation_id = "conv-a";
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "conv");
+    assert_int_equal(total, 3);
+    sb_free(s);
+    q.status = SB_FAILED_UNRESOLVED;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err,
+           "conv, unresolved");
+    assert_int_equal(total, 2);
+    assert_string_equal(s[0]->unique_id, "lk-2");
+    sb_free(s);
+    /* Failed from lk-2's time to lk-4's: three. */
+    q.status = -1;
+    q.conversation_id = NULL;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "all");
+    assert_int_equal(total, 5);
+    int64_t t4 = s[1]->last_failure_us, t2 = s[3]->last_failure_us;
+    assert_string_equal(s[1]->unique_id, "lk-4");
+    sb_free(s);
+    q.failed_from_us = t2;
+    q.failed_to_us = t4;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "range");
+    assert_int_equal(total, 3);
+    assert_string_equal(s[0]->unique_id, "lk-4");
+    assert_string_equal(s[2]->unique_id, "lk-2");
+    sb_free(s);
+    q.failed_to_us = 0;
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "from");
+    assert_int_equal(total, 4);
+    sb_free(s);
+    q.failed_from_us = t4 + 1;
+    q.failed_to_us = t4;
+    assert_int_equal(sb_errors_list(e.store, &q, &s, &n, NULL, &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "failed");
+    /* A second-version caller: the fields after its size are not read. */
+    q.size = SB_FAILED_QUERY_V2_SIZE;
+    q.message_id = "m-none";
+    sbt_ok(sb_errors_list(e.store, &q, &s, &n, &total, &err), &err, "v2");
+    assert_int_equal(total, 5);
+    sb_free(s);
+    sbe_close(&e);
+}
+
 /* One message of test_mixed_run: what the operations made of it. */
 typedef struct mixed_model {
     char uid[16], queue[4];
@@ -2086,6 +2201,7 @@ int main(void)
         cmocka_unit_test(test_search_order),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_list_views),
+        cmocka_unit_test(test_list_lookups),
         cmocka_unit_test(test_status_history),
         cmocka_unit_test(test_mixed_run),
         cmocka_unit_test(test_pending_retries),

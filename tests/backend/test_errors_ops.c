@@ -116,6 +116,47 @@ static void test_group_operation_excludes(void **state)
     sbe_close(&e);
 }
 
+/* E19, issue 22: a finished group operation is acknowledged (ServicePulse's
+ * "Dismiss"): its record goes, so the group shows none; one still running
+ * (or interrupted, to be resumed) is not; a group with none is
+ * SB_NOTFOUND. */
+static void test_group_operation_acknowledged(void **state)
+{
+    (void)state;
+    sbe_env e;
+    sbe_open(&e);
+    sbe_seed_failed(&e, "qk", 3);
+    char group[37];
+    sbe_group_of(&e, "qk", SB_FAILED_UNRESOLVED, group);
+    sb_failed_selection s = group_sel(group);
+    sb_error err;
+    sbt_ok(sb_errors_archive(e.store, &s, 1, NULL, &err), &err, "archive");
+    sbt_ok(sb_errors_group_acknowledge(e.store, group, &err), &err, "ack");
+    sb_group_operation op = {.size = sizeof op};
+    assert_int_equal(sb_errors_group_operation(e.store, group, &op, &err),
+                     SB_NOTFOUND);
+    assert_int_equal(sb_errors_group_acknowledge(e.store, group, &err),
+                     SB_NOTFOUND);
+    assert_string_equal(err.field, "group_id");
+    /* Running (here: as a process that stopped leaves it): kept. */
+    sbt_ok(sb_errors_archive(e.store, &s, 0, NULL, &err), &err, "unarchive");
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "UPDATE %sgroup_operations SET state = 'running', updated_at = "
+             "updated_at - 61000000",
+             e.prefix);
+    sbt_exec(e.bus, sql);
+    assert_int_equal(sb_errors_group_acknowledge(e.store, group, &err),
+                     SB_CONFLICT);
+    assert_string_equal(err.field, "group_id");
+    sbt_ok(sb_errors_group_operation(e.store, group, &op, &err), &err, "op");
+    assert_string_equal(op.state, "interrupted");
+    assert_int_equal(sb_errors_group_acknowledge(e.store, "", &err),
+                     SB_INVALID);
+    assert_string_equal(err.field, "group_id");
+    sbe_close(&e);
+}
+
 static void die_after_first_batch(int64_t done, int64_t total, void *user)
 {
     (void)done;
@@ -632,6 +673,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_operation_excludes),
         cmocka_unit_test(test_group_operation_resumes),
+        cmocka_unit_test(test_group_operation_acknowledged),
         cmocka_unit_test(test_modified_range),
         cmocka_unit_test(test_edit_and_retry),
         cmocka_unit_test(test_locked_headers),

@@ -46,7 +46,9 @@ read_token=api-read-token
 printf 'admin:%s\nread:%s\n' "$admin_token" "$read_token" >"$tmp/tokens"
 
 # The seed: six failed messages (two queues, two exception types, one
-# NServiceBus-shaped), and messages waiting in two queues.
+# NServiceBus-shaped: its sender, hosts, source, conversation and the
+# edit it is a copy of, as ServicePulse shows them), and messages
+# waiting in two queues.
 seed() {
     local i q t
     : >"$tmp/seed.jsonl"
@@ -58,7 +60,7 @@ seed() {
         printf '{"headers": {"sb-failed-queue": "%s", "sb-message-id": "0192f0b0-0000-7000-8000-00000000000%d", "sb-processing-endpoint": "%s", "sb-exception-type": "%s", "sb-exception-message": "failure %d", "sb-exception-stacktrace": "%s: failure\\n   at Shop.Handle() in Shop.cs:line %d", "sb-message-type": "Shop.PlaceOrder", "sb-time-of-failure": "2026-11-30T10:00:0%dZ", "Content-Type": "application/json"}, "body": "{\\"order\\": %d}"}\n' \
             "$q" "$i" "${q^}" "$t" "$i" "$t" "$((i * 10))" "$i" "$i" >>"$tmp/seed.jsonl"
     done
-    printf '{"headers": {"NServiceBus.MessageId": "nsb-1", "NServiceBus.FailedQ": "billing", "NServiceBus.ProcessingEndpoint": "Billing", "NServiceBus.EnclosedMessageTypes": "Shop.Bill, Shop", "NServiceBus.ExceptionInfo.ExceptionType": "System.InvalidOperationException", "NServiceBus.ExceptionInfo.Message": "bad state", "NServiceBus.TimeOfFailure": "2026-11-30 10:00:09:000000 Z", "NServiceBus.TimeSent": "2026-11-30 09:59:59:000000 Z"}, "body": "<bill/>"}\n' >>"$tmp/seed.jsonl"
+    printf '{"headers": {"NServiceBus.MessageId": "nsb-1", "NServiceBus.FailedQ": "billing", "NServiceBus.ProcessingEndpoint": "Billing", "NServiceBus.EnclosedMessageTypes": "Shop.Bill, Shop", "NServiceBus.ExceptionInfo.ExceptionType": "System.InvalidOperationException", "NServiceBus.ExceptionInfo.Message": "bad state", "NServiceBus.TimeOfFailure": "2026-11-30 10:00:09:000000 Z", "NServiceBus.TimeSent": "2026-11-30 09:59:59:000000 Z", "NServiceBus.ExceptionInfo.Source": "Shop.Billing", "NServiceBus.ExceptionInfo.StackTrace": "System.InvalidOperationException: bad state\\n   at Shop.Billing.Handle()", "NServiceBus.OriginatingEndpoint": "Shop.Web", "NServiceBus.OriginatingMachine": "web-2", "$.diagnostics.originating.hostid": "5b0c8f1e-4a55-4ad0-9d3a-2f3c4e5d6a7b", "NServiceBus.HostId": "9e3f0d2c-1b4a-4c5d-8e6f-7a8b9c0d1e2f", "NServiceBus.HostDisplayName": "billing-1", "NServiceBus.ConversationId": "conv-nsb-1", "NServiceBus.MessageIntent": "Send", "ServiceControl.EditOf": "0c7b4c4e-0000-4000-8000-000000000001"}, "body": "<bill/>"}\n' >>"$tmp/seed.jsonl"
     sb errors import "$tmp/seed.jsonl" >/dev/null || fail "errors import"
     printf '{"job": 1}\n{"job": 2}\n{"job": 3}\n' |
         sb publish --queue work.ready --lines >/dev/null || fail "publish"

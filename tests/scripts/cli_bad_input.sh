@@ -104,7 +104,8 @@ expect_exit 0 sb publish --queue $'in\xc2\xa0side' "$tmp/body"
 ok "queue names with Unicode white space at an end exit 2"
 
 # issue 20.9, E13: an unknown classifier is a usage error listing the
-# classifiers (the HTTP API answers 404), not an empty table.
+# classifiers, not an empty table (the HTTP API answers [] as
+# ServiceControl does, issue 22).
 expect_exit 2 sb errors groups --classifier bogus
 expect_err 'classifier'
 for c in 'Exception Type and Stack Trace' 'Message Type' 'Endpoint Address' \

@@ -166,6 +166,25 @@ static void test_every_route(void **state)
         {"GET", "/metrics", SB_R_METRICS, NULL, NULL},
         {"GET", "/", SB_R_UI, NULL, NULL},
         {"GET", "/ui/app.js", SB_R_UI_ASSET, "app.js", NULL},
+        /* issue 22 */
+        {"GET", "/api/sqlbus/errors/u-1", SB_R_OWN_ERROR, "u-1", NULL},
+        {"GET", "/api/messages/search/m-1", SB_R_MESSAGES_SEARCH_KEYWORD, "m-1",
+         NULL},
+        {"GET", "/api/messages/search/body", SB_R_MESSAGES_SEARCH_KEYWORD,
+         "body", NULL},
+        {"GET", "/api/messages2", SB_R_MESSAGES2, NULL, NULL},
+        {"GET", "/api/conversations/c-1", SB_R_CONVERSATION, "c-1", NULL},
+        {"GET", "/api/sqlbus/errors/summary", SB_R_OWN_ERRORS_SUMMARY, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/endpoints/known", SB_R_OWN_KNOWN_ENDPOINTS, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/configuration", SB_R_OWN_CONFIGURATION, NULL,
+         NULL},
+        {"GET", "/api/sqlbus/recoverability/history", SB_R_OWN_HISTORY, NULL,
+         NULL},
+        {"DELETE", "/api/recoverability/unacknowledgedgroups/g-1",
+         SB_R_GROUP_ACK, "g-1", NULL},
+        {"GET", "/api/archive/groups/id/g-1", SB_R_ARCHIVED_GROUP, "g-1", NULL},
     };
     int seen[SB_R_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -45,7 +45,7 @@ static const char *const names[ER_N] = {
     "IMPORTS_TAKE",  "IMPORTS_DELETE",  "PRUNE_GROUPS",
     "COUNTS_STATE",  "COUNTS_REBUILD",  "STALE_TAKE",
     "STALE_FIX",     "GROUPS_STALE",    "GROUPS_EXACT",
-    "FULLTEXT",      "SEARCH_READY"};
+    "FULLTEXT",      "SEARCH_READY",    "OP_ACK"};
 
 static sb_errors_sql build(int dialect)
 {
@@ -516,13 +516,15 @@ static void test_rowcount_where_changes_are_read(void **state)
 {
     (void)state;
     ALL(all, n);
-    /* select.c's fence and edit.c's claim: the only callers of changes. */
+    /* select.c's fence and acknowledgement (issue 22) and edit.c's claim:
+     * the only callers of changes. */
     ends_with("OP_STEP", find(all, n, "OP_STEP"), "; SELECT @@ROWCOUNT");
+    ends_with("OP_ACK", find(all, n, "OP_ACK"), "; SELECT @@ROWCOUNT");
     ends_with("EDIT_CLAIM", find(all, n, "EDIT_CLAIM"), "; SELECT @@ROWCOUNT");
     int with = 0;
     for (size_t i = 0; i < n; i++)
         with += strstr(all[i].sql, "@@ROWCOUNT") != NULL;
-    assert_int_equal(with, 2);
+    assert_int_equal(with, 3);
     /* The triggers keep their own counts from the client. */
     const char *ddl = find(all, n, "DDL");
     int triggers = 0;

@@ -107,7 +107,7 @@ SB.app = (function () {
   /* The counts in the navigation, from the failed-message summary. */
   async function updateNav() {
     try {
-      var r = await SB.api.get('/api/errors/summary', {conditional: true});
+      var r = await SB.api.get('/api/sqlbus/errors/summary', {conditional: true});
       if (r.notModified && document.getElementById('nav-failed').textContent) return;
       var st = (r.data && r.data.statuses) || {};
       setCount('nav-failed', st.unresolved);

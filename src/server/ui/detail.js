@@ -163,7 +163,8 @@ SB.detail = (function () {
       bodyError = null;
       if (!m.body_url && m.body_size === 0) { bodyText = ''; return; }
       try {
-        var r = await api.get(m.body_url || '/api/messages/' + api.seg(m.id) + '/body', {accept: '*/*', raw: true});
+        /* body_url is relative to the API root, as ServiceControl's. */
+        var r = await api.get('/api' + (m.body_url || '/messages/' + api.seg(m.id) + '/body'), {accept: '*/*', raw: true});
         bodyText = r.data || '';
       } catch (e) {
         bodyText = null;
@@ -298,7 +299,7 @@ SB.detail = (function () {
       refresh: async function (force) {
         try {
           var cfgP = loadEditConfig();
-          var r = await api.get('/api/errors/' + api.seg(id), {conditional: true});
+          var r = await api.get('/api/sqlbus/errors/' + api.seg(id), {conditional: true});
           await cfgP;
           var m = r.data;
           var needBody = bodyFor !== (m.id + '|' + (m.last_modified || '') + '|' + (m.body_size || ''));

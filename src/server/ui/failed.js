@@ -164,7 +164,7 @@ SB.failed = (function () {
         return {value: q.physical_address, label: q.physical_address + ' (' + q.failed_message_count + ')'};
       }), st.queue, 'All queues');
     }, function () { /* the list shows the API error */ });
-    api.get('/api/endpoints/known').then(function (r) {
+    api.get('/api/sqlbus/endpoints/known').then(function (r) {
       var names = [];
       (r.data || []).forEach(function (e) { if (e.name && names.indexOf(e.name) < 0) names.push(e.name); });
       optionList(endpointSel, names.map(function (n) { return {value: n, label: n}; }), st.endpoint, 'All endpoints');

@@ -49,14 +49,14 @@ SB.groups = (function () {
       return h('div.opcell', D.progress(frac, op.kind + ' ' + g.title),
         h('span.op-text', op.kind + ' ' + op.state + (op.total ? ' · ' + (op.done || 0) + '/' + op.total : '')));
     }
-    if (g.operation_status === 'running') {
+    if (g.operation_state === 'running') {
       return h('div.opcell', D.progress(g.operation_progress !== undefined ? g.operation_progress : null, 'operation'),
         h('span.op-text', (g.operation_kind || 'operation') + ' running' +
           (g.operation_remaining_count !== undefined ? ' · ' + g.operation_remaining_count + ' left' : '')));
     }
-    if (g.operation_status) {
-      return h('span.op-text.' + (g.operation_status === 'completed' ? 'good' : 'bad'),
-        (g.operation_kind || 'operation') + ' ' + g.operation_status,
+    if (g.operation_state) {
+      return h('span.op-text.' + (g.operation_state === 'completed' ? 'good' : 'bad'),
+        (g.operation_kind || 'operation') + ' ' + g.operation_state,
         g.operation_completion_time ? h('span.muted', ' ', D.time(g.operation_completion_time)) : null);
     }
     return h('span.muted', '—');
@@ -132,7 +132,9 @@ SB.groups = (function () {
     }
 
     function content(r) {
-      var groups = (r.data || []).slice().sort(SORTS[sort] || SORTS.count);
+      /* A closed group (its messages all retried or archived, listed for
+       * ServicePulse's "Dismiss") is not an open group here. */
+      var groups = (r.data || []).filter(function (g) { return !g.closed; }).sort(SORTS[sort] || SORTS.count);
       if (!groups.length) {
         return D.empty('No failure groups — everything is healthy',
           'Failed messages are grouped here by ' + classifier.toLowerCase() + '.');
@@ -141,7 +143,7 @@ SB.groups = (function () {
         C.th('Last failure'), C.th('Operation'), C.th('Actions')],
       groups.map(function (g) {
         var running = (local[g.id] && local[g.id].state !== 'completed' && local[g.id].state !== 'failed') ||
-          g.operation_status === 'running';
+          g.operation_state === 'running';
         return h('tr', {dataset: {row: g.id, group: g.id}},
           C.cell(h('div',
             D.link(SB.app.href('/failed', {group: g.id, group_title: g.title}), g.title || '(untitled)',
@@ -169,13 +171,13 @@ SB.groups = (function () {
           return content(r);
         })];
         if (hist.open) {
-          jobs.push(C.load(hist.querySelector('.history-body'), ['/api/recoverability/history'], force, function (r) {
+          jobs.push(C.load(hist.querySelector('.history-body'), ['/api/sqlbus/recoverability/history'], force, function (r) {
             var ops = (r.data || []).slice(0, 10);
             if (!ops.length) return D.empty('No group operations yet');
             return D.table('compact', [C.th('Group'), C.th('Operation'), C.th('Messages', 'n'), C.th('Finished')],
               ops.map(function (o) {
                 return h('tr', C.cell(o.title || o.group_id || o.id || ''),
-                  C.cell((o.operation_kind || o.kind || '') + ' ' + (o.operation_status || o.state || '')),
+                  C.cell((o.operation_kind || o.kind || '') + ' ' + (o.operation_state || o.state || '')),
                   C.cell(D.num(o.count !== undefined ? o.count : o.total), 'n'),
                   C.cell(D.time(o.operation_completion_time || o.updated)));
               }));

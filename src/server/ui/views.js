@@ -243,9 +243,9 @@ SB.common = (function () {
       title: 'Overview',
       refresh: function (force) {
         return Promise.all([
-          C.load(cards.body, ['/api/errors/summary'], force, statusCards),
-          C.load(byStatus.body, ['/api/errors/summary'], force, statusBars),
-          C.load(top.body, ['/api/errors/summary'], force, topBody),
+          C.load(cards.body, ['/api/sqlbus/errors/summary'], force, statusCards),
+          C.load(byStatus.body, ['/api/sqlbus/errors/summary'], force, statusBars),
+          C.load(top.body, ['/api/sqlbus/errors/summary'], force, topBody),
           C.load(health.body, ['/health/ready'], force, healthBody, {onError: function (e) {
             if (e.status === 503 && e.body && e.body.status === 'degraded') return healthBody({data: e.body});
             if (e.status === 503) {
