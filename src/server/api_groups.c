@@ -28,7 +28,7 @@ typedef struct group_names {
     char id[37];
     char title[512];
     char type[64];
-    int64_t last_us;
+    int64_t first_us, last_us; /* its messages' oldest and newest failure */
 } group_names;
 
 /* The names of group `id` into `g`; a group with no message left keeps
@@ -52,6 +52,13 @@ static int names_of(const sb_api *a, const char *id, group_names *g,
             rc = SB_OK;
     }
     sb_free(s);
+    s = NULL;
+    if (rc == SB_OK && n > 0) { /* the oldest, for ServicePulse's "first" */
+        q.ascending = 1;
+        if (sb_errors_list(a->store, &q, &s, &n, NULL, &err) == SB_OK && n > 0)
+            g->first_us = s[0]->first_failure_us;
+        sb_free(s);
+    }
     for (size_t i = 0; m != NULL && i < sb_failed_group_count(m); i++) {
         const char *gid, *type, *title;
         sb_failed_group(m, i, &gid, &type, &title);
@@ -197,6 +204,8 @@ static int closed_groups(const sb_api *a, const char *classifier,
         sb__strlcpy(g.title, names.title, sizeof g.title);
         sb__strlcpy(g.type, names.type, sizeof g.type);
         g.count = ops[i]->done;
+        g.first_failure_us =
+            names.first_us > 0 ? names.first_us : names.last_us;
         g.last_failure_us = names.last_us;
         if ((*n)++ > 0)
             sb__buf_puts(b, ",");

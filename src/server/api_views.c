@@ -141,7 +141,14 @@ static void exception(sb_buf *b, int *f, const sb_failed_summary *s, int whole,
     sb__json_str_m(b, &g, "exception_type", s->exception_type);
     sb__json_str_m(b, &g, "message", s->exception_message);
     if (whole) {
-        sb__json_str_m(b, &g, "source", sb__view_header(hj, k_source));
+        /* ServiceControl's Source is null when unknown; ServicePulse
+         * reads the member, so it is always there. */
+        const char *src = sb__view_header(hj, k_source);
+        sb__json_key(b, &g, "source");
+        if (src != NULL && src[0] != '\0')
+            sb__buf_json_str(b, src);
+        else
+            sb__buf_puts(b, "null");
         sb__json_str_m(b, &g, "stack_trace", sb__view_header(hj, k_trace));
     }
     sb__buf_puts(b, "}");
