@@ -3,7 +3,8 @@
  * a form that raises no warning), the connection details, the e-mail
  * notification settings (kept in {prefix}settings; sqlbus sends no mail),
  * the remote instances (none) and the authentication configuration
- * (ServicePulse's own sign-in is not sqlbus's: off). */
+ * (ServicePulse's own sign-in is not sqlbus's: off), and the usage
+ * (throughput) report's routes, which say there is no report to make. */
 #include "server/api.h"
 
 #include <jansson.h>
@@ -283,6 +284,37 @@ static int auth_config(sb_api_resp *out)
     return 1;
 }
 
+/* The usage report ServiceControl collects for its license: sqlbus needs
+ * none, so the connections it would measure through are not there (the
+ * queues are this database's tables), no report can be made and no
+ * endpoint is counted. */
+#define NO_USAGE_CONNECTION                                                    \
+    "{\"connection_successful\":false,\"connection_error_messages\":"          \
+    "[\"sqlbus has no audit or monitoring instance to measure through\"],"     \
+    "\"diagnostics\":\"\"}"
+static int usage(sb_route_id route, sb_api_resp *out)
+{
+    const char *doc = "[]"; /* endpoints, masks */
+    if (route == SB_R_SC_USAGE_TEST)
+        doc =
+            "{\"transport\":\"sqlbus\",\"audit_connection_result\":" NO_USAGE_CONNECTION
+            ",\"monitoring_connection_result\":" NO_USAGE_CONNECTION
+            ",\"broker_connection_result\":"
+            "{\"connection_successful\":true,"
+            "\"connection_error_messages\":[],\"diagnostics\":\"the queues "
+            "are tables of this database\"}}";
+    else if (route == SB_R_SC_USAGE_INFO)
+        doc = "{\"service_control_settings\":[],\"monitoring_settings\":[],"
+              "\"broker_settings\":[]}";
+    else if (route == SB_R_SC_USAGE_REPORT)
+        doc = "{\"transport\":\"sqlbus\",\"report_can_be_generated\":false,"
+              "\"reason\":\"sqlbus needs no license, so there is no usage "
+              "report to send\"}";
+    sb__buf_puts(&out->body, doc);
+    out->status = 200;
+    return 1;
+}
+
 int sb__api_sc_misc(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
 {
     switch (r->m->route) {
@@ -303,6 +335,11 @@ int sb__api_sc_misc(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
         out->status = 200;
         return 1;
     case SB_R_SC_AUTH_CONFIG: return auth_config(out);
+    case SB_R_SC_USAGE_TEST:
+    case SB_R_SC_USAGE_INFO:
+    case SB_R_SC_USAGE_MASKS:
+    case SB_R_SC_USAGE_REPORT:
+    case SB_R_SC_USAGE_ENDPOINTS: return usage(r->m->route, out);
     default: return 0;
     }
 }

@@ -220,6 +220,11 @@ int sb__api_root(const sb_api_req *r, sb_api_resp *out)
          "messages/search{?q,page,per_page,direction,sort}"},
         {"configuration", "configuration"},
         {"archived_groups_url", "errors/groups/{classifier?}"},
+        {"get_archive_group", "archive/groups/id/{groupId}"},
+        {"endpoints_url", "endpoints"},
+        {"event_log_items", "eventlogitems"},
+        {"license_details", "license/details"},
+        {"remote_configuration", "configuration/remotes"},
     };
     sb_buf *b = &out->body;
     int f = 1;

@@ -105,6 +105,11 @@ typedef enum sb_route_id {
     SB_R_SC_EMAIL_TEST,         /* POST /api/notifications/email/test */
     SB_R_SC_REMOTES,            /* GET /api/configuration/remotes */
     SB_R_SC_AUTH_CONFIG,        /* GET /api/authentication/configuration */
+    SB_R_SC_USAGE_TEST,         /* GET /api/licensing/settings/test */
+    SB_R_SC_USAGE_INFO,         /* GET /api/licensing/settings/info */
+    SB_R_SC_USAGE_MASKS,        /* GET /api/licensing/settings/masks */
+    SB_R_SC_USAGE_REPORT,       /* GET /api/licensing/report/available */
+    SB_R_SC_USAGE_ENDPOINTS,    /* GET /api/licensing/endpoints */
     /* issue 22: ServiceControl's message views, and sqlbus's own shapes
      * of the routes that now answer in ServiceControl's */
     SB_R_OWN_ERROR,               /* GET /api/sqlbus/errors/{id} */
