@@ -12,11 +12,11 @@ bench=0
 # tzdata: the zones of schedules' cron expressions (T41).
 pkgs=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev
-      libmicrohttpd-dev unixodbc-dev tzdata)
+      libmicrohttpd-dev libcurl4-openssl-dev unixodbc-dev tzdata)
 # odbc-postgresql (psqlODBC): the tests prove the ODBC driver through it;
 # tdsodbc (FreeTDS): they load SQL Server's driver (no server here).
 [ $build_only = 1 ] ||
-    pkgs+=(clang clang-format sqlite3 curl postgresql postgresql-contrib jq python3
+    pkgs+=(clang clang-format sqlite3 curl openssl postgresql postgresql-contrib jq python3
            odbc-postgresql tdsodbc)
 [ $bench = 0 ] || pkgs+=(wrk)
 missing=()

@@ -23,7 +23,8 @@ enum {
     OPT_MAX_PER_IP,
     OPT_HEADER_TIMEOUT,
     OPT_CORS_ORIGIN,
-    OPT_ALLOWED_HOST
+    OPT_ALLOWED_HOST,
+    OPT_CHECK_INTERVAL
 };
 
 /* Issue 22: --cors-origin values kept (the server checks them). */
@@ -164,6 +165,7 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"allowed-host", required_argument, NULL, OPT_ALLOWED_HOST},
+        {"check-interval", required_argument, NULL, OPT_CHECK_INTERVAL},
         CLI_GLOBAL_LONGOPTS,
         {NULL, 0, NULL, 0}};
     const char *listen = SB_SERVER_LISTEN, *token_file = NULL;
@@ -173,6 +175,7 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
     int64_t max_conns = SB_SERVER_MAX_CONNECTIONS;
     int64_t max_per_ip = SB_SERVER_MAX_PER_IP;
     int64_t header_timeout_ms = SB_SERVER_HEADER_TIMEOUT_MS;
+    int64_t check_interval_ms = SB_SERVER_CHECK_INTERVAL_MS;
     const char *cors[CORS_ORIGINS_MAX];
     size_t n_cors = 0;
     const char *hosts[ALLOWED_HOSTS_MAX];
@@ -241,6 +244,15 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                                          SB_SERVER_HEADER_TIMEOUT_MIN_MS,
                                          SB_SERVER_HEADER_TIMEOUT_MAX_MS,
                                          &header_timeout_ms);
+            if (prc != CLI_OK)
+                return prc;
+            break;
+        }
+        case OPT_CHECK_INTERVAL: {
+            int prc = cli_parse_duration(ctx, "--check-interval", optarg,
+                                         SB_SERVER_CHECK_INTERVAL_MIN_MS,
+                                         SB_SERVER_CHECK_INTERVAL_MAX_MS,
+                                         &check_interval_ms);
             if (prc != CLI_OK)
                 return prc;
             break;
@@ -321,7 +333,8 @@ int cli_cmd_serve(cli_ctx *ctx, int argc, char **argv)
                            .cors_origins = cors,
                            .n_cors_origins = n_cors,
                            .allowed_hosts = hosts,
-                           .n_allowed_hosts = n_hosts};
+                           .n_allowed_hosts = n_hosts,
+                           .check_interval_ms = check_interval_ms};
     sb_server *srv = NULL;
     if (src == SB_OK)
         src = sb__server_start(bus, &o, &srv, &err);

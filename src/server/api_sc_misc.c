@@ -1,7 +1,7 @@
 /* api_sc_misc.c - the small documents ServicePulse reads (issue 22), in
  * ServiceControl's shapes: the license (sqlbus needs none, and says so in
  * a form that raises no warning), the connection details, the e-mail
- * notification settings (kept in {prefix}settings; sqlbus sends no mail),
+ * notification settings (mail.h) and their test message (notify.h),
  * the remote instances (none) and the authentication configuration
  * (ServicePulse's own sign-in is not sqlbus's: off), and the usage
  * (throughput) report's routes, which say there is no report to make. */
@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define EMAIL_SETTING "notifications.email"
-#define EMAIL_TEXT_MAX 1000 /* bytes of a server, account or address list */
-#define EMAIL_SECRET_MAX 256
+#include "server/mail.h"
+#include "server/notify.h"
 
 /* GET /api/license: no license is needed. */
 static int license(sb_api_resp *out)
@@ -69,26 +68,16 @@ static int connection(const sb_api *a, sb_api_resp *out)
     return 1;
 }
 
-/* The stored e-mail settings (a JSON object; an empty one when none are
- * stored), transferred; NULL with the failure in `out`. */
+/* The stored e-mail settings (transferred); NULL with the failure in
+ * `out`. */
 static json_t *email_load(const sb_api *a, sb_api_resp *out)
 {
-    char *text = NULL;
+    json_t *doc = NULL;
     sb_error err;
-    int rc = sb_setting_get(a->bus, EMAIL_SETTING, &text, NULL, &err);
-    if (rc == SB_NOTFOUND)
-        return json_object();
-    if (rc != SB_OK) {
+    int rc = sb__mail_load(a->bus, &doc, &err);
+    if (rc != SB_OK)
         sb__api_fail(out, rc, &err);
-        return NULL;
-    }
-    json_t *j = json_loads(text, 0, NULL);
-    sb_free(text);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return json_object(); /* not ours: as if none were stored */
-    }
-    return j;
+    return doc;
 }
 
 static int email_store(const sb_api *a, json_t *doc, sb_api_resp *out)
@@ -97,7 +86,7 @@ static int email_store(const sb_api *a, json_t *doc, sb_api_resp *out)
     if (text == NULL)
         return sb__api_error(out, 503, "unavailable", NULL, "out of memory"), 0;
     sb_error err;
-    int rc = sb_setting_put(a->bus, EMAIL_SETTING, text, &err);
+    int rc = sb_setting_put(a->bus, SB_MAIL_SETTING, text, &err);
     sb__free(text);
     if (rc != SB_OK)
         return sb__api_fail(out, rc, &err), 0;
@@ -142,9 +131,13 @@ static int email_get(const sb_api *a, sb_api_resp *out)
     return 1;
 }
 
+/* What a text member must be beyond its length. */
+enum { ANY_TEXT, RELAY, ONE_ADDRESS, ADDRESSES };
+
 /* Member `name` of the body into `doc` as `as`: a string of at most `max`
- * bytes, or null / absent for none; 0 with the 400 naming it otherwise. */
-static int take_text(const json_t *body, const char *name, size_t max,
+ * bytes of `kind`, or null / absent for none; 0 with the 400 naming it
+ * otherwise. */
+static int take_text(const json_t *body, const char *name, size_t max, int kind,
                      json_t *doc, const char *as, sb_api_resp *out)
 {
     json_t *v = json_object_get(body, name);
@@ -157,10 +150,23 @@ static int take_text(const json_t *body, const char *name, size_t max,
                              "%s must be a string of at most %zu bytes", name,
                              max),
                0;
-    if (json_string_length(v) == 0)
+    if (json_string_length(v) == 0) {
         json_object_del(doc, as);
-    else
-        json_object_set(doc, as, v);
+        return 1;
+    }
+    const char *text = json_string_value(v);
+    sb_error err;
+    int rc = kind == RELAY ? sb__mail_check_server(name, text, &err)
+             : kind == ONE_ADDRESS
+                 ? sb__mail_check_addresses(name, text, 0, &err)
+             : kind == ADDRESSES ? sb__mail_check_addresses(name, text, 1, &err)
+                                 : SB_OK;
+    if (rc == SB_OK && kind == ANY_TEXT &&
+        strlen(text) != json_string_length(v))
+        rc = sb__err(&err, SB_INVALID, name, "%s must not contain NUL", name);
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 0;
+    json_object_set(doc, as, v);
     return 1;
 }
 
@@ -201,15 +207,17 @@ static int email_post(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     int keep_secret =
         (secret == NULL || json_is_null(secret) ||
          (json_is_string(secret) && json_string_length(secret) == 0));
-    int ok = take_text(r->json, "smtp_server", EMAIL_TEXT_MAX, doc,
-                       "smtp_server", out) &&
-             take_text(r->json, "authorization_account", EMAIL_TEXT_MAX, doc,
-                       "authentication_account", out) &&
-             take_text(r->json, "to", EMAIL_TEXT_MAX, doc, "to", out) &&
-             take_text(r->json, "from", EMAIL_TEXT_MAX, doc, "from", out) &&
-             (keep_secret ||
-              take_text(r->json, "authorization_password", EMAIL_SECRET_MAX,
-                        doc, "authentication_password", out));
+    int ok =
+        take_text(r->json, "smtp_server", SB_MAIL_TEXT_MAX, RELAY, doc,
+                  "smtp_server", out) &&
+        take_text(r->json, "authorization_account", SB_MAIL_TEXT_MAX, ANY_TEXT,
+                  doc, "authentication_account", out) &&
+        take_text(r->json, "to", SB_MAIL_TEXT_MAX, ADDRESSES, doc, "to", out) &&
+        take_text(r->json, "from", SB_MAIL_ADDRESS_MAX, ONE_ADDRESS, doc,
+                  "from", out) &&
+        (keep_secret ||
+         take_text(r->json, "authorization_password", SB_MAIL_SECRET_MAX,
+                   ANY_TEXT, doc, "authentication_password", out));
     if (ok && text_of(doc, "authentication_account")[0] == '\0')
         json_object_del(doc, "authentication_password");
     if (ok) {
@@ -252,24 +260,22 @@ static int email_toggle(const sb_api *a, const sb_api_req *r, sb_api_resp *out)
     return 1;
 }
 
-/* POST /api/notifications/email/test: sqlbus sends no mail, so the test
- * says what is missing: a relay, then the sending itself. */
+/* POST /api/notifications/email/test: a test message through the relay,
+ * sent before the answer (at most SB_MAIL_TIMEOUT_MS). A relay that does
+ * not take it is a 502 with its answer. */
 static int email_test(const sb_api *a, sb_api_resp *out)
 {
-    json_t *doc = email_load(a, out);
-    if (doc == NULL)
-        return 1;
-    int relay = text_of(doc, "smtp_server")[0] != '\0';
-    json_decref(doc);
-    if (!relay)
-        return sb__api_error(out, 400, "invalid", "smtp_server",
-                             "no SMTP relay is configured: set smtp_server "
-                             "with POST /api/notifications/email first"),
+    sb_error err;
+    int rc = sb__notify_test(a, &err);
+    if (rc == SB_UNAVAILABLE && strcmp(err.field, "smtp_server") == 0)
+        return sb__api_error(out, 502, "bad_gateway", err.field, "%s",
+                             err.message),
                1;
-    return sb__api_error(out, 501, "not_implemented", NULL,
-                         "sqlbus stores the e-mail settings but does not send "
-                         "e-mail: no test message was sent"),
-           1;
+    if (rc != SB_OK)
+        return sb__api_fail(out, rc, &err), 1;
+    sb__buf_puts(&out->body, "{\"sent\":true}");
+    out->status = 200;
+    return 1;
 }
 
 /* GET /api/authentication/configuration: ServicePulse's OpenID Connect

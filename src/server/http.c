@@ -9,6 +9,7 @@
 #include "server/cors.h"
 #include "server/deadline.h"
 #include "server/metrics.h"
+#include "server/notify.h"
 #include "server/rawhead.h"
 #include "server/router.h"
 #include "server/server.h"
@@ -48,6 +49,7 @@ struct sb_server {
     sb_operations *ops;
     sb_metrics *metrics;
     sb_stats *stats;
+    sb_notify *notify;     /* issue 22: health-check e-mails */
     sb_deadline *deadline; /* slow clients: the request-head deadline */
     sb_api api;
     char admin[SB_SERVER_TOKEN_MAX + 1], read[SB_SERVER_TOKEN_MAX + 1];
@@ -484,7 +486,7 @@ static enum MHD_Result metrics(request *r, sb_server *s,
     sb__buf_init(&b, SB_API_BODY_MAX);
     sb_error err;
     int rc = sb__metrics_render(s->metrics, s->api_bus, s->api_store, s->loops,
-                                s->stats, &b, &err);
+                                s->notify, s->stats, &b, &err);
     if (rc != SB_OK || b.failed) {
         sb__buf_free(&b);
         return send_error(r, c, 503, "unavailable",
@@ -875,6 +877,7 @@ static int no_registration(const sb_registration *r, void *user)
 /* The server's parts, in reverse order of their start; NULL-safe. */
 static void release(sb_server *s)
 {
+    sb__notify_stop(s->notify);
     sb__deadline_stop(s->deadline);
     sb_operations_close(s->ops);
     sb__stats_stop(s->stats);
@@ -998,6 +1001,17 @@ int sb__server_start(sb_bus *bus, const sb_server_options *opts,
                       .backend = sb_backend_name(s->api_bus),
                       .retention_ms = opts->retention_ms,
                       .edit_enabled = opts->edit_enabled};
+    /* The notifications run on the server's bus, as the sampler: no
+     * request's time limit, and the API bus stays the requests'. */
+    sb_api own = s->api;
+    own.bus = bus;
+    own.store = s->store;
+    rc = sb__notify_start(&own, opts->check_interval_ms, opts->log,
+                          opts->log_user, &s->notify, err);
+    if (rc != SB_OK) {
+        release(s);
+        return rc;
+    }
     unsigned timeout = opts->timeout_s ? opts->timeout_s : 30;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (addr.ss_family == AF_INET6)

@@ -141,8 +141,8 @@ static int read_recovery(sb_bus *bus, sb_metrics_snapshot *s,
 /* ---- the scrape ---- */
 
 int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
-                       sb_loops *loops, sb_stats *stats, sb_buf *out,
-                       sb_error *err)
+                       sb_loops *loops, sb_notify *notify, sb_stats *stats,
+                       sb_buf *out, sb_error *err)
 {
     sb_error_clear(err);
     if (bus == NULL || out == NULL)
@@ -194,6 +194,10 @@ int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
     if (loops != NULL) {
         sb__loops_state(loops, &s.loops);
         s.loops_ok = 1;
+    }
+    if (notify != NULL) {
+        sb__notify_state(notify, &s.notify);
+        s.notify_ok = 1;
     }
     if (store != NULL) {
         s.failed_ok = sb_errors_status_counts(store, s.failed, &e) == SB_OK;

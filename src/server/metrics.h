@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "server/loops.h"
+#include "server/notify.h"
 #include "server/router.h"
 #include "server/stats.h"
 
@@ -33,14 +34,14 @@ void sb__metrics_http(sb_metrics *m, sb_route_id route, const char *pattern,
                       unsigned status, int64_t duration_us);
 
 /* The Prometheus text exposition (format 0.0.4), appended to `out`.
- * `bus` is required; `store` and `loops` may be NULL (their metrics then
- * have no samples). The depth gauges come from `stats`'s newest sample
+ * `bus` is required; `store`, `loops` and `notify` may be NULL (their
+ * metrics then have no samples). The depth gauges come from `stats`'s newest sample
  * when it is at most 10 s old (NULL or older: one sb_queue_list). A source the database cannot answer is left out and
  * reported by sqlbus_scrape_source_up{source} = 0; the scrape still
  * succeeds. Reads at most 10,000 recovery registrations. SB_OK, SB_INVALID
  * (no bus or out), SB_NOMEM / SB_TOOBIG (from `out`). Thread-safe. */
 int sb__metrics_render(sb_metrics *m, sb_bus *bus, sb_errors *store,
-                       sb_loops *loops, sb_stats *stats, sb_buf *out,
-                       sb_error *err);
+                       sb_loops *loops, sb_notify *notify, sb_stats *stats,
+                       sb_buf *out, sb_error *err);
 
 #endif

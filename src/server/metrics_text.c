@@ -337,6 +337,29 @@ static void ingestion(sb_buf *b, const sb_metrics_snapshot *s)
                        (s->lag_ms < 0 ? 0 : s->lag_ms) * 1000);
 }
 
+/* Issue 22: the health-check e-mails (notify.h). */
+static void notifications(sb_buf *b, const sb_metrics_snapshot *s)
+{
+    static const struct {
+        const char *name, *help;
+    } f[] = {
+        {"sqlbus_notify_evaluations_total",
+         "Evaluations of sqlbus's own checks with e-mail notifications on."},
+        {"sqlbus_notify_sent_total",
+         "Health-check notifications the SMTP relay took."},
+        {"sqlbus_notify_failed_total",
+         "Health-check notifications the SMTP relay did not take (each is "
+         "tried again at the next evaluation)."},
+    };
+    const int64_t v[] = {s->notify.evaluations, s->notify.sent,
+                         s->notify.failed};
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        family(b, f[k].name, "counter", f[k].help);
+        if (s->notify_ok)
+            sample(b, f[k].name, NULL, NULL, NULL, NULL, v[k]);
+    }
+}
+
 static void failed(sb_buf *b, const sb_metrics_snapshot *s)
 {
     static const char *const status[] = {"unresolved", "retryIssued",
@@ -444,6 +467,7 @@ int sb__metrics_text(const sb_metrics_snapshot *s, sb_buf *out)
     by_type(out, s);
     totals(out, s);
     ingestion(out, s);
+    notifications(out, s);
     failed(out, s);
     recovery(out, s);
     http(out, s);

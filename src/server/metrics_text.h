@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "server/loops.h"
+#include "server/notify.h"
 
 #define SB_METRICS_QUEUE_LABELS 500 /* queues shown by the depth gauges */
 #define SB_METRICS_HANDLERS 32      /* recovery handlers shown by name */
@@ -49,6 +50,8 @@ typedef struct sb_metrics_snapshot {
     size_t n_totals;
     int loops_ok;
     sb_loops_state loops;
+    int notify_ok; /* issue 22: the health-check e-mails */
+    sb_notify_state notify;
     int failed_ok;
     int64_t failed[4]; /* by enum sb_failed_status */
     int imports_ok;

@@ -30,6 +30,11 @@
 #define SB_SERVER_HEADER_TIMEOUT_MS 10000
 #define SB_SERVER_HEADER_TIMEOUT_MIN_MS 100
 #define SB_SERVER_HEADER_TIMEOUT_MAX_MS (3600LL * 1000)
+/* Issue 22: `--check-interval`, how often the health-check e-mails
+ * (notify.h) evaluate sqlbus's own checks: default and limits. */
+#define SB_SERVER_CHECK_INTERVAL_MS 30000
+#define SB_SERVER_CHECK_INTERVAL_MIN_MS 1000
+#define SB_SERVER_CHECK_INTERVAL_MAX_MS (3600LL * 1000)
 
 /* Issue 22: the ServiceControl version every answer names
  * (X-Particular-Version). ServicePulse turns screens on by it: 5.2.0
@@ -88,6 +93,10 @@ typedef struct sb_server_options {
      * ones (cors.h, sb_hosts): a proxy's, say. Ignored with tokens. */
     const char *const *allowed_hosts;
     size_t n_allowed_hosts;
+    /* Issue 22: how often sqlbus's own checks are evaluated for the
+     * e-mail notifications (notify.h; `--check-interval`; 0:
+     * SB_SERVER_CHECK_INTERVAL_MS). */
+    int64_t check_interval_ms;
 } sb_server_options;
 
 /* address.c: parse "HOST:PORT" ("[v6]:PORT" for IPv6; HOST an address

@@ -511,8 +511,8 @@ static void test_by_type(void **state)
     /* The scrape: both types' series, the per-queue ones unchanged. */
     sb_buf b;
     sb__buf_init(&b, 4 << 20);
-    sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err), &err,
-           "render");
+    sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, NULL, &b, &err),
+           &err, "render");
     const char *t = b.data;
     expect_sample(t, "sqlbus_messages_acked_total{queue=\"typed\"}", "8");
     expect_sample(t,
@@ -600,8 +600,8 @@ static void test_scrape(void **state)
     sbt_ok(sb_counts_flush(e.bus, &err), &err, "counts flush");
     sb_buf b;
     sb__buf_init(&b, 4 << 20);
-    sbt_ok(sb__metrics_render(m, e.bus, e.store, loops, NULL, &b, &err), &err,
-           "render");
+    sbt_ok(sb__metrics_render(m, e.bus, e.store, loops, NULL, NULL, &b, &err),
+           &err, "render");
     assert_int_equal(b.failed, 0);
     const char *t = b.data;
     expect_sample(t, "sqlbus_queue_ready{queue=\"waiting\"}", "4");
@@ -665,8 +665,8 @@ static void test_scrape(void **state)
     }
     /* Without a store and loops: their families have no samples. */
     sb__buf_reset(&b);
-    sbt_ok(sb__metrics_render(NULL, e.bus, NULL, NULL, NULL, &b, &err), &err,
-           "render bare");
+    sbt_ok(sb__metrics_render(NULL, e.bus, NULL, NULL, NULL, NULL, &b, &err),
+           &err, "render bare");
     char buf[64];
     assert_null(sample_value(b.data, "sqlbus_failed_imports", buf, sizeof buf));
     assert_non_null(strstr(b.data, "# TYPE sqlbus_failed_imports gauge\n"));
@@ -850,8 +850,8 @@ static void test_xmin_holder_is_named(void **state)
         h.size = sizeof h;
         assert_int_equal(sb_xmin_holder_get(bus, 0, &h, &err), SB_INVALID);
         assert_string_equal(err.field, "bus");
-        sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err), &err,
-               "render");
+        sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, NULL, &b, &err),
+               &err, "render");
         assert_non_null(strstr(
             b.data, "# TYPE sqlbus_postgres_oldest_xmin_age_seconds gauge\n"));
         assert_null(strstr(b.data, "sqlbus_postgres_oldest_xmin_holder_info{"));
@@ -909,8 +909,8 @@ static void test_xmin_holder_is_named(void **state)
     pthread_mutex_unlock(&lg.mu);
 
     /* The scrape names it too. */
-    sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, &b, &err), &err,
-           "render");
+    sbt_ok(sb__metrics_render(NULL, bus, NULL, NULL, NULL, NULL, &b, &err),
+           &err, "render");
     char series[256];
     snprintf(series, sizeof series,
              "sqlbus_postgres_oldest_xmin_holder_info{kind=\"backend\","
