@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -339,8 +340,22 @@ static void helo_domain(char out[256])
     out[255] = '\0';
 }
 
+/* libcurl's progress callback, about once a second and at each step:
+ * non-zero abandons the transfer. */
+static int keep_going(void *user, curl_off_t dltotal, curl_off_t dlnow,
+                      curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    const atomic_int *stop = user;
+    return atomic_load(stop) != 0;
+}
+
 static int perform(const json_t *s, const char *url, long port,
-                   struct curl_slist *rcpt, upload *u, sb_error *err)
+                   struct curl_slist *rcpt, upload *u, const atomic_int *stop,
+                   sb_error *err)
 {
     CURL *c = curl_easy_init();
     if (c == NULL)
@@ -365,6 +380,11 @@ static int perform(const json_t *s, const char *url, long port,
     SET(CURLOPT_READFUNCTION, read_message);
     SET(CURLOPT_READDATA, u);
     SET(CURLOPT_UPLOAD, 1L);
+    if (stop != NULL) {
+        SET(CURLOPT_XFERINFOFUNCTION, keep_going);
+        SET(CURLOPT_XFERINFODATA, stop);
+        SET(CURLOPT_NOPROGRESS, 0L);
+    }
     if (account[0] != '\0') {
         SET(CURLOPT_USERNAME, account);
         SET(CURLOPT_PASSWORD, text_of(s, "authentication_password"));
@@ -374,11 +394,22 @@ static int perform(const json_t *s, const char *url, long port,
         r = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    /* A failed send's connection is shut before the cleanup: libcurl
+     * would say QUIT and wait for the answer of a relay that may never
+     * give one (a hung relay, or a stop). */
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    if (r != CURLE_OK &&
+        curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
+        fd != CURL_SOCKET_BAD)
+        shutdown(fd, SHUT_RDWR);
     curl_easy_cleanup(c);
     if (r == CURLE_OK)
         return SB_OK;
     if (r == CURLE_OUT_OF_MEMORY)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    if (r == CURLE_ABORTED_BY_CALLBACK)
+        return sb__err(err, SB_CLOSED, NULL,
+                       "the e-mail was abandoned: the server is stopping");
     char last[48] = "";
     if (code > 0)
         snprintf(last, sizeof last, " (its last answer: %ld)", code);
@@ -390,7 +421,7 @@ static int perform(const json_t *s, const char *url, long port,
 }
 
 int sb__mail_send(const json_t *s, const char *subject, const char *text,
-                  sb_error *err)
+                  const atomic_int *stop, sb_error *err)
 {
     const char *server = text_of(s, "smtp_server");
     const char *from = text_of(s, "from"), *to = text_of(s, "to");
@@ -437,7 +468,7 @@ int sb__mail_send(const json_t *s, const char *subject, const char *text,
                      msg.failed == SB_TOOBIG ? "over 64 KiB" : "out of memory");
     else {
         upload u = {msg.data, msg.len};
-        rc = perform(s, url, port, r.list, &u, err);
+        rc = perform(s, url, port, r.list, &u, stop, err);
     }
     curl_slist_free_all(r.list);
     sb__buf_free(&header);

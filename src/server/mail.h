@@ -11,6 +11,7 @@
 #ifndef SB_SERVER_MAIL_H
 #define SB_SERVER_MAIL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,8 +56,9 @@ int sb__mail_check_addresses(const char *field, const char *text, int many,
  * one is missing or not valid; SB_UNAVAILABLE with the relay's or the
  * connection's failure in the message when the relay could not be
  * reached, refused TLS or authentication, or refused the message;
- * SB_NOMEM. */
+ * SB_NOMEM. `stop` (NULL: none) becoming non-zero abandons the send
+ * within about a second: SB_CLOSED. */
 int sb__mail_send(const struct json_t *settings, const char *subject,
-                  const char *text, sb_error *err);
+                  const char *text, const atomic_int *stop, sb_error *err);
 
 #endif

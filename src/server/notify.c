@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,7 @@ struct sb_notify {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
+    atomic_int abandon; /* set with stopping: a send under way gives up */
     sb_notify_state st; /* under mu */
     /* the thread's own */
     int notified[SB_CHECKS]; /* failing, as last mailed (0 at start) */
@@ -158,9 +160,11 @@ static void evaluate(sb_notify *n)
     sb_error err;
     int rc = subject.failed || text.failed
                  ? sb__err(&err, SB_NOMEM, NULL, "out of memory")
-                 : sb__mail_send(s, subject.data, text.data, &err);
+                 : sb__mail_send(s, subject.data, text.data, &n->abandon, &err);
     sb__buf_free(&subject);
     sb__buf_free(&text);
+    if (rc == SB_CLOSED)
+        return; /* stopping */
     pthread_mutex_lock(&n->mu);
     if (rc == SB_OK)
         n->st.sent++;
@@ -263,7 +267,7 @@ int sb__notify_test(const sb_api *a, sb_error *err)
              enabled(s) ? "on"
                         : "off (turn them on in ServicePulse, or POST "
                           "/api/notifications/email/toggle)");
-    rc = sb__mail_send(s, subject, text, err);
+    rc = sb__mail_send(s, subject, text, NULL, err);
     json_decref(s);
     return rc;
 }
@@ -274,6 +278,7 @@ void sb__notify_stop(sb_notify *n)
         return;
     pthread_mutex_lock(&n->mu);
     n->stopping = 1;
+    atomic_store(&n->abandon, 1);
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
     pthread_join(n->thread, NULL);

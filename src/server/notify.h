@@ -35,7 +35,7 @@ int sb__notify_start(const struct sb_api *a, int64_t interval_ms, sb_log_fn log,
 void sb__notify_state(sb_notify *n, sb_notify_state *out);
 /* The message a test sends (POST /api/notifications/email/test). */
 int sb__notify_test(const struct sb_api *a, sb_error *err);
-/* Stop: an evaluation or a send under way finishes first. NULL-safe. */
+/* Stop: a send under way is abandoned within about a second. NULL-safe. */
 void sb__notify_stop(sb_notify *n);
 
 #endif

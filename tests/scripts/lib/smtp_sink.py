@@ -8,13 +8,16 @@ accepted, under TLS) and per failed TLS handshake. It writes its port to PORT_FI
 it listens.
 
   smtp_sink.py PORT_FILE LOG [--auth USER:PASS] [--tls CERT KEY]
-               [--reject-rcpt]
+               [--reject-rcpt] [--hang]
 
 --auth: AUTH PLAIN and LOGIN are offered, and MAIL is refused (530)
 until the client has authenticated with USER:PASS (535 for others).
 --tls: STARTTLS is offered with CERT/KEY (without it, none is: a client
 that requires TLS must stop before MAIL).
 --reject-rcpt: every RCPT gets 550.
+--hang: the message's data is taken, logged as {"hanging": true} and
+never answered: a relay that hangs after the connection's handshake
+(whose own time limit is shorter than a whole send's).
 """
 import base64
 import json
@@ -30,6 +33,7 @@ port_file, log_path = args[0], args[1]
 auth = None
 tls_files = None
 reject_rcpt = False
+hang = False
 i = 2
 while i < len(args):
     if args[i] == "--auth":
@@ -40,6 +44,9 @@ while i < len(args):
         i += 3
     elif args[i] == "--reject-rcpt":
         reject_rcpt = True
+        i += 1
+    elif args[i] == "--hang":
+        hang = True
         i += 1
     else:
         sys.exit("smtp_sink.py: unknown argument " + args[i])
@@ -151,6 +158,10 @@ class Session(socketserver.StreamRequestHandler):
                         if ln.startswith(".."):
                             ln = ln[1:]
                         lines.append(ln)
+                    if hang:
+                        record({"hanging": True})
+                        self.rfile.read()  # until the client gives up
+                        return
                     record({"mail_from": state["mail_from"],
                             "rcpt": state["rcpt"], "tls": state["tls"],
                             "user": state["user"],
