@@ -15,6 +15,8 @@
 #define SB_API_JSON_DEPTH 32               /* S10: request JSON nesting */
 #define SB_API_DEFAULT_PER_PAGE 50
 #define SB_API_MAX_PER_PAGE 500 /* S10 */
+/* Issue 22: bytes of an X-Particular-Reason header, and its NUL. */
+#define SB_API_REASON_MAX 256
 
 typedef struct sb_stats sb_stats;
 
@@ -60,9 +62,11 @@ typedef struct sb_api_resp {
     char message[512];
     char field[64];
     unsigned retry_after_s; /* > 0: the Retry-After header (503s) */
-    /* "" or the X-Particular-Reason header (issue 22: a redirect's 409
-     * says "Duplicate" or "Dependents", as ServiceControl's). */
-    char reason[16];
+    /* "" or the X-Particular-Reason header, printable ASCII (issue 22: a
+     * redirect's 409 says "Duplicate" or "Dependents", as
+     * ServiceControl's; a failed e-mail test says why, which ServicePulse
+     * shows). */
+    char reason[SB_API_REASON_MAX];
     /* Set by http.c before the handler runs: the time limit of each of
      * the request's statements (--request-timeout, S10), which the
      * timeout error names; 0 = none. */

@@ -267,6 +267,15 @@ static int email_test(const sb_api *a, sb_api_resp *out)
 {
     sb_error err;
     int rc = sb__notify_test(a, &err);
+    if (rc == SB_INVALID || rc == SB_UNAVAILABLE) {
+        /* ServicePulse shows this header of a failed test, if any. */
+        size_t i = 0;
+        for (; err.message[i] != '\0' && i + 1 < sizeof out->reason; i++) {
+            unsigned char c = (unsigned char)err.message[i];
+            out->reason[i] = c < ' ' || c >= 0x7f ? ' ' : (char)c;
+        }
+        out->reason[i] = '\0';
+    }
     if (rc == SB_UNAVAILABLE && strcmp(err.field, "smtp_server") == 0)
         return sb__api_error(out, 502, "bad_gateway", err.field, "%s",
                              err.message),

@@ -78,7 +78,7 @@ typedef struct request {
     const char *pattern;
     unsigned status;
     int64_t start_us;
-    char reason[16]; /* "" or the X-Particular-Reason of the answer */
+    char reason[SB_API_REASON_MAX]; /* "" or the X-Particular-Reason */
 } request;
 
 /* Keep the path as it came: the router decodes each segment itself, so
