@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "server/api.h"
 #include "server/checks.h"
@@ -48,17 +47,10 @@ static void say(sb_notify *n, int level, const char *what, const char *why)
 /* Wait up to `ms` or until stopping; returns whether stopping. */
 static int nap(sb_notify *n, int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    int64_t until = sb__mono_us() + ms * 1000;
     pthread_mutex_lock(&n->mu);
-    while (!n->stopping && pthread_cond_timedwait(&n->cv, &n->mu, &ts) == 0)
-        ;
+    while (!n->stopping && sb__mono_us() < until)
+        sb__cond_wait_until(&n->cv, &n->mu, until);
     int stop = n->stopping;
     pthread_mutex_unlock(&n->mu);
     return stop;
@@ -220,12 +212,8 @@ int sb__notify_start(const sb_api *a, int64_t interval_ms, sb_log_fn log,
     n->interval_ms = interval_ms;
     n->log = log;
     n->log_user = log_user;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&n->mu, NULL);
-    pthread_cond_init(&n->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sb__cond_init_monotonic(&n->cv);
     if (pthread_create(&n->thread, NULL, run, n) != 0) {
         pthread_cond_destroy(&n->cv);
         pthread_mutex_destroy(&n->mu);
