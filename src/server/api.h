@@ -140,6 +140,17 @@ void sb__json_bool_m(sb_buf *b, int *first, const char *name, int v);
 int sb__api_known_fields(const struct json_t *obj, const char *const *known,
                          sb_api_resp *out);
 
+/* A sort key of the API and the library's name for it (S12: a
+ * whitelist). */
+typedef struct sb_api_sort_key {
+    const char *api, *lib;
+} sb_api_sort_key;
+/* `sort` (one of the `n` keys; absent or empty: q->sort left as it is)
+ * and `direction` (asc or desc, any case) of the query into `q`; 0 with
+ * the 400 naming the parameter, and listing the keys, otherwise. */
+int sb__api_sort(const sb_query_params *qp, const sb_api_sort_key *keys,
+                 size_t n, sb_failed_query *q, sb_api_resp *out);
+
 /* api.c: status names of the API ("unresolved", "retryIssued",
  * "resolved", "archived"), and back (case-insensitive; -1 if none). */
 const char *sb__api_status_name(int status);

@@ -23,18 +23,17 @@
  * whitelist; anything else is a 400): sqlbus's, and ServiceControl's
  * (issue 22: id and message_id are its message id; ServicePulse's
  * "time_of_retry_request" is the status change that made it pending). */
-static const struct {
-    const char *api, *lib;
-} sorts[] = {{"time_of_failure", "time_of_failure"},
-             {"message_type", "message_type"},
-             {"queue_address", "failed_queue"},
-             {"number_of_processing_attempts", "attempts"},
-             {"modified", "status_changed"},
-             {"id", "message_id"},
-             {"message_id", "message_id"},
-             {"status", "status"},
-             {"time_sent", "time_sent"},
-             {"time_of_retry_request", "status_changed"}};
+static const sb_api_sort_key sorts[] = {
+    {"time_of_failure", "time_of_failure"},
+    {"message_type", "message_type"},
+    {"queue_address", "failed_queue"},
+    {"number_of_processing_attempts", "attempts"},
+    {"modified", "status_changed"},
+    {"id", "message_id"},
+    {"message_id", "message_id"},
+    {"status", "status"},
+    {"time_sent", "time_sent"},
+    {"time_of_retry_request", "status_changed"}};
 
 /* The filters and order of a list from the query: status (a comma
  * list), modified (FROM...TO), queueaddress, messagetype, sort,
@@ -67,26 +66,7 @@ static int list_query(const sb_query_params *qp, sb_failed_query *q,
         q->failed_queue = v;
     if ((v = sb__query_get(qp, "messagetype")) != NULL && v[0] != '\0')
         q->message_type = v;
-    if ((v = sb__query_get(qp, "sort")) != NULL && v[0] != '\0') {
-        q->sort = NULL;
-        for (size_t i = 0; i < sizeof sorts / sizeof *sorts; i++)
-            if (strcmp(v, sorts[i].api) == 0)
-                q->sort = sorts[i].lib;
-        if (q->sort == NULL)
-            return sb__api_error(out, 400, "invalid", "sort",
-                                 "sort must be time_of_failure, "
-                                 "message_type, queue_address, "
-                                 "number_of_processing_attempts, "
-                                 "modified, id, message_id, status, "
-                                 "time_sent or time_of_retry_request");
-    }
-    if ((v = sb__query_get(qp, "direction")) != NULL && v[0] != '\0') {
-        if (strcasecmp(v, "asc") != 0 && strcasecmp(v, "desc") != 0)
-            return sb__api_error(out, 400, "invalid", "direction",
-                                 "direction must be asc or desc");
-        q->ascending = strcasecmp(v, "asc") == 0;
-    }
-    return 1;
+    return sb__api_sort(qp, sorts, sizeof sorts / sizeof *sorts, q, out);
 }
 
 /* A page of failed messages: the query's filters narrowed by the route

@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 #include <string.h>
-#include <strings.h>
 
 #include "server/isotime.h"
 
@@ -19,48 +18,25 @@
  * them: a failed message was processed, and its critical, delivery and
  * processing times end, at its time of failure; its id is sorted as its
  * message id, as the failed-message lists sort it. */
-static const struct {
-    const char *api, *lib;
-} sorts[] = {{"time_sent", "time_sent"},
-             {"processed_at", "time_of_failure"},
-             {"time_of_failure", "time_of_failure"},
-             {"critical_time", "time_of_failure"},
-             {"delivery_time", "time_of_failure"},
-             {"processing_time", "time_of_failure"},
-             {"id", "message_id"},
-             {"message_id", "message_id"},
-             {"status", "status"},
-             {"message_type", "message_type"},
-             {"modified", "status_changed"}};
+static const sb_api_sort_key sorts[] = {{"time_sent", "time_sent"},
+                                        {"processed_at", "time_of_failure"},
+                                        {"time_of_failure", "time_of_failure"},
+                                        {"critical_time", "time_of_failure"},
+                                        {"delivery_time", "time_of_failure"},
+                                        {"processing_time", "time_of_failure"},
+                                        {"id", "message_id"},
+                                        {"message_id", "message_id"},
+                                        {"status", "status"},
+                                        {"message_type", "message_type"},
+                                        {"modified", "status_changed"}};
 
 /* sort and direction of the query into `q` (absent or empty: newest
  * failure first); 0 with the 400 in `out` for another value. */
 static int order(const sb_query_params *qp, sb_failed_query *q,
                  sb_api_resp *out)
 {
-    const char *v = sb__query_get(qp, "sort");
     q->sort = "time_of_failure";
-    if (v != NULL && v[0] != '\0') {
-        q->sort = NULL;
-        for (size_t i = 0; i < sizeof sorts / sizeof *sorts; i++)
-            if (strcmp(v, sorts[i].api) == 0)
-                q->sort = sorts[i].lib;
-        if (q->sort == NULL)
-            return sb__api_error(out, 400, "invalid", "sort",
-                                 "sort must be time_sent, processed_at, "
-                                 "time_of_failure, critical_time, "
-                                 "delivery_time, processing_time, id, "
-                                 "message_id, status, message_type or "
-                                 "modified");
-    }
-    v = sb__query_get(qp, "direction");
-    if (v != NULL && v[0] != '\0') {
-        if (strcasecmp(v, "asc") != 0 && strcasecmp(v, "desc") != 0)
-            return sb__api_error(out, 400, "invalid", "direction",
-                                 "direction must be asc or desc");
-        q->ascending = strcasecmp(v, "asc") == 0;
-    }
-    return 1;
+    return sb__api_sort(qp, sorts, sizeof sorts / sizeof *sorts, q, out);
 }
 
 /* The MessagesViews of `s`, each message read whole (its headers are in

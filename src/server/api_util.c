@@ -153,6 +153,39 @@ int sb__api_known_fields(const json_t *obj, const char *const *known,
     return 1;
 }
 
+int sb__api_sort(const sb_query_params *qp, const sb_api_sort_key *keys,
+                 size_t n, sb_failed_query *q, sb_api_resp *out)
+{
+    const char *v = sb__query_get(qp, "sort");
+    if (v != NULL && v[0] != '\0') {
+        const char *lib = NULL;
+        for (size_t i = 0; i < n && lib == NULL; i++)
+            if (strcmp(v, keys[i].api) == 0)
+                lib = keys[i].lib;
+        if (lib == NULL) {
+            char list[512] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < n && len < sizeof list; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+                                        i == 0      ? ""
+                                        : i + 1 < n ? ", "
+                                                    : " or ",
+                                        keys[i].api);
+            return sb__api_error(out, 400, "invalid", "sort", "sort must be %s",
+                                 list);
+        }
+        q->sort = lib;
+    }
+    v = sb__query_get(qp, "direction");
+    if (v != NULL && v[0] != '\0') {
+        if (strcasecmp(v, "asc") != 0 && strcasecmp(v, "desc") != 0)
+            return sb__api_error(out, 400, "invalid", "direction",
+                                 "direction must be asc or desc");
+        q->ascending = strcasecmp(v, "asc") == 0;
+    }
+    return 1;
+}
+
 /* ---- statuses ---- */
 
 static const char *const status_names[] = {"unresolved", "retryIssued",
