@@ -143,6 +143,7 @@ typedef struct sb_call {
 typedef struct sb_driver {
     const char *name; /* "sqlite", "postgresql" */
     int dialect;
+    size_t max_params; /* parameters one statement may bind */
     int (*connect)(const sb_db_config *cfg, sb_conn **out, sb_error *err);
     void (*close)(sb_conn *c);
     /* Run one or more statements without parameters or results. */

@@ -1171,6 +1171,7 @@ static bool odbc_broken(sb_conn *conn)
 static const sb_driver odbc_driver = {
     .name = "odbc",
     .dialect = SB_DIALECT_MSSQL,
+    .max_params = MAX_PARAMS,
     .connect = odbc_connect,
     .close = odbc_close,
     .exec = odbc_exec,

@@ -1296,6 +1296,7 @@ static bool pg_broken(sb_conn *c)
 static const sb_driver pg_driver = {
     .name = "postgresql",
     .dialect = SB_DIALECT_POSTGRES,
+    .max_params = 65535, /* the protocol's 16-bit count */
     .connect = pg_connect,
     .close = pg_close,
     .exec = pg_exec,

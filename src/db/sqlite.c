@@ -542,6 +542,7 @@ static bool sl_broken(sb_conn *conn)
 static const sb_driver sqlite_driver = {
     .name = "sqlite",
     .dialect = SB_DIALECT_SQLITE,
+    .max_params = 32766, /* SQLITE_MAX_VARIABLE_NUMBER since 3.32 */
     .connect = sl_connect,
     .close = sl_close,
     .exec = sl_exec,

@@ -7,12 +7,12 @@
 
 #include "transport/transport.h"
 
-/* E11: rows per set-based statement. The rows travel as one JSON
- * parameter, so no parameter limit applies (SQL Server's 2,100 included:
- * a chunk binds one parameter there too, OPENJSON's); the counts'
+/* E11: rows per set-based statement of SQL Server's write path, whose
+ * rows travel as one JSON parameter, so no parameter limit applies (its
+ * 2,100 included: a chunk binds one parameter, OPENJSON's); the counts'
  * statement triggers (counts.c) cost per statement, so a default batch
- * (256) is one statement: PostgreSQL ingests ~18 % faster than in chunks
- * of 50. */
+ * (256) is one statement. SQLite and PostgreSQL bind their rows as
+ * parameters instead (SB_ERRORS_ROWS_LOG below). */
 #define SB_ERRORS_CHUNK 1000
 #define SB_MAX_GROUPS 5 /* E12: one per classifier */
 
@@ -89,8 +89,31 @@ enum {
     ER_N
 };
 
+/* E10, E11 on SQLite and PostgreSQL: the write path's row sets are
+ * multi-row VALUES with the rows as bound parameters, one statement for
+ * each power of two up to 2^SB_ERRORS_ROWS_LOG rows; a batch of n rows
+ * runs the one of the next power of two, its last rows bound NULL and
+ * dropped by the statement, so the counts' statement triggers fire once
+ * (chunks of 50 cost PostgreSQL ~30 %). Parsing the rows out of one
+ * JSON parameter (json_each + json_extract on SQLite) cost more than the
+ * writes. SQL Server keeps one JSON parameter a chunk (OPENJSON, under
+ * its 2,100 parameter cap). At 2,048 rows the groups of a default batch
+ * (256 messages, 5 groups each) bind 8,192 parameters and the upsert of
+ * 1,024 messages 24,576 (SQLite allows 32,766, PostgreSQL 65,535); the
+ * driver's cap lowers the largest statement (ODBC: 2,100). */
+#define SB_ERRORS_ROWS_LOG 11
+enum { ERV_ATTEMPTS, ERV_UPSERT, ERV_GROUPS, ERV_N };
+/* Parameters a row: the keys (unique id, time), the upsert's columns
+ * (sql.c's list, then on PostgreSQL the search literal and its flag),
+ * the groups (unique id, group id, title, classifier). SQLite's upsert
+ * binds the clock as $1 before its rows. */
+#define SB__ERRORS_ATTEMPT_WIDTH 2
+#define SB__ERRORS_UPSERT_WIDTH(pg) (22 + ((pg) ? 2 : 0))
+#define SB__ERRORS_GROUP_WIDTH 4
+
 typedef struct sb_errors_sql {
     char *s[ER_N];
+    char *rows[ERV_N][SB_ERRORS_ROWS_LOG + 1]; /* NULL: JSON (SQL Server) */
 } sb_errors_sql;
 
 int sb__errors_sql_new(int dialect, const char *prefix, sb_errors_sql *out,

@@ -10,6 +10,7 @@
 #include "errors/errors.h"
 #include "errors/ids.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define LEASE_MS 60000 /* the claim deletes the rows; no lease is held */
@@ -27,9 +28,17 @@ typedef struct batch {
     long n_folded;
     int *won; /* per folded row: this batch's attempt is the stored one */
     sb_body_place *place; /* per folded row: where its body goes (E7) */
+    unsigned char *fresh; /* per attempt key: new to the store */
+    const int64_t *keys;  /* the first row's times: fresh's base */
     sb_buf json;
     sb_ingest_stats got;
 } batch;
+
+/* A group row of a batch bound as parameters: its id and title. */
+typedef struct group_row {
+    char id[37];
+    sb_group_title g;
+} group_row;
 
 static void batch_free(batch *x)
 {
@@ -40,6 +49,7 @@ static void batch_free(batch *x)
     sb__free(x->folded);
     sb__free(x->won);
     sb__free(x->place);
+    sb__free(x->fresh);
     sb_msg_free_array(x->rows, x->n_rows);
     sb__buf_free(&x->json);
     sb_errors *e = x->e;
@@ -61,6 +71,50 @@ static int run_json(batch *x, int k, sb_rows **rows, sb_error *err)
                        "a batch statement does not fit in memory");
     sb_value p[2] = {sb__v_text(x->json.data), sb__v_int(now_us(x->e))};
     return sb__query(x->c, x->e->sql.s[k], p, 2, rows, NULL, err);
+}
+
+/* E10, E11 on SQLite and PostgreSQL: the row set `kind` of `n` rows of
+ * `width` values each, bound as parameters (errors.h,
+ * SB_ERRORS_ROWS_LOG): one statement of the next power of two rows,
+ * the rest bound NULL (sql.c drops them), or statements of the most
+ * rows the driver's parameter cap allows (2,100 through ODBC) until the
+ * rest fits one; the rows in their order (the lock order). `got`, if
+ * any, sees each statement's returned rows. SQLite's upsert binds the
+ * clock first (`clock`). */
+static int run_rows(batch *x, int kind, const sb_value *vals, size_t width,
+                    size_t n, int clock, void (*got)(batch *, const sb_rows *),
+                    sb_error *err)
+{
+    size_t lead = clock ? 1 : 0;
+    int top = SB_ERRORS_ROWS_LOG;
+    while (top > 0 && lead + ((size_t)1 << top) * width > x->c->drv->max_params)
+        top--;
+    size_t most = (size_t)1 << top;
+    sb_value *p = sb__calloc(lead + most * width, sizeof *p);
+    if (p == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    if (clock)
+        p[0] = sb__v_int(now_us(x->e));
+    int rc = SB_OK;
+    for (size_t at = 0; rc == SB_OK && at < n;) {
+        size_t take = n - at < most ? n - at : most;
+        int j = 0;
+        while (((size_t)1 << j) < take)
+            j++;
+        size_t slots = ((size_t)1 << j) * width;
+        memcpy(p + lead, vals + at * width, take * width * sizeof *p);
+        for (size_t i = take * width; i < slots; i++)
+            p[lead + i] = sb__v_null();
+        sb_rows *rows = NULL;
+        rc = sb__query(x->c, x->e->sql.rows[kind][j], p, lead + slots,
+                       got != NULL ? &rows : NULL, NULL, err);
+        if (rc == SB_OK && got != NULL)
+            got(x, rows);
+        sb__rows_free(rows);
+        at += take;
+    }
+    sb__free(p);
+    return rc;
 }
 
 static void json_key(sb_buf *b, const char *key, int comma)
@@ -173,13 +227,26 @@ static int map_rows(batch *x, sb_error *err)
     return SB_OK;
 }
 
-static void row_json(const sb_folded *f, const sb_body_place *pl, int dialect,
-                     sb_buf *b)
+/* E22: what search covers: the message type, the headers and the inline
+ * body text. */
+static void search_texts(const sb_attempt *a, const sb_body_place *pl,
+                         const char *texts[3], size_t lens[3])
+{
+    texts[0] = a->message_type;
+    texts[1] = sb_msg_headers(a->row);
+    texts[2] = pl->inline_text ? sb_msg_payload(a->row, NULL) : NULL;
+    lens[0] = texts[0] ? strlen(texts[0]) : 0;
+    lens[1] = texts[1] ? strlen(texts[1]) : 0;
+    lens[2] = pl->inline_len;
+}
+
+/* SQL Server's upsert row, one object of the JSON array (sql_mssql.c),
+ * its names cut to their columns (json_name). */
+static void row_json(const sb_folded *f, const sb_body_place *pl, sb_buf *b)
 {
     const sb_attempt *a = f->newest;
     size_t len = 0;
     const char *body = sb_msg_payload(a->row, &len);
-    int pg = dialect == SB_DIALECT_POSTGRES, ms = dialect == SB_DIALECT_MSSQL;
     sb__buf_puts(b, "{");
     json_text(b, "unique_message_id", a->unique_id, 0);
     json_int(b, "number_of_processing_attempts", f->attempts);
@@ -187,10 +254,10 @@ static void row_json(const sb_folded *f, const sb_body_place *pl, int dialect,
     json_int(b, "last_time_of_failure", f->last_us);
     json_int(b, "last_attempted_at", f->last_us);
     json_text(b, "message_id", a->message_id, 1);
-    json_name(b, "message_type", a->message_type, ms ? SB_MS_TYPE_MAX : 0, 1);
-    json_name(b, "failed_queue", a->failed_queue, ms ? SB_MS_QUEUE_MAX : 0, 1);
+    json_name(b, "message_type", a->message_type, SB_MS_TYPE_MAX, 1);
+    json_name(b, "failed_queue", a->failed_queue, SB_MS_QUEUE_MAX, 1);
     json_name(b, "processing_endpoint", a->processing_endpoint,
-              ms ? SB_MS_ENDPOINT_MAX : 0, 1);
+              SB_MS_ENDPOINT_MAX, 1);
     json_text(b, "host", a->host, 1);
     json_text(b, "host_id", a->host_id, 1);
     json_text(b, "instance_id", a->instance_id, 1);
@@ -208,25 +275,13 @@ static void row_json(const sb_folded *f, const sb_body_place *pl, int dialect,
     json_int(b, "body_size", (int64_t)len);
     json_text(b, "body_content_type", a->content_type, 1);
     json_int(b, "body_stored_externally", pl->stored_externally);
-    if (pg) { /* E22: what search finds; SQLite's FTS5 triggers cut their own */
-        const char *texts[3] = {a->message_type, sb_msg_headers(a->row),
-                                pl->inline_text ? body : NULL};
-        size_t lens[3] = {texts[0] ? strlen(texts[0]) : 0,
-                          texts[1] ? strlen(texts[1]) : 0, pl->inline_len};
-        sb__buf_puts(b, ",\"search\":\"");
-        int wide = sb__search_vector(b, texts, lens, 3);
-        sb__buf_puts(b, wide ? "\",\"search_wide\":1" : "\"");
-    }
-    if (ms) { /* E22: the same cut, as words in order (search.c) */
-        const char *texts[3] = {a->message_type, sb_msg_headers(a->row),
-                                pl->inline_text ? body : NULL};
-        size_t lens[3] = {texts[0] ? strlen(texts[0]) : 0,
-                          texts[1] ? strlen(texts[1]) : 0, pl->inline_len};
-        sb__buf_puts(b, ",\"search_text\":\"");
-        sb__search_words(b, texts, lens, 3);
-        sb__buf_puts(b, "\"");
-    }
-    sb__buf_puts(b, "}");
+    /* E22: the words search finds, in order (search.c) */
+    const char *texts[3];
+    size_t lens[3];
+    search_texts(a, pl, texts, lens);
+    sb__buf_puts(b, ",\"search_text\":\"");
+    sb__search_words(b, texts, lens, 3);
+    sb__buf_puts(b, "\"}");
 }
 
 /* The folded row of unique id `id` in [lo, hi) (sorted by unique id with
@@ -262,23 +317,43 @@ static long find_time(const sb_folded *f, int64_t t)
     return -1;
 }
 
-/* E10: the batch's attempts are counted once each, whatever their order
- * and however often they come. Their keys (unique id, time of failure)
- * are inserted where absent, SB_ERRORS_CHUNK messages a statement (in
- * the fold's order, unique id then time: the upsert's lock order), and
- * each row is folded again over the keys that were new: their count,
- * their window, the newest of them. An attempt stored before therefore
- * changes nothing, and a row with no new attempt leaves the batch. */
-static int keep_new_attempts(batch *x, sb_error *err)
+/* The keys a statement returned: those it inserted, new to the store. */
+static void mark_fresh(batch *x, const sb_rows *rows)
 {
-    /* One flag a key: the rows' times are one array (sb__fold). */
-    const int64_t *base = x->folded[0].times;
-    size_t n_keys = 0;
-    for (long i = 0; i < x->n_folded; i++)
-        n_keys += x->folded[i].n_times;
-    unsigned char *fresh = sb__calloc(n_keys, 1);
-    if (fresh == NULL)
+    for (size_t r = 0; r < rows->nrows; r++) {
+        const char *id = sb__rows_text(rows, r, 0);
+        long i = id != NULL ? find_folded(x, 0, x->n_folded, id) : -1;
+        long k =
+            i >= 0 ? find_time(&x->folded[i], sb__rows_int(rows, r, 1)) : -1;
+        if (k >= 0)
+            x->fresh[x->folded[i].times + k - x->keys] = 1;
+    }
+}
+
+/* The keys as bound parameters, (unique id, time) a row. */
+static int insert_keys_bound(batch *x, size_t n_keys, sb_error *err)
+{
+    sb_value *v = sb__calloc(n_keys * SB__ERRORS_ATTEMPT_WIDTH, sizeof *v);
+    if (v == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    size_t at = 0;
+    for (long i = 0; i < x->n_folded; i++) {
+        const sb_folded *f = &x->folded[i];
+        for (size_t k = 0; k < f->n_times; k++) {
+            v[at++] = sb__v_text(f->newest->unique_id);
+            v[at++] = sb__v_int(f->times[k]);
+        }
+    }
+    int rc = run_rows(x, ERV_ATTEMPTS, v, SB__ERRORS_ATTEMPT_WIDTH, n_keys, 0,
+                      mark_fresh, err);
+    sb__free(v);
+    return rc;
+}
+
+/* The keys as JSON arrays [{u, t}], SB_ERRORS_CHUNK messages a statement
+ * (SQL Server). */
+static int insert_keys_json(batch *x, sb_error *err)
+{
     int rc = SB_OK;
     for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
         long end = at + SB_ERRORS_CHUNK < x->n_folded ? at + SB_ERRORS_CHUNK
@@ -297,22 +372,39 @@ static int keep_new_attempts(batch *x, sb_error *err)
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;
         rc = run_json(x, ER_NEW_ATTEMPTS, &rows, err);
-        for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
-            const char *id = sb__rows_text(rows, r, 0);
-            long i = id != NULL ? find_folded(x, at, end, id) : -1;
-            long k = i >= 0 ? find_time(&x->folded[i], sb__rows_int(rows, r, 1))
-                            : -1;
-            if (k >= 0)
-                fresh[x->folded[i].times + k - base] = 1;
-        }
+        if (rc == SB_OK)
+            mark_fresh(x, rows);
         sb__rows_free(rows);
     }
+    return rc;
+}
+
+/* E10: the batch's attempts are counted once each, whatever their order
+ * and however often they come. Their keys (unique id, time of failure)
+ * are inserted where absent (in the fold's order, unique id then time:
+ * the upsert's lock order), and each row is folded again over the keys
+ * that were new: their count, their window, the newest of them. An
+ * attempt stored before therefore changes nothing, and a row with no new
+ * attempt leaves the batch. */
+static int keep_new_attempts(batch *x, sb_error *err)
+{
+    /* One flag a key: the rows' times are one array (sb__fold). */
+    x->keys = x->folded[0].times;
+    size_t n_keys = 0;
+    for (long i = 0; i < x->n_folded; i++)
+        n_keys += x->folded[i].n_times;
+    x->fresh = sb__calloc(n_keys, 1);
+    if (x->fresh == NULL)
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    int rc = x->e->sql.rows[ERV_ATTEMPTS][0] != NULL
+                 ? insert_keys_bound(x, n_keys, err)
+                 : insert_keys_json(x, err);
     long kept = 0;
     for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
         sb_folded f = x->folded[i];
         f.attempts = 0;
         for (size_t k = 0; k < f.n_times; k++) {
-            if (!fresh[f.times + k - base])
+            if (!x->fresh[f.times + k - x->keys])
                 continue;
             if (f.attempts++ == 0)
                 f.first_us = f.times[k];
@@ -324,14 +416,125 @@ static int keep_new_attempts(batch *x, sb_error *err)
     }
     if (rc == SB_OK)
         x->n_folded = kept;
-    sb__free(fresh);
+    sb__free(x->fresh);
+    x->fresh = NULL;
     return rc;
 }
 
-/* E10, E11: the upsert, SB_ERRORS_CHUNK rows a statement; marks the rows
- * whose stored newest attempt is now this batch's. */
+/* The rows a statement upserted: whose stored newest attempt is now
+ * this batch's. */
+static void mark_won(batch *x, const sb_rows *rows)
+{
+    for (size_t r = 0; r < rows->nrows; r++) {
+        const char *id = sb__rows_text(rows, r, 0);
+        long i = id != NULL ? find_folded(x, 0, x->n_folded, id) : -1;
+        if (i >= 0)
+            x->won[i] = sb__rows_int(rows, r, 1) == x->folded[i].last_us;
+    }
+}
+
+static sb_value text_n(const char *p, size_t len)
+{
+    sb_value v = {SB_V_TEXT, 0, p, len};
+    return v;
+}
+
+/* One folded row as the upsert's parameters, in sql.c's column order;
+ * `inline_body` is the body's inline text (NUL-terminated at the place's
+ * length) or NULL to read it from the row. */
+static void row_values(const sb_folded *f, const sb_body_place *pl,
+                       const char *inline_body, sb_value *v)
+{
+    const sb_attempt *a = f->newest;
+    size_t len = 0;
+    const char *body = sb_msg_payload(a->row, &len);
+    *v++ = sb__v_text(a->unique_id);
+    *v++ = sb__v_int(f->attempts);
+    *v++ = sb__v_int(f->first_us);
+    *v++ = sb__v_int(f->last_us);
+    *v++ = sb__v_int(f->last_us);
+    *v++ = sb__v_text(a->message_id);
+    *v++ = sb__v_text(a->message_type);
+    *v++ = sb__v_text(a->failed_queue);
+    *v++ = sb__v_text(a->processing_endpoint);
+    *v++ = sb__v_text(a->host);
+    *v++ = sb__v_text(a->host_id);
+    *v++ = sb__v_text(a->instance_id);
+    *v++ = sb__v_text(a->exception_type);
+    *v++ = sb__v_text(a->exception_message);
+    *v++ = a->time_sent_us != 0 ? sb__v_int(a->time_sent_us) : sb__v_null();
+    *v++ = sb__v_text(a->conversation_id);
+    *v++ = sb__v_int(a->is_system);
+    *v++ = sb__v_text(sb_msg_headers(a->row));
+    *v++ = !pl->inline_text
+               ? sb__v_null()
+               : text_n(inline_body ? inline_body : body, pl->inline_len);
+    *v++ = sb__v_int((int64_t)len);
+    *v++ = sb__v_text(a->content_type);
+    *v = sb__v_int(pl->stored_externally);
+}
+
+/* E10, E11 on SQLite and PostgreSQL: the upsert with its rows bound as
+ * parameters. PostgreSQL reads a text parameter up to its NUL, so its
+ * search literals (E22) and any inline body prefix shorter than the body
+ * (E7) are copied into the batch's buffer first, NUL after each. */
+static int upsert_bound(batch *x, sb_error *err)
+{
+    int pg = x->e->bus->dialect == SB_DIALECT_POSTGRES;
+    size_t w = SB__ERRORS_UPSERT_WIDTH(pg), n = (size_t)x->n_folded;
+    sb_value *v = sb__calloc(n * w, sizeof *v);
+    size_t *off = pg ? sb__calloc(2 * n, sizeof *off) : NULL;
+    if (v == NULL || (pg && off == NULL)) {
+        sb__free(v);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
+    sb__buf_reset(&x->json);
+    for (size_t i = 0; pg && i < n; i++) {
+        const sb_attempt *a = x->folded[i].newest;
+        const sb_body_place *pl = &x->place[i];
+        size_t len = 0;
+        const char *body = sb_msg_payload(a->row, &len);
+        const char *texts[3];
+        size_t lens[3];
+        search_texts(a, pl, texts, lens);
+        off[2 * i] = x->json.len;
+        int wide = sb__search_vector(&x->json, texts, lens, 3);
+        sb__buf_append(&x->json, "", 1);
+        v[i * w + w - 1] = sb__v_int(wide);
+        off[2 * i + 1] = SIZE_MAX;
+        if (pl->inline_text && pl->inline_len < len) {
+            off[2 * i + 1] = x->json.len;
+            sb__buf_append(&x->json, body, pl->inline_len);
+            sb__buf_append(&x->json, "", 1);
+        }
+    }
+    int rc = x->json.failed ? sb__err(err, x->json.failed, NULL,
+                                      "a batch statement does not fit in "
+                                      "memory")
+                            : SB_OK;
+    for (size_t i = 0; rc == SB_OK && i < n; i++) {
+        const char *prefix = pg && off[2 * i + 1] != SIZE_MAX
+                                 ? x->json.data + off[2 * i + 1]
+                                 : NULL;
+        row_values(&x->folded[i], &x->place[i], prefix, v + i * w);
+        if (pg)
+            v[i * w + w - 2] = sb__v_text(x->json.data + off[2 * i]);
+    }
+    if (rc == SB_OK)
+        rc = run_rows(x, ERV_UPSERT, v, w, n, !pg, mark_won, err);
+    sb__free(off);
+    sb__free(v);
+    return rc;
+}
+
+/* E10, E11: the upsert; marks the rows whose stored newest attempt is now
+ * this batch's. SQL Server: SB_ERRORS_CHUNK rows a statement as one JSON
+ * array. */
 static int upsert(batch *x, sb_error *err)
 {
+    x->got.messages += x->n_folded;
+    if (x->e->sql.rows[ERV_UPSERT][0] != NULL)
+        return upsert_bound(x, err);
     int rc = SB_OK;
     for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
         long end = at + SB_ERRORS_CHUNK < x->n_folded ? at + SB_ERRORS_CHUNK
@@ -341,20 +544,15 @@ static int upsert(batch *x, sb_error *err)
         for (long i = at; i < end; i++) {
             if (i > at)
                 sb__buf_puts(&x->json, ",");
-            row_json(&x->folded[i], &x->place[i], x->e->bus->dialect, &x->json);
+            row_json(&x->folded[i], &x->place[i], &x->json);
         }
         sb__buf_puts(&x->json, "]");
         sb_rows *rows = NULL;
         rc = run_json(x, ER_UPSERT, &rows, err);
-        for (size_t r = 0; rc == SB_OK && r < rows->nrows; r++) {
-            const char *id = sb__rows_text(rows, r, 0);
-            long i = id != NULL ? find_folded(x, at, end, id) : -1;
-            if (i >= 0)
-                x->won[i] = sb__rows_int(rows, r, 1) == x->folded[i].last_us;
-        }
+        if (rc == SB_OK)
+            mark_won(x, rows);
         sb__rows_free(rows);
     }
-    x->got.messages += x->n_folded;
     return rc;
 }
 
@@ -377,18 +575,32 @@ static void won_ids(batch *x)
 /* E9 step 2: the groups of the messages whose newest attempt is ours are
  * recomputed from it (E12), replacing what was there: rows no longer
  * classified go, new ones come, and the rows that stay are not touched
- * (so their counts and windows do not move). */
+ * (so their counts and windows do not move). The new rows are bound as
+ * parameters where the dialect does (errors.h, ERV_GROUPS), else one
+ * JSON array {u, g, t, c}; `keep` holds "unique id|group id" of each,
+ * the rows the prune leaves alone. */
 static int replace_groups(batch *x, sb_error *err)
 {
-    /* gb: the new group rows {u, g, t, c}; keep: "unique id|group id" of
-     * each, the rows the prune leaves alone. */
+    int bound = x->e->sql.rows[ERV_GROUPS][0] != NULL;
+    size_t n_won = 0;
+    for (long i = 0; i < x->n_folded; i++)
+        n_won += x->won[i] != 0;
+    group_row *gr = sb__calloc(n_won * SB_MAX_GROUPS + 1, sizeof *gr);
+    sb_value *v =
+        bound ? sb__calloc(n_won * SB_MAX_GROUPS * SB__ERRORS_GROUP_WIDTH + 1,
+                           sizeof *v)
+              : NULL;
+    if (gr == NULL || (bound && v == NULL)) {
+        sb__free(gr);
+        return sb__err(err, SB_NOMEM, NULL, "out of memory");
+    }
     sb_buf groups, keep, pair, *gb = &groups;
     sb__buf_init(gb, JSON_MAX);
     sb__buf_init(&keep, JSON_MAX);
     sb__buf_init(&pair, JSON_MAX);
     sb__buf_puts(gb, "[");
     sb__buf_puts(&keep, "[");
-    int any = 0;
+    size_t any = 0;
     for (long i = 0; i < x->n_folded; i++) {
         if (!x->won[i])
             continue;
@@ -398,24 +610,34 @@ static int replace_groups(batch *x, sb_error *err)
             a->stack_trace,        a->message_type,
             a->failed_queue,       a->instance_id ? a->instance_id : a->host_id,
             a->processing_endpoint};
-        sb_group_title g[SB_MAX_GROUPS];
-        size_t n = sb__classify(&in, g);
-        for (size_t k = 0; k < n; k++) {
-            char id[37];
-            sb__deterministic_guid_str(g[k].classifier, g[k].title, id);
+        group_row *g = gr + any;
+        sb_group_title t[SB_MAX_GROUPS];
+        size_t n = sb__classify(&in, t);
+        for (size_t k = 0; k < n; k++, g++) {
+            g->g = t[k];
+            sb__deterministic_guid_str(g->g.classifier, g->g.title, g->id);
             sb__buf_reset(&pair);
-            sb__buf_printf(&pair, "%s|%s", a->unique_id, id);
+            sb__buf_printf(&pair, "%s|%s", a->unique_id, g->id);
             /* The next reset clears pair's failure: keep inherits it. */
             if (pair.failed)
                 keep.failed = pair.failed;
             sb__buf_puts(&keep, any ? "," : "");
             sb__buf_json_mem(&keep, pair.data, pair.len);
-            sb__buf_puts(gb, any++ ? ",{" : "{");
-            json_text(gb, "u", a->unique_id, 0);
-            json_text(gb, "g", id, 1);
-            json_text(gb, "t", g[k].title, 1);
-            json_text(gb, "c", g[k].classifier, 1);
-            sb__buf_puts(gb, "}");
+            if (bound) {
+                sb_value *r = v + any * SB__ERRORS_GROUP_WIDTH;
+                r[0] = sb__v_text(a->unique_id);
+                r[1] = sb__v_text(g->id);
+                r[2] = sb__v_text(g->g.title);
+                r[3] = sb__v_text(g->g.classifier);
+            } else {
+                sb__buf_puts(gb, any ? ",{" : "{");
+                json_text(gb, "u", a->unique_id, 0);
+                json_text(gb, "g", g->id, 1);
+                json_text(gb, "t", g->g.title, 1);
+                json_text(gb, "c", g->g.classifier, 1);
+                sb__buf_puts(gb, "}");
+            }
+            any++;
         }
     }
     sb__buf_puts(gb, "]");
@@ -431,13 +653,18 @@ static int replace_groups(batch *x, sb_error *err)
                        err);
     sb__buf_free(&keep);
     sb__buf_free(&pair);
-    if (rc == SB_OK && any) {
+    if (rc == SB_OK && any && bound)
+        rc = run_rows(x, ERV_GROUPS, v, SB__ERRORS_GROUP_WIDTH, any, 0, NULL,
+                      err);
+    else if (rc == SB_OK && any) {
         p[0] = sb__v_text(gb->data);
         p[1] = sb__v_int(now_us(x->e));
         rc = sb__query(x->c, x->e->sql.s[ER_INSERT_GROUPS], p, 2, NULL, NULL,
                        err);
     }
     sb__buf_free(gb);
+    sb__free(v);
+    sb__free(gr);
     return rc;
 }
 

@@ -339,8 +339,7 @@ void sb__errors_upsert_set(const sb_err_dialect *d, sb_buf *b, const char *t,
 }
 
 /* "FROM <the rows of the JSON array $1>" and how a field is read. */
-static void rows_from(const dialect *d, sb_buf *b, const column *cols, size_t n,
-                      const char *extra)
+static void rows_from(const dialect *d, sb_buf *b, const column *cols, size_t n)
 {
     if (!d->pg) {
         sb__buf_puts(b, " FROM json_each($1)");
@@ -350,7 +349,7 @@ static void rows_from(const dialect *d, sb_buf *b, const column *cols, size_t n,
     for (size_t i = 0; i < n; i++)
         sb__buf_printf(b, "%s%s %s", i ? ", " : "", cols[i].name,
                        cols[i].type == 'i' ? "int8" : "text");
-    sb__buf_printf(b, "%s)", extra);
+    sb__buf_puts(b, ")");
 }
 
 static void field(const dialect *d, sb_buf *b, const char *name)
@@ -434,36 +433,81 @@ static void build_ddl(const dialect *d, sb_buf *b)
                            d->text, b);
 }
 
-/* E10: one set-based conditional upsert; RETURNING the stored newest
- * attempt time, so the caller knows whose groups now stand. */
-static void build_upsert(const dialect *d, sb_buf *b)
+/* A row set's statement (SQLite, PostgreSQL): INSERT INTO `into`
+ * SELECT `select` FROM (VALUES <n rows>) AS v WHERE column1 IS NOT NULL
+ * `tail`. Each row is one parameter a column of `types` ('t' text, 'i'
+ * integer), numbered from `first`; the first row carries PostgreSQL's
+ * types, which the other rows take. A caller with fewer rows binds the
+ * rest NULL, and the WHERE drops them: a batch runs one statement of the
+ * next power of two, whatever its size (errors.h, SB_ERRORS_ROWS_LOG). */
+static void build_set(const dialect *d, sb_buf *b, const char *into,
+                      const char *select, size_t n, size_t first,
+                      const char *types, const char *tail)
 {
-    const char *t = "{p}failed_messages";
-    sb__buf_printf(b,
-                   "INSERT INTO %s (status, status_changed_at, "
-                   "last_modified",
-                   t);
-    for (size_t i = 0; i < N_COLUMNS; i++)
-        sb__buf_printf(b, ", %s", columns[i].name);
-    sb__buf_printf(b, "%s) SELECT 0, %s, %s", d->pg ? ", search" : "", d->now,
-                   d->now);
-    for (size_t i = 0; i < N_COLUMNS; i++) {
-        sb__buf_puts(b, ", ");
-        field(d, b, columns[i].name);
+    size_t width = strlen(types);
+    sb__buf_printf(b, "INSERT INTO %s SELECT %s FROM (VALUES ", into, select);
+    for (size_t r = 0; r < n; r++) {
+        sb__buf_puts(b, r > 0 ? "), (" : "(");
+        for (size_t i = 0; i < width; i++)
+            sb__buf_printf(b, "%s$%zu%s", i > 0 ? ", " : "",
+                           first + r * width + i,
+                           !d->pg || r > 0   ? ""
+                           : types[i] == 'i' ? "::int8"
+                                             : "::text");
     }
-    if (d->pg) /* words.c's literal; the database lowers what is not ASCII */
-        sb__buf_puts(b, ", (CASE WHEN x.search_wide = 1 THEN lower(x.search) "
-                        "ELSE x.search END)::tsvector");
-    rows_from(d, b, columns, N_COLUMNS, ", search text, search_wide int8");
-    sb__buf_puts(b, " WHERE true ON CONFLICT (unique_message_id) DO UPDATE "
-                    "SET ");
-    sb__errors_upsert_set(d, b, t, "excluded");
-    sb__buf_puts(b, " RETURNING unique_message_id, last_attempted_at");
+    sb__buf_printf(b, ")) AS v WHERE column1 IS NOT NULL %s", tail);
 }
 
-static const column attempt_cols[] = {{"u", 't', 0, 0}, {"t", 'i', 0, 0}};
-static const column group_cols[] = {
-    {"u", 't', 0, 0}, {"g", 't', 0, 0}, {"t", 't', 0, 0}, {"c", 't', 0, 0}};
+/* E10: one set-based conditional upsert of up to `n` rows bound as
+ * parameters (build_set; SQLite binds its clock as $1 before them),
+ * RETURNING the stored newest attempt time, so the caller knows whose
+ * groups now stand. On PostgreSQL each row also carries words.c's
+ * search literal and whether the database must lower it. SQL Server's
+ * MERGE is sql_mssql.c's. */
+static void build_upsert(const dialect *d, sb_buf *b, size_t n)
+{
+    const char *now = d->pg ? d->now : "$1";
+    char types[N_COLUMNS + 3];
+    sb_buf into, sel;
+    sb__buf_init(&into, 4096);
+    sb__buf_init(&sel, 4096);
+    sb__buf_puts(&into, "{p}failed_messages (status, status_changed_at, "
+                        "last_modified");
+    sb__buf_printf(&sel, "0, %s, %s", now, now);
+    for (size_t i = 0; i < N_COLUMNS; i++) {
+        sb__buf_printf(&into, ", %s", columns[i].name);
+        sb__buf_printf(&sel, ", column%zu", i + 1);
+        types[i] = columns[i].type;
+    }
+    types[N_COLUMNS] = '\0';
+    if (d->pg) {
+        sb__buf_puts(&into, ", search");
+        sb__buf_printf(&sel,
+                       ", (CASE WHEN column%zu = 1 THEN lower(column%zu) "
+                       "ELSE column%zu END)::tsvector",
+                       N_COLUMNS + 2, N_COLUMNS + 1, N_COLUMNS + 1);
+        memcpy(types + N_COLUMNS, "ti", 3);
+    }
+    sb__buf_puts(&into, ")");
+    sb_buf tail;
+    sb__buf_init(&tail, 64 * 1024);
+    sb__buf_puts(&tail, "ON CONFLICT (unique_message_id) DO UPDATE SET ");
+    sb__errors_upsert_set(d, &tail, "{p}failed_messages", "excluded");
+    sb__buf_puts(&tail, " RETURNING unique_message_id, last_attempted_at");
+    if (into.failed || sel.failed || tail.failed)
+        b->failed = SB_NOMEM;
+    else
+        build_set(d, b, into.data, sel.data, n, d->pg ? 1 : 2, types,
+                  tail.data);
+    sb__buf_free(&into);
+    sb__buf_free(&sel);
+    sb__buf_free(&tail);
+}
+
+_Static_assert(N_COLUMNS + 2 == SB__ERRORS_UPSERT_WIDTH(1),
+               "the upsert's parameters are the columns (and the search "
+               "literal and its flag)");
+
 static const column endpoint_cols[] = {
     {"i", 't', 0, 0}, {"n", 't', 0, 0}, {"h", 't', 0, 0}, {"m", 't', 0, 0}};
 
@@ -477,8 +521,30 @@ static void build_insert(const dialect *d, sb_buf *b, const char *table,
             sb__buf_puts(b, ", ");
         field(d, b, cols[i].name);
     }
-    rows_from(d, b, cols, n, "");
+    rows_from(d, b, cols, n);
     sb__buf_printf(b, " WHERE true %s", tail);
+}
+
+/* The statements whose rows are bound as parameters (SQLite,
+ * PostgreSQL), `n` rows. */
+static void build_rows(const dialect *d, int kind, size_t n, sb_buf *b)
+{
+    switch (kind) {
+    case ERV_ATTEMPTS: /* the keys inserted */
+        build_set(d, b,
+                  "{p}failed_message_attempts (unique_message_id, "
+                  "time_of_failure)",
+                  "column1, column2", n, 1, "ti",
+                  "ON CONFLICT (unique_message_id, time_of_failure) DO "
+                  "NOTHING RETURNING unique_message_id, time_of_failure");
+        break;
+    case ERV_UPSERT: build_upsert(d, b, n); break;
+    default:
+        build_set(d, b, "{p}failed_message_groups",
+                  "column1, column2, column3, column4", n, 1, "tttt",
+                  "ON CONFLICT (unique_message_id, group_id) DO NOTHING");
+        break;
+    }
 }
 
 /* "... WHERE unique_message_id IN <the ids of the JSON array $1>". */
@@ -520,22 +586,14 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "last_attempted_at FROM {p}failed_messages WHERE "
                         "true ON CONFLICT DO NOTHING");
         break;
-    case ER_NEW_ATTEMPTS: /* $1 JSON [{u, t}]: the keys inserted */
-        build_insert(d, b,
-                     "{p}failed_message_attempts (unique_message_id, "
-                     "time_of_failure)",
-                     attempt_cols, 2,
-                     "ON CONFLICT (unique_message_id, time_of_failure) DO "
-                     "NOTHING RETURNING unique_message_id, time_of_failure");
-        break;
-    case ER_UPSERT: build_upsert(d, b); break;
+    /* The row sets, as two rows for review (sb_errors_statements); the
+     * write path runs sb_errors_sql.rows. */
+    case ER_NEW_ATTEMPTS: build_rows(d, ERV_ATTEMPTS, 2, b); break;
+    case ER_UPSERT: build_rows(d, ERV_UPSERT, 2, b); break;
     case ER_DELETE_GROUPS:
         build_in_ids(d, b, "DELETE FROM {p}failed_message_groups");
         break;
-    case ER_INSERT_GROUPS:
-        build_insert(d, b, "{p}failed_message_groups", group_cols, 4,
-                     "ON CONFLICT (unique_message_id, group_id) DO NOTHING");
-        break;
+    case ER_INSERT_GROUPS: build_rows(d, ERV_GROUPS, 2, b); break;
     case ER_ENDPOINTS:
         build_insert(d, b, "{p}known_endpoints (id, name, host_id, host)",
                      endpoint_cols, 4, "ON CONFLICT (id) DO NOTHING");
@@ -761,7 +819,7 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
                        "the error store has no SQL for this backend");
     int rc = SB_OK;
     sb_buf b;
-    sb__buf_init(&b, 64 * 1024);
+    sb__buf_init(&b, (size_t)1 << 20); /* a 256-row upsert: ~80 KB */
     for (int k = 0; rc == SB_OK && k < ER_N; k++) {
         sb__buf_reset(&b);
         build(d, k, &b);
@@ -769,6 +827,14 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
         if (rc == SB_OK)
             out->s[k] = sb__sql_subst(b.data, prefix, &rc);
     }
+    for (int k = 0; rc == SB_OK && !d->ms && k < ERV_N; k++)
+        for (int j = 0; rc == SB_OK && j <= SB_ERRORS_ROWS_LOG; j++) {
+            sb__buf_reset(&b);
+            build_rows(d, k, (size_t)1 << j, &b);
+            rc = b.failed;
+            if (rc == SB_OK)
+                out->rows[k][j] = sb__sql_subst(b.data, prefix, &rc);
+        }
     sb__buf_free(&b);
     if (rc != SB_OK) {
         sb__errors_sql_free(out);
@@ -815,6 +881,11 @@ void sb__errors_sql_free(sb_errors_sql *sql)
         sb__free(sql->s[i]);
         sql->s[i] = NULL;
     }
+    for (size_t k = 0; k < ERV_N; k++)
+        for (size_t j = 0; j <= SB_ERRORS_ROWS_LOG; j++) {
+            sb__free(sql->rows[k][j]);
+            sql->rows[k][j] = NULL;
+        }
 }
 
 /* The column order of ER_GET: status, status_changed_at, last_modified,

@@ -374,25 +374,96 @@ static void test_status_and_confirmation(void **state)
     sbe_close(&e);
 }
 
-/* "A batch larger than one statement's budget" (E11): 130 messages in a
- * batch of 256, upserted in chunks of 50. */
+/* One dead letter of the row-set test: message `i` failed on queue
+ * rs-(i % 7) at second `sec` with exception R<i>-<sec>. */
+static void row_set_letter(sbe_env *e, int i, int sec)
+{
+    char uid[16], queue[16], when[32], type[32], body[64];
+    snprintf(uid, sizeof uid, "rs-%d", i);
+    snprintf(queue, sizeof queue, "rs-%d", i % 7);
+    snprintf(when, sizeof when, "2026-01-02T00:%02d:%02dZ", sec / 60, sec % 60);
+    snprintf(type, sizeof type, "R%d-%d", i, sec);
+    snprintf(body, sizeof body, "{\"n\":%d,\"s\":%d}", i, sec);
+    sbe_dead_letter_as(e, uid, queue, when, type, body);
+}
+
+/* "A batch larger than one statement's budget" (E10, E11): the write
+ * path binds its rows as parameters, a batch in one statement of the
+ * next power of two rows with the rest bound NULL, or in statements as
+ * large as the driver's parameter cap allows and a padded last one: 511
+ * messages (a 512-row upsert; 2,555 group rows, 2,048 + 512; through
+ * ODBC's 2,100 parameters, upserts of 64). Each row lands whole and in
+ * its own place: new rows, then a second batch of later attempts of
+ * every third message (updates), and a third replaying the first (no
+ * change). */
 static void test_large_batch(void **state)
 {
     (void)state;
+    sb_errors_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.ingest_batch_size = 1000;
     sbe_env e;
-    sbe_open(&e);
-    for (int i = 0; i < 130; i++) {
-        char uid[16];
-        snprintf(uid, sizeof uid, "ub-%d", i);
-        sbe_dead_letter_as(&e, uid, "orders", "2026-01-02T00:00:01Z", "X", "a");
-    }
+    sbe_open_opts(&e, &o);
+    enum { N = 511 };
+    for (int i = 0; i < N; i++)
+        row_set_letter(&e, i, 1);
     sb_ingest_stats s = sbe_ingest(&e);
-    assert_int_equal(s.rows, 130);
-    assert_int_equal(s.messages, 130);
+    assert_int_equal(s.rows, N);
+    assert_int_equal(s.messages, N);
     assert_int_equal(s.batches, 1);
-    sb_failed_message *m = sbe_get(&e, "ub-129");
-    assert_int_equal(sb_failed_attempts(m), 1);
-    sb_failed_message_free(m);
+    int later = 0;
+    for (int i = 0; i < N; i += 3, later++)
+        row_set_letter(&e, i, 2 + i % 50);
+    s = sbe_ingest(&e);
+    assert_int_equal(s.messages, later);
+    for (int i = 0; i < N; i++)
+        row_set_letter(&e, i, 1);
+    s = sbe_ingest(&e);
+    assert_int_equal(s.rows, N);
+    assert_int_equal(s.messages, 0);
+    for (int i = 0; i < N; i++) {
+        char uid[16], queue[16], type[32], body[64];
+        int sec = i % 3 == 0 ? 2 + i % 50 : 1;
+        snprintf(uid, sizeof uid, "rs-%d", i);
+        snprintf(queue, sizeof queue, "rs-%d", i % 7);
+        snprintf(type, sizeof type, "R%d-%d", i, sec);
+        snprintf(body, sizeof body, "{\"n\":%d,\"s\":%d}", i, sec);
+        sb_failed_message *m = sbe_get(&e, uid);
+        assert_int_equal(sb_failed_attempts(m), i % 3 == 0 ? 2 : 1);
+        assert_int_equal(sb_failed_first_failure_us(m), at_second(1));
+        assert_int_equal(sb_failed_last_failure_us(m), at_second(sec));
+        assert_string_equal(sb_failed_field(m, "failed_queue"), queue);
+        assert_string_equal(sb_failed_field(m, "exception_type"), type);
+        assert_string_equal(sb_failed_body_text(m), body);
+        sb_failed_message_free(m);
+    }
+    /* Every message has the groups of its newest attempt only (E9 step
+     * 2), as many as the first message has. */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_groups WHERE "
+             "unique_message_id = $1",
+             e.prefix);
+    long each = sbt_native_scalar(sql, "rs-1");
+    assert_true(each >= 3);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_groups WHERE "
+             "unique_message_id <> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "none"), each * N);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_groups WHERE type = "
+             "'Exception Type and Stack Trace' AND title LIKE 'R%%' AND "
+             "unique_message_id <> $1",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "none"), N);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %sfailed_message_groups WHERE "
+             "unique_message_id = $1 AND title LIKE 'R3-5%%'",
+             e.prefix);
+    assert_int_equal(sbt_native_scalar(sql, "rs-3"), 1);
+    assert_int_equal(sbe_count_mismatches(&e), 0);
     sbe_close(&e);
 }
 
