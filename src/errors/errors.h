@@ -113,12 +113,15 @@ enum { ERV_ATTEMPTS, ERV_UPSERT, ERV_GROUPS, ERV_N };
 
 typedef struct sb_errors_sql {
     char *s[ER_N];
-    char *rows[ERV_N][SB_ERRORS_ROWS_LOG + 1]; /* NULL: JSON (SQL Server) */
 } sb_errors_sql;
 
 int sb__errors_sql_new(int dialect, const char *prefix, sb_errors_sql *out,
                        sb_error *err);
 void sb__errors_sql_free(sb_errors_sql *sql);
+/* The row set `kind` (ERV_*) of `n` rows for SQLite or PostgreSQL, the
+ * prefix put in, in *out (the caller frees it). */
+int sb__errors_rows_sql(int dialect, const char *prefix, int kind, size_t n,
+                        char **out);
 /* The position of a failed_messages column in the rows of ER_GET. */
 int sb__errors_column(const char *name);
 
@@ -128,6 +131,11 @@ struct sb_errors {
     int batch_size;
     size_t max_body;
     int allow_edit;
+    /* The row sets' statements (SQLite, PostgreSQL), each built at its
+     * first use under rows_mu: all of them take ~20 ms of CPU, which a
+     * store that never ingests (a CLI query) should not pay. */
+    pthread_mutex_t rows_mu;
+    char *rows[ERV_N][SB_ERRORS_ROWS_LOG + 1];
 };
 
 /* One dead-letter row read as a failed processing attempt (E2, E5). The

@@ -81,6 +81,27 @@ static int run_json(batch *x, int k, sb_rows **rows, sb_error *err)
  * rest fits one; the rows in their order (the lock order). `got`, if
  * any, sees each statement's returned rows. SQLite's upsert binds the
  * clock first (`clock`). */
+/* Whether the write path binds its rows (SQLite, PostgreSQL), or sends
+ * them as JSON (SQL Server). */
+static int bound(const batch *x)
+{
+    return x->e->bus->dialect != SB_DIALECT_MSSQL;
+}
+
+/* The statement of row set `kind` for 2^j rows, built at its first use. */
+static int row_set_sql(sb_errors *e, int kind, int j, const char **sql,
+                       sb_error *err)
+{
+    pthread_mutex_lock(&e->rows_mu);
+    int rc = SB_OK;
+    if (e->rows[kind][j] == NULL)
+        rc = sb__errors_rows_sql(e->bus->dialect, e->bus->prefix, kind,
+                                 (size_t)1 << j, &e->rows[kind][j]);
+    *sql = e->rows[kind][j];
+    pthread_mutex_unlock(&e->rows_mu);
+    return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
+}
+
 static int run_rows(batch *x, int kind, const sb_value *vals, size_t width,
                     size_t n, int clock, void (*got)(batch *, const sb_rows *),
                     sb_error *err)
@@ -105,9 +126,12 @@ static int run_rows(batch *x, int kind, const sb_value *vals, size_t width,
         memcpy(p + lead, vals + at * width, take * width * sizeof *p);
         for (size_t i = take * width; i < slots; i++)
             p[lead + i] = sb__v_null();
+        const char *sql = NULL;
+        rc = row_set_sql(x->e, kind, j, &sql, err);
         sb_rows *rows = NULL;
-        rc = sb__query(x->c, x->e->sql.rows[kind][j], p, lead + slots,
-                       got != NULL ? &rows : NULL, NULL, err);
+        if (rc == SB_OK)
+            rc = sb__query(x->c, sql, p, lead + slots,
+                           got != NULL ? &rows : NULL, NULL, err);
         if (rc == SB_OK && got != NULL)
             got(x, rows);
         sb__rows_free(rows);
@@ -396,9 +420,8 @@ static int keep_new_attempts(batch *x, sb_error *err)
     x->fresh = sb__calloc(n_keys, 1);
     if (x->fresh == NULL)
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
-    int rc = x->e->sql.rows[ERV_ATTEMPTS][0] != NULL
-                 ? insert_keys_bound(x, n_keys, err)
-                 : insert_keys_json(x, err);
+    int rc =
+        bound(x) ? insert_keys_bound(x, n_keys, err) : insert_keys_json(x, err);
     long kept = 0;
     for (long i = 0; rc == SB_OK && i < x->n_folded; i++) {
         sb_folded f = x->folded[i];
@@ -533,7 +556,7 @@ static int upsert_bound(batch *x, sb_error *err)
 static int upsert(batch *x, sb_error *err)
 {
     x->got.messages += x->n_folded;
-    if (x->e->sql.rows[ERV_UPSERT][0] != NULL)
+    if (bound(x))
         return upsert_bound(x, err);
     int rc = SB_OK;
     for (long at = 0; rc == SB_OK && at < x->n_folded; at += SB_ERRORS_CHUNK) {
@@ -581,16 +604,16 @@ static void won_ids(batch *x)
  * the rows the prune leaves alone. */
 static int replace_groups(batch *x, sb_error *err)
 {
-    int bound = x->e->sql.rows[ERV_GROUPS][0] != NULL;
+    int bind = bound(x);
     size_t n_won = 0;
     for (long i = 0; i < x->n_folded; i++)
         n_won += x->won[i] != 0;
     group_row *gr = sb__calloc(n_won * SB_MAX_GROUPS + 1, sizeof *gr);
     sb_value *v =
-        bound ? sb__calloc(n_won * SB_MAX_GROUPS * SB__ERRORS_GROUP_WIDTH + 1,
-                           sizeof *v)
-              : NULL;
-    if (gr == NULL || (bound && v == NULL)) {
+        bind ? sb__calloc(n_won * SB_MAX_GROUPS * SB__ERRORS_GROUP_WIDTH + 1,
+                          sizeof *v)
+             : NULL;
+    if (gr == NULL || (bind && v == NULL)) {
         sb__free(gr);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
@@ -623,7 +646,7 @@ static int replace_groups(batch *x, sb_error *err)
                 keep.failed = pair.failed;
             sb__buf_puts(&keep, any ? "," : "");
             sb__buf_json_mem(&keep, pair.data, pair.len);
-            if (bound) {
+            if (bind) {
                 sb_value *r = v + any * SB__ERRORS_GROUP_WIDTH;
                 r[0] = sb__v_text(a->unique_id);
                 r[1] = sb__v_text(g->id);
@@ -653,7 +676,7 @@ static int replace_groups(batch *x, sb_error *err)
                        err);
     sb__buf_free(&keep);
     sb__buf_free(&pair);
-    if (rc == SB_OK && any && bound)
+    if (rc == SB_OK && any && bind)
         rc = run_rows(x, ERV_GROUPS, v, SB__ERRORS_GROUP_WIDTH, any, 0, NULL,
                       err);
     else if (rc == SB_OK && any) {

@@ -587,7 +587,7 @@ static void build(const dialect *d, int k, sb_buf *b)
                         "true ON CONFLICT DO NOTHING");
         break;
     /* The row sets, as two rows for review (sb_errors_statements); the
-     * write path runs sb_errors_sql.rows. */
+     * write path runs sb__errors_rows_sql's. */
     case ER_NEW_ATTEMPTS: build_rows(d, ERV_ATTEMPTS, 2, b); break;
     case ER_UPSERT: build_rows(d, ERV_UPSERT, 2, b); break;
     case ER_DELETE_GROUPS:
@@ -819,7 +819,7 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
                        "the error store has no SQL for this backend");
     int rc = SB_OK;
     sb_buf b;
-    sb__buf_init(&b, (size_t)1 << 20); /* a 256-row upsert: ~80 KB */
+    sb__buf_init(&b, 64 * 1024);
     for (int k = 0; rc == SB_OK && k < ER_N; k++) {
         sb__buf_reset(&b);
         build(d, k, &b);
@@ -827,14 +827,6 @@ int sb__errors_sql_new(int dialect_id, const char *prefix, sb_errors_sql *out,
         if (rc == SB_OK)
             out->s[k] = sb__sql_subst(b.data, prefix, &rc);
     }
-    for (int k = 0; rc == SB_OK && !d->ms && k < ERV_N; k++)
-        for (int j = 0; rc == SB_OK && j <= SB_ERRORS_ROWS_LOG; j++) {
-            sb__buf_reset(&b);
-            build_rows(d, k, (size_t)1 << j, &b);
-            rc = b.failed;
-            if (rc == SB_OK)
-                out->rows[k][j] = sb__sql_subst(b.data, prefix, &rc);
-        }
     sb__buf_free(&b);
     if (rc != SB_OK) {
         sb__errors_sql_free(out);
@@ -875,17 +867,31 @@ int sb_errors_schema_sql(const char *backend, const char *table_prefix,
     return *out != NULL ? SB_OK : sb__err(err, SB_NOMEM, NULL, "out of memory");
 }
 
+int sb__errors_rows_sql(int dialect_id, const char *prefix, int kind, size_t n,
+                        char **out)
+{
+    *out = NULL;
+    const dialect *d = dialect_id == SB_DIALECT_SQLITE     ? &sqlite_dialect
+                       : dialect_id == SB_DIALECT_POSTGRES ? &pg_dialect
+                                                           : NULL;
+    if (d == NULL)
+        return SB_INVALID;
+    sb_buf b;
+    sb__buf_init(&b, (size_t)1 << 20); /* the 2,048-row upsert: ~400 KB */
+    build_rows(d, kind, n, &b);
+    int rc = b.failed;
+    if (rc == SB_OK)
+        *out = sb__sql_subst(b.data, prefix, &rc);
+    sb__buf_free(&b);
+    return rc;
+}
+
 void sb__errors_sql_free(sb_errors_sql *sql)
 {
     for (size_t i = 0; i < ER_N; i++) {
         sb__free(sql->s[i]);
         sql->s[i] = NULL;
     }
-    for (size_t k = 0; k < ERV_N; k++)
-        for (size_t j = 0; j <= SB_ERRORS_ROWS_LOG; j++) {
-            sb__free(sql->rows[k][j]);
-            sql->rows[k][j] = NULL;
-        }
 }
 
 /* The column order of ER_GET: status, status_changed_at, last_modified,

@@ -117,6 +117,10 @@ int sb_errors_open(sb_bus *bus, const sb_errors_options *opts, sb_errors **out,
     e->batch_size = o->ingest_batch_size ? o->ingest_batch_size : DEFAULT_BATCH;
     e->max_body = o->max_body_size ? o->max_body_size : DEFAULT_BODY;
     e->allow_edit = o->allow_edit != 0;
+    if (pthread_mutex_init(&e->rows_mu, NULL) != 0) {
+        sb__free(e);
+        return sb__err(err, SB_NOMEM, NULL, "cannot create a mutex");
+    }
     rc = sb__errors_sql_new(bus->dialect, bus->prefix, &e->sql, err);
     if (rc == SB_OK && bus->schema_mode != SB_SCHEMA_NONE) {
         sb_error ddl_err;
@@ -144,5 +148,9 @@ void sb_errors_close(sb_errors *e)
     if (e == NULL)
         return;
     sb__errors_sql_free(&e->sql);
+    for (size_t k = 0; k < ERV_N; k++)
+        for (size_t j = 0; j <= SB_ERRORS_ROWS_LOG; j++)
+            sb__free(e->rows[k][j]);
+    pthread_mutex_destroy(&e->rows_mu);
     sb__free(e);
 }
