@@ -509,6 +509,7 @@ static int upsert_bound(batch *x, sb_error *err)
     size_t *off = pg ? sb__calloc(2 * n, sizeof *off) : NULL;
     if (v == NULL || (pg && off == NULL)) {
         sb__free(v);
+        sb__free(off);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
     sb__buf_reset(&x->json);
@@ -615,6 +616,7 @@ static int replace_groups(batch *x, sb_error *err)
              : NULL;
     if (gr == NULL || (bind && v == NULL)) {
         sb__free(gr);
+        sb__free(v);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
     sb_buf groups, keep, pair, *gb = &groups;

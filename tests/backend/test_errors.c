@@ -374,6 +374,18 @@ static void test_status_and_confirmation(void **state)
     sbe_close(&e);
 }
 
+/* `head` (a format with the table prefix's %s) then `where`, run as a
+ * one-row query with $1 = `param`. */
+static long prefixed_scalar(const sbe_env *e, const char *head,
+                            const char *where, const char *param)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, head, e->prefix);
+    size_t n = strlen(sql);
+    snprintf(sql + n, sizeof sql - n, "%s", where);
+    return sbt_native_scalar(sql, param);
+}
+
 /* One dead letter of the row-set test: message `i` failed on queue
  * rs-(i % 7) at second `sec` with exception R<i>-<sec>. */
 static void row_set_letter(sbe_env *e, int i, int sec)
@@ -440,29 +452,24 @@ static void test_large_batch(void **state)
     }
     /* Every message has the groups of its newest attempt only (E9 step
      * 2), as many as the first message has. */
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_message_groups WHERE "
-             "unique_message_id = $1",
-             e.prefix);
-    long each = sbt_native_scalar(sql, "rs-1");
+    static const char groups[] =
+        "SELECT count(*) FROM %sfailed_message_groups WHERE ";
+    long each = prefixed_scalar(&e, groups, "unique_message_id = $1", "rs-1");
     assert_true(each >= 3);
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_message_groups WHERE "
-             "unique_message_id <> $1",
-             e.prefix);
-    assert_int_equal(sbt_native_scalar(sql, "none"), each * N);
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_message_groups WHERE type = "
-             "'Exception Type and Stack Trace' AND title LIKE 'R%%' AND "
-             "unique_message_id <> $1",
-             e.prefix);
-    assert_int_equal(sbt_native_scalar(sql, "none"), N);
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %sfailed_message_groups WHERE "
-             "unique_message_id = $1 AND title LIKE 'R3-5%%'",
-             e.prefix);
-    assert_int_equal(sbt_native_scalar(sql, "rs-3"), 1);
+    assert_int_equal(
+        prefixed_scalar(&e, groups, "unique_message_id <> $1", "none"),
+        each * N);
+    assert_int_equal(prefixed_scalar(&e, groups,
+                                     "type = 'Exception Type and Stack "
+                                     "Trace' AND title LIKE 'R%' AND "
+                                     "unique_message_id <> $1",
+                                     "none"),
+                     N);
+    assert_int_equal(prefixed_scalar(&e, groups,
+                                     "unique_message_id = $1 AND title "
+                                     "LIKE 'R3-5%'",
+                                     "rs-3"),
+                     1);
     assert_int_equal(sbe_count_mismatches(&e), 0);
     sbe_close(&e);
 }

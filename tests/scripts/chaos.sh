@@ -169,24 +169,25 @@ seq 1 "$dead_letters" | sed 's/^/dead-/' |
 expect_count deadletter ready "$dead_letters"
 mid_pass=0
 before=$dead_letters
-# The kill comes 100-300 ms in, plus what a slow machine needs: a pass
-# killed before it moved anything waits 200 ms longer next time; one that
-# moved more than half of what was left, 100 ms less.
-extra_ms=0
+# The kill comes at 50-150 % of a delay that follows the machine's
+# speed: a pass killed before it moved anything makes the next delay
+# 200 ms longer; one that moved more than half of what was left, half
+# as long (20 ms at least), so fast builds are caught mid-pass too.
+delay_ms=200
 for _ in $(seq 1 20); do
     [ $mid_pass -ge 5 ] && break
     "$SQLBUS" --prefix "$prefix" errors ingest >/dev/null 2>>"$tmp/ingest.err" &
     ingest=$!
-    sleep "$(awk -v ms=$((100 * (RANDOM % 3 + 1) + extra_ms)) 'BEGIN{printf "%.3f", ms / 1000}')"
+    sleep "$(awk -v ms=$((delay_ms * (50 + RANDOM % 101) / 100)) 'BEGIN{printf "%.3f", ms / 1000}')"
     kill -KILL "$ingest" 2>/dev/null || true
     wait "$ingest" 2>/dev/null || true
     # Killed mid-pass: it had moved some batches, not all of them.
     after=$(count deadletter ready)
     [ "$after" -lt "$before" ] && [ "$after" -gt 0 ] && mid_pass=$((mid_pass + 1))
     if [ "$after" -eq "$before" ]; then
-        extra_ms=$((extra_ms + 200))
-    elif [ $((before - after)) -gt $((before / 2)) ] && [ $extra_ms -ge 100 ]; then
-        extra_ms=$((extra_ms - 100))
+        delay_ms=$((delay_ms + 200))
+    elif [ $((before - after)) -gt $((before / 2)) ]; then
+        delay_ms=$((delay_ms / 2 > 20 ? delay_ms / 2 : 20))
     fi
     [ "$after" -gt 0 ] || break
     before=$after
