@@ -28,17 +28,11 @@ typedef struct batch {
     long n_folded;
     int *won; /* per folded row: this batch's attempt is the stored one */
     sb_body_place *place; /* per folded row: where its body goes (E7) */
-    unsigned char *fresh; /* per attempt key: new to the store */
-    const int64_t *keys;  /* the first row's times: fresh's base */
+    unsigned char *fresh; /* per attempt key (the rows' times are one
+                             array from folded[0].times): new */
     sb_buf json;
     sb_ingest_stats got;
 } batch;
-
-/* A group row of a batch bound as parameters: its id and title. */
-typedef struct group_row {
-    char id[37];
-    sb_group_title g;
-} group_row;
 
 static void batch_free(batch *x)
 {
@@ -73,14 +67,6 @@ static int run_json(batch *x, int k, sb_rows **rows, sb_error *err)
     return sb__query(x->c, x->e->sql.s[k], p, 2, rows, NULL, err);
 }
 
-/* E10, E11 on SQLite and PostgreSQL: the row set `kind` of `n` rows of
- * `width` values each, bound as parameters (errors.h,
- * SB_ERRORS_ROWS_LOG): one statement of the next power of two rows,
- * the rest bound NULL (sql.c drops them), or statements of the most
- * rows the driver's parameter cap allows (2,100 through ODBC) until the
- * rest fits one; the rows in their order (the lock order). `got`, if
- * any, sees each statement's returned rows. SQLite's upsert binds the
- * clock first (`clock`). */
 /* Whether the write path binds its rows (SQLite, PostgreSQL), or sends
  * them as JSON (SQL Server). */
 static int bound(const batch *x)
@@ -102,6 +88,14 @@ static int row_set_sql(sb_errors *e, int kind, int j, const char **sql,
     return rc == SB_OK ? SB_OK : sb__err(err, rc, NULL, "out of memory");
 }
 
+/* E10, E11 on SQLite and PostgreSQL: the row set `kind` of `n` rows of
+ * `width` values each, bound as parameters (errors.h,
+ * SB_ERRORS_ROWS_LOG): one statement of the next power of two rows,
+ * the rest bound NULL (sql.c drops them), or statements of the most
+ * rows the driver's parameter cap allows (2,100 through ODBC) until the
+ * rest fits one; the rows in their order (the lock order). `got`, if
+ * any, sees each statement's returned rows. SQLite's upsert binds the
+ * clock first (`clock`). */
 static int run_rows(batch *x, int kind, const sb_value *vals, size_t width,
                     size_t n, int clock, void (*got)(batch *, const sb_rows *),
                     sb_error *err)
@@ -350,7 +344,7 @@ static void mark_fresh(batch *x, const sb_rows *rows)
         long k =
             i >= 0 ? find_time(&x->folded[i], sb__rows_int(rows, r, 1)) : -1;
         if (k >= 0)
-            x->fresh[x->folded[i].times + k - x->keys] = 1;
+            x->fresh[x->folded[i].times + k - x->folded[0].times] = 1;
     }
 }
 
@@ -413,7 +407,7 @@ static int insert_keys_json(batch *x, sb_error *err)
 static int keep_new_attempts(batch *x, sb_error *err)
 {
     /* One flag a key: the rows' times are one array (sb__fold). */
-    x->keys = x->folded[0].times;
+    const int64_t *base = x->folded[0].times;
     size_t n_keys = 0;
     for (long i = 0; i < x->n_folded; i++)
         n_keys += x->folded[i].n_times;
@@ -427,7 +421,7 @@ static int keep_new_attempts(batch *x, sb_error *err)
         sb_folded f = x->folded[i];
         f.attempts = 0;
         for (size_t k = 0; k < f.n_times; k++) {
-            if (!x->fresh[f.times + k - x->keys])
+            if (!x->fresh[f.times + k - base])
                 continue;
             if (f.attempts++ == 0)
                 f.first_us = f.times[k];
@@ -609,13 +603,16 @@ static int replace_groups(batch *x, sb_error *err)
     size_t n_won = 0;
     for (long i = 0; i < x->n_folded; i++)
         n_won += x->won[i] != 0;
-    group_row *gr = sb__calloc(n_won * SB_MAX_GROUPS + 1, sizeof *gr);
+    /* Each won message classified in place: its titles and their ids. */
+    sb_group_title *gt = sb__calloc(n_won * SB_MAX_GROUPS + 1, sizeof *gt);
+    char(*gid)[37] = sb__calloc(n_won * SB_MAX_GROUPS + 1, sizeof *gid);
     sb_value *v =
         bind ? sb__calloc(n_won * SB_MAX_GROUPS * SB__ERRORS_GROUP_WIDTH + 1,
                           sizeof *v)
              : NULL;
-    if (gr == NULL || (bind && v == NULL)) {
-        sb__free(gr);
+    if (gt == NULL || gid == NULL || (bind && v == NULL)) {
+        sb__free(gt);
+        sb__free(gid);
         sb__free(v);
         return sb__err(err, SB_NOMEM, NULL, "out of memory");
     }
@@ -635,14 +632,13 @@ static int replace_groups(batch *x, sb_error *err)
             a->stack_trace,        a->message_type,
             a->failed_queue,       a->instance_id ? a->instance_id : a->host_id,
             a->processing_endpoint};
-        group_row *g = gr + any;
-        sb_group_title t[SB_MAX_GROUPS];
-        size_t n = sb__classify(&in, t);
-        for (size_t k = 0; k < n; k++, g++) {
-            g->g = t[k];
-            sb__deterministic_guid_str(g->g.classifier, g->g.title, g->id);
+        size_t n = sb__classify(&in, gt + any);
+        for (size_t k = 0; k < n; k++) {
+            const sb_group_title *g = &gt[any];
+            char *id = gid[any];
+            sb__deterministic_guid_str(g->classifier, g->title, id);
             sb__buf_reset(&pair);
-            sb__buf_printf(&pair, "%s|%s", a->unique_id, g->id);
+            sb__buf_printf(&pair, "%s|%s", a->unique_id, id);
             /* The next reset clears pair's failure: keep inherits it. */
             if (pair.failed)
                 keep.failed = pair.failed;
@@ -651,15 +647,15 @@ static int replace_groups(batch *x, sb_error *err)
             if (bind) {
                 sb_value *r = v + any * SB__ERRORS_GROUP_WIDTH;
                 r[0] = sb__v_text(a->unique_id);
-                r[1] = sb__v_text(g->id);
-                r[2] = sb__v_text(g->g.title);
-                r[3] = sb__v_text(g->g.classifier);
+                r[1] = sb__v_text(id);
+                r[2] = sb__v_text(g->title);
+                r[3] = sb__v_text(g->classifier);
             } else {
                 sb__buf_puts(gb, any ? ",{" : "{");
                 json_text(gb, "u", a->unique_id, 0);
-                json_text(gb, "g", g->id, 1);
-                json_text(gb, "t", g->g.title, 1);
-                json_text(gb, "c", g->g.classifier, 1);
+                json_text(gb, "g", id, 1);
+                json_text(gb, "t", g->title, 1);
+                json_text(gb, "c", g->classifier, 1);
                 sb__buf_puts(gb, "}");
             }
             any++;
@@ -689,7 +685,8 @@ static int replace_groups(batch *x, sb_error *err)
     }
     sb__buf_free(gb);
     sb__free(v);
-    sb__free(gr);
+    sb__free(gid);
+    sb__free(gt);
     return rc;
 }
 
